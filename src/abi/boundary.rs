@@ -1,0 +1,322 @@
+//! The C boundary (design.md §4): one entry macro for every exported function.
+//!
+//! [`abi_entry!`](crate::abi_entry) wraps a function body so that:
+//!
+//! * a panic never crosses into C: it is caught, logged at ERROR and becomes `NRT_FAILURE`
+//!   (or the function's failure value);
+//! * the lifecycle guard of spec/nrt-abi.md §5.1 runs first where the entry point has one
+//!   (13 before `nrt_init` and after `nrt_close` returned, 14 during teardown, 1 in a forked
+//!   child);
+//! * entry and exit are logged at TRACE;
+//! * the core's [`Error`] becomes an `NRT_STATUS` in exactly one place, [`status_of`], and a log
+//!   line that says what was wrong (an unimplemented entry point logs its name once at WARNING).
+//!
+//! Pointers are checked and converted once, with the helpers below; out-parameters are written
+//! only on success, by the body, after everything that can fail has run.
+
+use std::ffi::{c_char, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::abi::types::nrt_status;
+use crate::error::{Error, ErrorKind, Result};
+use crate::runtime::{log, state};
+
+/// Whether an entry point runs the lifecycle guard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guard {
+    /// The §5.1 guard: only proceed in INIT.
+    Lifecycle,
+    /// No guard (nrt_init itself, version and count getters, status strings, libncfw).
+    None,
+}
+
+/// The one mapping from the core's error classes to vendor status codes.
+pub fn status_of(e: &Error) -> nrt_status {
+    use nrt_status::*;
+    match e.kind() {
+        ErrorKind::Failure | ErrorKind::NotImplemented => NRT_FAILURE,
+        ErrorKind::Invalid => NRT_INVALID,
+        ErrorKind::InvalidHandle => NRT_INVALID_HANDLE,
+        ErrorKind::Resource => NRT_RESOURCE,
+        ErrorKind::Timeout => NRT_TIMEOUT,
+        ErrorKind::QueueFull => NRT_QUEUE_FULL,
+        ErrorKind::NotEnoughCores => NRT_LOAD_NOT_ENOUGH_NC,
+        ErrorKind::UnsupportedNeffVersion => NRT_UNSUPPORTED_NEFF_VERSION,
+        ErrorKind::HostAlloc => NRT_FAIL_HOST_MEM_ALLOC,
+        ErrorKind::Uninitialized => NRT_UNINITIALIZED,
+        ErrorKind::Closed => NRT_CLOSED,
+        ErrorKind::ExecBadInput => NRT_EXEC_BAD_INPUT,
+        ErrorKind::CollectivesHang => NRT_EXEC_HW_ERR_COLLECTIVES,
+        ErrorKind::ExecUnitUnrecoverable => NRT_EXEC_UNIT_UNRECOVERABLE,
+    }
+}
+
+fn report(name: &str, e: &Error) {
+    match e.kind() {
+        ErrorKind::NotImplemented => log::write_once(
+            log::Level::Warning,
+            name,
+            name,
+            format_args!("{name} is not implemented yet in OpenNRT; returning NRT_FAILURE"),
+        ),
+        _ => log::write(
+            log::Level::Error,
+            name,
+            format_args!("{} ({:?}): {}", name, status_of(e), e.message()),
+        ),
+    }
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic payload".to_string()
+    }
+}
+
+/// Run `body` as the entry point `name`; on error return `on_error(&err)`. Use through
+/// [`abi_entry!`](crate::abi_entry).
+pub fn enter<T>(
+    name: &'static str,
+    guard: Guard,
+    on_error: impl FnOnce(&Error) -> T,
+    body: impl FnOnce() -> Result<T>,
+) -> T {
+    crate::log_trace!(name, "API:IN");
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        if guard == Guard::Lifecycle {
+            state::guard()?;
+        }
+        body()
+    }));
+    let result = match outcome {
+        Ok(r) => r,
+        Err(p) => Err(Error::failure(format!(
+            "internal error (panic caught at the C boundary): {}",
+            panic_message(p.as_ref())
+        ))),
+    };
+    match result {
+        Ok(v) => {
+            crate::log_trace!(name, "API:OUT ok");
+            v
+        }
+        Err(e) => {
+            report(name, &e);
+            crate::log_trace!(name, "API:OUT {:?}", status_of(&e));
+            on_error(&e)
+        }
+    }
+}
+
+/// Wrap the body of an exported function. Three forms:
+///
+/// ```ignore
+/// abi_entry!(status "nrt_x", Guard::Lifecycle, { ...; Ok(()) })        // -> NRT_STATUS
+/// abi_entry!(value "nrt_y", Guard::Lifecycle, null_mut(), { Ok(p) })   // -> T, fallback on error
+/// abi_entry!(void "nrt_z", Guard::Lifecycle, { ...; Ok(()) })          // -> ()
+/// ```
+#[macro_export]
+macro_rules! abi_entry {
+    (status $name:literal, $guard:expr, $body:block) => {
+        $crate::abi::boundary::enter(
+            $name,
+            $guard,
+            |e| $crate::abi::boundary::status_of(e),
+            || -> $crate::Result<$crate::abi::types::NRT_STATUS> {
+                let r: $crate::Result<()> = (|| $body)();
+                r.map(|()| $crate::abi::types::nrt_status::NRT_SUCCESS)
+            },
+        )
+    };
+    (value $name:literal, $guard:expr, $fallback:expr, $body:block) => {
+        $crate::abi::boundary::enter($name, $guard, |_| $fallback, || $body)
+    };
+    (void $name:literal, $guard:expr, $body:block) => {
+        $crate::abi::boundary::enter($name, $guard, |_| (), || -> $crate::Result<()> { $body })
+    };
+}
+
+/// The standard body of an entry point that a later issue implements.
+pub fn not_implemented(name: &'static str) -> Result<()> {
+    Err(Error::not_implemented(name))
+}
+
+/// A required pointer argument: `Err(NRT_INVALID)` naming `what` if NULL.
+pub fn non_null<T>(p: *const T, what: &str) -> Result<*const T> {
+    if p.is_null() {
+        Err(Error::invalid(format!("{what} is NULL")))
+    } else {
+        Ok(p)
+    }
+}
+
+/// A required out-parameter: checked for NULL and alignment, written only by the caller of this
+/// helper once everything else has succeeded.
+///
+/// # Safety
+/// `p` must be NULL or point to writable memory for a `T` that lives for `'a`.
+pub unsafe fn out_param<'a, T>(p: *mut T, what: &str) -> Result<&'a mut std::mem::MaybeUninit<T>> {
+    if p.is_null() {
+        return Err(Error::invalid(format!("{what} is NULL")));
+    }
+    if !p.is_aligned() {
+        return Err(Error::invalid(format!(
+            "{what} is not aligned for its type"
+        )));
+    }
+    // SAFETY: non-null, aligned, and the caller promises it is valid for writes.
+    Ok(unsafe { &mut *p.cast::<std::mem::MaybeUninit<T>>() })
+}
+
+/// A required input reference.
+///
+/// # Safety
+/// `p` must be NULL or point to a valid `T` that lives for `'a`.
+pub unsafe fn in_ref<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
+    if p.is_null() {
+        return Err(Error::invalid(format!("{what} is NULL")));
+    }
+    if !p.is_aligned() {
+        return Err(Error::invalid(format!(
+            "{what} is not aligned for its type"
+        )));
+    }
+    // SAFETY: non-null and aligned; validity is the caller's promise.
+    Ok(unsafe { &*p })
+}
+
+/// An optional C string: NULL → `None`; invalid UTF-8 is replaced, never rejected (names and
+/// version strings are only logged).
+///
+/// # Safety
+/// `p` must be NULL or point to a NUL-terminated string.
+pub unsafe fn opt_cstr(p: *const c_char) -> Option<String> {
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: non-null and NUL-terminated by the caller's promise.
+        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    }
+}
+
+/// A required C string.
+///
+/// # Safety
+/// As for [`opt_cstr`].
+pub unsafe fn req_cstr(p: *const c_char, what: &str) -> Result<String> {
+    // SAFETY: forwarded contract.
+    unsafe { opt_cstr(p) }.ok_or_else(|| Error::invalid(format!("{what} is NULL")))
+}
+
+/// A byte slice from a pointer and length; NULL is allowed only when `len == 0`.
+///
+/// # Safety
+/// `p` must point to `len` readable bytes that live for `'a`.
+pub unsafe fn bytes<'a>(p: *const u8, len: usize, what: &str) -> Result<&'a [u8]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Error::invalid(format!(
+            "{what} is NULL but its length is {len}"
+        )));
+    }
+    // SAFETY: the caller promises `len` readable bytes.
+    Ok(unsafe { std::slice::from_raw_parts(p, len) })
+}
+
+/// Copy `s` into a fixed C char array, truncating and always NUL-terminating.
+pub fn fill_c_chars(dst: &mut [c_char], s: &str) {
+    dst.fill(0);
+    let n = s.len().min(dst.len().saturating_sub(1));
+    for (d, b) in dst.iter_mut().zip(s.as_bytes()[..n].iter()) {
+        *d = *b as c_char;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_maps_to_a_vendor_status() {
+        use nrt_status::*;
+        let cases = [
+            (ErrorKind::Failure, NRT_FAILURE, 1),
+            (ErrorKind::NotImplemented, NRT_FAILURE, 1),
+            (ErrorKind::Invalid, NRT_INVALID, 2),
+            (ErrorKind::InvalidHandle, NRT_INVALID_HANDLE, 3),
+            (ErrorKind::Resource, NRT_RESOURCE, 4),
+            (ErrorKind::Timeout, NRT_TIMEOUT, 5),
+            (ErrorKind::QueueFull, NRT_QUEUE_FULL, 7),
+            (ErrorKind::NotEnoughCores, NRT_LOAD_NOT_ENOUGH_NC, 9),
+            (
+                ErrorKind::UnsupportedNeffVersion,
+                NRT_UNSUPPORTED_NEFF_VERSION,
+                10,
+            ),
+            (ErrorKind::HostAlloc, NRT_FAIL_HOST_MEM_ALLOC, 11),
+            (ErrorKind::Uninitialized, NRT_UNINITIALIZED, 13),
+            (ErrorKind::Closed, NRT_CLOSED, 14),
+            (ErrorKind::ExecBadInput, NRT_EXEC_BAD_INPUT, 1002),
+            (
+                ErrorKind::CollectivesHang,
+                NRT_EXEC_HW_ERR_COLLECTIVES,
+                1200,
+            ),
+            (
+                ErrorKind::ExecUnitUnrecoverable,
+                NRT_EXEC_UNIT_UNRECOVERABLE,
+                101,
+            ),
+        ];
+        for (k, s, n) in cases {
+            let st = status_of(&Error::new(k, "x"));
+            assert_eq!(st, s);
+            assert_eq!(st as i32, n, "spec/nrt-abi.md §2.1 value of {s:?}");
+        }
+    }
+
+    #[test]
+    fn panics_become_failure() {
+        let s = crate::abi_entry!(status "test_panic", Guard::None, {
+            if true {
+                panic!("boom");
+            }
+            Ok(())
+        });
+        assert_eq!(s, nrt_status::NRT_FAILURE);
+        let v: usize = crate::abi_entry!(value "test_panic_value", Guard::None, 7, {
+            panic!("boom")
+        });
+        assert_eq!(v, 7);
+    }
+
+    #[test]
+    fn errors_map_and_success_is_zero() {
+        let s = crate::abi_entry!(status "test_err", Guard::None, { Err(Error::invalid("bad")) });
+        assert_eq!(s as i32, 2);
+        let s = crate::abi_entry!(status "test_ok", Guard::None, { Ok(()) });
+        assert_eq!(s as i32, 0);
+    }
+
+    #[test]
+    fn pointer_helpers_reject_null() {
+        assert!(non_null(std::ptr::null::<u8>(), "x").is_err());
+        // SAFETY: NULL is an allowed input of these helpers.
+        unsafe {
+            assert!(out_param(std::ptr::null_mut::<u32>(), "out").is_err());
+            assert!(in_ref(std::ptr::null::<u32>(), "in").is_err());
+            assert!(req_cstr(std::ptr::null(), "s").is_err());
+            assert!(bytes(std::ptr::null(), 0, "b").unwrap().is_empty());
+            assert!(bytes(std::ptr::null(), 1, "b").is_err());
+        }
+        let mut buf = [1 as c_char; 4];
+        fill_c_chars(&mut buf, "abcdef");
+        assert_eq!(buf, [b'a' as c_char, b'b' as c_char, b'c' as c_char, 0]);
+    }
+}

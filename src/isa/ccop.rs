@@ -1,0 +1,424 @@
+//! The 8-byte `spad_ctrl_entry`: one cc_op slot of the TOP_SP CTRL scratchpad table.
+//!
+//! Layout (seed `003_85c867ca45640e23.txt` §1–§3, spec/ncfw.md §3.5, spec/lowering.md §6.1):
+//!
+//! | slot byte | bits | field |
+//! |---|---|---|
+//! | 0 | 0 | `header.cc_op` (the slot carries a collective op; the packer always sets 1) |
+//! | 0 | 1–7 | header reserved |
+//! | 1 | 0–3 | `algo_type` |
+//! | 1 | 4–6 | `algo_sub_type` |
+//! | 1 | 7 | `trigger_next` |
+//! | 2 | 0..4 | `reporter`, `ring_wait_complete`, `ring_send_complete`, `safe_mode`, `unique_tensors` |
+//! | 2 | 5–7 | reserved (the packer keeps the old bits) |
+//! | 3 | | padding (the packer never stores it) |
+//! | 4–7 | | union: ring `channel_list` u32, or mesh `sema_shift_offset` u16 @4 + `sema_mask` u16 @6 |
+//!
+//! The `cc_op_entry` proper starts at slot byte 1: a consumer offset `cc_op + N` is slot byte
+//! `N + 1` (seed 003 §6, "the +1 header base"). Everything here is measured from the slot.
+//!
+//! What `algo_type` carries is a contested fact (spec/lowering.md §6.1, §7 item 3; design.md
+//! §2.5). We follow seed 003: the device pattern `enc_pattern_t` (RING 0 / MESH 1). The choice
+//! lives in exactly one place, [`ALGO_TYPE_CARRIES`], so it can be flipped if real dumps show the
+//! other reading.
+
+use crate::error::{Error, Result};
+
+/// Size of one slot in bytes.
+pub const SPAD_CTRL_ENTRY_SIZE: usize = 8;
+
+/// Bytes of the CTRL scratchpad on cayman: at most 512 slots (spec/ncfw.md §3.5, Appendix A).
+pub const CTRL_SPAD_BYTES: usize = 0x1000;
+
+/// Marker stored in a continuation slot (`SPAD_SLOT_CONTINUE_MARK`, seed 003 §5).
+pub const SPAD_SLOT_CONTINUE_MARK: u64 = 0xFFFE_FFFE_0000_0000;
+
+/// The device algorithm family (`enc_pattern_t`, seed 003 §4): selects which union view the
+/// TOP_SP reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum DevicePattern {
+    /// `ENC_PATTERN_RING` = 0: the union is a `channel_list` bitmap.
+    Ring = 0,
+    /// `ENC_PATTERN_MESH` = 1: the union is `{sema_shift_offset, sema_mask}`.
+    Mesh = 1,
+}
+
+/// Which enumeration the 4-bit `algo_type` field carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlgoTypeEncoding {
+    /// Seed 003: `enc_pattern_t` (RING 0 / MESH 1).
+    DevicePattern,
+    /// Seeds 000–002: the low nibble of the host `enc_alg_type`.
+    HostAlgorithm,
+}
+
+/// The one switch for the `algo_type` contradiction (design.md §2.5). The lowering writes and
+/// the device reads `algo_type` according to this constant.
+pub const ALGO_TYPE_CARRIES: AlgoTypeEncoding = AlgoTypeEncoding::DevicePattern;
+
+/// Mesh flavours written into `algo_sub_type` for mesh ops (spec/ncfw.md Appendix A).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum MeshSubType {
+    /// FULL = 0.
+    Full = 0,
+    /// GROUPED = 1.
+    Grouped = 1,
+    /// TRN2 = 2.
+    Trn2 = 2,
+    /// SWITCH = 3.
+    Switch = 3,
+}
+
+/// Every field of one slot, decoded losslessly (reserved bits included), so that
+/// `SpadCtrlEntry::unpack(b).pack() == b` for every 8-byte `b`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct SpadCtrlEntry {
+    /// Header bit 0: the slot carries a collective op.
+    pub cc_op: bool,
+    /// Header bits 1–7 (reserved), as a 7-bit value.
+    pub header_reserved: u8,
+    /// 4-bit algorithm family (see [`ALGO_TYPE_CARRIES`]).
+    pub algo_type: u8,
+    /// 3-bit sub-variant (mesh flavour for mesh ops).
+    pub algo_sub_type: u8,
+    /// Chain into the next entry.
+    pub trigger_next: bool,
+    /// This TOP_SP posts the completion.
+    pub reporter: bool,
+    /// Ring: wait for the receive side to complete.
+    pub ring_wait_complete: bool,
+    /// Ring: wait for the send side to complete.
+    pub ring_send_complete: bool,
+    /// From the context's permute-chain flag; a real wire bit that ctx_log does not dump.
+    pub safe_mode: bool,
+    /// The ops of a chain use distinct tensors; not dumped by ctx_log.
+    pub unique_tensors: bool,
+    /// Flag byte bits 5–7 (reserved), as a 3-bit value.
+    pub flags_reserved: u8,
+    /// Slot byte 3 (padding).
+    pub pad: u8,
+    /// Slot bytes 4–7, little-endian: the ring/mesh union.
+    pub union_word: u32,
+}
+
+/// The fields the lowering chooses for one cc_op (what the vendor packer
+/// `create_spad_ctrl_entry` takes); everything else in the slot is preserved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CcOpFields {
+    /// 4-bit `algo_type`.
+    pub algo_type: u8,
+    /// 3-bit `algo_sub_type`.
+    pub algo_sub_type: u8,
+    /// Chain into the next entry.
+    pub trigger_next: bool,
+    /// This TOP_SP posts the completion.
+    pub reporter: bool,
+    /// `ring_wait_complete`.
+    pub ring_wait_complete: bool,
+    /// `ring_send_complete`.
+    pub ring_send_complete: bool,
+    /// `safe_mode`.
+    pub safe_mode: bool,
+    /// `unique_tensors`.
+    pub unique_tensors: bool,
+    /// The union operands.
+    pub operands: CcOpOperands,
+}
+
+/// The two views of the 4-byte union at slot byte 4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CcOpOperands {
+    /// Ring view: bit n = ring channel with absolute id n is driven by this TOP_SP.
+    Ring {
+        /// The channel bitmap.
+        channel_list: u32,
+    },
+    /// Mesh view.
+    Mesh {
+        /// u16 at slot byte 4.
+        sema_shift_offset: u16,
+        /// u16 at slot byte 6.
+        sema_mask: u16,
+    },
+}
+
+impl CcOpOperands {
+    /// The union as the u32 stored little-endian at slot byte 4.
+    pub fn word(self) -> u32 {
+        match self {
+            CcOpOperands::Ring { channel_list } => channel_list,
+            CcOpOperands::Mesh {
+                sema_shift_offset,
+                sema_mask,
+            } => u32::from(sema_shift_offset) | (u32::from(sema_mask) << 16),
+        }
+    }
+}
+
+fn bit(b: u8, n: u32) -> bool {
+    (b >> n) & 1 == 1
+}
+
+impl SpadCtrlEntry {
+    /// Decode a slot. Total: every byte pattern decodes, nothing is lost.
+    pub fn unpack(b: [u8; SPAD_CTRL_ENTRY_SIZE]) -> Self {
+        SpadCtrlEntry {
+            cc_op: bit(b[0], 0),
+            header_reserved: b[0] >> 1,
+            algo_type: b[1] & 0xF,
+            algo_sub_type: (b[1] >> 4) & 0x7,
+            trigger_next: bit(b[1], 7),
+            reporter: bit(b[2], 0),
+            ring_wait_complete: bit(b[2], 1),
+            ring_send_complete: bit(b[2], 2),
+            safe_mode: bit(b[2], 3),
+            unique_tensors: bit(b[2], 4),
+            flags_reserved: b[2] >> 5,
+            pad: b[3],
+            union_word: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+        }
+    }
+
+    /// Encode a slot. Fails if a field does not fit its width.
+    pub fn pack(&self) -> Result<[u8; SPAD_CTRL_ENTRY_SIZE]> {
+        let check = |name: &str, v: u8, bits: u32| {
+            if u32::from(v) >> bits != 0 {
+                Err(Error::invalid(format!(
+                    "spad_ctrl_entry: field {name} = {v} does not fit in {bits} bits"
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        check("header_reserved", self.header_reserved, 7)?;
+        check("algo_type", self.algo_type, 4)?;
+        check("algo_sub_type", self.algo_sub_type, 3)?;
+        check("flags_reserved", self.flags_reserved, 3)?;
+        let mut b = [0u8; SPAD_CTRL_ENTRY_SIZE];
+        b[0] = u8::from(self.cc_op) | (self.header_reserved << 1);
+        b[1] = self.algo_type | (self.algo_sub_type << 4) | (u8::from(self.trigger_next) << 7);
+        b[2] = u8::from(self.reporter)
+            | (u8::from(self.ring_wait_complete) << 1)
+            | (u8::from(self.ring_send_complete) << 2)
+            | (u8::from(self.safe_mode) << 3)
+            | (u8::from(self.unique_tensors) << 4)
+            | (self.flags_reserved << 5);
+        b[3] = self.pad;
+        b[4..8].copy_from_slice(&self.union_word.to_le_bytes());
+        Ok(b)
+    }
+
+    /// Ring view of the union.
+    pub fn channel_list(&self) -> u32 {
+        self.union_word
+    }
+    /// Mesh view of the union: `sema_shift_offset` (slot bytes 4–5).
+    pub fn sema_shift_offset(&self) -> u16 {
+        (self.union_word & 0xFFFF) as u16
+    }
+    /// Mesh view of the union: `sema_mask` (slot bytes 6–7).
+    pub fn sema_mask(&self) -> u16 {
+        (self.union_word >> 16) as u16
+    }
+}
+
+/// Pack one cc_op into the slot `old`, exactly as the vendor packer does (seed 003 §2):
+///
+/// * the first 16-bit word is `(trigger_next << 15) | (algo_sub_type << 12) | (algo_type << 8) | 1`,
+///   merged with `old_word & 0xFE` (the header's reserved bits 1–7 survive);
+/// * the flag byte is `reporter | ring_wait_complete << 1 | ring_send_complete << 2 |
+///   safe_mode << 3 | unique_tensors << 4`, masked to 5 bits and merged with `old_flag & 0xE0`;
+/// * slot byte 3 is not stored (keeps `old`);
+/// * the union is stored as two u16 at slot bytes 4 and 6.
+///
+/// Also enforces the packer's assertion `channel id != 0 || reporter`: pass the id of the
+/// channel the entry is built for as `channel_id`.
+pub fn pack_cc_op(
+    old: [u8; SPAD_CTRL_ENTRY_SIZE],
+    f: &CcOpFields,
+    channel_id: u32,
+) -> Result<[u8; SPAD_CTRL_ENTRY_SIZE]> {
+    if f.algo_type > 0xF {
+        return Err(Error::invalid(format!(
+            "cc_op algo_type {} does not fit in 4 bits",
+            f.algo_type
+        )));
+    }
+    if f.algo_sub_type > 0x7 {
+        return Err(Error::invalid(format!(
+            "cc_op algo_sub_type {} does not fit in 3 bits",
+            f.algo_sub_type
+        )));
+    }
+    if channel_id == 0 && !f.reporter {
+        return Err(Error::invalid(
+            "cc_op for channel 0 must have the reporter bit set (packer assertion `channel id != 0 || reporter`)",
+        ));
+    }
+    let old_word = u16::from_le_bytes([old[0], old[1]]);
+    let word = (u16::from(f.trigger_next) << 15)
+        | (u16::from(f.algo_sub_type) << 12)
+        | (u16::from(f.algo_type) << 8)
+        | 1
+        | (old_word & 0xFE);
+    let flag = (u8::from(f.reporter)
+        | (u8::from(f.ring_wait_complete) << 1)
+        | (u8::from(f.ring_send_complete) << 2)
+        | (u8::from(f.safe_mode) << 3)
+        | (u8::from(f.unique_tensors) << 4))
+        & 0x1F;
+    let mut b = old;
+    b[0..2].copy_from_slice(&word.to_le_bytes());
+    b[2] = flag | (old[2] & 0xE0);
+    let u = f.operands.word();
+    b[4..6].copy_from_slice(&((u & 0xFFFF) as u16).to_le_bytes());
+    b[6..8].copy_from_slice(&((u >> 16) as u16).to_le_bytes());
+    Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ring_fields(channel_list: u32) -> CcOpFields {
+        CcOpFields {
+            algo_type: DevicePattern::Ring as u8,
+            algo_sub_type: 0,
+            trigger_next: false,
+            reporter: true,
+            ring_wait_complete: false,
+            ring_send_complete: false,
+            safe_mode: false,
+            unique_tensors: false,
+            operands: CcOpOperands::Ring { channel_list },
+        }
+    }
+
+    /// Seed 003 §2: word0 = (trigger_next<<15)|(algo_sub_type<<12)|(algo_type<<8)|1.
+    #[test]
+    fn golden_word0_formula_seed003() {
+        let f = CcOpFields {
+            algo_type: 1,
+            algo_sub_type: 3,
+            trigger_next: true,
+            reporter: true,
+            ring_wait_complete: true,
+            ring_send_complete: false,
+            safe_mode: true,
+            unique_tensors: false,
+            operands: CcOpOperands::Mesh {
+                sema_shift_offset: 0x1234,
+                sema_mask: 0xBEEF,
+            },
+        };
+        let b = pack_cc_op([0; 8], &f, 0).unwrap();
+        // (1<<15)|(3<<12)|(1<<8)|1 = 0xB101, little-endian.
+        assert_eq!(&b[0..2], &[0x01, 0xB1]);
+        // reporter | ring_wait<<1 | safe_mode<<3 = 0b01011.
+        assert_eq!(b[2], 0x0B);
+        assert_eq!(b[3], 0x00);
+        // Mesh union: two u16 stores at slot+4 and slot+6 (seed 003 §3).
+        assert_eq!(&b[4..8], &[0x34, 0x12, 0xEF, 0xBE]);
+    }
+
+    /// Seed 003 §3: channel_list is OR of (1 << abs_id); stored as u32 at slot+4.
+    #[test]
+    fn golden_ring_union_seed003() {
+        let list = (1 << 0) | (1 << 5) | (1 << 31);
+        let b = pack_cc_op([0; 8], &ring_fields(list), 0).unwrap();
+        assert_eq!(b, [0x01, 0x00, 0x01, 0x00, 0x21, 0x00, 0x00, 0x80]);
+        let e = SpadCtrlEntry::unpack(b);
+        assert!(e.cc_op && e.reporter);
+        assert_eq!(e.algo_type, 0);
+        assert_eq!(e.channel_list(), list);
+        // Same bytes seen through the mesh view (the dumper prints both, spec/ncfw.md §5 item 1).
+        assert_eq!(e.sema_shift_offset(), 0x0021);
+        assert_eq!(e.sema_mask(), 0x8000);
+    }
+
+    /// Seed 003 §2: the packer keeps `old_word & 0xFE`, `old_flag & 0xE0`, and never stores byte 3.
+    #[test]
+    fn packer_preserves_reserved_bits() {
+        let old = [0xFF; 8];
+        let b = pack_cc_op(old, &ring_fields(0), 0).unwrap();
+        assert_eq!(b[0], 0xFF); // header reserved bits kept, cc_op = 1
+        assert_eq!(b[1], 0x00); // algo byte fully rewritten
+        assert_eq!(b[2], 0xE1); // reserved [7:5] kept, reporter only
+        assert_eq!(b[3], 0xFF); // padding untouched
+        assert_eq!(&b[4..8], &[0, 0, 0, 0]);
+    }
+
+    /// Seed 003 §2 / spec/lowering.md §6.1: `assert(channel->id != 0 || channel->reporter)`.
+    #[test]
+    fn channel_zero_needs_reporter() {
+        let mut f = ring_fields(1);
+        f.reporter = false;
+        let e = pack_cc_op([0; 8], &f, 0).unwrap_err();
+        assert!(e.message().contains("reporter"), "{e}");
+        assert!(pack_cc_op([0; 8], &f, 3).is_ok());
+    }
+
+    #[test]
+    fn field_widths_are_enforced() {
+        let mut f = ring_fields(0);
+        f.algo_type = 16;
+        assert!(pack_cc_op([0; 8], &f, 0).is_err());
+        let mut f = ring_fields(0);
+        f.algo_sub_type = 8;
+        assert!(pack_cc_op([0; 8], &f, 0).is_err());
+        let e = SpadCtrlEntry {
+            algo_type: 0x10,
+            ..Default::default()
+        };
+        assert!(e.pack().is_err());
+    }
+
+    /// spec/ncfw.md §3.5: safe_mode is bit 3 and unique_tensors bit 4 of slot byte 2; the
+    /// CTRL-mark logger reads safe_mode as bit 19 of the slot's first dword (seed 003 §5).
+    #[test]
+    fn hidden_flags_positions() {
+        let mut f = ring_fields(0);
+        f.safe_mode = true;
+        f.unique_tensors = true;
+        let b = pack_cc_op([0; 8], &f, 0).unwrap();
+        let dword = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        assert_eq!((dword >> 19) & 1, 1);
+        assert_eq!((dword >> 20) & 1, 1);
+    }
+
+    proptest! {
+        #[test]
+        fn unpack_pack_is_identity(b in any::<[u8; 8]>()) {
+            prop_assert_eq!(SpadCtrlEntry::unpack(b).pack().unwrap(), b);
+        }
+
+        #[test]
+        fn pack_cc_op_roundtrips_through_unpack(
+            old in any::<[u8; 8]>(), algo_type in 0u8..16, algo_sub_type in 0u8..8,
+            flags in 0u8..32, trig in any::<bool>(), word in any::<u32>(), ch in 1u32..32,
+        ) {
+            let f = CcOpFields {
+                algo_type, algo_sub_type, trigger_next: trig,
+                reporter: flags & 1 != 0, ring_wait_complete: flags & 2 != 0,
+                ring_send_complete: flags & 4 != 0, safe_mode: flags & 8 != 0,
+                unique_tensors: flags & 16 != 0,
+                operands: CcOpOperands::Ring { channel_list: word },
+            };
+            let e = SpadCtrlEntry::unpack(pack_cc_op(old, &f, ch).unwrap());
+            prop_assert!(e.cc_op);
+            prop_assert_eq!(e.algo_type, algo_type);
+            prop_assert_eq!(e.algo_sub_type, algo_sub_type);
+            prop_assert_eq!(e.trigger_next, trig);
+            prop_assert_eq!(e.reporter, f.reporter);
+            prop_assert_eq!(e.safe_mode, f.safe_mode);
+            prop_assert_eq!(e.unique_tensors, f.unique_tensors);
+            prop_assert_eq!(e.union_word, word);
+            prop_assert_eq!(e.header_reserved, old[0] >> 1);
+            prop_assert_eq!(e.flags_reserved, old[2] >> 5);
+            prop_assert_eq!(e.pad, old[3]);
+        }
+    }
+}

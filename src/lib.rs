@@ -1,0 +1,27 @@
+//! # OpenNRT
+//!
+//! An open, C-ABI drop-in replacement for the Neuron runtime's collective pipeline: the
+//! closed `libnrt.so.1` (which lowers each collective into programs for on-chip sequencers and
+//! DMA rings) and `libncfw.so` (the carrier of the firmware that walks them).
+//!
+//! The crate is the safe core plus one thin ABI layer (design.md §3):
+//!
+//! * [`abi`] — every `extern "C"` function and nothing else; the boundary macro that catches
+//!   panics, guards the lifecycle and maps [`Error`] to `NRT_STATUS` once.
+//! * [`runtime`] — process state (init guard), logging, configuration from the environment.
+//! * [`isa`] — every wire format of the hardware contract (pseudo-instructions, cc_op slots).
+//! * [`ncfw`] — libncfw's logic: firmware images, CC-context layouts, the `ctx_log` writer.
+//!
+//! The shared objects themselves are produced by the two thin crates under `cdylib/`, which only
+//! bind the public symbol names (versioned for libnrt, unversioned for libncfw) to the functions
+//! of [`abi`]. Imports run one way: `abi → runtime → {lower, device} → {isa, ncfw, dtype}`.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod abi;
+pub mod error;
+pub mod isa;
+pub mod ncfw;
+pub mod runtime;
+
+pub use error::{Error, ErrorKind, Result};

@@ -1,0 +1,297 @@
+//! Configuration from the environment (spec/nrt-abi.md §5.2, §5.10), read once by `nrt_init`
+//! (and on demand by the core-count getters, which are legal before `nrt_init`).
+//!
+//! The simulated instance comes from `OPENNRT_INSTANCE_TYPE`, else from the vendor's own
+//! simulation variable `NEURON_RT_FAKE_INSTANCE_TYPE`, else defaults to `trn1.32xlarge`
+//! (OpenNRT's choice: 16 devices × 2 NeuronCore-v2, LNC 1, 32 logical cores; documented in the
+//! README). The instance table here only carries what the count getters and
+//! `nrt_get_instance_info` need; the lowering's topology model builds on it.
+
+use crate::error::{Error, Result};
+
+/// One simulated instance type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InstanceType {
+    /// EC2 name, e.g. `trn1.32xlarge`.
+    pub name: &'static str,
+    /// `NRT_INSTANCE_*` family value (spec/nrt-abi.md §2.2).
+    pub family: u32,
+    /// `NRT_INSTANCE_SIZE_*` value (spec/nrt-abi.md §2.2).
+    pub size: u32,
+    /// Neuron devices.
+    pub devices: u32,
+    /// Physical NeuronCores per device.
+    pub cores_per_device: u32,
+    /// Default logical-core size (`NEURON_LOGICAL_NC_CONFIG`).
+    pub default_lnc: u32,
+    /// Whether LNC 2 is allowed (forced to 1 on v2 silicon).
+    pub lnc2_allowed: bool,
+    /// `arch_name` reported by `nrt_get_instance_info`.
+    pub arch_name: &'static str,
+    /// libncfw arch id of the TOP_SP (spec/ncfw.md §2.1): 5 v2, 12 v3, 20 v4, 28 v4+.
+    pub ncfw_arch_id: u32,
+}
+
+/// The instance types OpenNRT can simulate.
+pub const INSTANCE_TYPES: &[InstanceType] = &[
+    InstanceType {
+        name: "trn1.2xlarge",
+        family: 2,
+        size: 1,
+        devices: 1,
+        cores_per_device: 2,
+        default_lnc: 1,
+        lnc2_allowed: false,
+        arch_name: "trn1",
+        ncfw_arch_id: 5,
+    },
+    InstanceType {
+        name: "trn1.32xlarge",
+        family: 2,
+        size: 6,
+        devices: 16,
+        cores_per_device: 2,
+        default_lnc: 1,
+        lnc2_allowed: false,
+        arch_name: "trn1",
+        ncfw_arch_id: 5,
+    },
+    InstanceType {
+        name: "trn1n.32xlarge",
+        family: 3,
+        size: 6,
+        devices: 16,
+        cores_per_device: 2,
+        default_lnc: 1,
+        lnc2_allowed: false,
+        arch_name: "trn1",
+        ncfw_arch_id: 5,
+    },
+    InstanceType {
+        name: "trn2.3xlarge",
+        family: 5,
+        size: 8,
+        devices: 1,
+        cores_per_device: 8,
+        default_lnc: 2,
+        lnc2_allowed: true,
+        arch_name: "trn2",
+        ncfw_arch_id: 12,
+    },
+    InstanceType {
+        name: "trn2.48xlarge",
+        family: 5,
+        size: 7,
+        devices: 16,
+        cores_per_device: 8,
+        default_lnc: 2,
+        lnc2_allowed: true,
+        arch_name: "trn2",
+        ncfw_arch_id: 12,
+    },
+    InstanceType {
+        name: "trn2u.48xlarge",
+        family: 9,
+        size: 7,
+        devices: 16,
+        cores_per_device: 8,
+        default_lnc: 2,
+        lnc2_allowed: true,
+        arch_name: "trn2",
+        ncfw_arch_id: 12,
+    },
+];
+
+/// The default instance when none is named.
+pub const DEFAULT_INSTANCE: &str = "trn1.32xlarge";
+
+/// What `nrt_init` derives from the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The simulated instance.
+    pub instance: InstanceType,
+    /// Physical cores per logical core.
+    pub lnc: u32,
+    /// First logical core owned by this process (absolute).
+    pub first_core: u32,
+    /// Number of logical cores owned by this process.
+    pub visible_cores: u32,
+}
+
+impl Config {
+    /// Logical cores on the whole instance.
+    pub fn total_cores(&self) -> u32 {
+        self.instance.devices * self.instance.cores_per_device / self.lnc
+    }
+
+    /// Read the process environment.
+    pub fn from_env() -> Result<Config> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Derive the configuration from a variable lookup (testable without touching the
+    /// process environment).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config> {
+        let inst_name = get("OPENNRT_INSTANCE_TYPE")
+            .or_else(|| get("NEURON_RT_FAKE_INSTANCE_TYPE"))
+            .unwrap_or_else(|| DEFAULT_INSTANCE.to_string());
+        let instance = *INSTANCE_TYPES
+            .iter()
+            .find(|t| t.name == inst_name.trim())
+            .ok_or_else(|| {
+                let names: Vec<_> = INSTANCE_TYPES.iter().map(|t| t.name).collect();
+                Error::invalid(format!(
+                    "unknown instance type {inst_name:?} (OPENNRT_INSTANCE_TYPE / NEURON_RT_FAKE_INSTANCE_TYPE); known: {}",
+                    names.join(", ")
+                ))
+            })?;
+        let lnc_var =
+            get("NEURON_LOGICAL_NC_CONFIG").or_else(|| get("NEURON_RT_VIRTUAL_CORE_SIZE"));
+        let lnc = match lnc_var {
+            None => instance.default_lnc,
+            Some(v) => match v.trim() {
+                "1" => 1,
+                "2" if instance.lnc2_allowed => 2,
+                "2" => 1, // forced to 1 on v2 silicon (spec §5.10)
+                other => {
+                    return Err(Error::invalid(format!(
+                        "NEURON_LOGICAL_NC_CONFIG={other:?}: the logical core size must be 1 or 2"
+                    )))
+                }
+            },
+        };
+        let total = instance.devices * instance.cores_per_device / lnc;
+        let (first_core, visible_cores) = if let Some(v) = get("NEURON_RT_VISIBLE_CORES") {
+            let cores = parse_core_list(&v)?;
+            let (lo, hi) = (cores[0], *cores.last().unwrap());
+            if hi >= total {
+                return Err(Error::invalid(format!(
+                    "NEURON_RT_VISIBLE_CORES={v:?} names core {hi}, but {} has {total} logical cores (LNC {lnc})",
+                    instance.name
+                )));
+            }
+            (lo, hi - lo + 1)
+        } else if let Some(v) = get("NEURON_RT_NUM_CORES") {
+            let n: u32 = v.trim().parse().map_err(|_| {
+                Error::invalid(format!("NEURON_RT_NUM_CORES={v:?} is not a number"))
+            })?;
+            if n > total {
+                return Err(Error::invalid(format!(
+                    "NEURON_RT_NUM_CORES={n} exceeds the {total} logical cores of {}",
+                    instance.name
+                )));
+            }
+            (0, if n == 0 { total } else { n })
+        } else {
+            (0, total)
+        };
+        Ok(Config {
+            instance,
+            lnc,
+            first_core,
+            visible_cores,
+        })
+    }
+}
+
+/// Parse `"n"`, `"a-b"` or a comma list of those; duplicates merge; the result must be one
+/// contiguous range (spec §5.2 step 4). Returns the sorted cores.
+pub fn parse_core_list(s: &str) -> Result<Vec<u32>> {
+    let bad = |why: &str| Error::invalid(format!("NEURON_RT_VISIBLE_CORES={s:?}: {why}"));
+    let mut cores = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        if part.is_empty() {
+            return Err(bad("empty element"));
+        }
+        let num = |t: &str| {
+            t.trim()
+                .parse::<u32>()
+                .map_err(|_| bad("not a core number or range"))
+        };
+        if let Some((a, b)) = part.split_once('-') {
+            let (a, b) = (num(a)?, num(b)?);
+            if a > b || b - a > 4096 {
+                return Err(bad("bad range"));
+            }
+            cores.extend(a..=b);
+        } else {
+            cores.push(num(part)?);
+        }
+    }
+    cores.sort_unstable();
+    cores.dedup();
+    if cores.windows(2).any(|w| w[1] != w[0] + 1) {
+        return Err(bad("the visible cores must be contiguous"));
+    }
+    Ok(cores)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(vars: &[(&str, &str)]) -> Result<Config> {
+        let m: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_to_trn1_32xlarge() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.instance.name, "trn1.32xlarge");
+        assert_eq!(
+            (c.total_cores(), c.visible_cores, c.first_core),
+            (32, 32, 0)
+        );
+    }
+
+    #[test]
+    fn trn2_lnc_changes_logical_counts() {
+        let c = cfg(&[("OPENNRT_INSTANCE_TYPE", "trn2.48xlarge")]).unwrap();
+        assert_eq!((c.lnc, c.total_cores()), (2, 64));
+        let c = cfg(&[
+            ("OPENNRT_INSTANCE_TYPE", "trn2.48xlarge"),
+            ("NEURON_LOGICAL_NC_CONFIG", "1"),
+        ])
+        .unwrap();
+        assert_eq!(c.total_cores(), 128);
+        // v2 silicon forces LNC 1.
+        let c = cfg(&[("NEURON_LOGICAL_NC_CONFIG", "2")]).unwrap();
+        assert_eq!(c.lnc, 1);
+    }
+
+    #[test]
+    fn visible_cores_rules() {
+        let c = cfg(&[("NEURON_RT_VISIBLE_CORES", "4-7")]).unwrap();
+        assert_eq!((c.first_core, c.visible_cores), (4, 4));
+        let c = cfg(&[("NEURON_RT_VISIBLE_CORES", "3,2,2")]).unwrap();
+        assert_eq!((c.first_core, c.visible_cores), (2, 2));
+        assert!(cfg(&[("NEURON_RT_VISIBLE_CORES", "0,2")])
+            .unwrap_err()
+            .message()
+            .contains("contiguous"));
+        assert!(cfg(&[("NEURON_RT_VISIBLE_CORES", "40")]).is_err());
+        assert!(cfg(&[("NEURON_RT_VISIBLE_CORES", "x")]).is_err());
+        // VISIBLE_CORES wins over NUM_CORES.
+        let c = cfg(&[
+            ("NEURON_RT_VISIBLE_CORES", "1"),
+            ("NEURON_RT_NUM_CORES", "8"),
+        ])
+        .unwrap();
+        assert_eq!(c.visible_cores, 1);
+        let c = cfg(&[("NEURON_RT_NUM_CORES", "0")]).unwrap();
+        assert_eq!(c.visible_cores, 32);
+        let c = cfg(&[("NEURON_RT_NUM_CORES", "3")]).unwrap();
+        assert_eq!(c.visible_cores, 3);
+    }
+
+    #[test]
+    fn unknown_instance_is_a_clear_error() {
+        let e = cfg(&[("OPENNRT_INSTANCE_TYPE", "p5.48xlarge")]).unwrap_err();
+        assert!(e.message().contains("trn1.32xlarge"), "{e}");
+    }
+}

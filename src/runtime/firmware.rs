@@ -1,0 +1,76 @@
+//! Loading the firmware carrier `libncfw.so` exactly as the vendor runtime does
+//! (spec/ncfw.md §1.2, design.md §2.3): `dlopen("libncfw.so", RTLD_NOW)`, resolve
+//! `libncfw_get_version` and require it to return 2, then resolve `libncfw_get_image` and
+//! `libncfw_ctx_log`. Any failure fails `nrt_init`. The handle is never closed, so image
+//! pointers stay valid for the life of the process. Either OpenNRT's or the vendor's carrier
+//! can be paired with OpenNRT's libnrt this way.
+//!
+//! The name can be overridden with `OPENNRT_NCFW_PATH` (a path or a file name) for tests and
+//! unusual layouts. libnrt.so.1 carries `RUNPATH=$ORIGIN`, so a `libncfw.so` installed next to it
+//! is found without `LD_LIBRARY_PATH`.
+
+use std::ffi::{c_char, c_int, c_void};
+
+use crate::error::{Error, Result};
+
+/// The version the carrier must report (spec/ncfw.md §1.4).
+pub const REQUIRED_NCFW_VERSION: c_int = 2;
+
+/// `libncfw_get_image(arch_id, out)`.
+pub type GetImageFn = unsafe extern "C" fn(u32, *mut c_void) -> c_int;
+/// `libncfw_ctx_log(ctx, out_buf, model_name, arch_id)`.
+pub type CtxLogFn = unsafe extern "C" fn(*const c_void, *mut c_char, *const c_char, u32) -> c_int;
+
+/// A loaded, version-checked carrier.
+#[derive(Debug)]
+pub struct Carrier {
+    /// Where it was loaded from (the name given to dlopen).
+    pub name: String,
+    /// Cached `libncfw_get_image`.
+    pub get_image: GetImageFn,
+    /// Cached `libncfw_ctx_log`.
+    pub ctx_log: CtxLogFn,
+    _lib: libloading::Library,
+}
+
+impl Carrier {
+    /// Load and gate the carrier.
+    pub fn load() -> Result<Carrier> {
+        let name = std::env::var("OPENNRT_NCFW_PATH").unwrap_or_else(|_| "libncfw.so".to_string());
+        let fail = |why: String| {
+            Error::failure(format!(
+                "cannot use the firmware carrier {name:?}: {why} (install OpenNRT's libncfw.so next to libnrt.so.1, or set OPENNRT_NCFW_PATH)"
+            ))
+        };
+        // SAFETY: loading a shared object runs its initialisers; libncfw has none that matter
+        // (it is inert by contract, spec/ncfw.md §1.1).
+        let lib = unsafe {
+            libloading::os::unix::Library::open(Some(&name), libc::RTLD_NOW | libc::RTLD_LOCAL)
+        }
+        .map_err(|e| fail(e.to_string()))?;
+        let lib: libloading::Library = lib.into();
+        // SAFETY: the symbol types are the ones of spec/ncfw.md §1.3.
+        let version =
+            unsafe { lib.get::<unsafe extern "C" fn() -> c_int>(b"libncfw_get_version\0") }
+                .map_err(|e| fail(e.to_string()))?;
+        // SAFETY: libncfw_get_version takes no arguments and has no preconditions.
+        let found = unsafe { version() };
+        if found != REQUIRED_NCFW_VERSION {
+            return Err(fail(format!(
+                "incompatible libncfw version. Expected: {REQUIRED_NCFW_VERSION}, Found: {found}"
+            )));
+        }
+        // SAFETY: as above.
+        let get_image = *unsafe { lib.get::<GetImageFn>(b"libncfw_get_image\0") }
+            .map_err(|e| fail(e.to_string()))?;
+        // SAFETY: as above.
+        let ctx_log = *unsafe { lib.get::<CtxLogFn>(b"libncfw_ctx_log\0") }
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(Carrier {
+            name,
+            get_image,
+            ctx_log,
+            _lib: lib,
+        })
+    }
+}

@@ -1,0 +1,72 @@
+//! The initialised runtime of this process: what `nrt_init` builds and `nrt_close` tears down.
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use crate::error::Result;
+use crate::runtime::config::Config;
+use crate::runtime::firmware::Carrier;
+use crate::runtime::{log, state};
+
+/// Everything `nrt_init` brought up.
+#[derive(Debug)]
+pub struct Runtime {
+    /// The environment as read at `nrt_init`.
+    pub config: Config,
+    /// The firmware carrier, loaded and version-checked.
+    pub carrier: Carrier,
+    /// The framework the caller named (`nrt_framework_type_t`).
+    pub framework: u32,
+}
+
+static RUNTIME: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
+
+/// `nrt_init`: read the environment, load the carrier, enter INIT. Idempotent while initialised.
+pub fn init(framework: u32, fw_version: &str, fal_version: &str) -> Result<()> {
+    state::init(|| {
+        log::reload_from_env();
+        let config = Config::from_env()?;
+        let carrier = Carrier::load()?;
+        crate::log_info!(
+            "nrt_init",
+            "framework {framework} ({fw_version:?}, {fal_version:?}); instance {} LNC {}; cores {}..{} of {}; carrier {}",
+            config.instance.name,
+            config.lnc,
+            config.first_core,
+            config.first_core + config.visible_cores,
+            config.total_cores(),
+            carrier.name
+        );
+        if let Ok(v) = std::env::var("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS") {
+            crate::log_warn!(
+                "nrt_init",
+                "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS={v} ignored: implicit async mode was removed in runtime 2.34"
+            );
+        }
+        *RUNTIME.write() = Some(Arc::new(Runtime { config, carrier, framework }));
+        Ok(())
+    })
+    .map(|_| ())
+}
+
+/// `nrt_close`: only in INIT; afterwards the state is START and `nrt_init` may run again.
+pub fn close() {
+    state::close(|| {
+        RUNTIME.write().take();
+    });
+}
+
+/// The initialised runtime, if any.
+pub fn get() -> Option<Arc<Runtime>> {
+    RUNTIME.read().clone()
+}
+
+/// The configuration in force: the cached one after `nrt_init`, else freshly derived from the
+/// environment (the count getters are legal before `nrt_init`, spec/nrt-abi.md §3.2).
+pub fn config() -> Result<Config> {
+    match get() {
+        Some(rt) => Ok(rt.config.clone()),
+        None => Config::from_env(),
+    }
+}
