@@ -9,6 +9,7 @@
 //! each one as `opennrt::abi::<symbol>`.
 
 pub mod boundary;
+pub mod ncfw;
 pub mod nrt;
 pub mod types;
 
