@@ -112,6 +112,17 @@ pub fn enter<T>(
     }
 }
 
+/// [`enter`] for a function that returns `NRT_STATUS`: `Ok(())` is `NRT_SUCCESS`.
+pub fn enter_status(
+    name: &'static str,
+    guard: Guard,
+    body: impl FnOnce() -> Result<()>,
+) -> nrt_status {
+    enter(name, guard, status_of, || {
+        body().map(|()| nrt_status::NRT_SUCCESS)
+    })
+}
+
 /// Wrap the body of an exported function. Three forms:
 ///
 /// ```ignore
@@ -122,15 +133,7 @@ pub fn enter<T>(
 #[macro_export]
 macro_rules! abi_entry {
     (status $name:literal, $guard:expr, $body:block) => {
-        $crate::abi::boundary::enter(
-            $name,
-            $guard,
-            |e| $crate::abi::boundary::status_of(e),
-            || -> $crate::Result<$crate::abi::types::NRT_STATUS> {
-                let r: $crate::Result<()> = (|| $body)();
-                r.map(|()| $crate::abi::types::nrt_status::NRT_SUCCESS)
-            },
-        )
+        $crate::abi::boundary::enter_status($name, $guard, || -> $crate::Result<()> { $body })
     };
     (value $name:literal, $guard:expr, $fallback:expr, $body:block) => {
         $crate::abi::boundary::enter($name, $guard, |_| $fallback, || $body)

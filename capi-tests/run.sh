@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Build and run the C tests against the libraries in <lib-dir> (default target/release).
+# Every C file is compiled with -Wall -Wextra -Werror; the layout checks also as C++.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+lib="${1:-$root/target/release}"
+lib="$(cd "$lib" && pwd)"
+out="$root/capi-tests/build"
+mkdir -p "$out"
+"$root/shim/links.sh" "$lib" >/dev/null
+CFLAGS=(-std=c11 -Wall -Wextra -Werror -I"$root/include" -I"$root/capi-tests")
+cc() { echo "+ gcc $*"; gcc "$@"; }
+
+cc "${CFLAGS[@]}" -o "$out/abi_layout" "$root/capi-tests/abi_layout.c"
+echo "+ g++ abi_layout.c as C++"
+g++ -std=c++17 -Wall -Wextra -Werror -x c++ -I"$root/include" -o "$out/abi_layout_cxx" "$root/capi-tests/abi_layout.c"
+"$out/abi_layout" && "$out/abi_layout_cxx" && echo "abi_layout: compile-time layout checks passed (C and C++)"
+
+cc -std=c11 -Wall -Wextra -Werror -shared -fPIC -DFAKE_VERSION=3 -o "$out/fake_ncfw_v3.so" "$root/capi-tests/fake_ncfw.c"
+cc "${CFLAGS[@]}" -o "$out/nrt_test" "$root/capi-tests/nrt_test.c" -ldl
+"$out/nrt_test" "$lib/libnrt.so.1" "$out/fake_ncfw_v3.so"
+
+cc "${CFLAGS[@]}" -o "$out/link_test" "$root/capi-tests/link_test.c" -L"$lib" -lnrt
+readelf -V "$out/link_test" | grep -q 'Name: NRT_2.0.0' && readelf -V "$out/link_test" | grep -q 'Name: NRT_3.0.0' \
+  || { echo "link_test does not require both NRT_2.0.0 and NRT_3.0.0" >&2; exit 1; }
+echo "link_test requires libnrt.so.1 versions NRT_2.0.0 and NRT_3.0.0"
+LD_LIBRARY_PATH="$lib" "$out/link_test"
+
+if [ -f "$root/capi-tests/ncfw_test.c" ]; then
+  cc "${CFLAGS[@]}" -o "$out/ncfw_test" "$root/capi-tests/ncfw_test.c" -ldl
+  (cd "$root/capi-tests" && "$out/ncfw_test" "$lib/libncfw.so")
+fi
+echo "capi-tests: all C tests passed"

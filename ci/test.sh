@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The whole test suite (the README's test command). Fails on the first error.
+#   format and lints → release build of both libraries → Rust tests (unit, property, headers)
+#   → ABI identity checks → C tests against the built libraries.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+step() { printf '\n==== %s\n' "$*"; }
+
+step "toolchain"
+for tool in cargo rustc gcc g++ readelf; do
+  command -v "$tool" >/dev/null || { echo "ci/test.sh: $tool is required but not installed" >&2; exit 1; }
+done
+cargo --version; rustc --version; gcc --version | head -1
+cargo fmt --version >/dev/null 2>&1 || { echo "ci/test.sh: rustfmt is required (rustup component add rustfmt)" >&2; exit 1; }
+cargo clippy --version >/dev/null 2>&1 || { echo "ci/test.sh: clippy is required (rustup component add clippy)" >&2; exit 1; }
+
+step "cargo fmt --check"
+cargo fmt --all --check
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo build --release (libnrt.so.1, libncfw.so, opennrt)"
+cargo build --release --workspace
+shim/links.sh target/release
+
+step "cargo test (unit, property, golden, headers)"
+cargo test --workspace
+
+step "ABI identity checks"
+bash ci/abi-check.sh target/release
+
+step "C tests"
+bash capi-tests/run.sh target/release
+
+step "done: all checks passed"
