@@ -333,8 +333,10 @@ const _: () = {
     assert!(mesh_event::WAIT_EVENT + 1 == mesh_event::SIZE);
     assert!(50 * mesh_event::SIZE == 0xFA0 && 108 * mesh_event::SIZE == 0x21C0);
     assert!(V2.hier_off == 0x2220 && V3.hier_off == 0x3440);
-    assert!(V2.algo_configs_size == 32 * 148 + 50 * 80 + 8 && V2.algo_configs_size == 0x2228);
-    assert!(V3.algo_configs_size == 32 * 148 + 108 * 80 + 8 && V3.algo_configs_size == 0x3448);
+    assert!(V2.algo_configs_size == 32 * 148 + 50 * 80 + 8);
+    assert!(V2.algo_configs_size == 0x2228);
+    assert!(V3.algo_configs_size == 32 * 148 + 108 * 80 + 8);
+    assert!(V3.algo_configs_size == 0x3448);
     assert!(V2.dev_configs_off == 0x3030 && V3.dev_configs_off == 0x4250);
     assert!(V2.neff_off == 0x3060 && V3.neff_off == 0x4280);
     assert!(V2.algo_off == 0x30C0 && V3.algo_off == 0x42E0);

@@ -65,9 +65,9 @@
 //! 13. **Context size**: the writer reads exactly the arch's minimum context size
 //!     (0x32C6 / 0x44E6 bytes) and nothing beyond it.
 
-use std::fmt::{self, Display, Write as _};
-
 use super::ctx_layout::*;
+pub use super::ctx_log_emit::{glibc_ptr, soc_addr};
+use super::ctx_log_emit::{LogBuf, Walker};
 use crate::error::{Error, Result};
 use crate::isa::ccop::{SpadCtrlEntry, SPAD_CTRL_ENTRY_SIZE};
 
@@ -83,151 +83,7 @@ pub enum LogStatus {
     Truncated,
 }
 
-/// A zeroed caller buffer with `snprintf`-style bounded appends and a per-call truncation flag.
-struct LogBuf<'a> {
-    buf: &'a mut [u8],
-    len: usize,
-    truncated: bool,
-}
-
-impl<'a> LogBuf<'a> {
-    fn new(buf: &'a mut [u8]) -> Self {
-        buf.fill(0);
-        LogBuf {
-            buf,
-            len: 0,
-            truncated: false,
-        }
-    }
-
-    fn push(&mut self, s: &[u8]) {
-        // Invariant: len <= cap - 1, so the budget is at least 1 (room for the NUL).
-        let budget = self.buf.len() - self.len;
-        let n = if s.len() >= budget {
-            self.truncated = true;
-            budget - 1
-        } else {
-            s.len()
-        };
-        self.buf[self.len..self.len + n].copy_from_slice(&s[..n]);
-        self.len += n;
-    }
-}
-
-impl fmt::Write for LogBuf<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.push(s.as_bytes());
-        Ok(())
-    }
-}
-
-/// glibc's `%p`: `(nil)` for a null pointer, else `0x` and lowercase hex without padding.
-pub fn glibc_ptr(v: u64) -> String {
-    if v == 0 {
-        "(nil)".to_string()
-    } else {
-        format!("{v:#x}")
-    }
-}
-
-/// The quoted `"0x%016lX"` address string.
-pub fn soc_addr(v: u64) -> String {
-    format!("\"0x{v:016X}\"")
-}
-
-/// The walker: the context bytes, their address in the caller's memory, and the output.
-struct Walker<'c, 'b> {
-    ctx: &'c [u8],
-    out: LogBuf<'b>,
-}
-
-fn sep(last: bool) -> &'static str {
-    if last {
-        "\n"
-    } else {
-        ",\n"
-    }
-}
-
 impl Walker<'_, '_> {
-    fn u8(&self, o: usize) -> u8 {
-        self.ctx[o]
-    }
-    fn u16(&self, o: usize) -> u16 {
-        u16::from_le_bytes([self.ctx[o], self.ctx[o + 1]])
-    }
-    fn u32(&self, o: usize) -> u32 {
-        let mut b = [0; 4];
-        b.copy_from_slice(&self.ctx[o..o + 4]);
-        u32::from_le_bytes(b)
-    }
-    fn u64(&self, o: usize) -> u64 {
-        let mut b = [0; 8];
-        b.copy_from_slice(&self.ctx[o..o + 8]);
-        u64::from_le_bytes(b)
-    }
-    /// The host address of context byte `o` (what the vendor prints with `%p`).
-    fn host_addr(&self, o: usize) -> u64 {
-        (self.ctx.as_ptr() as usize + o) as u64
-    }
-
-    fn ind(&mut self, n: usize) {
-        let _ = write!(self.out, "{:n$}", "");
-    }
-    /// `<ind>"key": {` or, for an array element (empty key), `<ind>{`.
-    fn open(&mut self, ind: usize, key: &str) {
-        self.ind(ind);
-        if key.is_empty() {
-            let _ = self.out.write_str("{\n");
-        } else {
-            let _ = write!(self.out, "\"{key}\": {{\n");
-        }
-    }
-    fn close(&mut self, ind: usize, last: bool) {
-        self.ind(ind);
-        let _ = write!(self.out, "}}{}", sep(last));
-    }
-    fn arr_open(&mut self, ind: usize, key: &str) {
-        self.ind(ind);
-        let _ = write!(self.out, "\"{key}\": [\n");
-    }
-    fn arr_close(&mut self, ind: usize, last: bool) {
-        self.ind(ind);
-        let _ = write!(self.out, "]{}", sep(last));
-    }
-    fn scalar(&mut self, ind: usize, key: &str, v: impl Display, last: bool) {
-        self.ind(ind);
-        let _ = write!(self.out, "\"{key}\": {v}{}", sep(last));
-    }
-    fn element(&mut self, ind: usize, v: impl Display, last: bool) {
-        self.ind(ind);
-        let _ = write!(self.out, "{v}{}", sep(last));
-    }
-    /// The `{addr}` leaf body: `"addr": { "soc_addr": "0x…" }` at `ind`.
-    fn addr_body(&mut self, ind: usize, v: u64) {
-        self.open(ind, "addr");
-        self.scalar(ind + 2, "soc_addr", soc_addr(v), true);
-        self.close(ind, true);
-    }
-    /// `"key": { "addr": { "soc_addr": "0x…" } }` reading the u64 at `o`.
-    fn addr(&mut self, ind: usize, key: &str, o: usize, last: bool) {
-        let v = self.u64(o);
-        self.open(ind, key);
-        self.addr_body(ind + 2, v);
-        self.close(ind, last);
-    }
-    /// `"key": [ n × { "addr": { … } } ]` with an 8-byte stride from `o`.
-    fn addr_array(&mut self, ind: usize, key: &str, o: usize, n: usize, last: bool) {
-        self.arr_open(ind, key);
-        for i in 0..n {
-            let v = self.u64(o + 8 * i);
-            self.open(ind + 2, "");
-            self.addr_body(ind + 4, v);
-            self.close(ind + 2, i + 1 == n);
-        }
-        self.arr_close(ind, last);
-    }
-
     fn apb(&mut self, ind: usize, key: &str, o: usize, last: bool) {
         self.open(ind, key);
         self.addr(ind + 2, "m2s_tail_ptr", o + apb_bcast::M2S_TAIL_PTR, false);

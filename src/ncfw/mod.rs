@@ -10,6 +10,7 @@
 pub mod ctx_builder;
 pub mod ctx_layout;
 pub mod ctx_log;
+mod ctx_log_emit;
 pub mod image;
 pub mod sample;
 
