@@ -280,9 +280,9 @@ pub mod dev_configs {
     pub const TSYNC_SIZE: usize = 0x24;
     /// u64, unaligned.
     pub const TPB_CTRL_ACK: usize = 0x24;
-    /// bits[3:0] `tpb_id`, bits[7:4] `seng_id`.
+    /// `bits[3:0]` = `tpb_id`, `bits[7:4]` = `seng_id`.
     pub const TPB_SENG: usize = 0x2C;
-    /// bits[3:0] `dev_id`.
+    /// `bits[3:0]` = `dev_id`.
     pub const DEV: usize = 0x2D;
 }
 

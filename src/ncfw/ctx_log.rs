@@ -19,7 +19,7 @@
 //! (28 at the C boundary). The appended text never contains a NUL byte, so the tracked length is
 //! `strlen(buf)`.
 //!
-//! # Choices where the spec is [M]/[L] or gives a judgement
+//! # Choices where the spec is \[M\]/\[L\] or gives a judgement
 //!
 //! Each is a single, local decision in this file; change it here.
 //!
@@ -37,7 +37,7 @@
 //! 4. **Q-S, unknown formats**: decimal for all of them: `%u` for `seng_id`, `dev_id`, `leader`,
 //!    op `id`, `curr_id`, and the alloc-bitmap `queue_id` / `dma_engines_bitmap`; `%hhu` for
 //!    `tpb_compl_addr_num`, `barrier_completed` and the op `reporter`. `tpb_id` uses `%p` (the
-//!    spec's [M] derivation) and `tpb_ctrl_ack` `%lu`.
+//!    spec's \[M\] derivation) and `tpb_ctrl_ack` `%lu`.
 //! 5. **Q-T, positions**: the runtime ring row prints `channel_id` first; the runtime
 //!    `basic_block` prints `curr_id` first, then `ctrl_spad_addr`, then `slot_spad_addr_0..5`.
 //! 6. **Q-N, `op_ctx`**: `tpb_compl[2]` at +0x08 with an 8-byte stride, `id` u32 at +0x18,
@@ -54,7 +54,7 @@
 //! 11. **§5 item 14, neighbour `net_idx_addrs`**: the loop bound is the neighbour's `fold_n`
 //!     CLAMPED to 3 (the vendor does not clamp and would read past the record); `fold_n` itself
 //!     is printed unclamped.
-//! 12. **[M] emission orders** are the §4.2 outline's: `configs` = algo, neff, dev; static algo
+//! 12. **\[M\] emission orders** are the §4.2 outline's: `configs` = algo, neff, dev; static algo
 //!     = ring, mesh, hierarchical; runtime algo = ring, hierarchical, mesh; `neff_configs` =
 //!     dma_alloc_bitmap, barrier_configs, basic_block_configs, slot_spad_base_0..5,
 //!     ctrl_spad_base, trigger, trigger_next, complete, complete_prev, tpb_stop_sema, op_num,
