@@ -12,4 +12,90 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/**
+ * The libncfw ABI version (descriptor layout + ctx_log signature).
+ */
+#define NCFW_VERSION 2
+
+/**
+ * One firmware image: a pointer into the library's read-only data and its size.
+ */
+typedef struct ncfw_ram_image_t {
+  /**
+   * First byte of the image; valid for the life of the process. Never free it.
+   */
+  const void *ram_image;
+  /**
+   * Byte length (fits in 32 bits; the upper half is always zero).
+   */
+  uint64_t ram_image_size;
+} ncfw_ram_image_t;
+
+/**
+ * The `{iram, dram}` pair `libncfw_get_image` fills.
+ */
+typedef struct ncfw_image_t {
+  /**
+   * Code image (offset 0x00).
+   */
+  struct ncfw_ram_image_t iram;
+  /**
+   * Data image (offset 0x10).
+   */
+  struct ncfw_ram_image_t dram;
+} ncfw_image_t;
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * The libncfw ABI version. libnrt refuses a carrier that does not return 2.
+ *
+ * # Returns
+ * Always 2.
+ */
+int libncfw_get_version(void);
+
+/**
+ * Get the OpenNRT firmware images (IRAM code, DRAM data) for a TOP_SP arch key
+ * (5 = v2, 12 = v3, 20 = v4, 28 = v4+). The pointers point into this library's read-only
+ * data, stay valid while the library is loaded, and must not be freed or written. These are
+ * images for OpenNRT's software device, never for real silicon.
+ *
+ * # Returns
+ * 0 on success (`*out` filled, sizes with the upper 32 bits zero); 22 if `out` is NULL
+ * (checked first, whatever the key); 2 for any other key (`*out` is not written); 22 if an
+ * internal error was caught.
+ *
+ * # Safety
+ * `out` must be NULL or point to a writable `ncfw_image_t` (32 bytes).
+ */
+int libncfw_get_image(uint32_t arch_id, struct ncfw_image_t *out);
+
+/**
+ * Pretty-print a collective-communication context as JSON-like text into `out_buf`
+ * (spec/ncfw.md §4). `out_buf` is zeroed (exactly 1 MiB) and receives NUL-terminated text;
+ * `model_name` is inserted verbatim (not escaped); `arch_id` is the key of `libncfw_get_image`.
+ *
+ * # Returns
+ * 0 on success; 28 if the text did not fit in 1 MiB (the buffer holds the first 1 MiB − 1
+ * bytes); 22 for an unknown `arch_id` (checked first; the buffer is not touched), for a NULL
+ * `ctx`, `out_buf` or `model_name` (the buffer is not touched), or if an internal error was
+ * caught.
+ *
+ * # Safety
+ * `ctx` must point to at least the arch's minimum context size of readable bytes: 0x32C6
+ * for key 5 and 0x44E6 for keys 12, 20 and 28 (nothing beyond is read). `out_buf` must point
+ * to at least 0x100000 writable bytes that overlap neither `ctx` nor `model_name`.
+ * `model_name` must be a NUL-terminated string. The
+ * output for `pring_base_addr` / `pring_total_desc_num` is the address of those fields inside
+ * `ctx`, as the vendor prints it.
+ */
+int libncfw_ctx_log(const void *ctx, char *out_buf, const char *model_name, uint32_t arch_id);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
 #endif  /* OPENNRT_NCFW_NCFW_H */
