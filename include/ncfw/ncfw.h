@@ -18,6 +18,26 @@
 #define NCFW_VERSION 2
 
 /**
+ * Success.
+ */
+#define NCFW_OK 0
+
+/**
+ * `ENOENT`: `libncfw_get_image` was given an unknown arch key.
+ */
+#define NCFW_ENOENT 2
+
+/**
+ * `EINVAL`: a NULL argument, or `libncfw_ctx_log` was given an unknown arch key.
+ */
+#define NCFW_EINVAL 22
+
+/**
+ * `ENOSPC`: the `libncfw_ctx_log` output was truncated to the 1 MiB buffer.
+ */
+#define NCFW_ENOSPC 28
+
+/**
  * One firmware image: a pointer into the library's read-only data and its size.
  */
 typedef struct ncfw_ram_image_t {

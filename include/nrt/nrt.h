@@ -15,26 +15,6 @@
 #include "nrt/nrt_version.h"
 
 /**
- * Success.
- */
-#define NCFW_OK 0
-
-/**
- * `ENOENT`: `libncfw_get_image` was given an unknown arch key.
- */
-#define NCFW_ENOENT 2
-
-/**
- * `EINVAL`: a NULL argument, or `libncfw_ctx_log` was given an unknown arch key.
- */
-#define NCFW_EINVAL 22
-
-/**
- * `ENOSPC`: the `libncfw_ctx_log` output was truncated to the 1 MiB buffer.
- */
-#define NCFW_ENOSPC 28
-
-/**
  * Number of instance sizes (aliases `NRT_INSTANCE_SIZE_UNKNOWN`).
  */
 #define NRT_INSTANCE_SIZE_NUM 9
