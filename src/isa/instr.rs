@@ -16,11 +16,12 @@
 
 use std::ops::Deref;
 
-use super::enums::{opcode, UpdateMode, WaitMode};
+use super::enums::{UpdateMode, WaitMode};
 use super::instr_collective::{Collective2, TriggerAllReduce, TriggerCollective};
 use super::instr_other::{CurProcessingRankId, Sb2sbCollective, SendRecv};
 use super::isa_error::{rule, IsaError, IsaResult};
 use super::layout::rd_u32;
+use super::markers::opcode;
 use super::validate::rule_03_d9_pairing;
 
 /// Bytes per instruction word; the stream stride (§1.1 **[H]**).

@@ -1,13 +1,14 @@
 //! The collective trigger words: 0xC7, 0xC8, 0xD9, the 0xDA collective2 ext, and the
 //! 0xD9 + 0xDA pair (lowering.md §1.3–§1.6).
 
-use super::enums::{opcode, AluOp, CcDim, CollectiveType, Dtype, Flag, InstrChaining};
+use super::enums::{AluOp, CcDim, CollectiveType, Dtype, Flag, InstrChaining};
 use super::instr::{enum_at, Common, WORD};
 use super::isa_error::{rule, IsaError, IsaResult};
 use super::layout::{
     da_covers, da_field, rd_u16, rd_u32, rd_u64, read_le, write_le, ExtField, C8_RESERVED,
     DA_TAIL_START,
 };
+use super::markers::opcode;
 use super::operand::{Addr4, Tensor2d};
 
 /// 0xC7 PSEUDO_TRIGGER_ALL_REDUCE (§1.3 **[H]**): the fixed all-reduce form, single replica

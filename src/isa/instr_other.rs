@@ -4,10 +4,11 @@
 //! Where a compiler-side page disagrees with the ISA header (0xCB), the ISA layout is used
 //! (§1.8, §7 item 10).
 
-use super::enums::{opcode, Dtype, EncOpType, LncSizeFmt};
+use super::enums::{Dtype, EncOpType};
 use super::instr::{enum_at, Common, WORD};
 use super::isa_error::{rule, IsaError, IsaResult};
 use super::layout::{rd_u16, rd_u32, rd_u64};
+use super::markers::{opcode, LncSizeFmt};
 use super::operand::Tensor3d;
 
 /// 0xCB PSEUDO_SEND_RECV, ISA view (§1.8 **[H]**). The width of `tensor_id` is not stated; it

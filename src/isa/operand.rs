@@ -4,11 +4,12 @@
 //! typed views (marker, mode, variable id, SBUF-ness, element walk) are methods. Whether a marker
 //! is *acceptable* is a validation question (§1.9 rules 4 and 11), not a decoding one.
 
-use super::enums::{
-    Addr4Marker, Addr8Mode, Axis, Dtype, ADDR8_MARKER_MASK, ADDR8_MODE_MASK,
-    ADDR8_MOD_TBL_OFFSET_REG, ADDR8_MOD_VAR_ID, ADDR8_MOD_WIDE_TBL_OFFSET,
-};
+use super::enums::{Axis, Dtype};
 use super::layout::{rd_i16, rd_i32, rd_u16, rd_u32, rd_u64};
+use super::markers::{
+    Addr4Marker, Addr8Mode, ADDR8_MARKER_MASK, ADDR8_MODE_MASK, ADDR8_MOD_TBL_OFFSET_REG,
+    ADDR8_MOD_VAR_ID, ADDR8_MOD_WIDE_TBL_OFFSET,
+};
 
 /// PSEUDO_ADDR8: an 8-byte address union whose high byte (bits 63:56) is the marker.
 ///
@@ -80,7 +81,7 @@ impl PseudoAddr8 {
     /// The NEFF variable id, for a VAR_ID address.
     pub fn var_id(self) -> Option<u16> {
         self.is_var_id()
-            .then(|| ((self.raw >> VAR_ID_SHIFT) & ((1 << VAR_ID_BITS) - 1)) as u16)
+            .then_some(((self.raw >> VAR_ID_SHIFT) & ((1 << VAR_ID_BITS) - 1)) as u16)
     }
     /// The immediate byte offset into the variable, for a VAR_ID address.
     pub fn var_offset(self) -> Option<u64> {

@@ -13,9 +13,10 @@
 //!   `chained_cc_op_n`. Non-trigger words (0xDB, which permute chains use, compute, barriers)
 //!   may sit between members.
 
-use super::enums::{opcode, InstrChaining};
+use super::enums::InstrChaining;
 use super::instr::{decode, Instr, WORD};
 use super::isa_error::{rule, IsaError, IsaResult};
+use super::markers::opcode;
 
 /// One logical word and where it sits.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 
 use super::enums::{
-    AluOp, CcDim, CollectiveType, Dtype, Flag, InstrChaining, LncSizeFmt, UpdateMode, WaitMode,
+    AluOp, CcDim, CollectiveType, Dtype, Flag, InstrChaining, UpdateMode, WaitMode,
 };
 use super::instr::{decode, encode, Common, Events, Instr};
 use super::instr_collective::{
@@ -14,6 +14,7 @@ use super::instr_collective::{
 };
 use super::instr_other::{CurProcessingRankId, Sb2sbCollective, SendRecv};
 use super::layout::{da_covers, DA_TAIL_START};
+use super::markers::LncSizeFmt;
 use super::operand::{Addr4, PseudoAddr8, Tensor2d, Tensor3d};
 use super::validate::{validate, ValidationContext};
 
