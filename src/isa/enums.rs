@@ -58,7 +58,7 @@ macro_rules! wire_enum {
 pub(crate) use wire_enum;
 
 wire_enum! {
-    /// WAIT_MODE, header byte 4 (lowering.md §1.2) **[H]**: the word does not issue until the
+    /// WAIT_MODE, header byte 4 (lowering.md §1.2) **\[H\]**: the word does not issue until the
     /// condition holds. The register forms are 0x81..0x85 (the source names 0x85 = GE-register and
     /// "0x81..0x85 for register thresholds"); no other 0x8x code is listed, so none is accepted.
     pub enum WaitMode {
@@ -96,7 +96,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// UPDATE_MODE, header byte 6 (lowering.md §1.2) **[H]**. Low nibble = action; 0x1x = on
+    /// UPDATE_MODE, header byte 6 (lowering.md §1.2) **\[H\]**. Low nibble = action; 0x1x = on
     /// completion, 0x0x = once the inputs are read. Only the listed codes are valid; 0x06/0x08 and
     /// 0x16/0x18 are named by no source and are rejected (§1.2 "treat every code not listed as
     /// invalid"). 0x99 is the one register-sourced form the ISA header names.
@@ -137,7 +137,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// COLLECTIVE_TYPE (ctype): 0xC8 byte 32, 0xD9 byte 14 (lowering.md §1.10) **[H]**. Value 0
+    /// COLLECTIVE_TYPE (ctype): 0xC8 byte 32, 0xD9 byte 14 (lowering.md §1.10) **\[H\]**. Value 0
     /// is unused and therefore not listed (it decodes as an error). ALL_TO_ALL_V = 9 is out of
     /// sequence: it was added later.
     pub enum CollectiveType {
@@ -163,7 +163,7 @@ wire_enum! {
 }
 
 impl CollectiveType {
-    /// The host `enc_op_type` this ctype lowers to (lowering.md §2.1 mapping table **[M]**).
+    /// The host `enc_op_type` this ctype lowers to (lowering.md §2.1 mapping table **\[M\]**).
     pub fn enc_op(self) -> EncOpType {
         match self {
             CollectiveType::AllReduce => EncOpType::AllReduce,
@@ -202,7 +202,7 @@ impl CollectiveType {
 }
 
 wire_enum! {
-    /// Host `enc_op_type` (lowering.md §2.1) **[H]**. Not on the wire of a pseudo-op, but §1.9
+    /// Host `enc_op_type` (lowering.md §2.1) **\[H\]**. Not on the wire of a pseudo-op, but §1.9
     /// rule 12 is stated in it and the API path builds requests with it.
     pub enum EncOpType {
         /// ALLGATHER.
@@ -237,18 +237,18 @@ wire_enum! {
 }
 
 impl EncOpType {
-    /// Input element count = num_elements × rank_n: `(1 << op) & 0x90` (lowering.md §1.4 **[H]**).
+    /// Input element count = num_elements × rank_n: `(1 << op) & 0x90` (lowering.md §1.4 **\[H\]**).
     pub fn input_spans_ranks(self) -> bool {
         (1u32 << self.as_u8()) & 0x90 != 0
     }
-    /// Output element count = num_elements × rank_n: `(1 << op) & 0x81` (lowering.md §1.4 **[H]**).
+    /// Output element count = num_elements × rank_n: `(1 << op) & 0x81` (lowering.md §1.4 **\[H\]**).
     pub fn output_spans_ranks(self) -> bool {
         (1u32 << self.as_u8()) & 0x81 != 0
     }
 }
 
 wire_enum! {
-    /// ALU_OP, byte 12 of 0xC7/0xC8/0xD9 (lowering.md §1.10) **[H]**.
+    /// ALU_OP, byte 12 of 0xC7/0xC8/0xD9 (lowering.md §1.10) **\[H\]**.
     pub enum AluOp {
         /// Pass-through: what copy ops normally carry.
         Bypass = 0x00 => "BYPASS",
@@ -274,7 +274,7 @@ wire_enum! {
 }
 
 impl AluOp {
-    /// The vendor's reduce-op test `(1 << op) & 0x350` (ADD, MULT, MAX, MIN; §1.9 rule 6 **[H]**).
+    /// The vendor's reduce-op test `(1 << op) & 0x350` (ADD, MULT, MAX, MIN; §1.9 rule 6 **\[H\]**).
     /// False for the integer forms, whose code is past the mask's width.
     pub fn passes_vendor_reduce_mask(self) -> bool {
         let v = u32::from(self.as_u8());
@@ -299,7 +299,7 @@ impl AluOp {
 
 wire_enum! {
     /// CCE_OP = SDMA_CCETYPE, the reduce op on a CCE descriptor (lowering.md §1.10, §2.10)
-    /// **[H]**. Only ADD, MAX and MIN are reached from collectives.
+    /// **\[H\]**. Only ADD, MAX and MIN are reached from collectives.
     pub enum CceOp {
         /// acc += src.
         Add = 0 => "ADD",
@@ -317,7 +317,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// DTYPE, byte 13 (lowering.md §1.10) **[H]**; identical to SDMA_DTYPE and the public
+    /// DTYPE, byte 13 (lowering.md §1.10) **\[H\]**; identical to SDMA_DTYPE and the public
     /// `nrt_dtype_t`. Codes ≥ 16 (FP4, compute-kernel types) are invalid for collectives and are
     /// not listed. INVALID = 0 is listed (it decodes) and rejected by §1.9 rule 10.
     pub enum Dtype {
@@ -400,8 +400,8 @@ impl Dtype {
 }
 
 wire_enum! {
-    /// COLLECTIVE_DIMENSION (cc_dim), 0xD9 byte 15 (lowering.md §1.10) **[H]** values; only 0 and
-    /// 1 are valid ("Invalid cc_dim", §1.9 rule 7). What each value means is **[L]**: see
+    /// COLLECTIVE_DIMENSION (cc_dim), 0xD9 byte 15 (lowering.md §1.10) **\[H\]** values; only 0 and
+    /// 1 are valid ("Invalid cc_dim", §1.9 rule 7). What each value means is **\[L\]**: see
     /// [`CC_DIM_0_AXIS`].
     pub enum CcDim {
         /// DIM_0.
@@ -438,7 +438,7 @@ impl CcDim {
 }
 
 wire_enum! {
-    /// INSTR_CHAINING, 0xDA byte 1 (lowering.md §1.10) **[H]**.
+    /// INSTR_CHAINING, 0xDA byte 1 (lowering.md §1.10) **\[H\]**.
     pub enum InstrChaining {
         /// Standalone.
         None = 0 => "NONE",
@@ -453,8 +453,8 @@ wire_enum! {
 
 wire_enum! {
     /// The boolean knobs of the 0xDA word: UNIQUE_TENSORS and CROSS_SBOUTPUT_TRANSFER
-    /// (lowering.md §1.10). Their codes are **[OPEN]**; the spec says treat them as 0 = off,
-    /// 1 = on, so any other value is rejected at decode: with an **[L]** offset, a stray value
+    /// (lowering.md §1.10). Their codes are **\[OPEN\]**; the spec says treat them as 0 = off,
+    /// 1 = on, so any other value is rejected at decode: with an **\[L\]** offset, a stray value
     /// more likely means the offset guess is wrong than a new code (see `layout.rs`).
     pub enum Flag {
         /// Off.
@@ -479,7 +479,7 @@ impl Flag {
     }
 }
 
-/// PERMUTE_CHAIN, 0xDA byte 43 (lowering.md §1.10 **[M]**, codes **[OPEN]**): 0 = not in a chain,
+/// PERMUTE_CHAIN, 0xDA byte 43 (lowering.md §1.10 **\[M\]**, codes **\[OPEN\]**): 0 = not in a chain,
 /// any non-zero value = in a protected run of permutes (fed into cc_op `safe_mode`). Every byte
 /// is accepted, so the word keeps the raw byte and this is its view.
 pub fn permute_chain_active(raw: u8) -> bool {

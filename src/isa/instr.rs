@@ -24,14 +24,14 @@ use super::layout::rd_u32;
 use super::markers::opcode;
 use super::validate::rule_03_d9_pairing;
 
-/// Bytes per instruction word; the stream stride (§1.1 **[H]**).
+/// Bytes per instruction word; the stream stride (§1.1 **\[H\]**).
 pub const WORD: usize = 64;
 
 /// `inst_word_len` of every collective pseudo-op seen: 0x10 four-byte words (§1.2). Decode keeps
 /// whatever byte is there (the stream stride ignores it); this is what the constructors write.
 pub const INST_WORD_LEN: u8 = 0x10;
 
-/// EVENTS, bytes 4–11 (§1.2 **[H]**).
+/// EVENTS, bytes 4–11 (§1.2 **\[H\]**).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Events {
     /// Byte 4.

@@ -11,7 +11,7 @@ use super::layout::{
 use super::markers::opcode;
 use super::operand::{Addr4, Tensor2d};
 
-/// 0xC7 PSEUDO_TRIGGER_ALL_REDUCE (§1.3 **[H]**): the fixed all-reduce form, single replica
+/// 0xC7 PSEUDO_TRIGGER_ALL_REDUCE (§1.3 **\[H\]**): the fixed all-reduce form, single replica
 /// group. It lowers like 0xC8 with ctype ALL_REDUCE and group 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TriggerAllReduce {
@@ -29,7 +29,7 @@ pub struct TriggerAllReduce {
     pub output_tensor_id: u32,
     /// Byte 24: per-rank element count.
     pub num_elements: u64,
-    /// Bytes 32–63 (reserved **[M]**).
+    /// Bytes 32–63 (reserved **\[M\]**).
     pub reserved32: [u8; 32],
 }
 
@@ -64,7 +64,7 @@ impl TriggerAllReduce {
     }
 }
 
-/// 0xC8 PSEUDO_TRIGGER_COLLECTIVE (§1.4 **[H]**).
+/// 0xC8 PSEUDO_TRIGGER_COLLECTIVE (§1.4 **\[H\]**).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TriggerCollective {
     /// Bytes 1–11.
@@ -128,7 +128,7 @@ impl TriggerCollective {
         b
     }
     /// Input element count: `num_elements × rank_n` for REDUCE_SCATTER and ALLTOALL, else
-    /// `num_elements` (§1.4 **[H]**, mask 0x90 on the enc op).
+    /// `num_elements` (§1.4 **\[H\]**, mask 0x90 on the enc op).
     pub fn input_count(&self, rank_n: u64) -> u64 {
         let scale = if self.ctype.enc_op().input_spans_ranks() {
             rank_n
@@ -148,7 +148,7 @@ impl TriggerCollective {
     }
 }
 
-/// 0xD9 PSEUDO_TRIGGER_COLLECTIVE2 (§1.5 **[H]**): no tensor ids, no count; each operand's
+/// 0xD9 PSEUDO_TRIGGER_COLLECTIVE2 (§1.5 **\[H\]**): no tensor ids, no count; each operand's
 /// count is `num_elem[0]·num_elem[1]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TriggerCollective2 {
@@ -197,7 +197,7 @@ impl TriggerCollective2 {
 }
 
 /// `dma_configs` (0xDA, [`ExtField::DmaConfigs`]): priority_class in bits 0–2, reserved in
-/// bits 3–7 (§1.6 **[H]**). Kept as the raw byte; §1.9 rule 5 checks it.
+/// bits 3–7 (§1.6 **\[H\]**). Kept as the raw byte; §1.9 rule 5 checks it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct DmaConfigs {
     /// The byte.
@@ -215,7 +215,7 @@ impl DmaConfigs {
     }
 }
 
-/// 0xDA PSEUDO_EXTENSION in its collective2-ext role (§1.6). Bytes 0–31 are **[H]**; the knobs
+/// 0xDA PSEUDO_EXTENSION in its collective2-ext role (§1.6). Bytes 0–31 are **\[H\]**; the knobs
 /// in bytes 32–63 are placed by the [`DA_EXT_FIELDS`](super::layout::DA_EXT_FIELDS) table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Collective2Ext {
@@ -331,7 +331,7 @@ impl Collective2Ext {
     }
 }
 
-/// The 0xD9 + 0xDA pair: one logical cc-op of 128 bytes (§1.6 **[H]**).
+/// The 0xD9 + 0xDA pair: one logical cc-op of 128 bytes (§1.6 **\[H\]**).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Collective2 {
     /// The 0xD9 word (bytes 0–63).

@@ -11,7 +11,7 @@ use super::layout::{rd_u16, rd_u32, rd_u64};
 use super::markers::{opcode, LncSizeFmt};
 use super::operand::Tensor3d;
 
-/// 0xCB PSEUDO_SEND_RECV, ISA view (§1.8 **[H]**). The width of `tensor_id` is not stated; it
+/// 0xCB PSEUDO_SEND_RECV, ISA view (§1.8 **\[H\]**). The width of `tensor_id` is not stated; it
 /// is read as u32 (bytes 12–15), the only width that fits before `peer_id`@16 and matches the
 /// u32 tensor ids of 0xC7/0xC8.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,7 +83,7 @@ impl SendRecv {
     }
 }
 
-/// 0xDB PSEUDO_CUR_PROCESSING_RANK_ID (§1.8: offsets **[H]**, u16 widths **[M]**): writes into
+/// 0xDB PSEUDO_CUR_PROCESSING_RANK_ID (§1.8: offsets **\[H\]**, u16 widths **\[M\]**): writes into
 /// `dst_reg` the rank whose data is processed at `iteration_id` of a permute chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CurProcessingRankId {
@@ -142,7 +142,7 @@ impl CurProcessingRankId {
 /// Bytes 34–47 of 0xBF: reserved1, must be 0.
 pub const SB2SB_RESERVED1: std::ops::Range<usize> = 34..48;
 
-/// 0xBF S3D3 / SB2SB_COLLECTIVE (§1.8 **[H]**): one state-buffer-to-state-buffer hop, the
+/// 0xBF S3D3 / SB2SB_COLLECTIVE (§1.8 **\[H\]**): one state-buffer-to-state-buffer hop, the
 /// on-chip leg; nc ≥ v3 only. No reduce-op field. §1.9 rule 11 constrains it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Sb2sbCollective {

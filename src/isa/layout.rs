@@ -3,7 +3,7 @@
 //!
 //! **0xDA bytes 32–63** (lowering.md §1.6, §7 item 1): the headers name the knobs in the order
 //! cc_buf_*, dma_configs, src1_bitmap, cross_sb_out, but only dma_configs@41 and
-//! permute_chain@43 are read directly **[H]**. Decode, encode and validation of these knobs all
+//! permute_chain@43 are read directly **\[H\]**. Decode, encode and validation of these knobs all
 //! go through [`DA_EXT_FIELDS`]: to correct an offset or width, edit that one table (and nothing
 //! else); the codec keeps every byte the table does not cover as raw reserved bytes, so moving
 //! a field never loses data. The table's confidence column says how sure each row is.
@@ -63,17 +63,17 @@ pub struct FieldSpec {
 ///
 /// | field | off | width | conf |
 /// |---|---|---|---|
-/// | cc_buf_start_addr | 32 | 4 | [M] (field [H], offset [M]) |
-/// | cc_buf_size | 36 | 4 | [L] |
-/// | unique_tensors | 40 | 1 | [L] — the spec puts "one of unique_tensors / cross_sb_out" here |
-/// | dma_configs | 41 | 1 | [H] (the encoder reads byte41 & 7) |
-/// | src1_bitmap | 42 | 1 | [L] |
-/// | permute_chain | 43 | 1 | [H] |
-/// | cross_sb_out | 44 | 1 | [OPEN] |
+/// | cc_buf_start_addr | 32 | 4 | \[M\] (field \[H\], offset \[M\]) |
+/// | cc_buf_size | 36 | 4 | \[L\] |
+/// | unique_tensors | 40 | 1 | \[L\] — the spec puts "one of unique_tensors / cross_sb_out" here |
+/// | dma_configs | 41 | 1 | \[H\] (the encoder reads byte41 & 7) |
+/// | src1_bitmap | 42 | 1 | \[L\] |
+/// | permute_chain | 43 | 1 | \[H\] |
+/// | cross_sb_out | 44 | 1 | \[OPEN\] |
 ///
 /// Our choice for byte 40 vs cross_sb_out: the header order is cc_buf_*, dma_configs,
 /// src1_bitmap, cross_sb_out, so cross_sb_out comes after src1_bitmap@42; 43 is permute_chain
-/// [H], so cross_sb_out takes the first free byte, 44. unique_tensors is not in that named order
+/// \[H\], so cross_sb_out takes the first free byte, 44. unique_tensors is not in that named order
 /// and takes 40. Bytes 45–63 stay raw (not required to be 0: they may hold knobs not yet found).
 pub const DA_EXT_FIELDS: [FieldSpec; 7] = [
     FieldSpec {
@@ -127,7 +127,7 @@ pub const DA_EXT_FIELDS: [FieldSpec; 7] = [
     },
 ];
 
-/// First byte of the 0xDA region the table covers (bytes before it are fixed **[H]** fields).
+/// First byte of the 0xDA region the table covers (bytes before it are fixed **\[H\]** fields).
 pub const DA_TAIL_START: usize = 32;
 
 /// The table row of `field`.
@@ -157,7 +157,7 @@ pub struct ReservedRange {
     pub width: usize,
 }
 
-/// 0xC8 bytes 33–47: not documented, must be 0 (lowering.md §1.4 **[OPEN]**, §7 item 2).
+/// 0xC8 bytes 33–47: not documented, must be 0 (lowering.md §1.4 **\[OPEN\]**, §7 item 2).
 pub const C8_RESERVED: ReservedRange = ReservedRange {
     name: "reserved",
     offset: 33,

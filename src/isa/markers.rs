@@ -6,7 +6,7 @@ use std::fmt;
 use super::enums::wire_enum;
 
 wire_enum! {
-    /// PSEUDO_ADDR8 mode: bits 7..5 of the marker byte (lowering.md §1.7) **[H]**.
+    /// PSEUDO_ADDR8 mode: bits 7..5 of the marker byte (lowering.md §1.7) **\[H\]**.
     pub enum Addr8Mode {
         /// Immediate address.
         Imm = 0x00 => "IMM",
@@ -23,7 +23,7 @@ wire_enum! {
     }
 }
 
-/// The PSEUDO_ADDR8 marker test mask: `(high byte & 0xFC)` is mode | modifiers (§1.7 **[H]**).
+/// The PSEUDO_ADDR8 marker test mask: `(high byte & 0xFC)` is mode | modifiers (§1.7 **\[H\]**).
 pub const ADDR8_MARKER_MASK: u8 = 0xFC;
 /// Bits of the marker byte that hold the mode.
 pub const ADDR8_MODE_MASK: u8 = 0xE0;
@@ -35,7 +35,7 @@ pub const ADDR8_MOD_TBL_OFFSET_REG: u8 = 0x08;
 pub const ADDR8_MOD_WIDE_TBL_OFFSET: u8 = 0x04;
 
 wire_enum! {
-    /// ADDR4 marker: the high byte masked with 0xFC (lowering.md §1.7) **[H]**. Bits 25:24 belong
+    /// ADDR4 marker: the high byte masked with 0xFC (lowering.md §1.7) **\[H\]**. Bits 25:24 belong
     /// to the offset, so they are outside the mask.
     pub enum Addr4Marker {
         /// Immediate (an SBUF partition offset when bit 25 is clear).
@@ -54,7 +54,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// lnc_size_fmt, 0xBF byte 32 (lowering.md §1.8) **[H]**. All four decode; only LNC1 and
+    /// lnc_size_fmt, 0xBF byte 32 (lowering.md §1.8) **\[H\]**. All four decode; only LNC1 and
     /// LNC2 pass §1.9 rule 11.
     pub enum LncSizeFmt {
         /// One physical core per logical core.
@@ -92,7 +92,7 @@ pub mod opcode {
     /// 0xBF S3D3 / SB2SB_COLLECTIVE (a real POOL op).
     pub const SB2SB_COLLECTIVE: u8 = 0xBF;
 
-    /// The class rule: top three bits 0b110 (0xC0–0xDF) is a pseudo-op (§1.1 **[H]**).
+    /// The class rule: top three bits 0b110 (0xC0–0xDF) is a pseudo-op (§1.1 **\[H\]**).
     pub fn is_pseudo(op: u8) -> bool {
         op & 0xE0 == 0xC0
     }

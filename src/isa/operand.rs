@@ -13,7 +13,7 @@ use super::markers::{
 
 /// PSEUDO_ADDR8: an 8-byte address union whose high byte (bits 63:56) is the marker.
 ///
-/// The marker test is `high_byte & 0xFC` (§1.7 **[H]**); bits 57:56 are outside the mask and
+/// The marker test is `high_byte & 0xFC` (§1.7 **\[H\]**); bits 57:56 are outside the mask and
 /// belong to the low part.
 ///
 /// **VAR_ID split (our choice; the spec only says "a NEFF variable id plus an immediate
@@ -60,7 +60,7 @@ impl PseudoAddr8 {
         self.marker() & ADDR8_MOD_WIDE_TBL_OFFSET != 0
     }
     /// The form the translator requires of 0xD9/0xDA operands: `(marker & 0xFC) == 0x10`
-    /// (IMM mode, VAR_ID modifier and nothing else; §1.7 **[H]**).
+    /// (IMM mode, VAR_ID modifier and nothing else; §1.7 **\[H\]**).
     pub fn is_var_id(self) -> bool {
         self.marker() == ADDR8_MOD_VAR_ID
     }
@@ -97,12 +97,12 @@ impl PseudoAddr8 {
 }
 
 /// Which dimension of a [`Tensor2d`] walks the free dimension of an SBUF operand. Not
-/// documented (§1.7 **[L]**); the safe reading is dimension 0 = free, dimension 1 = partitions.
+/// documented (§1.7 **\[L\]**); the safe reading is dimension 0 = free, dimension 1 = partitions.
 pub const TENSOR2D_FREE_DIM: usize = 0;
 /// Which dimension of a [`Tensor2d`] walks partitions (see [`TENSOR2D_FREE_DIM`]).
 pub const TENSOR2D_PARTITION_DIM: usize = 1 - TENSOR2D_FREE_DIM;
 
-/// PSEUDO_ADDR8TENSOR2D (24 B, §1.7 **[H]**): start address, element strides, shape.
+/// PSEUDO_ADDR8TENSOR2D (24 B, §1.7 **\[H\]**): start address, element strides, shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Tensor2d {
     /// Bytes 0–7.
@@ -186,7 +186,7 @@ impl Tensor2d {
     }
 }
 
-/// ADDR4: a 4-byte address whose high byte (masked with 0xFC) is the marker (§1.7 **[H]**).
+/// ADDR4: a 4-byte address whose high byte (masked with 0xFC) is the marker (§1.7 **\[H\]**).
 /// For an immediate SBUF partition offset, bits 25:0 are the offset and bit 25 clear means SBUF;
 /// the translator rejects bit 25 or bits 26–31 set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -227,7 +227,7 @@ impl Addr4 {
     }
 }
 
-/// TENSOR3D of 0xBF (16 B, §1.8 **[H]**): ADDR4 + i16 step[3] + u16 num[3].
+/// TENSOR3D of 0xBF (16 B, §1.8 **\[H\]**): ADDR4 + `i16 step[3]` + `u16 num[3]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Tensor3d {
     /// Bytes 0–3.

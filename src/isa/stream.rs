@@ -1,6 +1,6 @@
 //! The stream walker: one engine program as a sequence of logical words.
 //!
-//! * The stride is a fixed 0x40 per word, whatever `inst_word_len` says (§1.1 **[H]**); a
+//! * The stride is a fixed 0x40 per word, whatever `inst_word_len` says (§1.1 **\[H\]**); a
 //!   stream whose length is not a multiple of 64 is rejected.
 //! * A 0xD9 takes the word after it as its 0xDA ext (one 128-byte logical word); a 0xD9 not
 //!   followed by 0xDA is §1.9 rule 3. A 0xDA not right after a 0xD9 is a PSEUDO_DMA_EXT (§1.6).

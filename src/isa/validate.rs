@@ -20,11 +20,11 @@ use super::markers::opcode;
 use super::operand::PseudoAddr8;
 use super::stream::DecodedStream;
 
-/// NEC_MAX_STREAM_N: stream ids are below 4 (§1.9 rule 8 **[H]**).
+/// NEC_MAX_STREAM_N: stream ids are below 4 (§1.9 rule 8 **\[H\]**).
 pub const MAX_STREAMS: u16 = 4;
-/// NEC_MAX_CHANNELS: ring channel ids are below 32 (§1.9 rule 8 **[H]**).
+/// NEC_MAX_CHANNELS: ring channel ids are below 32 (§1.9 rule 8 **\[H\]**).
 pub const MAX_CHANNELS: u16 = 32;
-/// `t3d_element_count <= 256` for 0xBF (§1.8 **[H]**).
+/// `t3d_element_count <= 256` for 0xBF (§1.8 **\[H\]**).
 pub const SB2SB_MAX_ELEMENTS: u64 = 256;
 
 /// Where a collective's operands live, when the loader knows (NEFF variable kind).
@@ -162,7 +162,7 @@ pub fn validate_stream(stream: &DecodedStream, ctx: &mut ValidationContext) -> I
 }
 
 /// Rule 1: a collective pseudo-op (0xC7, 0xC8, 0xD9, 0xCB) must update with SEM_INC_COMPLETE
-/// ("a collective instruction must increment a semaphore when done" **[H]**). 0xCB counts: it is
+/// ("a collective instruction must increment a semaphore when done" **\[H\]**). 0xCB counts: it is
 /// lowered into a cc-op like the triggers.
 pub fn rule_01_update_mode(op: u8, common: &Common) -> IsaResult<()> {
     let m = common.events.update_mode;
@@ -180,7 +180,7 @@ pub fn rule_01_update_mode(op: u8, common: &Common) -> IsaResult<()> {
 }
 
 /// Rule 2: a plain-trigger collective (0xC8, and 0xC7 which lowers like it) is only allowed
-/// when the NEFF has a single collective stream **[H]**.
+/// when the NEFF has a single collective stream **\[H\]**.
 pub fn rule_02_single_stream(op: u8, ctx: &ValidationContext) -> IsaResult<()> {
     match ctx.collective_streams {
         Some(n) if n > 1 => Err(IsaError::new(
@@ -198,7 +198,7 @@ pub fn rule_02_single_stream(op: u8, ctx: &ValidationContext) -> IsaResult<()> {
     }
 }
 
-/// Rule 3: a 0xD9 at the start of `bytes` must be followed at +64 by a 0xDA (§1.6 **[H]**).
+/// Rule 3: a 0xD9 at the start of `bytes` must be followed at +64 by a 0xDA (§1.6 **\[H\]**).
 /// Bytes not starting with 0xD9 pass.
 pub fn rule_03_d9_pairing(bytes: &[u8]) -> IsaResult<()> {
     if bytes.first() != Some(&opcode::TRIGGER_COLLECTIVE2) {
@@ -251,7 +251,7 @@ fn src1_used(c: &Collective2) -> bool {
 }
 
 /// Rule 4: src0, src1 (when used) and dst are VAR_ID addresses; cc_buf_start_addr, when set, is
-/// an immediate SBUF offset (bit 25 and bits 26–31 clear) **[H]**.
+/// an immediate SBUF offset (bit 25 and bits 26–31 clear) **\[H\]**.
 pub fn rule_04_address_markers(c: &Collective2) -> IsaResult<()> {
     let d9 = opcode::TRIGGER_COLLECTIVE2;
     if !c.trigger.src0.start.is_var_id() {
@@ -293,7 +293,7 @@ pub fn rule_04_address_markers(c: &Collective2) -> IsaResult<()> {
     Ok(())
 }
 
-/// Rule 5: dma_configs is valid iff `priority_class <= 4 && reserved == 0` **[H]**.
+/// Rule 5: dma_configs is valid iff `priority_class <= 4 && reserved == 0` **\[H\]**.
 pub fn rule_05_dma_configs(ext: &Collective2Ext) -> IsaResult<()> {
     let d = ext.dma_configs;
     if d.priority_class() <= 4 && d.reserved() == 0 {
@@ -351,7 +351,7 @@ pub fn rule_06_reduce_op(op: u8, ctype: CollectiveType, alu: AluOp) -> IsaResult
 }
 
 /// Rule 8: stream_id < 4, channel_id < 32 and < the metaring's channel_n, and stream_id ↔
-/// group_id one-to-one across the words seen so far **[H]**. `offs` = byte offsets of
+/// group_id one-to-one across the words seen so far **\[H\]**. `offs` = byte offsets of
 /// [stream_id, channel_id, group_id] in the word with opcode `op`.
 pub fn rule_08_stream_channel_group(
     op: u8,
@@ -488,7 +488,7 @@ pub fn rule_12_supported_operation(
     }
 }
 
-/// 0xC8 bytes 33–47 ([`C8_RESERVED`]) must be 0 (§1.4 **[OPEN]**, §7 item 2).
+/// 0xC8 bytes 33–47 ([`C8_RESERVED`]) must be 0 (§1.4 **\[OPEN\]**, §7 item 2).
 pub fn c8_reserved_zero(w: &TriggerCollective) -> IsaResult<()> {
     match w.reserved.iter().position(|&x| x != 0) {
         None => Ok(()),

@@ -127,7 +127,7 @@ pub fn rule_07_cc_dim(c: &Collective2, ctx: &ValidationContext) -> IsaResult<()>
 
 /// Rule 9: ALL_TO_ALL_V metadata in src1: src1_bitmap bits 0 and 1 set (send counts and
 /// displacements are inputs), and room for 4 rows of rank_n uint32 entries
-/// (`src1_size_bytes / 4 >= rank_n · 4`) **[H]**.
+/// (`src1_size_bytes / 4 >= rank_n · 4`) **\[H\]**.
 pub fn rule_09_all_to_all_v(c: &Collective2, ctx: &ValidationContext) -> IsaResult<()> {
     if c.trigger.ctype != CollectiveType::AllToAllV {
         return Ok(());

@@ -46,6 +46,14 @@ fn rule_1_update_mode() {
     let b = c2(|w| w.trigger.common.events.update_mode = UpdateMode::None);
     let e = check(&b, &ctx()).unwrap_err();
     assert_eq!(fields(&e), (0xD9, "update_mode", 6, 0x00, rule::RULE_1));
+    // 0xCB is lowered into a cc-op too; 0xDB and 0xBF are not held to rule 1.
+    let mut b = [0u8; 64];
+    b[0] = 0xCB;
+    b[6] = 0x19;
+    let e = check(&b, &ctx()).unwrap_err();
+    assert_eq!(fields(&e), (0xCB, "update_mode", 6, 0x19, rule::RULE_1));
+    b[0] = 0xDB;
+    assert_eq!(check(&b, &ctx()), Ok(()));
 }
 
 #[test]
