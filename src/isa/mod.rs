@@ -4,5 +4,42 @@
 //! dumps them; none of the three imports another for a byte format (design.md §3).
 //!
 //! * [`ccop`] — the 8-byte `spad_ctrl_entry` (one cc_op slot of the TOP_SP CTRL scratchpad).
+//! * [`enums`] — the enum tables of the pseudo-instruction words with their wire values
+//!   (lowering.md §1.2, §1.7, §1.8, §1.10, and the host `enc_op_type` of §2.1).
+//! * [`markers`] — PSEUDO_ADDR8 / ADDR4 markers and modifier bits, the 0xBF LNC size format,
+//!   and the opcodes of the typed words (§1.1, §1.7, §1.8).
+//! * [`operand`] — address operands: PSEUDO_ADDR8, PSEUDO_ADDR8TENSOR2D, ADDR4, TENSOR3D (§1.7).
+//! * [`layout`] — the table-driven offsets of the unsettled 0xDA knobs and the 0xC8 reserved
+//!   range (§1.6, §7 items 1–2), plus the little-endian byte helpers.
+//! * [`instr`] — the common header + EVENTS, the [`Instr`] sum type, one-word [`decode`] and
+//!   [`encode`] (§1.1–§1.2).
+//! * [`instr_collective`] — 0xC7, 0xC8, 0xD9, the 0xDA collective2 ext and the 0xD9+0xDA pair
+//!   (§1.3–§1.6).
+//! * [`instr_other`] — 0xCB SEND_RECV, 0xDB CUR_PROCESSING_RANK_ID, 0xBF SB2SB_COLLECTIVE (§1.8).
+//! * [`stream`] — [`decode_stream`]: the 0x40-stride walker with 0xD9/0xDA pairing and
+//!   INSTR_CHAINING chains.
+//! * [`validate`](mod@validate) — the twelve rules of §1.9, one function each, behind
+//!   [`validate()`](validate::validate) and a [`ValidationContext`]; rules 7, 9 and 11 (shapes
+//!   and placement) sit in its child module `validate::shape`.
+//! * [`isa_error`] — [`IsaError`]: opcode, field, byte offset, value, reason and rule of a
+//!   rejected word; converts into the core's `Error` (kind Invalid, `NRT_INVALID`).
 
 pub mod ccop;
+pub mod enums;
+pub mod instr;
+pub mod instr_collective;
+pub mod instr_other;
+pub mod isa_error;
+pub mod layout;
+pub mod markers;
+pub mod operand;
+pub mod stream;
+pub mod validate;
+
+#[cfg(test)]
+mod testutil;
+
+pub use instr::{decode, encode, Encoded, Instr};
+pub use isa_error::IsaError;
+pub use stream::{decode_stream, DecodedStream};
+pub use validate::{validate_stream, ValidationContext};

@@ -1,0 +1,153 @@
+//! The error of a rejected instruction word.
+//!
+//! design.md §4: "a bad pseudo-instruction names the opcode, the field, the byte offset and the
+//! rule it broke". [`IsaError`] carries exactly that, plus the bad value, a sentence saying why,
+//! and (when the word came from a stream) where the word sits. It converts into the core's
+//! [`Error`] with kind `Invalid` (`NRT_INVALID` = 2, lowering.md §1.9).
+
+use std::fmt;
+
+use crate::error::Error;
+
+/// The rule citations used in [`IsaError::rule`]. One place, so every message cites the same way.
+pub mod rule {
+    /// Stream framing: 64-byte words, fixed 0x40 stride (lowering.md §1.1).
+    pub const FRAMING: &str = "lowering.md §1.1";
+    /// The EVENTS enums (lowering.md §1.2).
+    pub const EVENTS: &str = "lowering.md §1.2";
+    /// A wire enum outside its table (lowering.md §1.10).
+    pub const ENUMS: &str = "lowering.md §1.10";
+    /// INSTR_CHAINING chain structure (lowering.md §1.6, §1.10).
+    pub const CHAINING: &str = "lowering.md §1.6/§1.10 INSTR_CHAINING";
+    /// 0xC8 bytes 33–47 reserved, must be 0 (lowering.md §1.4, §7 item 2).
+    pub const C8_RESERVED: &str = "lowering.md §1.4 and §7 item 2";
+    /// A field too wide for its bits on encode.
+    pub const WIDTH: &str = "field width";
+    /// §1.9 rule 1: update mode.
+    pub const RULE_1: &str = "lowering.md §1.9 rule 1";
+    /// §1.9 rule 2: single stream for plain triggers.
+    pub const RULE_2: &str = "lowering.md §1.9 rule 2";
+    /// §1.9 rule 3: 0xD9 pairing.
+    pub const RULE_3: &str = "lowering.md §1.9 rule 3";
+    /// §1.9 rule 4: address markers.
+    pub const RULE_4: &str = "lowering.md §1.9 rule 4";
+    /// §1.9 rule 5: dma_configs.
+    pub const RULE_5: &str = "lowering.md §1.9 rule 5";
+    /// §1.9 rule 6: reduce op.
+    pub const RULE_6: &str = "lowering.md §1.9 rule 6";
+    /// §1.9 rule 7: cc_dim.
+    pub const RULE_7: &str = "lowering.md §1.9 rule 7";
+    /// §1.9 rule 8: stream, channel and group limits.
+    pub const RULE_8: &str = "lowering.md §1.9 rule 8";
+    /// §1.9 rule 9: ALL_TO_ALL_V metadata.
+    pub const RULE_9: &str = "lowering.md §1.9 rule 9";
+    /// §1.9 rule 10: dtype.
+    pub const RULE_10: &str = "lowering.md §1.9 rule 10";
+    /// §1.9 rule 11: S3D3.
+    pub const RULE_11: &str = "lowering.md §1.9 rule 11";
+    /// §1.9 rule 12: unsupported operation kinds.
+    pub const RULE_12: &str = "lowering.md §1.9 rule 12";
+}
+
+/// A rejected instruction word: which opcode, which field at which byte, the bad value, why,
+/// and the rule. `offset` is measured from the start of the 64-byte word whose `opcode` is named
+/// (for the 0xDA half of a 0xD9+0xDA pair: from the 0xDA word).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsaError {
+    /// Opcode of the word that holds the bad field.
+    pub opcode: u8,
+    /// Field name, as the spec spells it.
+    pub field: &'static str,
+    /// Byte offset of the field inside its 64-byte word.
+    pub offset: usize,
+    /// The offending value (for a multi-field rule, the value the rule tested).
+    pub value: u64,
+    /// Why the value is rejected, in words.
+    pub reason: String,
+    /// The rule broken, e.g. `lowering.md §1.9 rule 1` (see [`rule`]).
+    pub rule: &'static str,
+    /// Byte position of the word in its stream, when it came from [`decode_stream`](super::decode_stream).
+    pub word_at: Option<usize>,
+}
+
+impl IsaError {
+    /// A new error; `word_at` starts unset.
+    pub fn new(
+        opcode: u8,
+        field: &'static str,
+        offset: usize,
+        value: u64,
+        reason: impl Into<String>,
+        rule: &'static str,
+    ) -> Self {
+        IsaError {
+            opcode,
+            field,
+            offset,
+            value,
+            reason: reason.into(),
+            rule,
+            word_at: None,
+        }
+    }
+
+    /// Record where the word sits in its stream (kept if already set).
+    pub fn at(mut self, word_at: usize) -> Self {
+        self.word_at.get_or_insert(word_at);
+        self
+    }
+}
+
+impl fmt::Display for IsaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(at) = self.word_at {
+            write!(f, "word at byte {at:#x}: ")?;
+        }
+        write!(
+            f,
+            "opcode {:#04X}: field {} at byte {} = {:#04x}: {} ({})",
+            self.opcode, self.field, self.offset, self.value, self.reason, self.rule
+        )
+    }
+}
+
+impl std::error::Error for IsaError {}
+
+impl From<IsaError> for Error {
+    fn from(e: IsaError) -> Self {
+        Error::invalid(e.to_string())
+    }
+}
+
+/// Result of this module.
+pub type IsaResult<T> = Result<T, IsaError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    /// The message format the brief and design.md §4 ask for.
+    #[test]
+    fn display_names_opcode_field_offset_value_rule() {
+        let e = IsaError::new(
+            0xC8,
+            "update_mode",
+            6,
+            0x03,
+            "collective pseudo-ops must use update mode SEM_INC_COMPLETE (0x13)",
+            rule::RULE_1,
+        );
+        assert_eq!(
+            e.to_string(),
+            "opcode 0xC8: field update_mode at byte 6 = 0x03: collective pseudo-ops must use \
+             update mode SEM_INC_COMPLETE (0x13) (lowering.md §1.9 rule 1)"
+        );
+        let e = e.at(0x80).at(0x40);
+        assert_eq!(e.word_at, Some(0x80));
+        assert!(e.to_string().starts_with("word at byte 0x80: opcode 0xC8"));
+        let core: Error = e.into();
+        assert_eq!(core.kind(), ErrorKind::Invalid);
+        assert!(core.message().contains("rule 1"));
+    }
+}

@@ -1,0 +1,123 @@
+//! Address-operand markers, the 0xBF LNC size format, and the opcodes of the typed words
+//! (lowering.md §1.1, §1.7, §1.8). Split from `enums.rs`; same `wire_enum!` conventions.
+
+use std::fmt;
+
+use super::enums::wire_enum;
+
+wire_enum! {
+    /// PSEUDO_ADDR8 mode: bits 7..5 of the marker byte (lowering.md §1.7) **\[H\]**.
+    pub enum Addr8Mode {
+        /// Immediate address.
+        Imm = 0x00 => "IMM",
+        /// ADDR_TBL_SHAPE_IMM.
+        AddrTblShapeImm = 0x20 => "ADDR_TBL_SHAPE_IMM",
+        /// SHAPE_REG.
+        ShapeReg = 0x40 => "SHAPE_REG",
+        /// ADDR_TBL_SHAPE_REG.
+        AddrTblShapeReg = 0x60 => "ADDR_TBL_SHAPE_REG",
+        /// ADDR_REG.
+        AddrReg = 0x80 => "ADDR_REG",
+        /// ADDR_SHAPE_REG.
+        AddrShapeReg = 0xC0 => "ADDR_SHAPE_REG",
+    }
+}
+
+/// The PSEUDO_ADDR8 marker test mask: `(high byte & 0xFC)` is mode | modifiers (§1.7 **\[H\]**).
+pub const ADDR8_MARKER_MASK: u8 = 0xFC;
+/// Bits of the marker byte that hold the mode.
+pub const ADDR8_MODE_MASK: u8 = 0xE0;
+/// Modifier +0x10: VAR_ID (pseudo only): the low part is a NEFF variable id + immediate offset.
+pub const ADDR8_MOD_VAR_ID: u8 = 0x10;
+/// Modifier +0x08: the table offset is held in a register.
+pub const ADDR8_MOD_TBL_OFFSET_REG: u8 = 0x08;
+/// Modifier +0x04: wide table offset.
+pub const ADDR8_MOD_WIDE_TBL_OFFSET: u8 = 0x04;
+
+wire_enum! {
+    /// ADDR4 marker: the high byte masked with 0xFC (lowering.md §1.7) **\[H\]**. Bits 25:24 belong
+    /// to the offset, so they are outside the mask.
+    pub enum Addr4Marker {
+        /// Immediate (an SBUF partition offset when bit 25 is clear).
+        Imm = 0x00 => "IMM",
+        /// INDIRECT_IMM.
+        IndirectImm = 0x20 => "INDIRECT_IMM",
+        /// SHAPE_REG.
+        ShapeReg = 0x40 => "SHAPE_REG",
+        /// ADDR_REG.
+        AddrReg = 0x80 => "ADDR_REG",
+        /// INDIRECT_REG.
+        IndirectReg = 0xA0 => "INDIRECT_REG",
+        /// ADDR_SHAPE_REG.
+        AddrShapeReg = 0xC0 => "ADDR_SHAPE_REG",
+    }
+}
+
+wire_enum! {
+    /// lnc_size_fmt, 0xBF byte 32 (lowering.md §1.8) **\[H\]**. All four decode; only LNC1 and
+    /// LNC2 pass §1.9 rule 11.
+    pub enum LncSizeFmt {
+        /// One physical core per logical core.
+        Lnc1 = 0 => "LNC1",
+        /// Two.
+        Lnc2 = 1 => "LNC2",
+        /// Four (rejected).
+        Lnc4 = 2 => "LNC4",
+        /// Eight (rejected).
+        Lnc8 = 3 => "LNC8",
+    }
+}
+
+impl LncSizeFmt {
+    /// Physical cores per logical core.
+    pub fn cores(self) -> u32 {
+        1 << self.as_u8()
+    }
+}
+
+/// Opcodes of the words this module types (lowering.md §1.1, §1.8).
+pub mod opcode {
+    /// 0xC7 PSEUDO_TRIGGER_ALL_REDUCE.
+    pub const TRIGGER_ALL_REDUCE: u8 = 0xC7;
+    /// 0xC8 PSEUDO_TRIGGER_COLLECTIVE.
+    pub const TRIGGER_COLLECTIVE: u8 = 0xC8;
+    /// 0xCB PSEUDO_SEND_RECV.
+    pub const SEND_RECV: u8 = 0xCB;
+    /// 0xD9 PSEUDO_TRIGGER_COLLECTIVE2.
+    pub const TRIGGER_COLLECTIVE2: u8 = 0xD9;
+    /// 0xDA PSEUDO_EXTENSION (collective2 ext after 0xD9, PSEUDO_DMA_EXT otherwise).
+    pub const EXTENSION: u8 = 0xDA;
+    /// 0xDB PSEUDO_CUR_PROCESSING_RANK_ID.
+    pub const CUR_PROCESSING_RANK_ID: u8 = 0xDB;
+    /// 0xBF S3D3 / SB2SB_COLLECTIVE (a real POOL op).
+    pub const SB2SB_COLLECTIVE: u8 = 0xBF;
+
+    /// The class rule: top three bits 0b110 (0xC0–0xDF) is a pseudo-op (§1.1 **\[H\]**).
+    pub fn is_pseudo(op: u8) -> bool {
+        op & 0xE0 == 0xC0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_lnc_opcodes() {
+        assert_eq!(Addr8Mode::from_u8(0xA0), None);
+        assert_eq!(Addr8Mode::AddrTblShapeReg.as_u8(), 0x60);
+        assert_eq!(Addr4Marker::from_u8(0xA0), Some(Addr4Marker::IndirectReg));
+        assert_eq!(ADDR8_MOD_VAR_ID & ADDR8_MODE_MASK, 0);
+        assert_eq!(
+            ADDR8_MODE_MASK
+                | ADDR8_MOD_VAR_ID
+                | ADDR8_MOD_TBL_OFFSET_REG
+                | ADDR8_MOD_WIDE_TBL_OFFSET,
+            ADDR8_MARKER_MASK
+        );
+        assert_eq!(LncSizeFmt::Lnc8.cores(), 8);
+        assert_eq!(LncSizeFmt::from_u8(4), None);
+        assert!(opcode::is_pseudo(0xC8) && opcode::is_pseudo(0xDF) && !opcode::is_pseudo(0xBF));
+        assert!(!opcode::is_pseudo(0xE0));
+    }
+}
