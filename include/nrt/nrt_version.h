@@ -44,7 +44,7 @@ typedef struct nrt_version_t {
    */
   uint64_t rt_maintenance;
   /**
-   * "libnrt version <ver>".
+   * `"libnrt version <ver>"`.
    */
   char rt_detail[RT_VERSION_DETAIL_LEN];
   /**

@@ -464,7 +464,7 @@ pub struct nrt_version_t {
     pub rt_patch: u64,
     /// Maintenance.
     pub rt_maintenance: u64,
-    /// "libnrt version <ver>".
+    /// `"libnrt version <ver>"`.
     pub rt_detail: [c_char; RT_VERSION_DETAIL_LEN],
     /// Git hash (40 characters).
     pub git_hash: [c_char; GIT_HASH_LEN],
