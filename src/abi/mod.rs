@@ -6,11 +6,36 @@
 //! [`abi_entry!`](crate::abi_entry) (see [`boundary`]).
 //!
 //! All public functions are re-exported flat from this module, so the binding crate can name
-//! each one as `opennrt::abi::<symbol>`.
+//! each one as `opennrt::abi::<symbol>`. `docs/abi-status.md` lists every export with its
+//! current behaviour.
+//!
+//! | module | header / family (spec/nrt-abi.md) |
+//! |---|---|
+//! | [`nrt`] | lifecycle, version, counts, topology and memory getters (§3.1–§3.2) |
+//! | [`tensor`] | tensors, tensor sets, `nrt_memcpy_to_device` (§3.3) |
+//! | [`model`] | load, execute, model introspection (§3.4) |
+//! | [`collectives`] | host-driven collectives and communicator setup (§3.5) |
+//! | [`nrt_async`] | the explicit async API, node `NRT_3.0.0` (§3.6) |
+//! | [`sendrecv`] | point-to-point async send/recv (§3.7) |
+//! | [`nrt_experimental`] | trace, network plugin, pool-engine microcode (§3.8) |
+//! | [`profile`], [`inspect`], [`sys_trace`], [`debug_stream`] | observability no-ops (§3.9) |
+//! | [`nec`] | libnccom reverse-callbacks (§3.10) |
+//! | [`ncfw`] | libncfw.so |
 
 pub mod boundary;
+pub mod collectives;
+pub mod handle;
+pub mod model;
 pub mod ncfw;
 pub mod nrt;
+pub mod nrt_async;
+pub mod sendrecv;
+pub mod tensor;
 pub mod types;
 
+pub use collectives::*;
+pub use model::*;
 pub use nrt::*;
+pub use nrt_async::*;
+pub use sendrecv::*;
+pub use tensor::*;
