@@ -274,6 +274,20 @@ pub(crate) fn device_index(dev: c_int, devices: u32, what: &str) -> crate::Resul
         })
 }
 
+/// Check a logical-core index relative to the visible cores of this process (spec §3.3: `vnc`
+/// 0 is the first visible core).
+pub(crate) fn visible_core(vnc: i64, what: &str) -> crate::Result<u32> {
+    let visible = process::config()?.visible_cores;
+    u32::try_from(vnc)
+        .ok()
+        .filter(|v| *v < visible)
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{what} {vnc} is not one of the {visible} logical cores visible to this process"
+            ))
+        })
+}
+
 /// The routing id (RID) of every host device: entry `i` of `host_did_to_rid_map` is the RID of
 /// host device `i`. In the simulated instance the map is the identity.
 ///
