@@ -18,8 +18,8 @@
 //! | [`nrt_async`] | the explicit async API, node `NRT_3.0.0` (§3.6) |
 //! | [`sendrecv`] | point-to-point async send/recv (§3.7) |
 //! | [`nrt_experimental`] | trace, network plugin, pool-engine microcode (§3.8) |
-//! | [`profile`], [`inspect`], [`sys_trace`], [`debug_stream`] | observability no-ops (§3.9) |
-//! | [`nec`] | libnccom reverse-callbacks (§3.10) |
+//! | [`profile`], [`inspect`], [`inspect_config`], [`sys_trace`], [`debug_stream`] | observability no-ops (§3.9) |
+//! | [`nec`], [`nec_dynamic`] | libnccom reverse-callbacks (§3.10) |
 //! | [`ncfw`] | libncfw.so |
 
 // `abi_entry!(status ...)` expands to `(|| $body)()`, which clippy reports as a redundant
@@ -33,9 +33,11 @@ pub mod collectives;
 pub mod debug_stream;
 pub mod handle;
 pub mod inspect;
+pub mod inspect_config;
 pub mod model;
 pub mod ncfw;
 pub mod nec;
+pub mod nec_dynamic;
 pub mod nrt;
 pub mod nrt_async;
 pub mod nrt_experimental;
@@ -48,8 +50,10 @@ pub mod types;
 pub use collectives::*;
 pub use debug_stream::*;
 pub use inspect::*;
+pub use inspect_config::*;
 pub use model::*;
 pub use nec::*;
+pub use nec_dynamic::*;
 pub use nrt::*;
 pub use nrt_async::*;
 pub use nrt_experimental::*;
