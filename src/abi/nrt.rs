@@ -1,9 +1,13 @@
-//! `nrt.h`: lifecycle, version, status strings, core counts and instance info
-//! (spec/nrt-abi.md §3.1–§3.2).
+//! `nrt.h`: lifecycle, version, status strings, core counts, instance info, and the topology
+//! and memory getters (spec/nrt-abi.md §3.1–§3.2).
+//!
+//! Guards: `nrt_init`, `nrt_close`, the version and status-string functions, the four count
+//! getters and `nrt_get_instance_info` work in any state; every other getter here runs the
+//! lifecycle guard (`NRT_UNINITIALIZED` before `nrt_init`).
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_int, c_void};
 
-use crate::abi::boundary::{fill_c_chars, opt_cstr, out_param, Guard};
+use crate::abi::boundary::{fill_c_chars, not_implemented, opt_cstr, out_param, Guard};
 use crate::abi::types::*;
 use crate::abi_entry;
 use crate::error::Error;
@@ -235,6 +239,204 @@ pub unsafe extern "C" fn nrt_get_instance_info(
     })
 }
 
+/// The host device id of local Neuron device `neuron_dev`. In the simulated instance device `i`
+/// is host device `i` (no container remapping).
+///
+/// # Returns
+/// `NRT_SUCCESS`; `NRT_INVALID` if `host_device_id` is NULL or `neuron_dev` is not a device of
+/// the instance; `NRT_UNINITIALIZED` before `nrt_init`.
+///
+/// # Safety
+/// `host_device_id` must be NULL or writable.
+pub unsafe extern "C" fn nrt_host_device_id_get(
+    neuron_dev: c_int,
+    host_device_id: *mut u32,
+) -> NRT_STATUS {
+    abi_entry!(status "nrt_host_device_id_get", Guard::Lifecycle, {
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { out_param(host_device_id, "host_device_id") }?;
+        let cfg = process::config()?;
+        let dev = device_index(neuron_dev, cfg.instance.devices, "neuron_dev")?;
+        out.write(dev);
+        Ok(())
+    })
+}
+
+/// Check a device index against the instance.
+pub(crate) fn device_index(dev: c_int, devices: u32, what: &str) -> crate::Result<u32> {
+    u32::try_from(dev)
+        .ok()
+        .filter(|d| *d < devices)
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{what} {dev} is not a Neuron device of the instance (0..{devices})"
+            ))
+        })
+}
+
+/// Check a logical-core index relative to the visible cores of this process (spec §3.3: `vnc`
+/// 0 is the first visible core).
+pub(crate) fn visible_core(vnc: i64, what: &str) -> crate::Result<u32> {
+    let visible = process::config()?.visible_cores;
+    u32::try_from(vnc)
+        .ok()
+        .filter(|v| *v < visible)
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{what} {vnc} is not one of the {visible} logical cores visible to this process"
+            ))
+        })
+}
+
+/// The routing id (RID) of every host device: entry `i` of `host_did_to_rid_map` is the RID of
+/// host device `i`. In the simulated instance the map is the identity.
+///
+/// `*count` is in/out: in, the capacity of `host_did_to_rid_map` in entries; out, the number of
+/// entries written (the number of devices). With `host_did_to_rid_map` NULL the call only
+/// reports the number of devices in `*count` (probe).
+///
+/// # Returns
+/// `NRT_SUCCESS`; `NRT_INVALID` if `count` is NULL; `NRT_RESOURCE` if the capacity is smaller
+/// than the number of devices (nothing is written); `NRT_UNINITIALIZED` before `nrt_init`.
+///
+/// # Safety
+/// `count` must be NULL or readable and writable; `host_did_to_rid_map` NULL or writable for
+/// `*count` entries.
+pub unsafe extern "C" fn nrt_host_device_id_rid_map_get(
+    count: *mut u32,
+    host_did_to_rid_map: *mut u32,
+) -> NRT_STATUS {
+    abi_entry!(status "nrt_host_device_id_rid_map_get", Guard::Lifecycle, {
+        // SAFETY: forwarded from this function's contract.
+        let count = unsafe { out_param(count, "count") }?;
+        let devices = process::config()?.instance.devices;
+        if host_did_to_rid_map.is_null() {
+            count.write(devices);
+            return Ok(());
+        }
+        // SAFETY: `count` is non-null and aligned (checked) and the caller promises it is
+        // initialised on input.
+        let cap = unsafe { count.assume_init_read() };
+        if cap < devices {
+            return Err(Error::resource(format!(
+                "host_did_to_rid_map holds {cap} entries but the instance has {devices} devices"
+            )));
+        }
+        if !host_did_to_rid_map.is_aligned() {
+            return Err(Error::invalid("host_did_to_rid_map is not aligned for uint32_t"));
+        }
+        for i in 0..devices {
+            // SAFETY: i < devices <= cap, the caller's capacity.
+            unsafe { host_did_to_rid_map.add(i as usize).write(i) };
+        }
+        count.write(devices);
+        Ok(())
+    })
+}
+
+/// The host mapping of HBM bank `hbm_idx` of device `device_id`: its virtual address and size.
+///
+/// # Returns
+/// `NRT_SUCCESS`; `NRT_INVALID`; `NRT_UNINITIALIZED` before `nrt_init`. Currently
+/// `NRT_FAILURE`: not implemented until the C ABI issue (issue 5), which maps simulated HBM.
+///
+/// # Safety
+/// `addr` and `size` must be NULL or writable.
+pub unsafe extern "C" fn nrt_get_hbm_mmap_va(
+    device_id: c_int,
+    hbm_idx: c_int,
+    addr: *mut *mut c_void,
+    size: *mut usize,
+) -> NRT_STATUS {
+    let _ = (device_id, hbm_idx, addr, size);
+    abi_entry!(status "nrt_get_hbm_mmap_va", Guard::Lifecycle, {
+        not_implemented("nrt_get_hbm_mmap_va")
+    })
+}
+
+/// Memory use of logical core `vnc`, copying at most `stats_size_in` bytes of
+/// `nrt_vnc_memory_stats_t` and reporting the bytes written in `*stats_size_out`.
+///
+/// # Returns
+/// `NRT_SUCCESS`; `NRT_INVALID`; `NRT_UNINITIALIZED` before `nrt_init`. Currently
+/// `NRT_FAILURE`: not implemented until the C ABI issue (issue 5), which owns device memory.
+///
+/// # Safety
+/// `stats` must have `stats_size_in` writable bytes; `stats_size_out` NULL or writable.
+pub unsafe extern "C" fn nrt_get_vnc_memory_stats(
+    vnc: u32,
+    stats: *mut nrt_vnc_memory_stats_t,
+    stats_size_in: usize,
+    stats_size_out: *mut usize,
+) -> NRT_STATUS {
+    let _ = (vnc, stats, stats_size_in, stats_size_out);
+    abi_entry!(status "nrt_get_vnc_memory_stats", Guard::Lifecycle, {
+        not_implemented("nrt_get_vnc_memory_stats")
+    })
+}
+
+/// The PCI BDF of the EFA NIC attached to the device memory at `va`. The simulated instance
+/// has no EFA devices, so this always fails (after the guard) with `NRT_FAILURE`; the failure
+/// is logged once at INFO, not as an error, since callers probe with it.
+///
+/// # Returns
+/// `NRT_FAILURE`; `NRT_UNINITIALIZED` before `nrt_init`.
+///
+/// # Safety
+/// None of the pointers is dereferenced.
+pub unsafe extern "C" fn nrt_get_attached_efa_bdf(
+    va: *const c_void,
+    efa_bdf: *mut c_char,
+    len: *mut usize,
+) -> NRT_STATUS {
+    let _ = (va, efa_bdf, len);
+    abi_entry!(value "nrt_get_attached_efa_bdf", Guard::None, nrt_status::NRT_FAILURE, {
+        let g = abi_entry!(status "nrt_get_attached_efa_bdf", Guard::Lifecycle, { Ok(()) });
+        if g != nrt_status::NRT_SUCCESS {
+            return Ok(g);
+        }
+        crate::runtime::log::write_once(
+            crate::runtime::log::Level::Info,
+            "nrt_get_attached_efa_bdf",
+            "nrt_get_attached_efa_bdf",
+            format_args!("no EFA device is attached in OpenNRT's simulated instance; returning NRT_FAILURE"),
+        );
+        Ok(nrt_status::NRT_FAILURE)
+    })
+}
+
+/// Export `size` bytes of device memory at `va` as a dma-buf fd. The simulated device memory is
+/// ordinary host memory with no dma-buf exporter, so this always fails (after the guard and the
+/// argument check) with `NRT_FAILURE` — never `NRT_RESOURCE`, which libfabric treats as fatal;
+/// any other failure makes it fall back to ordinary memory registration. Logged once at INFO.
+///
+/// # Returns
+/// `NRT_FAILURE`; `NRT_INVALID` if `fd` is NULL; `NRT_UNINITIALIZED` before `nrt_init`.
+///
+/// # Safety
+/// `fd` is checked for NULL and never written.
+pub unsafe extern "C" fn nrt_get_dmabuf_fd(va: u64, size: u64, fd: *mut c_int) -> NRT_STATUS {
+    let _ = (va, size);
+    abi_entry!(value "nrt_get_dmabuf_fd", Guard::None, nrt_status::NRT_FAILURE, {
+        let g = abi_entry!(status "nrt_get_dmabuf_fd", Guard::Lifecycle, {
+            if fd.is_null() {
+                return Err(Error::invalid("fd is NULL"));
+            }
+            Ok(())
+        });
+        if g != nrt_status::NRT_SUCCESS {
+            return Ok(g);
+        }
+        crate::runtime::log::write_once(
+            crate::runtime::log::Level::Info,
+            "nrt_get_dmabuf_fd",
+            "nrt_get_dmabuf_fd",
+            format_args!("OpenNRT's simulated device memory cannot be exported as a dma-buf; returning NRT_FAILURE (callers fall back to ordinary registration)"),
+        );
+        Ok(nrt_status::NRT_FAILURE)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,5 +470,105 @@ mod tests {
             assert_eq!(got.git_hash[0], 0, "git_hash only when size > 200");
             assert_eq!(nrt_get_version(v.as_mut_ptr(), 224) as i32, 0);
         }
+    }
+
+    #[test]
+    fn topology_getters_are_guarded() {
+        crate::abi::handle::testing::uninit(|| {
+            let mut v = 0u32;
+            // SAFETY: `v` is writable; NULL is checked.
+            unsafe {
+                assert_eq!(nrt_host_device_id_get(0, &mut v) as i32, 13);
+                assert_eq!(
+                    nrt_host_device_id_rid_map_get(&mut v, std::ptr::null_mut()) as i32,
+                    13
+                );
+                assert_eq!(
+                    nrt_get_hbm_mmap_va(0, 0, std::ptr::null_mut(), std::ptr::null_mut()) as i32,
+                    13
+                );
+                assert_eq!(
+                    nrt_get_vnc_memory_stats(0, std::ptr::null_mut(), 16, std::ptr::null_mut())
+                        as i32,
+                    13
+                );
+                assert_eq!(nrt_get_dmabuf_fd(0, 0, std::ptr::null_mut()) as i32, 13);
+                assert_eq!(
+                    nrt_get_attached_efa_bdf(
+                        std::ptr::null(),
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut()
+                    ) as i32,
+                    13
+                );
+            }
+        });
+    }
+
+    #[test]
+    fn topology_getters_after_init() {
+        crate::abi::handle::testing::init(|| {
+            let devices = process::config().unwrap().instance.devices;
+            let mut v = 99u32;
+            let mut fd = -7;
+            // SAFETY: all out-pointers are writable locals; NULL is checked.
+            unsafe {
+                assert_eq!(nrt_host_device_id_get(3, &mut v) as i32, 0);
+                assert_eq!(v, 3);
+                v = 99;
+                assert_eq!(nrt_host_device_id_get(devices as c_int, &mut v) as i32, 2);
+                assert_eq!(nrt_host_device_id_get(-1, &mut v) as i32, 2);
+                assert_eq!(v, 99, "not written on failure");
+                assert_eq!(nrt_host_device_id_get(0, std::ptr::null_mut()) as i32, 2);
+
+                // Probe, too small, exact.
+                let mut count = 0u32;
+                assert_eq!(
+                    nrt_host_device_id_rid_map_get(&mut count, std::ptr::null_mut()) as i32,
+                    0
+                );
+                assert_eq!(count, devices);
+                let mut map = vec![u32::MAX; devices as usize + 2];
+                let mut small = devices - 1;
+                assert_eq!(
+                    nrt_host_device_id_rid_map_get(&mut small, map.as_mut_ptr()) as i32,
+                    4
+                );
+                assert_eq!((small, map[0]), (devices - 1, u32::MAX));
+                let mut cap = devices + 2;
+                assert_eq!(
+                    nrt_host_device_id_rid_map_get(&mut cap, map.as_mut_ptr()) as i32,
+                    0
+                );
+                assert_eq!(cap, devices);
+                assert!(map[..devices as usize]
+                    .iter()
+                    .enumerate()
+                    .all(|(i, r)| *r == i as u32));
+                assert_eq!(map[devices as usize], u32::MAX);
+                assert_eq!(
+                    nrt_host_device_id_rid_map_get(std::ptr::null_mut(), map.as_mut_ptr()) as i32,
+                    2
+                );
+
+                assert_eq!(nrt_get_dmabuf_fd(0x1000, 64, &mut fd) as i32, 1);
+                assert_eq!(fd, -7);
+                assert_eq!(
+                    nrt_get_dmabuf_fd(0x1000, 64, std::ptr::null_mut()) as i32,
+                    2
+                );
+                let mut len = 32usize;
+                let mut bdf = [0 as c_char; 32];
+                assert_eq!(
+                    nrt_get_attached_efa_bdf(std::ptr::null(), bdf.as_mut_ptr(), &mut len) as i32,
+                    1
+                );
+                assert_eq!(len, 32);
+                assert_eq!(
+                    nrt_get_hbm_mmap_va(0, 0, std::ptr::null_mut(), std::ptr::null_mut()) as i32,
+                    1
+                );
+            }
+        });
     }
 }

@@ -1,0 +1,191 @@
+//! `nrt_debug_stream.h`: the device debug-event stream (spec/nrt-abi.md §3.9). OpenNRT's
+//! simulated device emits no debug events, so the stream is real but always empty — a
+//! deliberate, well-behaved no-op for good:
+//!
+//! * `nrt_debug_client_connect` (lifecycle guard) hands out a real file descriptor: a
+//!   non-blocking, close-on-exec eventfd that is never signalled. Polling it never reports it
+//!   readable, so an event loop that waits on it simply sleeps.
+//! * `nrt_debug_client_read_one_event` (lifecycle guard) checks its arguments and returns
+//!   `NRT_QUEUE_EMPTY` (15) at once, without writing the header or the payload pointer; this is
+//!   the normal answer and is not logged as an error.
+//! * `nrt_debug_client_connect_close` (no guard, so a client can still close after `nrt_close`)
+//!   closes a descriptor handed out by `connect`; any other value is logged and ignored, so the
+//!   library never closes a descriptor it does not own.
+
+use std::collections::BTreeSet;
+use std::ffi::{c_int, c_void};
+
+use parking_lot::Mutex;
+
+use crate::abi::boundary::{out_param, Guard};
+use crate::abi::nrt::visible_core;
+use crate::abi::types::*;
+use crate::abi_entry;
+use crate::error::Error;
+
+/// Descriptors handed out by `nrt_debug_client_connect` and not yet closed.
+static STREAMS: Mutex<BTreeSet<c_int>> = Mutex::new(BTreeSet::new());
+
+fn known(fd: c_int) -> crate::Result<()> {
+    if STREAMS.lock().contains(&fd) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "stream_fd {fd} is not an open debug stream from nrt_debug_client_connect"
+        )))
+    }
+}
+
+/// Open the debug-event stream of visible logical core `logical_nc_idx` and return its file
+/// descriptor in `*stream_fd`. The stream never carries events (see the module docs).
+///
+/// # Returns
+/// `NRT_SUCCESS`; `NRT_INVALID` if `stream_fd` is NULL or the core is not visible; `NRT_RESOURCE`
+/// if no descriptor can be created; `NRT_UNINITIALIZED` before `nrt_init`.
+///
+/// # Safety
+/// `stream_fd` must be NULL or writable.
+pub unsafe extern "C" fn nrt_debug_client_connect(
+    logical_nc_idx: i32,
+    stream_fd: *mut c_int,
+) -> NRT_STATUS {
+    abi_entry!(status "nrt_debug_client_connect", Guard::Lifecycle, {
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { out_param(stream_fd, "stream_fd") }?;
+        visible_core(logical_nc_idx.into(), "logical_nc_idx")?;
+        // SAFETY: eventfd has no memory preconditions.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(Error::resource(format!(
+                "cannot create the debug-stream descriptor: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        STREAMS.lock().insert(fd);
+        crate::log_info!(
+            "nrt_debug_client_connect",
+            "debug stream of core {logical_nc_idx} is fd {fd}; OpenNRT's simulated device emits no debug events"
+        );
+        out.write(fd);
+        Ok(())
+    })
+}
+
+/// Close a stream opened by `nrt_debug_client_connect`. Works in any state; a descriptor this
+/// library did not hand out is logged and left alone.
+pub extern "C" fn nrt_debug_client_connect_close(stream_fd: c_int) {
+    abi_entry!(void "nrt_debug_client_connect_close", Guard::None, {
+        if !STREAMS.lock().remove(&stream_fd) {
+            return Err(Error::invalid(format!(
+                "stream_fd {stream_fd} is not an open debug stream; not closed"
+            )));
+        }
+        // SAFETY: the descriptor was created by nrt_debug_client_connect and is closed once.
+        unsafe { libc::close(stream_fd) };
+        Ok(())
+    })
+}
+
+/// Read the next event of a debug stream. There never is one: returns `NRT_QUEUE_EMPTY` without
+/// writing `*header` or `*payload`.
+///
+/// # Returns
+/// `NRT_QUEUE_EMPTY`; `NRT_INVALID` if `header` or `payload` is NULL or `stream_fd` is not an
+/// open debug stream; `NRT_UNINITIALIZED` before `nrt_init`.
+///
+/// # Safety
+/// `header` and `payload` are only checked for NULL.
+pub unsafe extern "C" fn nrt_debug_client_read_one_event(
+    stream_fd: c_int,
+    header: *mut ndebug_stream_event_header_t,
+    payload: *mut *mut c_void,
+) -> NRT_STATUS {
+    abi_entry!(value "nrt_debug_client_read_one_event", Guard::None, nrt_status::NRT_FAILURE, {
+        // Guard and argument errors go through the boundary (logged, mapped); the empty queue
+        // is the expected answer and is not an error.
+        let checked = abi_entry!(status "nrt_debug_client_read_one_event", Guard::Lifecycle, {
+            if header.is_null() {
+                return Err(Error::invalid("header is NULL"));
+            }
+            if payload.is_null() {
+                return Err(Error::invalid("payload is NULL"));
+            }
+            known(stream_fd)
+        });
+        if checked != nrt_status::NRT_SUCCESS {
+            return Ok(checked);
+        }
+        Ok(nrt_status::NRT_QUEUE_EMPTY)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::handle::testing;
+    use std::ptr::null_mut;
+
+    #[test]
+    fn guarded_before_init() {
+        testing::uninit(|| {
+            let mut fd = -1;
+            // SAFETY: `fd` is writable; NULLs are checked.
+            unsafe {
+                assert_eq!(nrt_debug_client_connect(0, &mut fd) as i32, 13);
+                assert_eq!(fd, -1);
+                assert_eq!(
+                    nrt_debug_client_read_one_event(0, null_mut(), null_mut()) as i32,
+                    13
+                );
+            }
+            nrt_debug_client_connect_close(12345); // unknown: logged and ignored
+        });
+    }
+
+    #[test]
+    fn connect_read_close() {
+        testing::init(|| {
+            let mut fd = -1;
+            let mut payload: *mut c_void = null_mut();
+            let mut header = [0u64; 8];
+            let hdr = header.as_mut_ptr().cast::<ndebug_stream_event_header_t>();
+            // SAFETY: locals are writable; NULLs are checked; fds are ours.
+            unsafe {
+                assert_eq!(nrt_debug_client_connect(0, null_mut()) as i32, 2);
+                assert_eq!(nrt_debug_client_connect(-1, &mut fd) as i32, 2);
+                assert_eq!(nrt_debug_client_connect(0, &mut fd) as i32, 0);
+                assert!(fd >= 0);
+                // Never readable.
+                let mut p = libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                assert_eq!(libc::poll(&mut p, 1, 0), 0);
+                assert_eq!(
+                    nrt_debug_client_read_one_event(fd, hdr, &mut payload) as i32,
+                    15
+                );
+                assert!(payload.is_null() && header == [0; 8]);
+                assert_eq!(
+                    nrt_debug_client_read_one_event(fd, null_mut(), &mut payload) as i32,
+                    2
+                );
+                assert_eq!(
+                    nrt_debug_client_read_one_event(fd, hdr, null_mut()) as i32,
+                    2
+                );
+                assert_eq!(
+                    nrt_debug_client_read_one_event(fd + 1000, hdr, &mut payload) as i32,
+                    2
+                );
+                nrt_debug_client_connect_close(fd);
+                assert_eq!(
+                    nrt_debug_client_read_one_event(fd, hdr, &mut payload) as i32,
+                    2
+                );
+                nrt_debug_client_connect_close(fd); // second close: logged and ignored
+            }
+        });
+    }
+}

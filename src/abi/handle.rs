@@ -1,0 +1,343 @@
+//! Opaque objects and C-owned buffers handed out by the ABI (design.md §4: "handles are typed
+//! and converted only through helpers").
+//!
+//! **Objects.** An object C receives as an opaque handle (e.g. `nrt_inspect_config_t *`) is a
+//! `Box` of a Rust type implementing [`Opaque`]. Its address is recorded with its kind in one
+//! process-wide table when it is handed out, and every handle C passes back is looked up there
+//! before it is used: NULL is `NRT_INVALID`; an address this library did not hand out, one that
+//! was already freed, or one of another kind is `NRT_INVALID_HANDLE` and is never dereferenced.
+//! A double free is therefore detected instead of corrupting the heap. Objects keep their
+//! mutable state behind a lock, so C only ever gets shared access.
+//!
+//! **String lists** (`const char **` plus a count, e.g. `nrt_sys_trace_get_event_types`) are
+//! `malloc`ed, NULL-terminated arrays of `malloc`ed strings. An empty list is a real one-slot
+//! allocation holding only the terminator (never NULL), so clients that test the pointer for
+//! NULL see success. Only the matching free function releases them (it checks the table), but
+//! because the memory comes from `malloc`, a client that calls `free()` on it directly does not
+//! corrupt the heap either.
+//!
+//! **Byte buffers** (`char *`, e.g. `nrt_sys_trace_fetch_events`) are `malloc`ed and
+//! NUL-terminated, tracked the same way.
+
+use std::collections::BTreeMap;
+use std::ffi::{c_char, CString};
+
+use parking_lot::Mutex;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// Address → kind of everything currently handed out to C.
+static LIVE: Mutex<BTreeMap<usize, &'static str>> = Mutex::new(BTreeMap::new());
+
+const LIST_KIND: &str = "string list";
+const BUFFER_KIND: &str = "byte buffer";
+
+/// A Rust type handed to C as an opaque handle.
+pub trait Opaque: Send + Sync + Sized + 'static {
+    /// The handle type C sees (an opaque twin from `types.rs`).
+    type Handle;
+    /// What the object is, for messages and the live table.
+    const KIND: &'static str;
+}
+
+fn not_live(what: &str, kind: &str) -> Error {
+    Error::invalid_handle(format!(
+        "{what} is not a live {kind} handed out by this library (never allocated, already freed, or another kind of object)"
+    ))
+}
+
+/// Take a slot out of the live table if it holds `kind`.
+fn take(addr: usize, kind: &'static str, what: &str) -> Result<()> {
+    let mut live = LIVE.lock();
+    match live.get(&addr) {
+        Some(k) if *k == kind => {
+            live.remove(&addr);
+            Ok(())
+        }
+        _ => Err(not_live(what, kind)),
+    }
+}
+
+/// Move `obj` to the heap and hand it to C as a registered handle.
+pub fn export<T: Opaque>(obj: T) -> *mut T::Handle {
+    const {
+        assert!(
+            std::mem::size_of::<T>() > 0,
+            "handles need distinct addresses"
+        )
+    };
+    let p = Box::into_raw(Box::new(obj));
+    LIVE.lock().insert(p.addr(), T::KIND);
+    p.cast()
+}
+
+/// Borrow the object behind a handle C passed in.
+///
+/// # Safety
+/// If `h` is a live handle of kind `T`, no other thread may free it while the reference lives
+/// (the caller's contract in C as well).
+pub unsafe fn get<'a, T: Opaque>(h: *const T::Handle, what: &str) -> Result<&'a T> {
+    if h.is_null() {
+        return Err(Error::invalid(format!("{what} is NULL")));
+    }
+    if LIVE.lock().get(&h.addr()) != Some(&T::KIND) {
+        return Err(not_live(what, T::KIND));
+    }
+    // SAFETY: the address was produced by `export::<T>` (Box::into_raw) and is still in the
+    // live table, so it points to a valid `T`; only shared access is handed out.
+    Ok(unsafe { &*h.cast::<T>() })
+}
+
+/// Free the object behind a handle. NULL is a no-op (`Ok(false)`).
+///
+/// # Safety
+/// No reference obtained through [`get`] for this handle may be used afterwards.
+pub unsafe fn release<T: Opaque>(h: *mut T::Handle, what: &str) -> Result<bool> {
+    if h.is_null() {
+        return Ok(false);
+    }
+    take(h.addr(), T::KIND, what)?;
+    // SAFETY: produced by Box::into_raw in `export::<T>` and removed from the live table exactly
+    // once just above, so this is the only owner.
+    drop(unsafe { Box::from_raw(h.cast::<T>()) });
+    Ok(true)
+}
+
+fn alloc_failed(what: &str) -> Error {
+    Error::new(
+        ErrorKind::HostAlloc,
+        format!("host allocation failed for {what}"),
+    )
+}
+
+/// Hand a list of strings to C: a `malloc`ed array of `items.len() + 1` pointers (the last one
+/// NULL) to `malloc`ed NUL-terminated copies. Returns the array and the count.
+pub fn export_list(items: &[&str], what: &str) -> Result<(*mut *const c_char, usize)> {
+    let n = items.len();
+    let slots = n
+        .checked_add(1)
+        .and_then(|s| s.checked_mul(std::mem::size_of::<*const c_char>()))
+        .ok_or_else(|| alloc_failed(what))?;
+    // SAFETY: malloc has no preconditions; `slots` is non-zero.
+    let arr = unsafe { libc::malloc(slots) }.cast::<*const c_char>();
+    if arr.is_null() {
+        return Err(alloc_failed(what));
+    }
+    for (i, item) in items.iter().enumerate() {
+        let c = CString::new(item.replace('\0', "")).unwrap_or_default();
+        // SAFETY: `c` is a valid NUL-terminated string.
+        let s = unsafe { libc::strdup(c.as_ptr()) };
+        if s.is_null() {
+            for j in 0..i {
+                // SAFETY: slots 0..i were written above with strdup results.
+                unsafe { libc::free(arr.add(j).read().cast_mut().cast()) };
+            }
+            // SAFETY: `arr` came from malloc above.
+            unsafe { libc::free(arr.cast()) };
+            return Err(alloc_failed(what));
+        }
+        // SAFETY: i < n < number of slots allocated.
+        unsafe { arr.add(i).write(s) };
+    }
+    // SAFETY: slot n is the last of the n + 1 allocated.
+    unsafe { arr.add(n).write(std::ptr::null()) };
+    LIVE.lock().insert(arr.addr(), LIST_KIND);
+    Ok((arr, n))
+}
+
+/// Free a list made by [`export_list`]. NULL is a no-op. The list is walked to its NULL
+/// terminator; a `count` that disagrees is reported after freeing (nothing leaks).
+///
+/// # Safety
+/// `list` must not be used afterwards.
+pub unsafe fn free_list(list: *const *const c_char, count: usize, what: &str) -> Result<()> {
+    if list.is_null() {
+        return Ok(());
+    }
+    take(list.addr(), LIST_KIND, what)?;
+    let mut n = 0;
+    loop {
+        // SAFETY: the array was built by `export_list` and is NULL-terminated.
+        let s = unsafe { list.add(n).read() };
+        if s.is_null() {
+            break;
+        }
+        // SAFETY: each entry came from strdup.
+        unsafe { libc::free(s.cast_mut().cast()) };
+        n += 1;
+    }
+    // SAFETY: the array came from malloc in `export_list`.
+    unsafe { libc::free(list.cast_mut().cast()) };
+    if n != count {
+        return Err(Error::invalid(format!(
+            "{what}: count {count} does not match the {n} entries of the list (freed anyway)"
+        )));
+    }
+    Ok(())
+}
+
+/// Hand a NUL-terminated copy of `s` to C in `malloc`ed memory.
+pub fn export_buffer(s: &str, what: &str) -> Result<*mut c_char> {
+    let len = s.len();
+    // SAFETY: malloc has no preconditions; len + 1 is non-zero.
+    let p = unsafe { libc::malloc(len + 1) }.cast::<c_char>();
+    if p.is_null() {
+        return Err(alloc_failed(what));
+    }
+    // SAFETY: `p` has len + 1 bytes; the source has len bytes; they do not overlap.
+    unsafe {
+        std::ptr::copy_nonoverlapping(s.as_ptr().cast::<c_char>(), p, len);
+        p.add(len).write(0);
+    }
+    LIVE.lock().insert(p.addr(), BUFFER_KIND);
+    Ok(p)
+}
+
+/// Free a buffer made by [`export_buffer`]. NULL is a no-op.
+///
+/// # Safety
+/// `p` must not be used afterwards.
+pub unsafe fn free_buffer(p: *mut c_char, what: &str) -> Result<()> {
+    if p.is_null() {
+        return Ok(());
+    }
+    take(p.addr(), BUFFER_KIND, what)?;
+    // SAFETY: the buffer came from malloc in `export_buffer` and left the live table once.
+    unsafe { libc::free(p.cast()) };
+    Ok(())
+}
+
+/// Copy `s` plus a NUL into the caller's buffer of `cap` bytes.
+///
+/// # Safety
+/// `buf` must be NULL or point to `cap` writable bytes.
+pub unsafe fn write_c_string(buf: *mut c_char, cap: usize, s: &str, what: &str) -> Result<()> {
+    if buf.is_null() {
+        return Err(Error::invalid(format!("{what} is NULL")));
+    }
+    if cap < s.len() + 1 {
+        return Err(Error::resource(format!(
+            "{what} holds {cap} bytes but {} are needed ({} characters and the NUL)",
+            s.len() + 1,
+            s.len()
+        )));
+    }
+    // SAFETY: `buf` has at least s.len() + 1 writable bytes (checked above).
+    unsafe {
+        std::ptr::copy_nonoverlapping(s.as_ptr().cast::<c_char>(), buf, s.len());
+        buf.add(s.len()).write(0);
+    }
+    Ok(())
+}
+
+/// Test support: run `f` with the lifecycle state machine held in a given state.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::runtime::state;
+
+    /// Run `f` while the process is in START (uninitialised), serialised with every other test
+    /// that drives the state machine.
+    pub fn uninit<R>(f: impl FnOnce() -> R) -> R {
+        let _s = state::tests::SERIAL.lock();
+        assert_eq!(state::current(), state::State::Start);
+        f()
+    }
+
+    struct CloseOnDrop;
+    impl Drop for CloseOnDrop {
+        fn drop(&mut self) {
+            state::close(|| {});
+        }
+    }
+
+    /// Run `f` in INIT (the state machine only; no carrier is loaded and the configuration
+    /// comes from the environment, as before `nrt_init`).
+    pub fn init<R>(f: impl FnOnce() -> R) -> R {
+        let _s = state::tests::SERIAL.lock();
+        assert!(state::init(|| Ok(())).expect("enter INIT"));
+        let _c = CloseOnDrop;
+        f()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Thing(#[allow(dead_code)] u32);
+    #[derive(Debug)]
+    struct Other(#[allow(dead_code)] u32);
+    #[derive(Debug)]
+    struct ThingHandle;
+    impl Opaque for Thing {
+        type Handle = ThingHandle;
+        const KIND: &'static str = "thing";
+    }
+    impl Opaque for Other {
+        type Handle = ThingHandle;
+        const KIND: &'static str = "other";
+    }
+
+    #[test]
+    fn handles_are_checked_and_freed_once() {
+        let h = export(Thing(7));
+        // SAFETY: the helpers accept any pointer and check it.
+        unsafe {
+            assert_eq!(get::<Thing>(h, "h").unwrap().0, 7);
+            assert_eq!(
+                get::<Other>(h, "h").unwrap_err().kind(),
+                ErrorKind::InvalidHandle
+            );
+            assert_eq!(
+                get::<Thing>(std::ptr::null(), "h").unwrap_err().kind(),
+                ErrorKind::Invalid
+            );
+            assert!(release::<Thing>(h, "h").unwrap());
+            assert_eq!(
+                release::<Thing>(h, "h").unwrap_err().kind(),
+                ErrorKind::InvalidHandle
+            );
+            assert!(!release::<Thing>(std::ptr::null_mut(), "h").unwrap());
+        }
+    }
+
+    #[test]
+    fn lists_and_buffers_round_trip() {
+        let (l, n) = export_list(&[], "l").unwrap();
+        assert!(!l.is_null());
+        assert_eq!(n, 0);
+        // SAFETY: l came from export_list; buffers from export_buffer.
+        unsafe {
+            assert!(l.read().is_null());
+            free_list(l, 0, "l").unwrap();
+            assert!(free_list(l, 0, "l").is_err(), "double free detected");
+            let (l, n) = export_list(&["a", "bc"], "l").unwrap();
+            assert_eq!(n, 2);
+            assert_eq!(std::ffi::CStr::from_ptr(l.add(1).read()).to_str(), Ok("bc"));
+            assert!(free_list(l, 5, "l").is_err(), "count mismatch reported");
+            let b = export_buffer("", "b").unwrap();
+            assert_eq!(b.read(), 0);
+            free_buffer(b, "b").unwrap();
+            assert!(free_buffer(b, "b").is_err());
+            free_buffer(std::ptr::null_mut(), "b").unwrap();
+        }
+    }
+
+    #[test]
+    fn c_string_output_is_bounded() {
+        let mut buf = [1 as c_char; 4];
+        // SAFETY: buf has 4 bytes.
+        unsafe {
+            assert_eq!(
+                write_c_string(buf.as_mut_ptr(), 4, "abcd", "buf")
+                    .unwrap_err()
+                    .kind(),
+                ErrorKind::Resource
+            );
+            assert_eq!(buf[0], 1, "nothing written on failure");
+            write_c_string(buf.as_mut_ptr(), 4, "abc", "buf").unwrap();
+        }
+        assert_eq!(buf[3], 0);
+    }
+}

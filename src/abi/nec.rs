@@ -1,0 +1,482 @@
+//! `nec.h`: the callbacks libnccom makes into libnrt (spec/nrt-abi.md §3.10). Their return
+//! types are mixed — `void`, `int`, `bool`, `size_t` and `NRT_STATUS` — and each is given a
+//! simple, defined behaviour for the simulated instance (`process::config()`, the same one the
+//! count getters report). None runs the lifecycle guard: they answer from the configuration
+//! (or the caller's memory) and libnccom may call them while `nrt_init` is still running. None
+//! dereferences a NULL pointer: an error is logged and the documented failure value returned.
+//!
+//! Simulated topology (readings marked [L] are OpenNRT's choices where the vendor's semantics
+//! are not public; the topology issue may refine them):
+//! * devices are numbered `0..devices`; host device id, RID ("routing id") and MLA index of a
+//!   device are all the same number (identity maps);
+//! * [L] device ports: port 0 reaches the next device of a ring, port 1 the previous one;
+//! * [L] UltraServer pods (`trn2u`): 4 nodes; the P2P pod peer at `port_distance` is
+//!   `(node + port_distance) % 4`; other instance types are not pods.
+//!
+//! The four dynamic (ragged all-to-all) size callbacks live in [`nec_dynamic`](super::nec_dynamic).
+
+use std::ffi::{c_char, c_int};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::abi::boundary::{out_param, Guard};
+use crate::abi::nrt::device_index;
+use crate::abi::types::*;
+use crate::abi_entry;
+use crate::error::{Error, Result};
+use crate::runtime::config::Config;
+use crate::runtime::process;
+
+/// `-EINVAL`, the failure value of the `int`-returning callbacks.
+const NEG_EINVAL: c_int = -libc::EINVAL;
+/// Nodes in an UltraServer pod [L].
+pub const POD_NODES: u32 = 4;
+/// `NRT_INSTANCE_TRN2U`.
+const FAMILY_TRN2U: u32 = 9;
+
+fn devices() -> Result<u32> {
+    Ok(process::config()?.instance.devices)
+}
+
+fn dev(d: c_int, what: &str) -> Result<c_int> {
+    device_index(d, devices()?, what).map(|_| d)
+}
+
+fn pod_nodes(cfg: &Config) -> Option<u32> {
+    (cfg.instance.family == FAMILY_TRN2U).then_some(POD_NODES)
+}
+
+/// Atomically add `val` to the 32-bit semaphore at `sem_inc_addr` (wrapping). A NULL or
+/// misaligned address is logged and ignored.
+///
+/// # Safety
+/// `sem_inc_addr` must be NULL or point to a live, 4-byte-aligned `uint32_t`.
+pub unsafe extern "C" fn nec_inc_semaphore(sem_inc_addr: *mut u32, val: u32) {
+    abi_entry!(void "nec_inc_semaphore", Guard::None, {
+        if sem_inc_addr.is_null() {
+            return Err(Error::invalid("sem_inc_addr is NULL"));
+        }
+        if !sem_inc_addr.is_aligned() {
+            return Err(Error::invalid("sem_inc_addr is not 4-byte aligned"));
+        }
+        // SAFETY: non-null, aligned, and the caller promises a live u32 that every other
+        // accessor also updates atomically (or not concurrently).
+        unsafe { AtomicU32::from_ptr(sem_inc_addr) }.fetch_add(val, Ordering::SeqCst);
+        Ok(())
+    })
+}
+
+/// The number of Neuron devices on the instance. When `available_devices_array` is not NULL the
+/// first `min(devices, array_size)` device indices (0, 1, …) are written to it.
+///
+/// Returns the device count, or `-EINVAL` if the configuration is invalid.
+///
+/// # Safety
+/// `available_devices_array` must be NULL or writable for `array_size` ints.
+pub unsafe extern "C" fn nec_get_device_count(
+    available_devices_array: *mut c_int,
+    array_size: u32,
+) -> c_int {
+    abi_entry!(value "nec_get_device_count", Guard::None, NEG_EINVAL, {
+        let n = devices()?;
+        if !available_devices_array.is_null() {
+            if !available_devices_array.is_aligned() {
+                return Err(Error::invalid("available_devices_array is not aligned for int"));
+            }
+            for i in 0..n.min(array_size) {
+                // SAFETY: i < array_size, the caller's capacity; i < devices fits an int.
+                unsafe { available_devices_array.add(i as usize).write(i as c_int) };
+            }
+        }
+        Ok(n as c_int)
+    })
+}
+
+/// The (synthetic) PCI address of device `neuron_dev`: domain 0, bus `0x10 + neuron_dev`,
+/// slot 0, function 0 — unique per device.
+///
+/// Returns 0, or `-EINVAL` for a device that does not exist or a NULL pointer (nothing written).
+///
+/// # Safety
+/// Each pointer must be NULL or writable.
+pub unsafe extern "C" fn nec_get_device_pci_bdf(
+    neuron_dev: c_int,
+    domain: *mut u32,
+    bus_num: *mut u32,
+    pci_slot: *mut u8,
+    dev_func: *mut u8,
+) -> c_int {
+    abi_entry!(value "nec_get_device_pci_bdf", Guard::None, NEG_EINVAL, {
+        // SAFETY: forwarded from this function's contract.
+        let (d, b, s, f) = unsafe {
+            (
+                out_param(domain, "domain")?,
+                out_param(bus_num, "bus_num")?,
+                out_param(pci_slot, "pci_slot")?,
+                out_param(dev_func, "dev_func")?,
+            )
+        };
+        let i = device_index(neuron_dev, devices()?, "neuron_dev")?;
+        d.write(0);
+        b.write(0x10 + i);
+        s.write(0);
+        f.write(0);
+        Ok(0)
+    })
+}
+
+/// The logical-core size (physical cores per logical core, 1 or 2) of the configuration.
+///
+/// # Returns
+/// `NRT_SUCCESS`; `NRT_INVALID` if `virtual_core_size` is NULL or the environment is invalid.
+///
+/// # Safety
+/// `virtual_core_size` must be NULL or writable.
+pub unsafe extern "C" fn nec_get_virtual_core_size(virtual_core_size: *mut u32) -> NRT_STATUS {
+    abi_entry!(status "nec_get_virtual_core_size", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { out_param(virtual_core_size, "virtual_core_size") }?;
+        out.write(process::config()?.lnc);
+        Ok(())
+    })
+}
+
+/// [L] libnccom reports the port map of device `local_nec_dev_id`: `count` pairs of (MLA index,
+/// host device id), read from the two arrays. The simulated maps are the identity, so the
+/// pairs are validated for shape only, logged at DEBUG, and not stored; the arrays are never
+/// written.
+///
+/// # Returns
+/// `NRT_SUCCESS`; `NRT_INVALID` for an unknown device, a negative `count`, or NULL arrays with
+/// `count > 0`.
+///
+/// # Safety
+/// With `count > 0`, both arrays must be readable for `count` ints.
+pub unsafe extern "C" fn nec_build_port_and_rid_map(
+    local_nec_dev_id: c_int,
+    mla_indexes: *mut c_int,
+    host_device_ids: *mut c_int,
+    count: c_int,
+) -> NRT_STATUS {
+    abi_entry!(status "nec_build_port_and_rid_map", Guard::None, {
+        dev(local_nec_dev_id, "local_nec_dev_id")?;
+        let n = usize::try_from(count).map_err(|_| Error::invalid(format!("count {count} is negative")))?;
+        let len = n * std::mem::size_of::<c_int>();
+        // SAFETY: the caller promises `count` readable ints in each array when count > 0.
+        let (m, h) = unsafe {
+            (
+                crate::abi::boundary::bytes(mla_indexes.cast::<u8>().cast_const(), len, "mla_indexes")?,
+                crate::abi::boundary::bytes(host_device_ids.cast::<u8>().cast_const(), len, "host_device_ids")?,
+            )
+        };
+        let ints = |b: &[u8]| -> Vec<c_int> {
+            b.chunks_exact(4).map(|c| c_int::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect()
+        };
+        crate::log_debug!(
+            "nec_build_port_and_rid_map",
+            "device {local_nec_dev_id}: mla {:?} -> host device {:?} (simulated maps are the identity)",
+            ints(m),
+            ints(h)
+        );
+        Ok(())
+    })
+}
+
+/// Whether MLA (device) `mla_idx` exists, seen from device `local_nec_dev_id`. False for any
+/// unknown index.
+pub extern "C" fn nec_is_mla_available(local_nec_dev_id: c_int, mla_idx: c_int) -> bool {
+    abi_entry!(value "nec_is_mla_available", Guard::None, false, {
+        let n = devices()?;
+        Ok(device_index(local_nec_dev_id, n, "local_nec_dev_id").is_ok() && device_index(mla_idx, n, "mla_idx").is_ok())
+    })
+}
+
+/// The RID of MLA `mla_idx` (identity). Returns -1 for an unknown device or index.
+pub extern "C" fn nec_mla_idx_to_rid(local_nec_dev_id: c_int, mla_idx: c_int) -> c_int {
+    abi_entry!(value "nec_mla_idx_to_rid", Guard::None, -1, {
+        dev(local_nec_dev_id, "local_nec_dev_id")?;
+        dev(mla_idx, "mla_idx")
+    })
+}
+
+/// The MLA index of RID `rid` (identity). Returns -1 for an unknown device or RID.
+pub extern "C" fn nec_rid_to_mla_idx(local_nec_dev_id: c_int, rid: c_int) -> c_int {
+    abi_entry!(value "nec_rid_to_mla_idx", Guard::None, -1, {
+        dev(local_nec_dev_id, "local_nec_dev_id")?;
+        dev(rid, "rid")
+    })
+}
+
+/// [L] The MLA reached from `mla_idx` through `port`: port 0 → next device of the ring, port 1
+/// → previous device. Returns -1 for an unknown device, index or port, or a single-device
+/// instance (no peers).
+pub extern "C" fn nec_get_peer_mla_idx(
+    local_nec_dev_id: c_int,
+    mla_idx: c_int,
+    port: c_int,
+) -> c_int {
+    abi_entry!(value "nec_get_peer_mla_idx", Guard::None, -1, {
+        let n = devices()?;
+        device_index(local_nec_dev_id, n, "local_nec_dev_id")?;
+        let m = device_index(mla_idx, n, "mla_idx")?;
+        if n < 2 {
+            return Err(Error::invalid("a single-device instance has no peer devices"));
+        }
+        let peer = match port {
+            0 => (m + 1) % n,
+            1 => (m + n - 1) % n,
+            _ => return Err(Error::invalid(format!("port {port} is not connected (ports 0 and 1 form the ring)"))),
+        };
+        Ok(peer as c_int)
+    })
+}
+
+/// [L] The node of an UltraServer pod reached from `node` at `port_distance` over P2P links:
+/// `(node + port_distance) % 4`, written to `*peer_node`.
+///
+/// Returns 0; `-EINVAL` (nothing written) when the instance is not a pod, `nec_dev_id` or
+/// `node` is out of range, or `peer_node` is NULL.
+///
+/// # Safety
+/// `peer_node` must be NULL or writable.
+pub unsafe extern "C" fn nec_get_p2p_pod_peer_node(
+    nec_dev_id: u32,
+    node: c_int,
+    port_distance: u32,
+    peer_node: *mut c_int,
+) -> c_int {
+    abi_entry!(value "nec_get_p2p_pod_peer_node", Guard::None, NEG_EINVAL, {
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { out_param(peer_node, "peer_node") }?;
+        let cfg = process::config()?;
+        let nodes = pod_nodes(&cfg).ok_or_else(|| {
+            Error::invalid(format!("{} is not an UltraServer pod", cfg.instance.name))
+        })?;
+        if nec_dev_id >= cfg.instance.devices {
+            return Err(Error::invalid(format!("nec_dev_id {nec_dev_id} is not a device of the instance")));
+        }
+        let n = u32::try_from(node).ok().filter(|n| *n < nodes).ok_or_else(|| {
+            Error::invalid(format!("node {node} is not a node of the {nodes}-node pod"))
+        })?;
+        out.write(((n + port_distance % nodes) % nodes) as c_int);
+        Ok(0)
+    })
+}
+
+/// [L] Whether device `local_rid` of node `local_node_id` can reach device `remote_rid` of node
+/// `remote_node_id` directly: always on the same node; across nodes never for pod type NONE,
+/// only between same-position devices (equal RIDs) for P2P, always for SWITCH.
+///
+/// # Returns
+/// `NRT_SUCCESS` with `*can_access_peer` set to 1 or 0; `NRT_INVALID` for a NULL pointer, an
+/// unknown pod type, or a RID that is not a device of the instance.
+///
+/// # Safety
+/// `can_access_peer` must be NULL or writable.
+pub unsafe extern "C" fn nec_pod_node_can_access_peer_node(
+    pod_type: RawPodType,
+    local_rid: u32,
+    local_node_id: u32,
+    remote_rid: u32,
+    remote_node_id: u32,
+    can_access_peer: *mut c_int,
+) -> NRT_STATUS {
+    abi_entry!(status "nec_pod_node_can_access_peer_node", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { out_param(can_access_peer, "can_access_peer") }?;
+        let n = devices()?;
+        for (rid, what) in [(local_rid, "local_rid"), (remote_rid, "remote_rid")] {
+            if rid >= n {
+                return Err(Error::invalid(format!("{what} {rid} is not a device of the instance")));
+            }
+        }
+        let can = if local_node_id == remote_node_id {
+            true
+        } else {
+            match pod_type {
+                x if x == nec_pod_type::NEC_POD_TYPE_NONE as u32 => false,
+                x if x == nec_pod_type::NEC_POD_TYPE_P2P as u32 => local_rid == remote_rid,
+                x if x == nec_pod_type::NEC_POD_TYPE_SWITCH as u32 => true,
+                other => return Err(Error::invalid(format!("pod_type {other} is not NONE, P2P or SWITCH"))),
+            }
+        };
+        out.write(c_int::from(can));
+        Ok(())
+    })
+}
+
+/// Log a driver message from libnccom at INFO: at most `size` bytes of `str`, up to its first
+/// NUL; `action` is logged with it. NULL is logged and ignored.
+///
+/// # Safety
+/// `str` must be NULL or readable for `size` bytes (or up to a NUL within them).
+pub unsafe extern "C" fn nec_ndl_printk(str: *mut c_char, size: u32, action: u32) {
+    abi_entry!(void "nec_ndl_printk", Guard::None, {
+        if str.is_null() {
+            return Err(Error::invalid("str is NULL"));
+        }
+        let mut b = Vec::new();
+        for i in 0..size as usize {
+            // SAFETY: i < size and no NUL came before: readable by the caller's contract.
+            let c = unsafe { str.add(i).read() } as u8;
+            if c == 0 {
+                break;
+            }
+            b.push(c);
+        }
+        crate::log_info!("nec_ndl_printk", "[action {action}] {}", String::from_utf8_lossy(&b).trim_end());
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ptr::null_mut;
+
+    #[test]
+    fn inc_semaphore_adds_atomically() {
+        let mut sem: u32 = 5;
+        // SAFETY: `sem` is a live aligned u32; NULL and misalignment are checked.
+        unsafe {
+            nec_inc_semaphore(&mut sem, 3);
+            assert_eq!(sem, 8);
+            nec_inc_semaphore(&mut sem, u32::MAX); // wraps: 8 - 1
+            assert_eq!(sem, 7);
+            nec_inc_semaphore(null_mut(), 1);
+            let mut words = [0u32; 2];
+            let odd = words.as_mut_ptr().cast::<u8>().add(1).cast::<u32>();
+            nec_inc_semaphore(odd, 1);
+            assert_eq!(words, [0, 0], "misaligned address ignored");
+        }
+    }
+
+    #[test]
+    fn device_queries() {
+        let n = devices().unwrap() as c_int;
+        let mut arr = [-1 as c_int; 64];
+        // SAFETY: every pointer is a writable local; NULLs are checked.
+        unsafe {
+            assert_eq!(nec_get_device_count(null_mut(), 0), n);
+            assert_eq!(nec_get_device_count(arr.as_mut_ptr(), 2), n);
+            assert_eq!(arr[..3], [0, 1, -1]);
+            let (mut d, mut b, mut s, mut f) = (9u32, 9u32, 9u8, 9u8);
+            assert_eq!(nec_get_device_pci_bdf(1, &mut d, &mut b, &mut s, &mut f), 0);
+            assert_eq!((d, b, s, f), (0, 0x11, 0, 0));
+            assert_eq!(
+                nec_get_device_pci_bdf(n, &mut d, &mut b, &mut s, &mut f),
+                -libc::EINVAL
+            );
+            assert_eq!(
+                nec_get_device_pci_bdf(0, null_mut(), &mut b, &mut s, &mut f),
+                -libc::EINVAL
+            );
+            let mut lnc = 0;
+            assert_eq!(nec_get_virtual_core_size(&mut lnc) as i32, 0);
+            assert_eq!(lnc, process::config().unwrap().lnc);
+            assert_eq!(nec_get_virtual_core_size(null_mut()) as i32, 2);
+        }
+        assert!(nec_is_mla_available(0, n - 1));
+        assert!(!nec_is_mla_available(0, n));
+        assert!(!nec_is_mla_available(-1, 0));
+        assert_eq!(nec_mla_idx_to_rid(0, 3), 3);
+        assert_eq!(nec_rid_to_mla_idx(0, 3), 3);
+        assert_eq!(nec_mla_idx_to_rid(0, n), -1);
+        assert_eq!(nec_rid_to_mla_idx(n, 0), -1);
+        if n > 1 {
+            assert_eq!(nec_get_peer_mla_idx(0, n - 1, 0), 0);
+            assert_eq!(nec_get_peer_mla_idx(0, 0, 1), n - 1);
+        }
+        assert_eq!(nec_get_peer_mla_idx(0, 0, 7), -1);
+        assert_eq!(nec_get_peer_mla_idx(0, -2, 0), -1);
+    }
+
+    #[test]
+    fn port_map_and_pods() {
+        let mut m = [0 as c_int, 1];
+        let mut h = [0 as c_int, 1];
+        let mut can = -1;
+        let mut peer = -1;
+        // SAFETY: arrays and locals are valid for the given counts; NULLs are checked.
+        unsafe {
+            assert_eq!(
+                nec_build_port_and_rid_map(0, m.as_mut_ptr(), h.as_mut_ptr(), 2) as i32,
+                0
+            );
+            assert_eq!(
+                nec_build_port_and_rid_map(0, null_mut(), null_mut(), 0) as i32,
+                0
+            );
+            assert_eq!(
+                nec_build_port_and_rid_map(0, null_mut(), h.as_mut_ptr(), 1) as i32,
+                2
+            );
+            assert_eq!(
+                nec_build_port_and_rid_map(0, m.as_mut_ptr(), h.as_mut_ptr(), -1) as i32,
+                2
+            );
+            assert_eq!(
+                nec_build_port_and_rid_map(-1, m.as_mut_ptr(), h.as_mut_ptr(), 2) as i32,
+                2
+            );
+            assert_eq!(m, [0, 1], "input arrays are never written");
+
+            use nec_pod_type::*;
+            assert_eq!(
+                nec_pod_node_can_access_peer_node(NEC_POD_TYPE_NONE as u32, 0, 1, 3, 1, &mut can)
+                    as i32,
+                0
+            );
+            assert_eq!(can, 1, "same node");
+            assert_eq!(
+                nec_pod_node_can_access_peer_node(NEC_POD_TYPE_NONE as u32, 0, 0, 0, 1, &mut can)
+                    as i32,
+                0
+            );
+            assert_eq!(can, 0);
+            assert_eq!(
+                nec_pod_node_can_access_peer_node(NEC_POD_TYPE_P2P as u32, 2, 0, 2, 1, &mut can)
+                    as i32,
+                0
+            );
+            assert_eq!(can, 1);
+            assert_eq!(
+                nec_pod_node_can_access_peer_node(NEC_POD_TYPE_P2P as u32, 2, 0, 3, 1, &mut can)
+                    as i32,
+                0
+            );
+            assert_eq!(can, 0);
+            assert_eq!(
+                nec_pod_node_can_access_peer_node(NEC_POD_TYPE_SWITCH as u32, 2, 0, 3, 1, &mut can)
+                    as i32,
+                0
+            );
+            assert_eq!(can, 1);
+            assert_eq!(
+                nec_pod_node_can_access_peer_node(3, 0, 0, 0, 1, &mut can) as i32,
+                2
+            );
+            assert_eq!(
+                nec_pod_node_can_access_peer_node(0, 0, 0, 0, 1, null_mut()) as i32,
+                2
+            );
+            assert_eq!(
+                nec_pod_node_can_access_peer_node(0, 1 << 20, 0, 0, 1, &mut can) as i32,
+                2
+            );
+
+            let cfg = process::config().unwrap();
+            let r = nec_get_p2p_pod_peer_node(0, 1, 2, &mut peer);
+            if pod_nodes(&cfg).is_some() {
+                assert_eq!((r, peer), (0, 3));
+            } else {
+                assert_eq!((r, peer), (-libc::EINVAL, -1), "not a pod: nothing written");
+            }
+            assert_eq!(
+                nec_get_p2p_pod_peer_node(0, 1, 2, null_mut()),
+                -libc::EINVAL
+            );
+            nec_ndl_printk(c"hello from the driver\n".as_ptr().cast_mut(), 64, 1);
+            nec_ndl_printk(null_mut(), 4, 0);
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! `nec.h` dynamic-size callbacks (spec/nrt-abi.md §3.10): libnccom asks the runtime how many
+//! bytes a ragged (all-to-all-v) collective sends to, and receives from, each rank, reading a
+//! per-rank table in host memory described by an `enc_host_mem_t`. No lifecycle guard (see
+//! [`nec`](super::nec)); every access is bounds- and alignment-checked, and an invalid argument
+//! is logged and answered with 0 (or ignored, for the setter).
+
+use std::ffi::c_int;
+
+use crate::abi::boundary::{in_ref, Guard};
+use crate::abi::types::*;
+use crate::abi_entry;
+use crate::error::{Error, Result};
+
+/// [L] Layout of `dyn_input->va` read by the four dynamic-size callbacks: four arrays of
+/// `rank_n` `uint64_t` element counts, one after another — send counts, send offsets, receive
+/// offsets, receive counts — so the table needs `4 * rank_n * 8` bytes of `dyn_input->size`.
+/// Byte values are element values times `data_type_sz`.
+pub const DYN_TABLES: usize = 4;
+const SEND_COUNT: usize = 0;
+const SEND_OFFSET: usize = 1;
+const RECV_OFFSET: usize = 2;
+const RECV_COUNT: usize = 3;
+
+/// The address of entry `rank` of table `table`, bounds- and alignment-checked.
+///
+/// # Safety
+/// `dyn_input` must be NULL or valid, and its `va` valid for `size` bytes.
+unsafe fn dyn_slot(
+    dyn_input: *const enc_host_mem_t,
+    data_type_sz: usize,
+    rank: c_int,
+    rank_n: c_int,
+    table: usize,
+) -> Result<*mut u64> {
+    // SAFETY: forwarded contract.
+    let m = unsafe { in_ref(dyn_input, "dyn_input") }?;
+    if data_type_sz == 0 {
+        return Err(Error::invalid("data_type_sz is 0"));
+    }
+    let n = usize::try_from(rank_n)
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| Error::invalid(format!("rank_n {rank_n} is not positive")))?;
+    let r = usize::try_from(rank)
+        .ok()
+        .filter(|r| *r < n)
+        .ok_or_else(|| Error::invalid(format!("rank {rank} is outside 0..{n}")))?;
+    let need = n
+        .checked_mul(DYN_TABLES * std::mem::size_of::<u64>())
+        .ok_or_else(|| Error::invalid(format!("rank_n {n} is too large")))?;
+    if m.va.is_null() {
+        return Err(Error::invalid("dyn_input->va is NULL"));
+    }
+    if m.size < need {
+        return Err(Error::invalid(format!(
+            "dyn_input->size {} is smaller than the {need} bytes of the {DYN_TABLES} per-rank tables for {n} ranks",
+            m.size
+        )));
+    }
+    let base = m.va.cast::<u64>();
+    if !base.is_aligned() {
+        return Err(Error::invalid("dyn_input->va is not 8-byte aligned"));
+    }
+    // SAFETY: table * n + r < 4 * n, inside the `need` bytes checked above.
+    Ok(unsafe { base.add(table * n + r) })
+}
+
+/// # Safety
+/// As for [`dyn_slot`].
+unsafe fn dyn_bytes(
+    dyn_input: *const enc_host_mem_t,
+    data_type_sz: usize,
+    rank: c_int,
+    rank_n: c_int,
+    table: usize,
+) -> Result<usize> {
+    // SAFETY: forwarded contract.
+    let p = unsafe { dyn_slot(dyn_input, data_type_sz, rank, rank_n, table) }?;
+    // SAFETY: checked in-bounds and aligned.
+    let elems = unsafe { p.read() };
+    usize::try_from(elems)
+        .ok()
+        .and_then(|e| e.checked_mul(data_type_sz))
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{elems} elements of {data_type_sz} bytes overflow size_t"
+            ))
+        })
+}
+
+/// [L] Bytes to send to `dst_rank`: send count × `data_type_sz` (layout at [`DYN_TABLES`]).
+/// Returns 0 (and logs) on any invalid argument.
+///
+/// # Safety
+/// `dyn_input` must be NULL or valid, its `va` readable for `size` bytes.
+pub unsafe extern "C" fn nec_get_dynamic_send_size_bytes(
+    dyn_input: *mut enc_host_mem_t,
+    data_type_sz: usize,
+    dst_rank: c_int,
+    rank_n: c_int,
+) -> usize {
+    abi_entry!(value "nec_get_dynamic_send_size_bytes", Guard::None, 0, {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { dyn_bytes(dyn_input, data_type_sz, dst_rank, rank_n, SEND_COUNT) }
+    })
+}
+
+/// [L] Byte offset in the send buffer of the data for `dst_rank`. Returns 0 (and logs) on any
+/// invalid argument.
+///
+/// # Safety
+/// As for `nec_get_dynamic_send_size_bytes`.
+pub unsafe extern "C" fn nec_get_dynamic_send_offset_bytes(
+    dyn_input: *mut enc_host_mem_t,
+    data_type_sz: usize,
+    dst_rank: c_int,
+    rank_n: c_int,
+) -> usize {
+    abi_entry!(value "nec_get_dynamic_send_offset_bytes", Guard::None, 0, {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { dyn_bytes(dyn_input, data_type_sz, dst_rank, rank_n, SEND_OFFSET) }
+    })
+}
+
+/// [L] Byte offset in the receive buffer of the data from `src_rank`. Returns 0 (and logs) on
+/// any invalid argument.
+///
+/// # Safety
+/// As for `nec_get_dynamic_send_size_bytes`.
+pub unsafe extern "C" fn nec_get_dynamic_recv_offset_bytes(
+    dyn_input: *mut enc_host_mem_t,
+    data_type_sz: usize,
+    src_rank: c_int,
+    rank_n: c_int,
+) -> usize {
+    abi_entry!(value "nec_get_dynamic_recv_offset_bytes", Guard::None, 0, {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { dyn_bytes(dyn_input, data_type_sz, src_rank, rank_n, RECV_OFFSET) }
+    })
+}
+
+/// [L] Record that `recv_size_bytes` arrived from `src_rank`: stores
+/// `recv_size_bytes / data_type_sz` in the receive-count table. A size that is not a whole
+/// number of elements, or any invalid argument, is logged and ignored.
+///
+/// # Safety
+/// `dyn_input` must be NULL or valid, its `va` writable for `size` bytes.
+pub unsafe extern "C" fn nec_set_recv_size_bytes(
+    dyn_input: *mut enc_host_mem_t,
+    recv_size_bytes: usize,
+    data_type_sz: usize,
+    src_rank: c_int,
+    rank_n: c_int,
+) {
+    abi_entry!(void "nec_set_recv_size_bytes", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        let p = unsafe { dyn_slot(dyn_input, data_type_sz, src_rank, rank_n, RECV_COUNT) }?;
+        if recv_size_bytes % data_type_sz != 0 {
+            return Err(Error::invalid(format!(
+                "recv_size_bytes {recv_size_bytes} is not a multiple of data_type_sz {data_type_sz}"
+            )));
+        }
+        // SAFETY: checked in-bounds and aligned; writable by the caller's contract.
+        unsafe { p.write((recv_size_bytes / data_type_sz) as u64) };
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ptr::{null_mut, NonNull};
+
+    #[test]
+    fn dynamic_sizes_are_bounds_checked() {
+        // rank_n = 3: send counts, send offsets, recv offsets, recv counts (elements).
+        let mut t: [u64; 12] = [1, 2, 3, 0, 1, 3, 10, 20, 30, 0, 0, 0];
+        let mut m = enc_host_mem_t {
+            mem_handle: null_mut(),
+            va: t.as_mut_ptr().cast(),
+            pa: 0,
+            size: std::mem::size_of_val(&t),
+        };
+        // SAFETY: `m` describes the live table `t`; bad inputs are checked.
+        unsafe {
+            assert_eq!(nec_get_dynamic_send_size_bytes(&mut m, 4, 2, 3), 12);
+            assert_eq!(nec_get_dynamic_send_offset_bytes(&mut m, 4, 2, 3), 12);
+            assert_eq!(nec_get_dynamic_recv_offset_bytes(&mut m, 2, 1, 3), 40);
+            nec_set_recv_size_bytes(&mut m, 16, 4, 1, 3);
+            nec_set_recv_size_bytes(&mut m, 15, 4, 2, 3); // not whole elements: ignored
+            nec_set_recv_size_bytes(&mut m, 16, 4, 3, 3); // rank out of range: ignored
+            assert_eq!(nec_get_dynamic_send_size_bytes(&mut m, 4, 3, 3), 0);
+            assert_eq!(nec_get_dynamic_send_size_bytes(&mut m, 4, -1, 3), 0);
+            assert_eq!(nec_get_dynamic_send_size_bytes(&mut m, 0, 0, 3), 0);
+            assert_eq!(
+                nec_get_dynamic_send_size_bytes(&mut m, 4, 0, 4),
+                0,
+                "table too small for 4 ranks"
+            );
+            assert_eq!(nec_get_dynamic_send_size_bytes(null_mut(), 4, 0, 3), 0);
+            nec_set_recv_size_bytes(null_mut(), 4, 4, 0, 1);
+            let mut dangling = enc_host_mem_t {
+                va: NonNull::<u64>::dangling().as_ptr().cast(),
+                size: 0,
+                ..m
+            };
+            assert_eq!(nec_get_dynamic_send_size_bytes(&mut dangling, 4, 0, 1), 0);
+        }
+        assert_eq!(t[9..], [0, 4, 0]);
+    }
+}

@@ -1,0 +1,541 @@
+//! `nrt_sys_trace.h`: the system-event trace (spec/nrt-abi.md §3.9). OpenNRT simulates the
+//! device and records no system events: these are deliberate, well-behaved no-ops for good.
+//!
+//! * The capture-config and fetch-options objects are real: allocated, freed, and every setter
+//!   stores its value. They are pure and work before `nrt_init` (no lifecycle guard). Setters
+//!   that return `void` log a NULL or unknown handle and ignore the call; the status-returning
+//!   ones return `NRT_INVALID` (NULL) or `NRT_INVALID_HANDLE` (not a live object).
+//! * `nrt_sys_trace_start` / `_stop` / `_fetch_events` run the lifecycle guard and succeed;
+//!   `_fetch_events` hands out a real, empty, NUL-terminated buffer (`""`, written size 0) that
+//!   `nrt_sys_trace_buffer_free` frees.
+//! * Event-type lists are empty: a real allocation (never NULL) with count 0, freed by
+//!   `nrt_sys_trace_free_event_types` (see [`handle`]). Event-type names given to the setters
+//!   are accepted and recorded; nothing is captured.
+
+use std::collections::BTreeMap;
+use std::ffi::c_char;
+
+use parking_lot::Mutex;
+
+use crate::abi::boundary::{out_param, req_cstr, Guard};
+use crate::abi::handle::{self, Opaque};
+use crate::abi::types::*;
+use crate::abi_entry;
+
+/// Settings of a capture-config object.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CaptureSettings {
+    /// Events kept per core (0 = default).
+    pub max_events_per_nc: u64,
+    /// Logical core → capture enabled.
+    pub capture_nc: BTreeMap<u32, bool>,
+    /// Event type name → capture enabled.
+    pub event_types: BTreeMap<String, bool>,
+}
+
+/// The object behind `nrt_sys_trace_config_t *`.
+#[derive(Debug, Default)]
+pub struct SysTraceConfig {
+    /// Current settings.
+    pub settings: Mutex<CaptureSettings>,
+}
+
+impl Opaque for SysTraceConfig {
+    type Handle = nrt_sys_trace_config_t;
+    const KIND: &'static str = "sys-trace config object";
+}
+
+/// Settings of a fetch-options object.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FetchSettings {
+    /// Events fetched per core (0 = all).
+    pub max_events_per_nc: u64,
+    /// Core to fetch from (`None` = all).
+    pub nc_idx: Option<u64>,
+}
+
+/// The object behind `nrt_sys_trace_fetch_options_t *`.
+#[derive(Debug, Default)]
+pub struct SysTraceFetchOptions {
+    /// Current settings.
+    pub settings: Mutex<FetchSettings>,
+}
+
+impl Opaque for SysTraceFetchOptions {
+    type Handle = nrt_sys_trace_fetch_options_t;
+    const KIND: &'static str = "sys-trace fetch-options object";
+}
+
+/// # Safety
+/// `p` must be NULL or a handle from this library.
+unsafe fn config(
+    p: *const nrt_sys_trace_config_t,
+    f: impl FnOnce(&mut CaptureSettings),
+) -> crate::Result<()> {
+    // SAFETY: forwarded contract; the handle is checked.
+    let c = unsafe { handle::get::<SysTraceConfig>(p, "options") }?;
+    f(&mut c.settings.lock());
+    Ok(())
+}
+
+/// # Safety
+/// `p` must be NULL or a handle from this library.
+unsafe fn fetch(
+    p: *const nrt_sys_trace_fetch_options_t,
+    f: impl FnOnce(&mut FetchSettings),
+) -> crate::Result<()> {
+    // SAFETY: forwarded contract; the handle is checked.
+    let c = unsafe { handle::get::<SysTraceFetchOptions>(p, "options") }?;
+    f(&mut c.settings.lock());
+    Ok(())
+}
+
+/// Start the system trace (NULL `options` = defaults). Succeeds without recording anything.
+///
+/// # Returns
+/// `NRT_SUCCESS`; `NRT_INVALID_HANDLE` if `options` is not NULL and not a live config object;
+/// `NRT_UNINITIALIZED` before `nrt_init`.
+///
+/// # Safety
+/// `options` must be NULL or a config handle from this library.
+pub unsafe extern "C" fn nrt_sys_trace_start(options: *mut nrt_sys_trace_config_t) -> NRT_STATUS {
+    abi_entry!(status "nrt_sys_trace_start", Guard::Lifecycle, {
+        if !options.is_null() {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { config(options, |_| ()) }?;
+        }
+        crate::log_info!("nrt_sys_trace_start", "OpenNRT simulates the device and records no system events");
+        Ok(())
+    })
+}
+
+/// Stop the system trace. Succeeds.
+///
+/// # Returns
+/// `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`.
+pub extern "C" fn nrt_sys_trace_stop() -> NRT_STATUS {
+    abi_entry!(status "nrt_sys_trace_stop", Guard::Lifecycle, { Ok(()) })
+}
+
+/// Fetch the recorded events as text (NULL `options` = defaults). There are none: `*buffer`
+/// receives a real empty, NUL-terminated buffer and `*written_size` 0. Free the buffer with
+/// `nrt_sys_trace_buffer_free`.
+///
+/// # Returns
+/// `NRT_SUCCESS`; `NRT_INVALID` if `buffer` or `written_size` is NULL; `NRT_INVALID_HANDLE` for
+/// an `options` that is not a live fetch-options object; `NRT_FAIL_HOST_MEM_ALLOC`;
+/// `NRT_UNINITIALIZED` before `nrt_init`.
+///
+/// # Safety
+/// `buffer` and `written_size` must be NULL or writable; `options` NULL or a handle from this
+/// library.
+pub unsafe extern "C" fn nrt_sys_trace_fetch_events(
+    buffer: *mut *mut c_char,
+    written_size: *mut usize,
+    options: *const nrt_sys_trace_fetch_options_t,
+) -> NRT_STATUS {
+    abi_entry!(status "nrt_sys_trace_fetch_events", Guard::Lifecycle, {
+        // SAFETY: forwarded from this function's contract.
+        let (b, w) = unsafe { (out_param(buffer, "buffer")?, out_param(written_size, "written_size")?) };
+        if !options.is_null() {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { fetch(options, |_| ()) }?;
+        }
+        let p = handle::export_buffer("", "sys-trace event buffer")?;
+        b.write(p);
+        w.write(0);
+        Ok(())
+    })
+}
+
+/// Free a buffer from `nrt_sys_trace_fetch_events`. NULL is a no-op; any other pointer not
+/// handed out by `nrt_sys_trace_fetch_events` is logged and ignored.
+///
+/// # Safety
+/// `buffer` must not be used afterwards.
+pub unsafe extern "C" fn nrt_sys_trace_buffer_free(buffer: *mut c_char) {
+    abi_entry!(void "nrt_sys_trace_buffer_free", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { handle::free_buffer(buffer, "buffer") }
+    })
+}
+
+/// Write an empty list to the out-parameters (after checking both).
+///
+/// # Safety
+/// Both pointers must be NULL or writable.
+unsafe fn empty_list(list: *mut *mut *const c_char, count: *mut usize) -> crate::Result<()> {
+    // SAFETY: forwarded contract.
+    let (l, c) = unsafe { (out_param(list, "event_types")?, out_param(count, "count")?) };
+    let (p, n) = handle::export_list(&[], "event_types")?;
+    l.write(p);
+    c.write(n);
+    Ok(())
+}
+
+/// Every event type the trace can record: an empty list (a real allocation, count 0). Free it
+/// with `nrt_sys_trace_free_event_types`. Works before `nrt_init`.
+///
+/// # Returns
+/// `NRT_SUCCESS`; `NRT_INVALID` if either pointer is NULL.
+///
+/// # Safety
+/// `event_types` and `count` must be NULL or writable.
+pub unsafe extern "C" fn nrt_sys_trace_get_event_types(
+    event_types: *mut *mut *const c_char,
+    count: *mut usize,
+) -> NRT_STATUS {
+    abi_entry!(status "nrt_sys_trace_get_event_types", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { empty_list(event_types, count) }
+    })
+}
+
+/// Free a list from `nrt_sys_trace_get_event_types` or
+/// `nrt_sys_trace_config_get_enabled_event_types`. NULL is a no-op; anything else not handed
+/// out by those is logged and ignored.
+///
+/// # Safety
+/// `event_types` must not be used afterwards.
+pub unsafe extern "C" fn nrt_sys_trace_free_event_types(
+    event_types: *mut *const c_char,
+    count: usize,
+) {
+    abi_entry!(void "nrt_sys_trace_free_event_types", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { handle::free_list(event_types, count, "event_types") }
+    })
+}
+
+/// Allocate a capture-config object with default settings.
+///
+/// # Returns
+/// `NRT_SUCCESS` with `*options` set; `NRT_INVALID` if `options` is NULL.
+///
+/// # Safety
+/// `options` must be NULL or writable.
+pub unsafe extern "C" fn nrt_sys_trace_config_allocate(
+    options: *mut *mut nrt_sys_trace_config_t,
+) -> NRT_STATUS {
+    abi_entry!(status "nrt_sys_trace_config_allocate", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { out_param(options, "options") }?;
+        out.write(handle::export(SysTraceConfig::default()));
+        Ok(())
+    })
+}
+
+/// Free a capture-config object. NULL is a no-op; an unknown pointer is logged and ignored.
+///
+/// # Safety
+/// `options` must not be used afterwards.
+pub unsafe extern "C" fn nrt_sys_trace_config_free(options: *mut nrt_sys_trace_config_t) {
+    abi_entry!(void "nrt_sys_trace_config_free", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { handle::release::<SysTraceConfig>(options, "options") }.map(|_| ())
+    })
+}
+
+/// Reset a capture-config object to its defaults (NULL or unknown: logged and ignored).
+///
+/// # Safety
+/// `options` must be NULL or a config handle from this library.
+pub unsafe extern "C" fn nrt_sys_trace_config_set_defaults(options: *mut nrt_sys_trace_config_t) {
+    abi_entry!(void "nrt_sys_trace_config_set_defaults", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { config(options, |s| *s = CaptureSettings::default()) }
+    })
+}
+
+/// Set how many events are kept per core (NULL or unknown: logged and ignored).
+///
+/// # Safety
+/// `options` must be NULL or a config handle from this library.
+pub unsafe extern "C" fn nrt_sys_trace_config_set_max_events_per_nc(
+    options: *mut nrt_sys_trace_config_t,
+    max_events_per_nc: u64,
+) {
+    abi_entry!(void "nrt_sys_trace_config_set_max_events_per_nc", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { config(options, |s| s.max_events_per_nc = max_events_per_nc) }
+    })
+}
+
+/// Enable or disable capture on logical core `nc_idx` (NULL or unknown: logged and ignored).
+///
+/// # Safety
+/// `options` must be NULL or a config handle from this library.
+pub unsafe extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_nc(
+    options: *mut nrt_sys_trace_config_t,
+    nc_idx: u32,
+    enabled: bool,
+) {
+    abi_entry!(void "nrt_sys_trace_config_set_capture_enabled_for_nc", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { config(options, |s| { s.capture_nc.insert(nc_idx, enabled); }) }
+    })
+}
+
+/// Enable or disable capture of an event type by name; any name is accepted and recorded.
+///
+/// # Returns
+/// `NRT_SUCCESS`; `NRT_INVALID` if `options` or `event_type` is NULL; `NRT_INVALID_HANDLE` if
+/// `options` is not a live config object.
+///
+/// # Safety
+/// `options` must be NULL or a config handle; `event_type` NULL or NUL-terminated.
+pub unsafe extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_event_type(
+    options: *mut nrt_sys_trace_config_t,
+    event_type: *const c_char,
+    enabled: bool,
+) -> NRT_STATUS {
+    abi_entry!(status "nrt_sys_trace_config_set_capture_enabled_for_event_type", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        let name = unsafe { req_cstr(event_type, "event_type") }?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { config(options, |s| { s.event_types.insert(name, enabled); }) }
+    })
+}
+
+/// The event types `options` would capture: always an empty list (nothing is recorded).
+///
+/// # Returns
+/// `NRT_SUCCESS`; `NRT_INVALID` if a pointer is NULL; `NRT_INVALID_HANDLE` if `options` is not
+/// a live config object.
+///
+/// # Safety
+/// `options` must be NULL or a config handle; `event_types` and `count` NULL or writable.
+pub unsafe extern "C" fn nrt_sys_trace_config_get_enabled_event_types(
+    options: *mut nrt_sys_trace_config_t,
+    event_types: *mut *mut *const c_char,
+    count: *mut usize,
+) -> NRT_STATUS {
+    abi_entry!(status "nrt_sys_trace_config_get_enabled_event_types", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { config(options, |_| ()) }?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { empty_list(event_types, count) }
+    })
+}
+
+/// Allocate a fetch-options object with default settings (all cores, all events).
+///
+/// # Returns
+/// `NRT_SUCCESS` with `*options` set; `NRT_INVALID` if `options` is NULL.
+///
+/// # Safety
+/// `options` must be NULL or writable.
+pub unsafe extern "C" fn nrt_sys_trace_fetch_options_allocate(
+    options: *mut *mut nrt_sys_trace_fetch_options_t,
+) -> NRT_STATUS {
+    abi_entry!(status "nrt_sys_trace_fetch_options_allocate", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { out_param(options, "options") }?;
+        out.write(handle::export(SysTraceFetchOptions::default()));
+        Ok(())
+    })
+}
+
+/// Free a fetch-options object. NULL is a no-op; an unknown pointer is logged and ignored.
+///
+/// # Safety
+/// `options` must not be used afterwards.
+pub unsafe extern "C" fn nrt_sys_trace_fetch_options_free(
+    options: *mut nrt_sys_trace_fetch_options_t,
+) {
+    abi_entry!(void "nrt_sys_trace_fetch_options_free", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { handle::release::<SysTraceFetchOptions>(options, "options") }.map(|_| ())
+    })
+}
+
+/// Reset a fetch-options object to its defaults (NULL or unknown: logged and ignored).
+///
+/// # Safety
+/// `options` must be NULL or a fetch-options handle from this library.
+pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_defaults(
+    options: *mut nrt_sys_trace_fetch_options_t,
+) {
+    abi_entry!(void "nrt_sys_trace_fetch_options_set_defaults", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { fetch(options, |s| *s = FetchSettings::default()) }
+    })
+}
+
+/// Set how many events are fetched per core (NULL or unknown: logged and ignored).
+///
+/// # Safety
+/// `options` must be NULL or a fetch-options handle from this library.
+pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_max_events_per_nc(
+    options: *mut nrt_sys_trace_fetch_options_t,
+    max_events_per_nc: u64,
+) {
+    abi_entry!(void "nrt_sys_trace_fetch_options_set_max_events_per_nc", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { fetch(options, |s| s.max_events_per_nc = max_events_per_nc) }
+    })
+}
+
+/// Fetch from logical core `nc_idx` only (NULL or unknown: logged and ignored).
+///
+/// # Safety
+/// `options` must be NULL or a fetch-options handle from this library.
+pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_nc_idx(
+    options: *mut nrt_sys_trace_fetch_options_t,
+    nc_idx: u64,
+) {
+    abi_entry!(void "nrt_sys_trace_fetch_options_set_nc_idx", Guard::None, {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { fetch(options, |s| s.nc_idx = Some(nc_idx)) }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::handle::testing;
+    use std::ptr::{null, null_mut};
+
+    #[test]
+    fn config_objects_allocate_set_free() {
+        let (mut c, mut f) = (null_mut(), null_mut());
+        // SAFETY: locals are writable; handles are checked; strings NUL-terminated.
+        unsafe {
+            assert_eq!(nrt_sys_trace_config_allocate(null_mut()) as i32, 2);
+            assert_eq!(nrt_sys_trace_config_allocate(&mut c) as i32, 0);
+            nrt_sys_trace_config_set_max_events_per_nc(c, 10);
+            nrt_sys_trace_config_set_capture_enabled_for_nc(c, 2, true);
+            assert_eq!(
+                nrt_sys_trace_config_set_capture_enabled_for_event_type(c, c"dma".as_ptr(), false)
+                    as i32,
+                0
+            );
+            assert_eq!(
+                nrt_sys_trace_config_set_capture_enabled_for_event_type(c, null(), false) as i32,
+                2
+            );
+            assert_eq!(
+                nrt_sys_trace_config_set_capture_enabled_for_event_type(
+                    null_mut(),
+                    c"x".as_ptr(),
+                    false
+                ) as i32,
+                2
+            );
+            {
+                let s = handle::get::<SysTraceConfig>(c, "c")
+                    .unwrap()
+                    .settings
+                    .lock()
+                    .clone();
+                assert_eq!(s.max_events_per_nc, 10);
+                assert_eq!(s.capture_nc.get(&2), Some(&true));
+                assert_eq!(s.event_types.get("dma"), Some(&false));
+            }
+            nrt_sys_trace_config_set_defaults(c);
+            assert_eq!(
+                *handle::get::<SysTraceConfig>(c, "c")
+                    .unwrap()
+                    .settings
+                    .lock(),
+                CaptureSettings::default()
+            );
+            let (mut l, mut n) = (null_mut(), 5usize);
+            assert_eq!(
+                nrt_sys_trace_config_get_enabled_event_types(c, &mut l, &mut n) as i32,
+                0
+            );
+            assert!(!l.is_null() && n == 0);
+            nrt_sys_trace_free_event_types(l, n);
+            // NULL handles in void setters: logged and ignored.
+            nrt_sys_trace_config_set_defaults(null_mut());
+            nrt_sys_trace_config_set_max_events_per_nc(null_mut(), 1);
+            nrt_sys_trace_config_free(c);
+            nrt_sys_trace_config_free(c); // double free: logged and ignored
+            nrt_sys_trace_config_free(null_mut());
+
+            assert_eq!(nrt_sys_trace_fetch_options_allocate(&mut f) as i32, 0);
+            nrt_sys_trace_fetch_options_set_max_events_per_nc(f, 4);
+            nrt_sys_trace_fetch_options_set_nc_idx(f, 1);
+            assert_eq!(
+                *handle::get::<SysTraceFetchOptions>(f, "f")
+                    .unwrap()
+                    .settings
+                    .lock(),
+                FetchSettings {
+                    max_events_per_nc: 4,
+                    nc_idx: Some(1)
+                }
+            );
+            nrt_sys_trace_fetch_options_set_defaults(f);
+            assert_eq!(
+                *handle::get::<SysTraceFetchOptions>(f, "f")
+                    .unwrap()
+                    .settings
+                    .lock(),
+                FetchSettings::default()
+            );
+            nrt_sys_trace_fetch_options_set_nc_idx(null_mut(), 1);
+            nrt_sys_trace_fetch_options_free(f);
+            nrt_sys_trace_fetch_options_free(null_mut());
+        }
+    }
+
+    #[test]
+    fn event_types_are_an_empty_list() {
+        let (mut l, mut n) = (null_mut(), 3usize);
+        // SAFETY: locals are writable.
+        unsafe {
+            assert_eq!(nrt_sys_trace_get_event_types(&mut l, &mut n) as i32, 0);
+            assert_eq!((n, l.read()), (0, null()));
+            nrt_sys_trace_free_event_types(l, n);
+            nrt_sys_trace_free_event_types(null_mut(), 0);
+            assert_eq!(nrt_sys_trace_get_event_types(&mut l, null_mut()) as i32, 2);
+        }
+    }
+
+    #[test]
+    fn start_fetch_stop() {
+        testing::uninit(|| {
+            assert_eq!(nrt_sys_trace_stop() as i32, 13);
+            let (mut b, mut w) = (null_mut(), 1usize);
+            // SAFETY: locals are writable.
+            unsafe {
+                assert_eq!(nrt_sys_trace_start(null_mut()) as i32, 13);
+                assert_eq!(
+                    nrt_sys_trace_fetch_events(&mut b, &mut w, null()) as i32,
+                    13
+                );
+            }
+            assert!(b.is_null());
+        });
+        testing::init(|| {
+            let (mut c, mut f, mut b, mut w) = (null_mut(), null_mut(), null_mut(), 1usize);
+            // SAFETY: locals are writable; handles are checked.
+            unsafe {
+                assert_eq!(nrt_sys_trace_config_allocate(&mut c) as i32, 0);
+                assert_eq!(nrt_sys_trace_start(c) as i32, 0);
+                assert_eq!(nrt_sys_trace_start(null_mut()) as i32, 0);
+                assert_eq!(nrt_sys_trace_fetch_options_allocate(&mut f) as i32, 0);
+                assert_eq!(nrt_sys_trace_fetch_events(&mut b, &mut w, f) as i32, 0);
+                assert!(!b.is_null());
+                assert_eq!((w, b.read()), (0, 0));
+                nrt_sys_trace_buffer_free(b);
+                nrt_sys_trace_buffer_free(b); // double free: logged and ignored
+                nrt_sys_trace_buffer_free(null_mut());
+                assert_eq!(
+                    nrt_sys_trace_fetch_events(null_mut(), &mut w, null()) as i32,
+                    2
+                );
+                assert_eq!(
+                    nrt_sys_trace_fetch_events(&mut b, null_mut(), null()) as i32,
+                    2
+                );
+                assert_eq!(nrt_sys_trace_stop() as i32, 0);
+                nrt_sys_trace_config_free(c);
+                assert_eq!(nrt_sys_trace_start(c) as i32, 3, "freed handle rejected");
+                nrt_sys_trace_fetch_options_free(f);
+            }
+        });
+    }
+}
