@@ -42,7 +42,7 @@ ok "no Rust or std symbols in libnrt .dynsym"
 if [ "$want_n" -ne 148 ]; then fail "shim/libnrt.exports lists $want_n names, expected 148 (145 of 2.31 + 3)"; fi
 ok "148 exports (145 of runtime 2.31.24 + nrt_get_status_as_str + 2 nrta_event_register_*)"
 
-nf=$(readelf --dyn-syms -W "$ncfw" | awk '$7 != "UND" && $5 != "LOCAL" && $4 != "SECTION" && $4 != "FILE" {print $8}' | sort | tr '\n' ' ')
+nf=$(readelf --dyn-syms -W "$ncfw" | awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" && $5 != "LOCAL" && $4 != "SECTION" && $4 != "FILE" {print $8}' | sort | tr '\n' ' ')
 [ "$nf" = "libncfw_ctx_log libncfw_get_image libncfw_get_version " ] || fail "libncfw.so exports: '$nf'"
 ok "libncfw exports exactly the three unversioned libncfw_* names"
 if readelf -V "$ncfw" | grep -q '.gnu.version_d'; then fail "libncfw.so has version definitions"; fi

@@ -87,4 +87,192 @@ typedef struct nec_version_info_t {
   uint64_t compatibility_version;
 } nec_version_info_t;
 
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Atomically add `val` to the 32-bit semaphore at `sem_inc_addr` (wrapping). A NULL or
+ * misaligned address is logged and ignored.
+ *
+ * # Safety
+ * `sem_inc_addr` must be NULL or point to a live, 4-byte-aligned `uint32_t`.
+ */
+void nec_inc_semaphore(uint32_t *sem_inc_addr, uint32_t val);
+
+/**
+ * The number of Neuron devices on the instance. When `available_devices_array` is not NULL the
+ * first `min(devices, array_size)` device indices (0, 1, …) are written to it.
+ *
+ * Returns the device count, or `-EINVAL` if the configuration is invalid.
+ *
+ * # Safety
+ * `available_devices_array` must be NULL or writable for `array_size` ints.
+ */
+int nec_get_device_count(int *available_devices_array, uint32_t array_size);
+
+/**
+ * The (synthetic) PCI address of device `neuron_dev`: domain 0, bus `0x10 + neuron_dev`,
+ * slot 0, function 0 — unique per device.
+ *
+ * Returns 0, or `-EINVAL` for a device that does not exist or a NULL pointer (nothing written).
+ *
+ * # Safety
+ * Each pointer must be NULL or writable.
+ */
+int nec_get_device_pci_bdf(int neuron_dev,
+                           uint32_t *domain,
+                           uint32_t *bus_num,
+                           uint8_t *pci_slot,
+                           uint8_t *dev_func);
+
+/**
+ * The logical-core size (physical cores per logical core, 1 or 2) of the configuration.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `virtual_core_size` is NULL or the environment is invalid.
+ *
+ * # Safety
+ * `virtual_core_size` must be NULL or writable.
+ */
+NRT_STATUS nec_get_virtual_core_size(uint32_t *virtual_core_size);
+
+/**
+ * [L] libnccom reports the port map of device `local_nec_dev_id`: `count` pairs of (MLA index,
+ * host device id), read from the two arrays. The simulated maps are the identity, so the
+ * pairs are validated for shape only, logged at DEBUG, and not stored; the arrays are never
+ * written.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for an unknown device, a negative `count`, or NULL arrays with
+ * `count > 0`.
+ *
+ * # Safety
+ * With `count > 0`, both arrays must be readable for `count` ints.
+ */
+NRT_STATUS nec_build_port_and_rid_map(int local_nec_dev_id,
+                                      int *mla_indexes,
+                                      int *host_device_ids,
+                                      int count);
+
+/**
+ * Whether MLA (device) `mla_idx` exists, seen from device `local_nec_dev_id`. False for any
+ * unknown index.
+ */
+bool nec_is_mla_available(int local_nec_dev_id, int mla_idx);
+
+/**
+ * The RID of MLA `mla_idx` (identity). Returns -1 for an unknown device or index.
+ */
+int nec_mla_idx_to_rid(int local_nec_dev_id, int mla_idx);
+
+/**
+ * The MLA index of RID `rid` (identity). Returns -1 for an unknown device or RID.
+ */
+int nec_rid_to_mla_idx(int local_nec_dev_id, int rid);
+
+/**
+ * [L] The MLA reached from `mla_idx` through `port`: port 0 → next device of the ring, port 1
+ * → previous device. Returns -1 for an unknown device, index or port, or a single-device
+ * instance (no peers).
+ */
+int nec_get_peer_mla_idx(int local_nec_dev_id, int mla_idx, int port);
+
+/**
+ * [L] The node of an UltraServer pod reached from `node` at `port_distance` over P2P links:
+ * `(node + port_distance) % 4`, written to `*peer_node`.
+ *
+ * Returns 0; `-EINVAL` (nothing written) when the instance is not a pod, `nec_dev_id` or
+ * `node` is out of range, or `peer_node` is NULL.
+ *
+ * # Safety
+ * `peer_node` must be NULL or writable.
+ */
+int nec_get_p2p_pod_peer_node(uint32_t nec_dev_id,
+                              int node,
+                              uint32_t port_distance,
+                              int *peer_node);
+
+/**
+ * [L] Whether device `local_rid` of node `local_node_id` can reach device `remote_rid` of node
+ * `remote_node_id` directly: always on the same node; across nodes never for pod type NONE,
+ * only between same-position devices (equal RIDs) for P2P, always for SWITCH.
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*can_access_peer` set to 1 or 0; `NRT_INVALID` for a NULL pointer, an
+ * unknown pod type, or a RID that is not a device of the instance.
+ *
+ * # Safety
+ * `can_access_peer` must be NULL or writable.
+ */
+NRT_STATUS nec_pod_node_can_access_peer_node(nec_pod_type_t pod_type,
+                                             uint32_t local_rid,
+                                             uint32_t local_node_id,
+                                             uint32_t remote_rid,
+                                             uint32_t remote_node_id,
+                                             int *can_access_peer);
+
+/**
+ * Log a driver message from libnccom at INFO: at most `size` bytes of `str`, up to its first
+ * NUL; `action` is logged with it. NULL is logged and ignored.
+ *
+ * # Safety
+ * `str` must be NULL or readable for `size` bytes (or up to a NUL within them).
+ */
+void nec_ndl_printk(char *str, uint32_t size, uint32_t action);
+
+/**
+ * [L] Bytes to send to `dst_rank`: send count × `data_type_sz` (layout at [`DYN_TABLES`]).
+ * Returns 0 (and logs) on any invalid argument.
+ *
+ * # Safety
+ * `dyn_input` must be NULL or valid, its `va` readable for `size` bytes.
+ */
+size_t nec_get_dynamic_send_size_bytes(struct enc_host_mem_t *dyn_input,
+                                       size_t data_type_sz,
+                                       int dst_rank,
+                                       int rank_n);
+
+/**
+ * [L] Byte offset in the send buffer of the data for `dst_rank`. Returns 0 (and logs) on any
+ * invalid argument.
+ *
+ * # Safety
+ * As for `nec_get_dynamic_send_size_bytes`.
+ */
+size_t nec_get_dynamic_send_offset_bytes(struct enc_host_mem_t *dyn_input,
+                                         size_t data_type_sz,
+                                         int dst_rank,
+                                         int rank_n);
+
+/**
+ * [L] Byte offset in the receive buffer of the data from `src_rank`. Returns 0 (and logs) on
+ * any invalid argument.
+ *
+ * # Safety
+ * As for `nec_get_dynamic_send_size_bytes`.
+ */
+size_t nec_get_dynamic_recv_offset_bytes(struct enc_host_mem_t *dyn_input,
+                                         size_t data_type_sz,
+                                         int src_rank,
+                                         int rank_n);
+
+/**
+ * [L] Record that `recv_size_bytes` arrived from `src_rank`: stores
+ * `recv_size_bytes / data_type_sz` in the receive-count table. A size that is not a whole
+ * number of elements, or any invalid argument, is logged and ignored.
+ *
+ * # Safety
+ * `dyn_input` must be NULL or valid, its `va` writable for `size` bytes.
+ */
+void nec_set_recv_size_bytes(struct enc_host_mem_t *dyn_input,
+                             size_t recv_size_bytes,
+                             size_t data_type_sz,
+                             int src_rank,
+                             int rank_n);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
 #endif  /* OPENNRT_NRT_NEC_H */

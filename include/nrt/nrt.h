@@ -15,6 +15,34 @@
 #include "nrt/nrt_version.h"
 
 /**
+ * Nodes in an UltraServer pod [L].
+ */
+#define POD_NODES 4
+
+/**
+ * [L] Layout of `dyn_input->va` read by the four dynamic-size callbacks: four arrays of
+ * `rank_n` `uint64_t` element counts, one after another — send counts, send offsets, receive
+ * offsets, receive counts — so the table needs `4 * rank_n * 8` bytes of `dyn_input->size`.
+ * Byte values are element values times `data_type_sz`.
+ */
+#define DYN_TABLES 4
+
+/**
+ * Largest image accepted (a sanity bound against garbage sizes): 64 MiB.
+ */
+#define MAX_UCODE_IMAGE (64 << 20)
+
+/**
+ * Communicators per logical core (the vendor's connect-task ring holds 128; spec §10 item 13).
+ */
+#define MAX_COMMUNICATORS_PER_LNC 128
+
+/**
+ * Pending requests per communicator (spec §3.7).
+ */
+#define MAX_PENDING_REQUESTS 128
+
+/**
  * Number of instance sizes (aliases `NRT_INSTANCE_SIZE_UNKNOWN`).
  */
 #define NRT_INSTANCE_SIZE_NUM 9
@@ -40,22 +68,18 @@
 #define NRT_TENSOR_NAME_MAX 256
 
 /**
- * Collective operation of the host-driven API (spec §2.2).
+ * Tensor usage in `nrt_tensor_info_t` (spec §2.2).
  */
-typedef enum nrt_cc_op_type_t {
+typedef enum nrt_tensor_usage_t {
   /**
-   * All-gather.
+   * Model input.
    */
-  NRT_CC_ALLGATHER = 0,
+  NRT_TENSOR_USAGE_INPUT = 0,
   /**
-   * All-reduce.
+   * Model output.
    */
-  NRT_CC_ALLREDUCE = 1,
-  /**
-   * Reduce-scatter.
-   */
-  NRT_CC_REDUCESCATTER = 2,
-} nrt_cc_op_type_t;
+  NRT_TENSOR_USAGE_OUTPUT = 1,
+} nrt_tensor_usage_t;
 
 /**
  * Element type (spec §2.2; same numbering as the ISA and DMA dtype).
@@ -126,6 +150,24 @@ typedef enum nrt_dtype_t {
    */
   NRT_DTYPE_FP8_E5 = 15,
 } nrt_dtype_t;
+
+/**
+ * Collective operation of the host-driven API (spec §2.2).
+ */
+typedef enum nrt_cc_op_type_t {
+  /**
+   * All-gather.
+   */
+  NRT_CC_ALLGATHER = 0,
+  /**
+   * All-reduce.
+   */
+  NRT_CC_ALLREDUCE = 1,
+  /**
+   * Reduce-scatter.
+   */
+  NRT_CC_REDUCESCATTER = 2,
+} nrt_cc_op_type_t;
 
 /**
  * Framework of the caller (spec §2.2).
@@ -300,20 +342,6 @@ typedef enum nrt_op_type_t {
 } nrt_op_type_t;
 
 /**
- * Tensor usage in `nrt_tensor_info_t` (spec §2.2).
- */
-typedef enum nrt_tensor_usage_t {
-  /**
-   * Model input.
-   */
-  NRT_TENSOR_USAGE_INPUT = 0,
-  /**
-   * Model output.
-   */
-  NRT_TENSOR_USAGE_OUTPUT = 1,
-} nrt_tensor_usage_t;
-
-/**
  * Where a tensor lives (spec §2.2). VIRTUAL support was removed in 2.32; the value stays.
  */
 typedef enum nrt_tensor_placement_t {
@@ -332,6 +360,46 @@ typedef enum nrt_tensor_placement_t {
 } nrt_tensor_placement_t;
 
 /**
+ * Settings of a capture-config object.
+ */
+typedef struct CaptureSettings CaptureSettings;
+
+/**
+ * The object behind `nrt_profile_continuous_options_t *`.
+ */
+typedef struct ContinuousOptions ContinuousOptions;
+
+/**
+ * Settings of a fetch-options object.
+ */
+typedef struct FetchSettings FetchSettings;
+
+/**
+ * The object behind `nrt_inspect_config_t *`.
+ */
+typedef struct InspectConfig InspectConfig;
+
+/**
+ * The settings of an inspect config object.
+ */
+typedef struct InspectSettings InspectSettings;
+
+/**
+ * A stored pool-engine microcode pair (copied from the caller).
+ */
+typedef struct PoolEngUcode PoolEngUcode;
+
+/**
+ * The object behind `nrt_sys_trace_config_t *`.
+ */
+typedef struct SysTraceConfig SysTraceConfig;
+
+/**
+ * The object behind `nrt_sys_trace_fetch_options_t *`.
+ */
+typedef struct SysTraceFetchOptions SysTraceFetchOptions;
+
+/**
  * A loaded model.
  */
 typedef struct nrt_model nrt_model;
@@ -342,35 +410,14 @@ typedef struct nrt_model nrt_model;
 typedef struct nrt_tensor nrt_tensor;
 
 /**
- * Instance description (32 bytes).
+ * `nrt_model` as C names it.
  */
-typedef struct nrt_instance_info_t {
-  /**
-   * `NRT_INSTANCE_*`.
-   */
-  uint32_t family;
-  /**
-   * `NRT_INSTANCE_SIZE_*`.
-   */
-  uint32_t size;
-  /**
-   * Architecture name.
-   */
-  char arch_name[16];
-  /**
-   * Device revision.
-   */
-  char device_revision[8];
-} nrt_instance_info_t;
+typedef struct nrt_model nrt_model_t;
 
 /**
- * Implicit-async completion callback.
+ * A tensor set is an opaque `void` in the vendor header.
  */
-typedef void (*NRT_ASYNC_EXEC_STATUS_CALLBACK)(void *params,
-                                               uint32_t model_id,
-                                               uint32_t vnc,
-                                               uint64_t job_id,
-                                               NRT_STATUS status);
+typedef void nrt_tensor_set_t;
 
 /**
  * Model information (4 bytes, append-only).
@@ -381,70 +428,6 @@ typedef struct nrt_model_info_t {
    */
   uint32_t vnc;
 } nrt_model_info_t;
-
-/**
- * `nrt_model` as C names it.
- */
-typedef struct nrt_model nrt_model_t;
-
-/**
- * One batch operation (24 bytes).
- */
-typedef struct nrt_tensor_batch_op_t {
-  /**
-   * Offset in the tensor.
-   */
-  uint64_t offset;
-  /**
-   * Bytes.
-   */
-  uint64_t size;
-  /**
-   * Host buffer.
-   */
-  void *buffer;
-} nrt_tensor_batch_op_t;
-
-/**
- * `nrt_tensor` as C names it.
- */
-typedef struct nrt_tensor nrt_tensor_t;
-
-/**
- * A batch of operations on one tensor (24 bytes).
- */
-typedef struct nrt_tensor_batch_t {
-  /**
-   * The tensor.
-   */
-  const nrt_tensor_t *tensor;
-  /**
-   * The operations.
-   */
-  const struct nrt_tensor_batch_op_t *ops;
-  /**
-   * How many.
-   */
-  uint32_t num_ops;
-} nrt_tensor_batch_t;
-
-/**
- * Device allocation of a tensor (24 bytes).
- */
-typedef struct nrt_tensor_device_allocation_info_t {
-  /**
-   * Physical address.
-   */
-  uint64_t physical_address;
-  /**
-   * Bytes.
-   */
-  size_t size;
-  /**
-   * HBM index.
-   */
-  int32_t hbm_index;
-} nrt_tensor_device_allocation_info_t;
 
 /**
  * Model I/O tensor description (296 bytes).
@@ -491,9 +474,35 @@ typedef struct nrt_tensor_info_array_t {
 } nrt_tensor_info_array_t;
 
 /**
- * A tensor set is an opaque `void` in the vendor header.
+ * Implicit-async completion callback.
  */
-typedef void nrt_tensor_set_t;
+typedef void (*NRT_ASYNC_EXEC_STATUS_CALLBACK)(void *params,
+                                               uint32_t model_id,
+                                               uint32_t vnc,
+                                               uint64_t job_id,
+                                               NRT_STATUS status);
+
+/**
+ * Instance description (32 bytes).
+ */
+typedef struct nrt_instance_info_t {
+  /**
+   * `NRT_INSTANCE_*`.
+   */
+  uint32_t family;
+  /**
+   * `NRT_INSTANCE_SIZE_*`.
+   */
+  uint32_t size;
+  /**
+   * Architecture name.
+   */
+  char arch_name[16];
+  /**
+   * Device revision.
+   */
+  char device_revision[8];
+} nrt_instance_info_t;
 
 /**
  * Memory statistics of one logical core (16 bytes, append-only).
@@ -510,6 +519,65 @@ typedef struct nrt_vnc_memory_stats_t {
 } nrt_vnc_memory_stats_t;
 
 /**
+ * `nrt_tensor` as C names it.
+ */
+typedef struct nrt_tensor nrt_tensor_t;
+
+/**
+ * One batch operation (24 bytes).
+ */
+typedef struct nrt_tensor_batch_op_t {
+  /**
+   * Offset in the tensor.
+   */
+  uint64_t offset;
+  /**
+   * Bytes.
+   */
+  uint64_t size;
+  /**
+   * Host buffer.
+   */
+  void *buffer;
+} nrt_tensor_batch_op_t;
+
+/**
+ * A batch of operations on one tensor (24 bytes).
+ */
+typedef struct nrt_tensor_batch_t {
+  /**
+   * The tensor.
+   */
+  const nrt_tensor_t *tensor;
+  /**
+   * The operations.
+   */
+  const struct nrt_tensor_batch_op_t *ops;
+  /**
+   * How many.
+   */
+  uint32_t num_ops;
+} nrt_tensor_batch_t;
+
+/**
+ * Device allocation of a tensor (24 bytes).
+ */
+typedef struct nrt_tensor_device_allocation_info_t {
+  /**
+   * Physical address.
+   */
+  uint64_t physical_address;
+  /**
+   * Bytes.
+   */
+  size_t size;
+  /**
+   * HBM index.
+   */
+  int32_t hbm_index;
+} nrt_tensor_device_allocation_info_t;
+
+/**
  * The runtime version OpenNRT reports: the ABI level it implements (runtime 2.31.24.0).
  */
 #define RT_VERSION { 2, 31, 24, 0, }
@@ -517,6 +585,244 @@ typedef struct nrt_vnc_memory_stats_t {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Create the global communicator used by NEFF-embedded collectives: this worker is
+ * `g_device_id` of `g_device_count` (the largest world any NEFF will use), on logical core
+ * `vnc`. Idempotent for the same world; the world cannot change once set.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for a bad core, a rank outside the world or a different world
+ * on re-entry; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented
+ * until issue 5.
+ */
+NRT_STATUS nrt_build_global_comm(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count);
+
+/**
+ * Create the global communicator of the standalone (host-driven, `nrta_cc_*`) collectives.
+ *
+ * # Returns
+ * As `nrt_build_global_comm`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ */
+NRT_STATUS nrt_cc_global_comm_init(uint32_t vnc, uint32_t g_device_id, uint32_t g_device_count);
+
+/**
+ * Let host-driven collectives run beside NEFF collectives on a separate collective stream.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for a bad stream id; `NRT_UNINITIALIZED` before `nrt_init`.
+ * Currently `NRT_FAILURE`: not implemented until issue 5.
+ */
+NRT_STATUS nrt_cc_create_stream(uint32_t stream_id);
+
+/**
+ * Block until all `g_device_count` workers have called `nrt_barrier`. The first barrier also
+ * bootstraps the global communicator.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for a bad core or rank; `NRT_TIMEOUT`; `NRT_UNINITIALIZED`
+ * before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ */
+NRT_STATUS nrt_barrier(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count);
+
+/**
+ * Host-memory all-gather: every worker contributes `rank_input_size` bytes from `input`;
+ * `output` receives `g_device_count * rank_input_size` bytes in rank order. Blocking.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL buffers or a bad rank; `NRT_TIMEOUT`;
+ * `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `input` must have `rank_input_size` readable bytes and `output`
+ * `g_device_count * rank_input_size` writable bytes.
+ */
+NRT_STATUS nrt_all_gather(int32_t vnc,
+                          uint32_t g_device_id,
+                          uint32_t g_device_count,
+                          uint32_t rank_input_size,
+                          void *input,
+                          void *output);
+
+/**
+ * Load a NEFF of `size` bytes onto `vnc_count` logical cores starting at `vnc` (relative to
+ * the visible cores; -1 = first free). `vnc_count` is deprecated: -1, 0 and 1 are accepted.
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*model` set; `NRT_INVALID` (bad NEFF, LNC mismatch, NULL);
+ * `NRT_UNSUPPORTED_NEFF_VERSION`; `NRT_LOAD_NOT_ENOUGH_NC`; `NRT_RESOURCE`;
+ * `NRT_FAIL_HOST_MEM_ALLOC`; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`:
+ * not implemented until issue 5.
+ *
+ * # Safety
+ * `neff_bytes` must have `size` readable bytes; `model` must be NULL or writable.
+ */
+NRT_STATUS nrt_load(const void *neff_bytes,
+                    size_t size,
+                    int32_t vnc,
+                    int32_t vnc_count,
+                    nrt_model_t **model);
+
+/**
+ * `nrt_load` plus joining the collective world: `ctx_device_id` is this worker's global rank,
+ * `ctx_device_count` the world size.
+ *
+ * # Returns
+ * As `nrt_load`; `NRT_INVALID` also when the NEFF's world does not fit the global
+ * communicator. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * As for `nrt_load`.
+ */
+NRT_STATUS nrt_load_collectives(const void *neff_bytes,
+                                size_t size,
+                                int32_t vnc,
+                                int32_t vnc_count,
+                                uint32_t ctx_device_id,
+                                uint32_t ctx_device_count,
+                                nrt_model_t **model);
+
+/**
+ * Unload a model and free its resources.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for a bad handle; `NRT_UNINITIALIZED` before `nrt_init`.
+ * Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `model` must be NULL or a live model.
+ */
+NRT_STATUS nrt_unload(nrt_model_t *model);
+
+/**
+ * Run the model once, synchronously, binding its inputs and outputs by name from the two
+ * tensor sets.
+ *
+ * # Returns
+ * `NRT_SUCCESS` or an execution status (1002–1006, 1200–1206, 101, `NRT_TIMEOUT`);
+ * `NRT_INVALID` for bad arguments; `NRT_UNINITIALIZED` before `nrt_init`. Currently
+ * `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `model`, `input_set` and `output_set` must be live handles.
+ */
+NRT_STATUS nrt_execute(nrt_model_t *model,
+                       const nrt_tensor_set_t *input_set,
+                       nrt_tensor_set_t *output_set);
+
+/**
+ * Run the same binding `repeat_count` times.
+ *
+ * # Returns
+ * As `nrt_execute`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * As for `nrt_execute`.
+ */
+NRT_STATUS nrt_execute_repeat(nrt_model_t *model,
+                              const nrt_tensor_set_t *input_set,
+                              nrt_tensor_set_t *output_set,
+                              int32_t repeat_count);
+
+/**
+ * Number of logical cores the model occupies (alias of `nrt_get_model_vnc_count`).
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
+ * `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `model` must be NULL or a live model; `vnc_count` NULL or writable.
+ */
+NRT_STATUS nrt_get_model_nc_count(const nrt_model_t *model, uint32_t *vnc_count);
+
+/**
+ * Number of logical cores the model occupies.
+ *
+ * # Returns
+ * As `nrt_get_model_nc_count`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * As for `nrt_get_model_nc_count`.
+ */
+NRT_STATUS nrt_get_model_vnc_count(const nrt_model_t *model, uint32_t *vnc_count);
+
+/**
+ * Describe the model, copying at most `info_size_in` bytes of `nrt_model_info_t` and
+ * reporting the bytes written in `*info_size_out` (probe-then-fill).
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
+ * `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `info` must have `info_size_in` writable bytes; `info_size_out` NULL or writable.
+ */
+NRT_STATUS nrt_get_model_info(const nrt_model_t *model,
+                              struct nrt_model_info_t *info,
+                              size_t info_size_in,
+                              size_t *info_size_out);
+
+/**
+ * Allocate the array describing the model's input and output tensors; free it with
+ * `nrt_free_model_tensor_info`.
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*tensor_info` set; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before
+ * `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `model` must be a live model; `tensor_info` NULL or writable.
+ */
+NRT_STATUS nrt_get_model_tensor_info(nrt_model_t *model,
+                                     struct nrt_tensor_info_array_t **tensor_info);
+
+/**
+ * Free an array returned by `nrt_get_model_tensor_info`.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
+ * implemented until issue 5.
+ *
+ * # Safety
+ * `tensor_info` must be NULL or an array from `nrt_get_model_tensor_info`.
+ */
+NRT_STATUS nrt_free_model_tensor_info(struct nrt_tensor_info_array_t *tensor_info);
+
+/**
+ * Number of instances of the model (copies loaded on different cores).
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
+ * `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `model` must be NULL or a live model; `instance_count` NULL or writable.
+ */
+NRT_STATUS nrt_get_model_instance_count(nrt_model_t *model, uint32_t *instance_count);
+
+/**
+ * Legacy implicit-async mode: wait until every execution queued on logical core `vnc` has
+ * completed.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for a bad core; `NRT_UNINITIALIZED` before `nrt_init`.
+ * Currently `NRT_FAILURE`: not implemented until issue 5.
+ */
+NRT_STATUS nrt_async_drain_queued_execs(int32_t vnc);
+
+/**
+ * Legacy implicit-async mode: register the callback called with `params` when an execution
+ * completes.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
+ * implemented until issue 5.
+ *
+ * # Safety
+ * `callback` must stay callable, and `params` valid for it, until replaced or `nrt_close`.
+ */
+NRT_STATUS nrt_register_async_exec_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK callback, void *params);
 
 /**
  * Initialize the runtime: read the environment, load and check `libncfw.so`, reserve the
@@ -592,6 +898,360 @@ NRT_STATUS nrt_get_visible_nc_count(uint32_t *nc_count);
  * `info` must point to at least `instance_info_len` writable bytes.
  */
 NRT_STATUS nrt_get_instance_info(struct nrt_instance_info_t *info, size_t instance_info_len);
+
+/**
+ * The host device id of local Neuron device `neuron_dev`. In the simulated instance device `i`
+ * is host device `i` (no container remapping).
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `host_device_id` is NULL or `neuron_dev` is not a device of
+ * the instance; `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * `host_device_id` must be NULL or writable.
+ */
+NRT_STATUS nrt_host_device_id_get(int neuron_dev, uint32_t *host_device_id);
+
+/**
+ * The routing id (RID) of every host device: entry `i` of `host_did_to_rid_map` is the RID of
+ * host device `i`. In the simulated instance the map is the identity.
+ *
+ * `*count` is in/out: in, the capacity of `host_did_to_rid_map` in entries; out, the number of
+ * entries written (the number of devices). With `host_did_to_rid_map` NULL the call only
+ * reports the number of devices in `*count` (probe).
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `count` is NULL; `NRT_RESOURCE` if the capacity is smaller
+ * than the number of devices (nothing is written); `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * `count` must be NULL or readable and writable; `host_did_to_rid_map` NULL or writable for
+ * `*count` entries.
+ */
+NRT_STATUS nrt_host_device_id_rid_map_get(uint32_t *count, uint32_t *host_did_to_rid_map);
+
+/**
+ * The host mapping of HBM bank `hbm_idx` of device `device_id`: its virtual address and size.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID`; `NRT_UNINITIALIZED` before `nrt_init`. Currently
+ * `NRT_FAILURE`: not implemented until the C ABI issue (issue 5), which maps simulated HBM.
+ *
+ * # Safety
+ * `addr` and `size` must be NULL or writable.
+ */
+NRT_STATUS nrt_get_hbm_mmap_va(int device_id, int hbm_idx, void **addr, size_t *size);
+
+/**
+ * Memory use of logical core `vnc`, copying at most `stats_size_in` bytes of
+ * `nrt_vnc_memory_stats_t` and reporting the bytes written in `*stats_size_out`.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID`; `NRT_UNINITIALIZED` before `nrt_init`. Currently
+ * `NRT_FAILURE`: not implemented until the C ABI issue (issue 5), which owns device memory.
+ *
+ * # Safety
+ * `stats` must have `stats_size_in` writable bytes; `stats_size_out` NULL or writable.
+ */
+NRT_STATUS nrt_get_vnc_memory_stats(uint32_t vnc,
+                                    struct nrt_vnc_memory_stats_t *stats,
+                                    size_t stats_size_in,
+                                    size_t *stats_size_out);
+
+/**
+ * The PCI BDF of the EFA NIC attached to the device memory at `va`. The simulated instance
+ * has no EFA devices, so this always fails (after the guard) with `NRT_FAILURE`; the failure
+ * is logged once at INFO, not as an error, since callers probe with it.
+ *
+ * # Returns
+ * `NRT_FAILURE`; `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * None of the pointers is dereferenced.
+ */
+NRT_STATUS nrt_get_attached_efa_bdf(const void *va, char *efa_bdf, size_t *len);
+
+/**
+ * Export `size` bytes of device memory at `va` as a dma-buf fd. The simulated device memory is
+ * ordinary host memory with no dma-buf exporter, so this always fails (after the guard and the
+ * argument check) with `NRT_FAILURE` — never `NRT_RESOURCE`, which libfabric treats as fatal;
+ * any other failure makes it fall back to ordinary memory registration. Logged once at INFO.
+ *
+ * # Returns
+ * `NRT_FAILURE`; `NRT_INVALID` if `fd` is NULL; `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * `fd` is checked for NULL and never written.
+ */
+NRT_STATUS nrt_get_dmabuf_fd(uint64_t va, uint64_t size, int *fd);
+
+/**
+ * Allocate a tensor of `size` bytes on logical core `vnc` (relative to the visible cores;
+ * -1 for host placement). `name` is an optional debug label.
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*tensor` set; `NRT_INVALID` for bad arguments; `NRT_RESOURCE` or
+ * `NRT_FAIL_HOST_MEM_ALLOC` when out of memory; `NRT_UNINITIALIZED` before `nrt_init`.
+ * Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `name` must be NULL or NUL-terminated; `tensor` must be NULL or writable.
+ */
+NRT_STATUS nrt_tensor_allocate(nrt_tensor_placement_t tensor_placement,
+                               int vnc,
+                               size_t size,
+                               const char *name,
+                               nrt_tensor_t **tensor);
+
+/**
+ * Free a tensor and set `*tensor` to NULL. NULL and `*tensor == NULL` are no-ops.
+ * Currently does nothing (logs once): not implemented until issue 5.
+ *
+ * # Safety
+ * `tensor` must be NULL or point to a tensor handle from this library.
+ */
+void nrt_tensor_free(nrt_tensor_t **tensor);
+
+/**
+ * Copy `size` bytes at `offset` of the tensor into `buf`.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `offset + size` exceeds the tensor or a pointer is NULL;
+ * `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `tensor` must be a live tensor; `buf` must have `size` writable bytes.
+ */
+NRT_STATUS nrt_tensor_read(const nrt_tensor_t *tensor, void *buf, size_t offset, size_t size);
+
+/**
+ * Copy `size` bytes from `buf` into the tensor at `offset`.
+ *
+ * # Returns
+ * As `nrt_tensor_read`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `tensor` must be a live tensor; `buf` must have `size` readable bytes.
+ */
+NRT_STATUS nrt_tensor_write(nrt_tensor_t *tensor, const void *buf, size_t offset, size_t size);
+
+/**
+ * Run `num_batches` batches of reads (scatter from tensors into host buffers). `unsafe`
+ * skips the bounds checks in the vendor runtime.
+ *
+ * # Returns
+ * As `nrt_tensor_read`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `batches` must point to `num_batches` valid batch descriptors.
+ */
+NRT_STATUS nrt_tensor_read_batch(const struct nrt_tensor_batch_t *batches,
+                                 uint64_t num_batches,
+                                 bool unsafe);
+
+/**
+ * Run `num_batches` batches of writes (gather from host buffers into tensors).
+ *
+ * # Returns
+ * As `nrt_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `batches` must point to `num_batches` valid batch descriptors.
+ */
+NRT_STATUS nrt_tensor_write_batch(const struct nrt_tensor_batch_t *batches,
+                                  uint64_t num_batches,
+                                  bool unsafe);
+
+/**
+ * Copy `size` bytes from `src` at `src_offset` to `dst` at `dst_offset`.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for out-of-range offsets or device tensors on different cores;
+ * `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `src` and `dst` must be live tensors.
+ */
+NRT_STATUS nrt_tensor_copy(const nrt_tensor_t *src,
+                           size_t src_offset,
+                           nrt_tensor_t *dst,
+                           size_t dst_offset,
+                           size_t size);
+
+/**
+ * Size of the tensor in bytes; 0 on any error. Currently always 0: not implemented until
+ * issue 5.
+ *
+ * # Safety
+ * `tensor` must be NULL or a live tensor.
+ */
+size_t nrt_tensor_get_size(const nrt_tensor_t *tensor);
+
+/**
+ * Fill `size` bytes at `offset` with the byte `value`.
+ *
+ * # Returns
+ * As `nrt_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `tensor` must be a live tensor.
+ */
+NRT_STATUS nrt_tensor_memset(nrt_tensor_t *tensor, uint64_t offset, int value, size_t size);
+
+/**
+ * Allocate a tensor without storage; attach storage with `nrt_tensor_attach_buffer`.
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*tensor` set; `NRT_INVALID` if `tensor` is NULL; `NRT_UNINITIALIZED`
+ * before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `name` must be NULL or NUL-terminated; `tensor` must be NULL or writable.
+ */
+NRT_STATUS nrt_tensor_allocate_empty(const char *name, nrt_tensor_t **tensor);
+
+/**
+ * Make caller memory (`size` bytes at `buffer`) the storage of `tensor` (zero-copy; the caller
+ * keeps ownership and keeps it alive).
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL arguments; `NRT_UNINITIALIZED` before `nrt_init`.
+ * Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `tensor` must be a live tensor; `buffer` must stay valid for `size` bytes while attached.
+ */
+NRT_STATUS nrt_tensor_attach_buffer(nrt_tensor_t *tensor, void *buffer, size_t size);
+
+/**
+ * Create a tensor aliasing `[offset, offset + size)` of `tensor_source` (no copy).
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*tensor_slice` set; `NRT_INVALID` for an out-of-range slice or NULL
+ * arguments; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented
+ * until issue 5.
+ *
+ * # Safety
+ * `tensor_source` must be a live tensor; `name` NULL or NUL-terminated; `tensor_slice` NULL or
+ * writable.
+ */
+NRT_STATUS nrt_tensor_allocate_slice(const nrt_tensor_t *tensor_source,
+                                     size_t offset,
+                                     size_t size,
+                                     const char *name,
+                                     nrt_tensor_t **tensor_slice);
+
+/**
+ * Host-usable virtual address of the tensor's storage; NULL on any error. Currently always
+ * NULL: not implemented until issue 5.
+ *
+ * # Safety
+ * `tensor` must be NULL or a live tensor.
+ */
+void *nrt_tensor_get_va(const nrt_tensor_t *tensor);
+
+/**
+ * Describe the device allocation behind a tensor (address, size, HBM index).
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL arguments or a host tensor; `NRT_UNINITIALIZED` before
+ * `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `tensor` must be a live tensor; `alloc_info` NULL or writable.
+ */
+NRT_STATUS nrt_tensor_get_device_allocation_info(const nrt_tensor_t *tensor,
+                                                 struct nrt_tensor_device_allocation_info_t *alloc_info);
+
+/**
+ * Implicit-async companion: wait until the output tensor's completion count reaches
+ * `expected_completion_count` (`timeout` in microseconds, negative = unbounded).
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_TIMEOUT`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`.
+ * Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `output_tensor` must be NULL or a live tensor.
+ */
+NRT_STATUS nrt_tensor_check_output_completion(const nrt_tensor_t *output_tensor,
+                                              int64_t timeout,
+                                              uint64_t expected_completion_count);
+
+/**
+ * Implicit-async companion: reset the output tensor's completion count.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
+ * `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `output_tensor` must be NULL or a live tensor.
+ */
+NRT_STATUS nrt_tensor_reset_output_completion(nrt_tensor_t *output_tensor);
+
+/**
+ * Copy `size` host bytes to `dest`, an address inside a live device tensor (as returned by
+ * `nrt_tensor_get_va`).
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if the range is not inside a live device tensor;
+ * `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `src` must have `size` readable bytes.
+ */
+NRT_STATUS nrt_memcpy_to_device(void *dest, const void *src, size_t size);
+
+/**
+ * Allocate an empty tensor set (a name → tensor map consumed by `nrt_execute`).
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*result` set; `NRT_INVALID` if `result` is NULL; `NRT_UNINITIALIZED`
+ * before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `result` must be NULL or writable.
+ */
+NRT_STATUS nrt_allocate_tensor_set(nrt_tensor_set_t **result);
+
+/**
+ * Free a tensor set (not its member tensors) and set `*tensor_set` to NULL. Currently does
+ * nothing (logs once): not implemented until issue 5.
+ *
+ * # Safety
+ * `tensor_set` must be NULL or point to a tensor-set handle from this library.
+ */
+void nrt_destroy_tensor_set(nrt_tensor_set_t **tensor_set);
+
+/**
+ * Add `tensor` to the set under `tensor_name`, replacing an existing entry of that name.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL arguments; `NRT_UNINITIALIZED` before `nrt_init`.
+ * Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `tensor_set` must be a live set; `tensor_name` NUL-terminated; `tensor` a live tensor that
+ * outlives its use through the set.
+ */
+NRT_STATUS nrt_add_tensor_to_tensor_set(nrt_tensor_set_t *tensor_set,
+                                        const char *tensor_name,
+                                        nrt_tensor_t *tensor);
+
+/**
+ * Look up the tensor stored under `tensor_name`.
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*tensor` set; `NRT_INVALID` for NULL arguments or an unknown name;
+ * `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `tensor_set` must be a live set; `tensor_name` NUL-terminated; `tensor` NULL or writable.
+ */
+NRT_STATUS nrt_get_tensor_from_tensor_set(nrt_tensor_set_t *tensor_set,
+                                          const char *tensor_name,
+                                          nrt_tensor_t **tensor);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -51,6 +51,11 @@ typedef enum nrta_xu_t {
 typedef struct nrt_cc_context nrt_cc_context;
 
 /**
+ * Sequence id of an async request: low 48 bits counter, high 16 bits XU id.
+ */
+typedef uint64_t nrta_seq_t;
+
+/**
  * Communicator of a host-driven collective (32 bytes).
  */
 typedef struct nrt_cc_comm_t {
@@ -81,11 +86,6 @@ typedef struct nrt_cc_comm_t {
 } nrt_cc_comm_t;
 
 /**
- * `nrt_cc_context` as C names it.
- */
-typedef struct nrt_cc_context nrt_cc_context_t;
-
-/**
  * A list of tensors (16 bytes).
  */
 typedef struct nrt_tensor_list_t {
@@ -100,9 +100,9 @@ typedef struct nrt_tensor_list_t {
 } nrt_tensor_list_t;
 
 /**
- * Sequence id of an async request: low 48 bits counter, high 16 bits XU id.
+ * `nrt_cc_context` as C names it.
  */
-typedef uint64_t nrta_seq_t;
+typedef struct nrt_cc_context nrt_cc_context_t;
 
 /**
  * Async 2.x error record (16 bytes); kept for the size assertion of the C tests.
@@ -122,5 +122,175 @@ typedef struct nrta_error_t {
  * XU id (the high 16 bits of an `nrta_seq_t`).
  */
 typedef uint16_t nrta_xu_id_t;
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Queue a write of `size` bytes from `buf` into `tensor` at `offset` on the tensor-op
+ * execution unit `queue` (0–1) of logical core `lnc_idx`. The return value is the enqueue
+ * status; the operation's own status is written to `*exec_ret` when it completes.
+ *
+ * # Returns
+ * `NRT_SUCCESS` (queued, `*req_sequence` set); `NRT_INVALID` for bad arguments or queue;
+ * `NRT_QUEUE_FULL`; `NRT_EXEC_UNIT_UNRECOVERABLE`; `NRT_UNINITIALIZED` before `nrt_init`.
+ * Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `buf` must stay readable for `size` bytes and `exec_ret` writable until completion;
+ * `tensor` must be a live tensor; `req_sequence` NULL or writable.
+ */
+NRT_STATUS nrta_tensor_write(nrt_tensor_t *tensor,
+                             const void *buf,
+                             uint64_t offset,
+                             uint64_t size,
+                             int lnc_idx,
+                             int queue,
+                             NRT_STATUS *exec_ret,
+                             nrta_seq_t *req_sequence);
+
+/**
+ * Queue a read of `size` bytes of `tensor` at `offset` into `buf` (see `nrta_tensor_write`).
+ *
+ * # Returns
+ * As `nrta_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `buf` must stay writable for `size` bytes and `exec_ret` until completion; `tensor` must be
+ * a live tensor; `req_sequence` NULL or writable.
+ */
+NRT_STATUS nrta_tensor_read(void *buf,
+                            nrt_tensor_t *tensor,
+                            uint64_t offset,
+                            uint64_t size,
+                            int lnc_idx,
+                            int queue,
+                            NRT_STATUS *exec_ret,
+                            nrta_seq_t *req_sequence);
+
+/**
+ * Queue a copy of `size` bytes between two device tensors of the same device.
+ *
+ * # Returns
+ * As `nrta_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `src` and `dst` must be live tensors; `exec_ret` writable until completion; `req_sequence`
+ * NULL or writable.
+ */
+NRT_STATUS nrta_tensor_copy(nrt_tensor_t *src,
+                            uint64_t src_offset,
+                            nrt_tensor_t *dst,
+                            uint64_t dst_offset,
+                            uint64_t size,
+                            int lnc_idx,
+                            int queue,
+                            NRT_STATUS *exec_ret,
+                            nrta_seq_t *req_sequence);
+
+/**
+ * Queue an execution of `model` on its core's compute execution unit (`queue` must be 0).
+ *
+ * # Returns
+ * As `nrta_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `model`, `input` and `output` must be live handles that stay alive until completion;
+ * `exec_ret` writable until completion; `req_sequence` NULL or writable.
+ */
+NRT_STATUS nrta_execute_schedule(nrt_model_t *model,
+                                 const nrt_tensor_set_t *input,
+                                 nrt_tensor_set_t *output,
+                                 int queue,
+                                 NRT_STATUS *exec_ret,
+                                 nrta_seq_t *req_sequence);
+
+/**
+ * Prepare a host-driven collective over `comm`: lower it to device programs and return a
+ * context that `nrta_cc_schedule` consumes.
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*cc_ctx` set; `NRT_INVALID` for bad arguments (dtype, op, sizes,
+ * communicator); `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
+ * implemented until issue 5.
+ *
+ * # Safety
+ * `comm`, `input` and `output` must be valid for reads; their tensors live; `cc_ctx` NULL or
+ * writable.
+ */
+NRT_STATUS nrta_cc_prepare(struct nrt_cc_comm_t *comm,
+                           struct nrt_tensor_list_t *input,
+                           struct nrt_tensor_list_t *output,
+                           nrt_dtype_t dtype,
+                           nrt_op_type_t op,
+                           nrt_cc_op_type_t cc_op,
+                           nrt_cc_context_t **cc_ctx);
+
+/**
+ * Queue a prepared collective on the collectives execution unit `queue` (0–2). On success the
+ * runtime takes the context and sets `*cc_ctx` to NULL.
+ *
+ * # Returns
+ * As `nrta_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `cc_ctx` must point to a context from `nrta_cc_prepare`; `exec_ret` writable until
+ * completion; `req_sequence` NULL or writable.
+ */
+NRT_STATUS nrta_cc_schedule(nrt_cc_context_t **cc_ctx,
+                            int queue,
+                            NRT_STATUS *exec_ret,
+                            nrta_seq_t *req_sequence);
+
+/**
+ * Non-blocking: has the request `seq` (passed by value) completed?
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*is_completed` set; `NRT_INVALID` for a sequence id naming no execution
+ * unit or a NULL pointer; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
+ * implemented until issue 5.
+ *
+ * # Safety
+ * `is_completed` must be NULL or writable.
+ */
+NRT_STATUS nrta_is_completed(nrta_seq_t seq, bool *is_completed);
+
+/**
+ * The last completed sequence id of execution unit (`lnc`, `xu`, `queue`), encoded with its
+ * XU id (counter 0 before any completion).
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*seq` set; `NRT_INVALID` for a bad core, XU type or queue;
+ * `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ *
+ * # Safety
+ * `seq` must be NULL or writable.
+ */
+NRT_STATUS nrta_get_sequence(uint32_t lnc, nrta_xu_t xu, int queue, nrta_seq_t *seq);
+
+/**
+ * Signal the caller's eventfd `fd` (by writing 1) when `seq` completes, at once if it already
+ * has; `fd = -1` deregisters.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for a bad sequence id or fd; `NRT_UNINITIALIZED` before
+ * `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ */
+NRT_STATUS nrta_event_register_seq_id_completion(nrta_seq_t seq, int fd);
+
+/**
+ * Signal the caller's eventfd `fd` every time execution unit (`lnc`, `xu`, `queue`) completes
+ * a request; `fd = -1` deregisters.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for a bad core, XU type, queue or fd; `NRT_UNINITIALIZED`
+ * before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ */
+NRT_STATUS nrta_event_register_xu_completion(int lnc, nrta_xu_t xu, int queue, int fd);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
 
 #endif  /* OPENNRT_NRT_NRT_ASYNC_H */

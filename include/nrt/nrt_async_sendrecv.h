@@ -33,4 +33,149 @@ typedef struct nrt_async_sendrecv_comm nrt_async_sendrecv_comm_t;
  */
 typedef struct nrt_async_sendrecv_request nrt_async_sendrecv_request_t;
 
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Maximum number of communicators per logical core: 128. Legal in any state.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `num` is NULL.
+ *
+ * # Safety
+ * `num` must be NULL or writable.
+ */
+NRT_STATUS nrt_async_sendrecv_get_max_num_communicators_per_lnc(int *num);
+
+/**
+ * Maximum number of pending requests per communicator: 128. Legal in any state.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `num` is NULL.
+ *
+ * # Safety
+ * `num` must be NULL or writable.
+ */
+NRT_STATUS nrt_async_sendrecv_get_max_num_pending_request(int *num);
+
+/**
+ * Start the send/recv service of absolute host logical core `lnc` (0–127). Requires
+ * `NEURON_RT_ASYNC_SENDRECV_EXPERIMENTAL_ENABLED=1` and a bootstrap port.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for a bad core; `NRT_FAILURE` when the feature is disabled or
+ * the runtime is not initialized. Currently `NRT_FAILURE`: not implemented until issue 6.
+ */
+NRT_STATUS nrt_async_sendrecv_init(int lnc);
+
+/**
+ * Stop the send/recv service of `lnc`; fails with open communicators or requests in flight.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_FAILURE` otherwise. Currently `NRT_FAILURE`: not implemented until issue 6.
+ */
+NRT_STATUS nrt_async_sendrecv_close(int lnc);
+
+/**
+ * Start connecting (sender side, non-blocking) from local core `lnc` to `peer_lnc` at
+ * `peer_ip`; poll `nrt_async_sendrecv_test_comm` until done.
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*send_comm` set; `NRT_INVALID`; `NRT_RESOURCE` beyond the communicator
+ * limit. Currently `NRT_FAILURE`: not implemented until issue 6.
+ *
+ * # Safety
+ * `peer_ip` must be NUL-terminated; `send_comm` NULL or writable.
+ */
+NRT_STATUS nrt_async_sendrecv_connect(const char *peer_ip,
+                                      int peer_lnc,
+                                      int lnc,
+                                      nrt_async_sendrecv_comm_t **send_comm);
+
+/**
+ * Start accepting (receiver side, non-blocking) a connection from `peer_lnc` at `peer_ip`.
+ *
+ * # Returns
+ * As `nrt_async_sendrecv_connect`. Currently `NRT_FAILURE`: not implemented until issue 6.
+ *
+ * # Safety
+ * `peer_ip` must be NUL-terminated; `recv_comm` NULL or writable.
+ */
+NRT_STATUS nrt_async_sendrecv_accept(const char *peer_ip,
+                                     int peer_lnc,
+                                     int lnc,
+                                     nrt_async_sendrecv_comm_t **recv_comm);
+
+/**
+ * Non-blocking: has the communicator finished connecting?
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*done` set; `NRT_TIMEOUT` if the connection did not form in time;
+ * `NRT_INVALID`. Currently `NRT_FAILURE`: not implemented until issue 6.
+ *
+ * # Safety
+ * `comm` must be a live communicator; `done` NULL or writable.
+ */
+NRT_STATUS nrt_async_sendrecv_test_comm(nrt_async_sendrecv_comm_t *comm, bool *done);
+
+/**
+ * Post a non-blocking send of `length` bytes of `tensor` at `offset`.
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*request` set; `NRT_INVALID` (bounds, unconnected comm); `NRT_RESOURCE`
+ * beyond 128 pending requests. Currently `NRT_FAILURE`: not implemented until issue 6.
+ *
+ * # Safety
+ * `tensor` and `send_comm` must be live; `request` NULL or writable.
+ */
+NRT_STATUS nrt_async_sendrecv_send_tensor(nrt_tensor_t *tensor,
+                                          size_t offset,
+                                          size_t length,
+                                          nrt_async_sendrecv_comm_t *send_comm,
+                                          nrt_async_sendrecv_request_t **request);
+
+/**
+ * Post a non-blocking receive of up to `length` bytes into `tensor` at `offset`.
+ *
+ * # Returns
+ * As `nrt_async_sendrecv_send_tensor`. Currently `NRT_FAILURE`: not implemented until issue 6.
+ *
+ * # Safety
+ * `tensor` and `recv_comm` must be live; `request` NULL or writable.
+ */
+NRT_STATUS nrt_async_sendrecv_recv_tensor(nrt_tensor_t *tensor,
+                                          size_t offset,
+                                          size_t length,
+                                          nrt_async_sendrecv_comm_t *recv_comm,
+                                          nrt_async_sendrecv_request_t **request);
+
+/**
+ * Non-blocking: has the request completed, and how many bytes moved? A request reported done
+ * is recycled and must not be tested again.
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*done` (and `*size` when done) set; `NRT_INVALID`. Currently
+ * `NRT_FAILURE`: not implemented until issue 6.
+ *
+ * # Safety
+ * `request` must be live; `done` and `size` NULL or writable.
+ */
+NRT_STATUS nrt_async_sendrecv_test_request(nrt_async_sendrecv_request_t *request,
+                                           bool *done,
+                                           size_t *size);
+
+/**
+ * Make completed receives on `lnc` visible in memory.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for a bad core. Currently `NRT_FAILURE`: not implemented until
+ * issue 6.
+ */
+NRT_STATUS nrt_async_sendrecv_flush(int lnc);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
 #endif  /* OPENNRT_NRT_NRT_ASYNC_SENDRECV_H */

@@ -51,4 +51,75 @@ typedef struct nrt_ucode_info {
   struct nrt_ucode_img dram;
 } nrt_ucode_info;
 
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Open the debug-event stream of visible logical core `logical_nc_idx` and return its file
+ * descriptor in `*stream_fd`. The stream never carries events (see the module docs).
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `stream_fd` is NULL or the core is not visible; `NRT_RESOURCE`
+ * if no descriptor can be created; `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * `stream_fd` must be NULL or writable.
+ */
+NRT_STATUS nrt_debug_client_connect(int32_t logical_nc_idx, int *stream_fd);
+
+/**
+ * Close a stream opened by `nrt_debug_client_connect`. Works in any state; a descriptor this
+ * library did not hand out is logged and left alone.
+ */
+void nrt_debug_client_connect_close(int stream_fd);
+
+/**
+ * Read the next event of a debug stream. There never is one: returns `NRT_QUEUE_EMPTY` without
+ * writing `*header` or `*payload`.
+ *
+ * # Returns
+ * `NRT_QUEUE_EMPTY`; `NRT_INVALID` if `header` or `payload` is NULL or `stream_fd` is not an
+ * open debug stream; `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * `header` and `payload` are only checked for NULL.
+ */
+NRT_STATUS nrt_debug_client_read_one_event(int stream_fd,
+                                           ndebug_stream_event_header_t *header,
+                                           void **payload);
+
+/**
+ * Hand libnccom the network plugin the runtime loaded. OpenNRT has none: returns NULL, sets
+ * `*err` to 1 and writes a NUL-terminated explanation into `err_msg` (truncated to
+ * `err_msg_size` bytes). `err` and `err_msg` may be NULL. No lifecycle guard: libnccom calls
+ * this while `nrt_init` is still running.
+ *
+ * # Safety
+ * `err` must be NULL or writable; `err_msg` NULL or writable for `err_msg_size` bytes.
+ */
+void *nrt_get_libnccl_net(int *err, char *err_msg, size_t err_msg_size);
+
+/**
+ * Register a custom GPSIMD pool-engine microcode pair. The images are copied (the caller may
+ * free its buffers afterwards) and kept for the process; a later call replaces them. The
+ * simulated pool engine ignores them.
+ *
+ * State rule (spec §10 item 8, the readings disagree): accepted both before `nrt_init` (as the
+ * header asks) and while initialized, and kept across `nrt_close`; refused during the
+ * `nrt_close` teardown (`NRT_CLOSED`) and in a child forked after `nrt_init` (`NRT_FAILURE`).
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `ucode_info` is NULL, the IRAM image is empty or has a NULL
+ * `bin`, the DRAM image has a NULL `bin` with a non-zero size, or an image exceeds 64 MiB.
+ *
+ * # Safety
+ * `ucode_info` must be NULL or valid; each image's `bin` must point to `size` readable bytes.
+ */
+NRT_STATUS nrt_set_pool_eng_ucode(const struct nrt_ucode_info *ucode_info);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
 #endif  /* OPENNRT_NRT_NRT_EXPERIMENTAL_H */

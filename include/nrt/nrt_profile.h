@@ -38,4 +38,398 @@ typedef uint32_t nrt_inspect_device_profile_mode_t;
  */
 typedef struct nrt_profile_continuous_options nrt_profile_continuous_options_t;
 
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Begin inspect capture with default settings. Succeeds without capturing anything.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`.
+ */
+NRT_STATUS nrt_inspect_begin(void);
+
+/**
+ * Begin inspect capture with `options`. Succeeds without capturing anything.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `options` is NULL; `NRT_INVALID_HANDLE` for a pointer that
+ * is not a live config object; `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * `options` must be NULL or a config handle from this library.
+ */
+NRT_STATUS nrt_inspect_begin_with_options(nrt_inspect_config_t *options);
+
+/**
+ * Stop inspect capture. Succeeds.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`.
+ */
+NRT_STATUS nrt_inspect_stop(void);
+
+/**
+ * Write the directory this process's inspect output would go to under `output_dir` into
+ * `instance_dir_buf` (NUL-terminated): `<output_dir>/<hostname>_pid<pid>`. Works before
+ * `nrt_init`; the directory is not created.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `output_dir` is NULL or empty or `instance_dir_buf` is NULL;
+ * `NRT_RESOURCE` if `buf_size` cannot hold the path and its NUL (nothing is written).
+ *
+ * # Safety
+ * `output_dir` must be NULL or NUL-terminated; `instance_dir_buf` NULL or writable for
+ * `buf_size` bytes.
+ */
+NRT_STATUS nrt_inspect_get_instance_output_dir(const char *output_dir,
+                                               char *instance_dir_buf,
+                                               size_t buf_size);
+
+/**
+ * Allocate an inspect config object with default settings (nothing set or enabled).
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*options` set; `NRT_INVALID` if `options` is NULL.
+ *
+ * # Safety
+ * `options` must be NULL or writable.
+ */
+NRT_STATUS nrt_inspect_config_allocate(nrt_inspect_config_t **options);
+
+/**
+ * Free an inspect config object. NULL is a no-op.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID_HANDLE` for a pointer that is not a live config object.
+ *
+ * # Safety
+ * `options` must not be used afterwards.
+ */
+NRT_STATUS nrt_inspect_config_free(nrt_inspect_config_t *options);
+
+/**
+ * Reset every setting to its default.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `options` is NULL; `NRT_INVALID_HANDLE` if it is not a live
+ * config object (the same two errors apply to every setter below).
+ *
+ * # Safety
+ * `options` must be NULL or a config handle from this library.
+ */
+NRT_STATUS nrt_inspect_config_set_defaults(nrt_inspect_config_t *options);
+
+/**
+ * Set the output directory.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` also if `output_dir` is NULL or empty.
+ *
+ * # Safety
+ * `options` must be NULL or a config handle; `output_dir` NULL or NUL-terminated.
+ */
+NRT_STATUS nrt_inspect_config_set_output_dir(nrt_inspect_config_t *options, const char *output_dir);
+
+/**
+ * Set the session id.
+ *
+ * # Returns
+ * `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
+ *
+ * # Safety
+ * `options` must be NULL or a config handle from this library.
+ */
+NRT_STATUS nrt_inspect_config_set_session_id(nrt_inspect_config_t *options, int session_id);
+
+/**
+ * Enable or disable an activity type by name. Any name is accepted and recorded.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` also if `activity_type` is NULL.
+ *
+ * # Safety
+ * `options` must be NULL or a config handle; `activity_type` NULL or NUL-terminated.
+ */
+NRT_STATUS nrt_inspect_config_set_activity(nrt_inspect_config_t *options,
+                                           const char *activity_type,
+                                           bool enabled);
+
+/**
+ * Enable or disable capture on logical core `nc_idx`.
+ *
+ * # Returns
+ * `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
+ *
+ * # Safety
+ * `options` must be NULL or a config handle from this library.
+ */
+NRT_STATUS nrt_inspect_config_set_capture_enabled_for_nc(nrt_inspect_config_t *options,
+                                                         uint32_t nc_idx,
+                                                         bool enabled);
+
+/**
+ * Enable or disable capture of an event type by name. Any name is accepted and recorded.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` also if `event_type` is NULL.
+ *
+ * # Safety
+ * `options` must be NULL or a config handle; `event_type` NULL or NUL-terminated.
+ */
+NRT_STATUS nrt_inspect_config_set_capture_enabled_for_event_type_string(nrt_inspect_config_t *options,
+                                                                        const char *event_type,
+                                                                        bool enabled);
+
+/**
+ * Enable or disable inspect.
+ *
+ * # Returns
+ * `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
+ *
+ * # Safety
+ * `options` must be NULL or a config handle from this library.
+ */
+NRT_STATUS nrt_inspect_config_set_enable_inspect(nrt_inspect_config_t *options,
+                                                 bool enable_inspect);
+
+/**
+ * Enable or disable inspect on execution failure.
+ *
+ * # Returns
+ * `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
+ *
+ * # Safety
+ * `options` must be NULL or a config handle from this library.
+ */
+NRT_STATUS nrt_inspect_config_set_enable_inspect_on_fail(nrt_inspect_config_t *options,
+                                                         bool enable_inspect_on_fail);
+
+/**
+ * Set the device profile mode (stored as given; its values are not public).
+ *
+ * # Returns
+ * `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
+ *
+ * # Safety
+ * `options` must be NULL or a config handle from this library.
+ */
+NRT_STATUS nrt_inspect_config_set_inspect_device_profile_mode(nrt_inspect_config_t *options,
+                                                              nrt_inspect_device_profile_mode_t device_profile_mode);
+
+/**
+ * Set how many system-trace events are kept per core.
+ *
+ * # Returns
+ * `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
+ *
+ * # Safety
+ * `options` must be NULL or a config handle from this library.
+ */
+NRT_STATUS nrt_inspect_config_set_sys_trace_max_events_per_nc(nrt_inspect_config_t *options,
+                                                              uint64_t sys_trace_max_events_per_nc);
+
+/**
+ * Every activity type that can be enabled. OpenNRT captures none: an empty list (a real
+ * allocation, count 0); free it with `nrt_inspect_config_free_activity_types`.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if either pointer is NULL.
+ *
+ * # Safety
+ * `activity_types` and `count` must be NULL or writable.
+ */
+NRT_STATUS nrt_inspect_config_get_all_activity_types(const char ***activity_types, size_t *count);
+
+/**
+ * The activity types `options` would capture: always an empty list (nothing is captured).
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if a pointer is NULL; `NRT_INVALID_HANDLE` if `options` is not
+ * a live config object.
+ *
+ * # Safety
+ * `options` must be NULL or a config handle; `activity_types` and `count` NULL or writable.
+ */
+NRT_STATUS nrt_inspect_config_get_enabled_activity_types(nrt_inspect_config_t *options,
+                                                         const char ***activity_types,
+                                                         size_t *count);
+
+/**
+ * Free a list from `nrt_inspect_config_get_*_activity_types`. NULL is a no-op; a pointer that
+ * is not such a live list is logged and ignored.
+ *
+ * # Safety
+ * `activity_types` must not be used afterwards.
+ */
+void nrt_inspect_config_free_activity_types(const char **activity_types, size_t count);
+
+/**
+ * Start the legacy execution trace. OpenNRT has no hardware to trace: this succeeds and logs
+ * at INFO that there is nothing to capture.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`.
+ */
+NRT_STATUS nrt_trace_start(bool trace_mem);
+
+/**
+ * Stop the legacy trace and save it to `filename`. Succeeds without writing a file (there is
+ * nothing to save), logging at INFO.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `filename` is NULL; `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * `filename` must be NULL or NUL-terminated.
+ */
+NRT_STATUS nrt_trace_stop(const char *filename);
+
+/**
+ * Profile the next executions of `model` into `filename`. Succeeds without capturing anything.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `model` or `filename` is NULL; `NRT_UNINITIALIZED` before
+ * `nrt_init`.
+ *
+ * # Safety
+ * `filename` must be NULL or NUL-terminated; `model` is only checked for NULL.
+ */
+NRT_STATUS nrt_profile_start(nrt_model_t *model, const char *filename);
+
+/**
+ * Stop profiling and save to `filename`. Succeeds without writing a file.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `filename` is NULL; `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * `filename` must be NULL or NUL-terminated.
+ */
+NRT_STATUS nrt_profile_stop(const char *filename);
+
+/**
+ * Open a profile session on visible logical core `vnc`.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for a core that is not visible or already has an open session;
+ * `NRT_UNINITIALIZED` before `nrt_init`.
+ */
+NRT_STATUS nrt_profile_session_start(int32_t vnc);
+
+/**
+ * Close the open profile session of `vnc` and return its id in `*session_id`.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `session_id` is NULL or the core is not visible or has no
+ * open session; `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * `session_id` must be NULL or writable.
+ */
+NRT_STATUS nrt_profile_session_stop(int32_t vnc, uint64_t *session_id);
+
+/**
+ * Save stopped session `session_id` to `filename`. The session is empty; no file is written.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for an unknown session or a NULL `filename`;
+ * `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * `filename` must be NULL or NUL-terminated.
+ */
+NRT_STATUS nrt_profile_session_serialize(uint64_t session_id, const char *filename);
+
+/**
+ * Forget stopped session `session_id`.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for an unknown session; `NRT_UNINITIALIZED` before `nrt_init`.
+ */
+NRT_STATUS nrt_profile_session_drop(uint64_t session_id);
+
+/**
+ * Forget every stopped session of visible logical core `vnc`.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for a core that is not visible; `NRT_UNINITIALIZED` before
+ * `nrt_init`.
+ */
+NRT_STATUS nrt_profile_session_drop_all(int32_t vnc);
+
+/**
+ * Allocate a continuous-profile options object (no output directory set). Works before
+ * `nrt_init`.
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*options` set; `NRT_INVALID` if `options` is NULL.
+ *
+ * # Safety
+ * `options` must be NULL or writable.
+ */
+NRT_STATUS nrt_profile_continuous_options_allocate(nrt_profile_continuous_options_t **options);
+
+/**
+ * Free a continuous-profile options object. NULL is a no-op.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID_HANDLE` for a pointer that is not a live options object.
+ *
+ * # Safety
+ * `options` must not be used afterwards.
+ */
+NRT_STATUS nrt_profile_continuous_options_free(nrt_profile_continuous_options_t *options);
+
+/**
+ * Set the directory continuous profiles would be saved to.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `options` or `output_dir` is NULL or `output_dir` is empty;
+ * `NRT_INVALID_HANDLE` for a pointer that is not a live options object.
+ *
+ * # Safety
+ * `output_dir` must be NULL or NUL-terminated.
+ */
+NRT_STATUS nrt_profile_continuous_options_set_output_dir(nrt_profile_continuous_options_t *options,
+                                                         const char *output_dir);
+
+/**
+ * Start continuous profiling (NULL `options` = defaults). Succeeds without capturing.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID_HANDLE` for a pointer that is not a live options object;
+ * `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * `options` must be NULL or an options object from this library.
+ */
+NRT_STATUS nrt_profile_continuous_start(nrt_profile_continuous_options_t *options);
+
+/**
+ * Stop continuous profiling. Succeeds.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`.
+ */
+NRT_STATUS nrt_profile_continuous_stop(void);
+
+/**
+ * Save the continuous profile of visible logical core `vnc` (NULL `options` = defaults).
+ * Succeeds without writing anything.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for a core that is not visible; `NRT_INVALID_HANDLE` for a
+ * pointer that is not a live options object; `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * `options` must be NULL or an options object from this library.
+ */
+NRT_STATUS nrt_profile_continuous_save(uint32_t vnc, nrt_profile_continuous_options_t *options);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
 #endif  /* OPENNRT_NRT_NRT_PROFILE_H */

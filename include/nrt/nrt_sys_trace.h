@@ -33,4 +33,200 @@ typedef struct nrt_sys_trace_config nrt_sys_trace_config_t;
  */
 typedef struct nrt_sys_trace_fetch_options nrt_sys_trace_fetch_options_t;
 
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Start the system trace (NULL `options` = defaults). Succeeds without recording anything.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID_HANDLE` if `options` is not NULL and not a live config object;
+ * `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * `options` must be NULL or a config handle from this library.
+ */
+NRT_STATUS nrt_sys_trace_start(nrt_sys_trace_config_t *options);
+
+/**
+ * Stop the system trace. Succeeds.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`.
+ */
+NRT_STATUS nrt_sys_trace_stop(void);
+
+/**
+ * Fetch the recorded events as text (NULL `options` = defaults). There are none: `*buffer`
+ * receives a real empty, NUL-terminated buffer and `*written_size` 0. Free the buffer with
+ * `nrt_sys_trace_buffer_free`.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `buffer` or `written_size` is NULL; `NRT_INVALID_HANDLE` for
+ * an `options` that is not a live fetch-options object; `NRT_FAIL_HOST_MEM_ALLOC`;
+ * `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * `buffer` and `written_size` must be NULL or writable; `options` NULL or a handle from this
+ * library.
+ */
+NRT_STATUS nrt_sys_trace_fetch_events(char **buffer,
+                                      size_t *written_size,
+                                      const nrt_sys_trace_fetch_options_t *options);
+
+/**
+ * Free a buffer from `nrt_sys_trace_fetch_events`. NULL is a no-op; any other pointer not
+ * handed out by `nrt_sys_trace_fetch_events` is logged and ignored.
+ *
+ * # Safety
+ * `buffer` must not be used afterwards.
+ */
+void nrt_sys_trace_buffer_free(char *buffer);
+
+/**
+ * Every event type the trace can record: an empty list (a real allocation, count 0). Free it
+ * with `nrt_sys_trace_free_event_types`. Works before `nrt_init`.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if either pointer is NULL.
+ *
+ * # Safety
+ * `event_types` and `count` must be NULL or writable.
+ */
+NRT_STATUS nrt_sys_trace_get_event_types(const char ***event_types, size_t *count);
+
+/**
+ * Free a list from `nrt_sys_trace_get_event_types` or
+ * `nrt_sys_trace_config_get_enabled_event_types`. NULL is a no-op; anything else not handed
+ * out by those is logged and ignored.
+ *
+ * # Safety
+ * `event_types` must not be used afterwards.
+ */
+void nrt_sys_trace_free_event_types(const char **event_types, size_t count);
+
+/**
+ * Allocate a capture-config object with default settings.
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*options` set; `NRT_INVALID` if `options` is NULL.
+ *
+ * # Safety
+ * `options` must be NULL or writable.
+ */
+NRT_STATUS nrt_sys_trace_config_allocate(nrt_sys_trace_config_t **options);
+
+/**
+ * Free a capture-config object. NULL is a no-op; an unknown pointer is logged and ignored.
+ *
+ * # Safety
+ * `options` must not be used afterwards.
+ */
+void nrt_sys_trace_config_free(nrt_sys_trace_config_t *options);
+
+/**
+ * Reset a capture-config object to its defaults (NULL or unknown: logged and ignored).
+ *
+ * # Safety
+ * `options` must be NULL or a config handle from this library.
+ */
+void nrt_sys_trace_config_set_defaults(nrt_sys_trace_config_t *options);
+
+/**
+ * Set how many events are kept per core (NULL or unknown: logged and ignored).
+ *
+ * # Safety
+ * `options` must be NULL or a config handle from this library.
+ */
+void nrt_sys_trace_config_set_max_events_per_nc(nrt_sys_trace_config_t *options,
+                                                uint64_t max_events_per_nc);
+
+/**
+ * Enable or disable capture on logical core `nc_idx` (NULL or unknown: logged and ignored).
+ *
+ * # Safety
+ * `options` must be NULL or a config handle from this library.
+ */
+void nrt_sys_trace_config_set_capture_enabled_for_nc(nrt_sys_trace_config_t *options,
+                                                     uint32_t nc_idx,
+                                                     bool enabled);
+
+/**
+ * Enable or disable capture of an event type by name; any name is accepted and recorded.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `options` or `event_type` is NULL; `NRT_INVALID_HANDLE` if
+ * `options` is not a live config object.
+ *
+ * # Safety
+ * `options` must be NULL or a config handle; `event_type` NULL or NUL-terminated.
+ */
+NRT_STATUS nrt_sys_trace_config_set_capture_enabled_for_event_type(nrt_sys_trace_config_t *options,
+                                                                   const char *event_type,
+                                                                   bool enabled);
+
+/**
+ * The event types `options` would capture: always an empty list (nothing is recorded).
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if a pointer is NULL; `NRT_INVALID_HANDLE` if `options` is not
+ * a live config object.
+ *
+ * # Safety
+ * `options` must be NULL or a config handle; `event_types` and `count` NULL or writable.
+ */
+NRT_STATUS nrt_sys_trace_config_get_enabled_event_types(nrt_sys_trace_config_t *options,
+                                                        const char ***event_types,
+                                                        size_t *count);
+
+/**
+ * Allocate a fetch-options object with default settings (all cores, all events).
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*options` set; `NRT_INVALID` if `options` is NULL.
+ *
+ * # Safety
+ * `options` must be NULL or writable.
+ */
+NRT_STATUS nrt_sys_trace_fetch_options_allocate(nrt_sys_trace_fetch_options_t **options);
+
+/**
+ * Free a fetch-options object. NULL is a no-op; an unknown pointer is logged and ignored.
+ *
+ * # Safety
+ * `options` must not be used afterwards.
+ */
+void nrt_sys_trace_fetch_options_free(nrt_sys_trace_fetch_options_t *options);
+
+/**
+ * Reset a fetch-options object to its defaults (NULL or unknown: logged and ignored).
+ *
+ * # Safety
+ * `options` must be NULL or a fetch-options handle from this library.
+ */
+void nrt_sys_trace_fetch_options_set_defaults(nrt_sys_trace_fetch_options_t *options);
+
+/**
+ * Set how many events are fetched per core (NULL or unknown: logged and ignored).
+ *
+ * # Safety
+ * `options` must be NULL or a fetch-options handle from this library.
+ */
+void nrt_sys_trace_fetch_options_set_max_events_per_nc(nrt_sys_trace_fetch_options_t *options,
+                                                       uint64_t max_events_per_nc);
+
+/**
+ * Fetch from logical core `nc_idx` only (NULL or unknown: logged and ignored).
+ *
+ * # Safety
+ * `options` must be NULL or a fetch-options handle from this library.
+ */
+void nrt_sys_trace_fetch_options_set_nc_idx(nrt_sys_trace_fetch_options_t *options,
+                                            uint64_t nc_idx);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
 #endif  /* OPENNRT_NRT_NRT_SYS_TRACE_H */

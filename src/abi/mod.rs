@@ -22,12 +22,6 @@
 //! | [`nec`], [`nec_dynamic`] | libnccom reverse-callbacks (§3.10) |
 //! | [`ncfw`] | libncfw.so |
 
-// `abi_entry!(status ...)` expands to `(|| $body)()`, which clippy reports as a redundant
-// closure call whenever the body has no early `return`. The closure is what gives `?` and
-// `return` in the body their meaning, so the lint is allowed for every entry point here (the
-// cleaner fix is an `#[allow]` inside the macro in boundary.rs).
-#![allow(clippy::redundant_closure_call)]
-
 pub mod boundary;
 pub mod collectives;
 pub mod debug_stream;

@@ -293,9 +293,9 @@ pub unsafe extern "C" fn nec_pod_node_can_access_peer_node(
             true
         } else {
             match pod_type {
-                x if x == nec_pod_type::NEC_POD_TYPE_NONE as u32 => false,
-                x if x == nec_pod_type::NEC_POD_TYPE_P2P as u32 => local_rid == remote_rid,
-                x if x == nec_pod_type::NEC_POD_TYPE_SWITCH as u32 => true,
+                x if x == nec_pod_type_t::NEC_POD_TYPE_NONE as u32 => false,
+                x if x == nec_pod_type_t::NEC_POD_TYPE_P2P as u32 => local_rid == remote_rid,
+                x if x == nec_pod_type_t::NEC_POD_TYPE_SWITCH as u32 => true,
                 other => return Err(Error::invalid(format!("pod_type {other} is not NONE, P2P or SWITCH"))),
             }
         };
@@ -420,7 +420,7 @@ mod tests {
             );
             assert_eq!(m, [0, 1], "input arrays are never written");
 
-            use nec_pod_type::*;
+            use nec_pod_type_t::*;
             assert_eq!(
                 nec_pod_node_can_access_peer_node(NEC_POD_TYPE_NONE as u32, 0, 1, 3, 1, &mut can)
                     as i32,
