@@ -123,17 +123,29 @@ pub fn enter_status(
     })
 }
 
-/// Wrap the body of an exported function. Three forms:
+/// Wrap the body of an exported function. Four forms:
 ///
 /// ```ignore
 /// abi_entry!(status "nrt_x", Guard::Lifecycle, { ...; Ok(()) })        // -> NRT_STATUS
 /// abi_entry!(value "nrt_y", Guard::Lifecycle, null_mut(), { Ok(p) })   // -> T, fallback on error
 /// abi_entry!(void "nrt_z", Guard::Lifecycle, { ...; Ok(()) })          // -> ()
+/// abi_entry!(code "nrt_w", Guard::Lifecycle, { ...; Ok(NRT_QUEUE_EMPTY) }) // -> NRT_STATUS
 /// ```
+///
+/// `code` is for a non-zero status that is an expected answer rather than an error (e.g. "no
+/// event yet"): it is returned as is and not logged as a failure; `Err` still maps and logs.
 #[macro_export]
 macro_rules! abi_entry {
     (status $name:literal, $guard:expr, $body:block) => {
         $crate::abi::boundary::enter_status($name, $guard, || -> $crate::Result<()> { $body })
+    };
+    (code $name:literal, $guard:expr, $body:block) => {
+        $crate::abi::boundary::enter(
+            $name,
+            $guard,
+            |e| $crate::abi::boundary::status_of(e),
+            || -> $crate::Result<$crate::abi::types::NRT_STATUS> { $body },
+        )
     };
     (value $name:literal, $guard:expr, $fallback:expr, $body:block) => {
         $crate::abi::boundary::enter($name, $guard, |_| $fallback, || $body)

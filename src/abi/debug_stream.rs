@@ -100,21 +100,15 @@ pub unsafe extern "C" fn nrt_debug_client_read_one_event(
     header: *mut ndebug_stream_event_header_t,
     payload: *mut *mut c_void,
 ) -> NRT_STATUS {
-    abi_entry!(value "nrt_debug_client_read_one_event", Guard::None, nrt_status::NRT_FAILURE, {
-        // Guard and argument errors go through the boundary (logged, mapped); the empty queue
-        // is the expected answer and is not an error.
-        let checked = abi_entry!(status "nrt_debug_client_read_one_event", Guard::Lifecycle, {
-            if header.is_null() {
-                return Err(Error::invalid("header is NULL"));
-            }
-            if payload.is_null() {
-                return Err(Error::invalid("payload is NULL"));
-            }
-            known(stream_fd)
-        });
-        if checked != nrt_status::NRT_SUCCESS {
-            return Ok(checked);
+    abi_entry!(code "nrt_debug_client_read_one_event", Guard::Lifecycle, {
+        if header.is_null() {
+            return Err(Error::invalid("header is NULL"));
         }
+        if payload.is_null() {
+            return Err(Error::invalid("payload is NULL"));
+        }
+        known(stream_fd)?;
+        // The empty queue is the expected answer, not an error: no events are ever produced.
         Ok(nrt_status::NRT_QUEUE_EMPTY)
     })
 }

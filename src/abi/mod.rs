@@ -37,6 +37,7 @@ pub mod nrt_async;
 pub mod nrt_experimental;
 pub mod profile;
 pub mod sendrecv;
+pub mod status;
 pub mod sys_trace;
 pub mod tensor;
 pub mod types;

@@ -42,7 +42,7 @@ pub unsafe extern "C" fn nrt_init(
 /// Afterwards every call returns `NRT_UNINITIALIZED` until the next `nrt_init`.
 pub extern "C" fn nrt_close() {
     abi_entry!(void "nrt_close", Guard::None, {
-        process::close();
+        process::close(crate::abi::profile::reset_sessions);
         Ok(())
     })
 }
@@ -390,11 +390,7 @@ pub unsafe extern "C" fn nrt_get_attached_efa_bdf(
     len: *mut usize,
 ) -> NRT_STATUS {
     let _ = (va, efa_bdf, len);
-    abi_entry!(value "nrt_get_attached_efa_bdf", Guard::None, nrt_status::NRT_FAILURE, {
-        let g = abi_entry!(status "nrt_get_attached_efa_bdf", Guard::Lifecycle, { Ok(()) });
-        if g != nrt_status::NRT_SUCCESS {
-            return Ok(g);
-        }
+    abi_entry!(code "nrt_get_attached_efa_bdf", Guard::Lifecycle, {
         crate::runtime::log::write_once(
             crate::runtime::log::Level::Info,
             "nrt_get_attached_efa_bdf",
@@ -417,15 +413,9 @@ pub unsafe extern "C" fn nrt_get_attached_efa_bdf(
 /// `fd` is checked for NULL and never written.
 pub unsafe extern "C" fn nrt_get_dmabuf_fd(va: u64, size: u64, fd: *mut c_int) -> NRT_STATUS {
     let _ = (va, size);
-    abi_entry!(value "nrt_get_dmabuf_fd", Guard::None, nrt_status::NRT_FAILURE, {
-        let g = abi_entry!(status "nrt_get_dmabuf_fd", Guard::Lifecycle, {
-            if fd.is_null() {
-                return Err(Error::invalid("fd is NULL"));
-            }
-            Ok(())
-        });
-        if g != nrt_status::NRT_SUCCESS {
-            return Ok(g);
+    abi_entry!(code "nrt_get_dmabuf_fd", Guard::Lifecycle, {
+        if fd.is_null() {
+            return Err(Error::invalid("fd is NULL"));
         }
         crate::runtime::log::write_once(
             crate::runtime::log::Level::Info,

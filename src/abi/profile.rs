@@ -48,6 +48,14 @@ static SESSIONS: Mutex<Sessions> = Mutex::new(Sessions {
     next_id: 1,
 });
 
+/// Forget every profile session: `nrt_close` ends them all (session ids do not survive a
+/// close/init cycle).
+pub(crate) fn reset_sessions() {
+    let mut s = SESSIONS.lock();
+    s.running.clear();
+    s.stopped.clear();
+}
+
 fn nothing(target: &str, what: std::fmt::Arguments<'_>) {
     crate::log_info!(
         target,

@@ -51,8 +51,11 @@ pub fn init(framework: u32, fw_version: &str, fal_version: &str) -> Result<()> {
 }
 
 /// `nrt_close`: only in INIT; afterwards the state is START and `nrt_init` may run again.
-pub fn close() {
+/// `abi_teardown` releases what the ABI layer keeps per initialised runtime; it runs inside the
+/// teardown window (calls racing with it get `NRT_CLOSED`).
+pub fn close(abi_teardown: impl FnOnce()) {
     state::close(|| {
+        abi_teardown();
         RUNTIME.write().take();
     });
 }
