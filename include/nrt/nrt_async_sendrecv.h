@@ -65,7 +65,7 @@ NRT_STATUS nrt_async_sendrecv_get_max_num_pending_request(int *num);
  *
  * # Returns
  * `NRT_SUCCESS`; `NRT_INVALID` for a bad core; `NRT_FAILURE` when the feature is disabled or
- * the runtime is not initialized. Currently `NRT_FAILURE`: not implemented until issue 6.
+ * the runtime is not initialized. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
  */
 NRT_STATUS nrt_async_sendrecv_init(int lnc);
 
@@ -73,7 +73,7 @@ NRT_STATUS nrt_async_sendrecv_init(int lnc);
  * Stop the send/recv service of `lnc`; fails with open communicators or requests in flight.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_FAILURE` otherwise. Currently `NRT_FAILURE`: not implemented until issue 6.
+ * `NRT_SUCCESS`; `NRT_FAILURE` otherwise. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
  */
 NRT_STATUS nrt_async_sendrecv_close(int lnc);
 
@@ -83,7 +83,7 @@ NRT_STATUS nrt_async_sendrecv_close(int lnc);
  *
  * # Returns
  * `NRT_SUCCESS` with `*send_comm` set; `NRT_INVALID`; `NRT_RESOURCE` beyond the communicator
- * limit. Currently `NRT_FAILURE`: not implemented until issue 6.
+ * limit. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
  *
  * # Safety
  * `peer_ip` must be NUL-terminated; `send_comm` NULL or writable.
@@ -97,7 +97,7 @@ NRT_STATUS nrt_async_sendrecv_connect(const char *peer_ip,
  * Start accepting (receiver side, non-blocking) a connection from `peer_lnc` at `peer_ip`.
  *
  * # Returns
- * As `nrt_async_sendrecv_connect`. Currently `NRT_FAILURE`: not implemented until issue 6.
+ * As `nrt_async_sendrecv_connect`. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
  *
  * # Safety
  * `peer_ip` must be NUL-terminated; `recv_comm` NULL or writable.
@@ -112,7 +112,7 @@ NRT_STATUS nrt_async_sendrecv_accept(const char *peer_ip,
  *
  * # Returns
  * `NRT_SUCCESS` with `*done` set; `NRT_TIMEOUT` if the connection did not form in time;
- * `NRT_INVALID`. Currently `NRT_FAILURE`: not implemented until issue 6.
+ * `NRT_INVALID`. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
  *
  * # Safety
  * `comm` must be a live communicator; `done` NULL or writable.
@@ -124,7 +124,7 @@ NRT_STATUS nrt_async_sendrecv_test_comm(nrt_async_sendrecv_comm_t *comm, bool *d
  *
  * # Returns
  * `NRT_SUCCESS` with `*request` set; `NRT_INVALID` (bounds, unconnected comm); `NRT_RESOURCE`
- * beyond 128 pending requests. Currently `NRT_FAILURE`: not implemented until issue 6.
+ * beyond 128 pending requests. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
  *
  * # Safety
  * `tensor` and `send_comm` must be live; `request` NULL or writable.
@@ -139,7 +139,7 @@ NRT_STATUS nrt_async_sendrecv_send_tensor(nrt_tensor_t *tensor,
  * Post a non-blocking receive of up to `length` bytes into `tensor` at `offset`.
  *
  * # Returns
- * As `nrt_async_sendrecv_send_tensor`. Currently `NRT_FAILURE`: not implemented until issue 6.
+ * As `nrt_async_sendrecv_send_tensor`. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
  *
  * # Safety
  * `tensor` and `recv_comm` must be live; `request` NULL or writable.
@@ -156,7 +156,7 @@ NRT_STATUS nrt_async_sendrecv_recv_tensor(nrt_tensor_t *tensor,
  *
  * # Returns
  * `NRT_SUCCESS` with `*done` (and `*size` when done) set; `NRT_INVALID`. Currently
- * `NRT_FAILURE`: not implemented until issue 6.
+ * `NRT_FAILURE`: not implemented yet (no issue scheduled).
  *
  * # Safety
  * `request` must be live; `done` and `size` NULL or writable.

@@ -4,9 +4,9 @@
 //! The vendor's entry points are unguarded thunks (the engine behind them checks the state,
 //! spec §5.1), so these run with no lifecycle guard of their own. The two limit getters answer
 //! with real constants; everything else returns `NRT_FAILURE` (WARNING logged once) until the
-//! multi-process issue (issue 6) implements the transport.
+//! no open issue implements the transport yet (the multi-process issue, 6, is the natural home).
 
-// The parameters are named for the header; the bodies use them once issue 6 lands.
+// The parameters are named for the header; the bodies use them once the transport lands.
 #![allow(unused_variables)]
 
 use std::ffi::{c_char, c_int};
@@ -59,7 +59,7 @@ pub unsafe extern "C" fn nrt_async_sendrecv_get_max_num_pending_request(
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID` for a bad core; `NRT_FAILURE` when the feature is disabled or
-/// the runtime is not initialized. Currently `NRT_FAILURE`: not implemented until issue 6.
+/// the runtime is not initialized. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
 pub extern "C" fn nrt_async_sendrecv_init(lnc: c_int) -> NRT_STATUS {
     abi_entry!(status "nrt_async_sendrecv_init", Guard::None, {
         not_implemented("nrt_async_sendrecv_init")
@@ -69,7 +69,7 @@ pub extern "C" fn nrt_async_sendrecv_init(lnc: c_int) -> NRT_STATUS {
 /// Stop the send/recv service of `lnc`; fails with open communicators or requests in flight.
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_FAILURE` otherwise. Currently `NRT_FAILURE`: not implemented until issue 6.
+/// `NRT_SUCCESS`; `NRT_FAILURE` otherwise. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
 pub extern "C" fn nrt_async_sendrecv_close(lnc: c_int) -> NRT_STATUS {
     abi_entry!(status "nrt_async_sendrecv_close", Guard::None, {
         not_implemented("nrt_async_sendrecv_close")
@@ -81,7 +81,7 @@ pub extern "C" fn nrt_async_sendrecv_close(lnc: c_int) -> NRT_STATUS {
 ///
 /// # Returns
 /// `NRT_SUCCESS` with `*send_comm` set; `NRT_INVALID`; `NRT_RESOURCE` beyond the communicator
-/// limit. Currently `NRT_FAILURE`: not implemented until issue 6.
+/// limit. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
 ///
 /// # Safety
 /// `peer_ip` must be NUL-terminated; `send_comm` NULL or writable.
@@ -99,7 +99,7 @@ pub unsafe extern "C" fn nrt_async_sendrecv_connect(
 /// Start accepting (receiver side, non-blocking) a connection from `peer_lnc` at `peer_ip`.
 ///
 /// # Returns
-/// As `nrt_async_sendrecv_connect`. Currently `NRT_FAILURE`: not implemented until issue 6.
+/// As `nrt_async_sendrecv_connect`. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
 ///
 /// # Safety
 /// `peer_ip` must be NUL-terminated; `recv_comm` NULL or writable.
@@ -118,7 +118,7 @@ pub unsafe extern "C" fn nrt_async_sendrecv_accept(
 ///
 /// # Returns
 /// `NRT_SUCCESS` with `*done` set; `NRT_TIMEOUT` if the connection did not form in time;
-/// `NRT_INVALID`. Currently `NRT_FAILURE`: not implemented until issue 6.
+/// `NRT_INVALID`. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
 ///
 /// # Safety
 /// `comm` must be a live communicator; `done` NULL or writable.
@@ -135,7 +135,7 @@ pub unsafe extern "C" fn nrt_async_sendrecv_test_comm(
 ///
 /// # Returns
 /// `NRT_SUCCESS` with `*request` set; `NRT_INVALID` (bounds, unconnected comm); `NRT_RESOURCE`
-/// beyond 128 pending requests. Currently `NRT_FAILURE`: not implemented until issue 6.
+/// beyond 128 pending requests. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
 ///
 /// # Safety
 /// `tensor` and `send_comm` must be live; `request` NULL or writable.
@@ -154,7 +154,7 @@ pub unsafe extern "C" fn nrt_async_sendrecv_send_tensor(
 /// Post a non-blocking receive of up to `length` bytes into `tensor` at `offset`.
 ///
 /// # Returns
-/// As `nrt_async_sendrecv_send_tensor`. Currently `NRT_FAILURE`: not implemented until issue 6.
+/// As `nrt_async_sendrecv_send_tensor`. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
 ///
 /// # Safety
 /// `tensor` and `recv_comm` must be live; `request` NULL or writable.
@@ -175,7 +175,7 @@ pub unsafe extern "C" fn nrt_async_sendrecv_recv_tensor(
 ///
 /// # Returns
 /// `NRT_SUCCESS` with `*done` (and `*size` when done) set; `NRT_INVALID`. Currently
-/// `NRT_FAILURE`: not implemented until issue 6.
+/// `NRT_FAILURE`: not implemented yet (no issue scheduled).
 ///
 /// # Safety
 /// `request` must be live; `done` and `size` NULL or writable.
