@@ -21,6 +21,7 @@
 pub mod abi;
 pub mod error;
 pub mod isa;
+pub mod lower;
 pub mod ncfw;
 pub mod runtime;
 

@@ -53,6 +53,13 @@ macro_rules! wire_enum {
                 write!(f, "{} ({:#04x})", self.name(), self.as_u8())
             }
         }
+
+        /// Serialized as the spec's name (stable across renames of the Rust variant).
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
+            }
+        }
     };
 }
 pub(crate) use wire_enum;

@@ -1,0 +1,15 @@
+//! The lowering core: one collective → for every rank, the program the Trainium hardware would
+//! run (design.md §1–§2, spec/lowering.md).
+//!
+//! Pipeline: [`request`] (both entry paths: decoded pseudo-instructions and API arguments) →
+//! [`topology`] (the simulated instance and rank placement) → [`select`] (algorithm per leg, with
+//! its reason) → [`compose`] (one file per algorithm: the per-rank step tapes of spec §4, in the
+//! vocabulary of §4.0) → [`program`] (the IR, with a stable JSON form and a text form) →
+//! [`verify`] (symbolic execution: exact contributions, matched sends/receives, no deadlock).
+//!
+//! The lowering never imports the device, and the device never imports the lowering: they meet
+//! only in the bytes of [`crate::isa`].
+
+pub mod compose;
+pub mod program;
+pub mod request;
