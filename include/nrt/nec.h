@@ -138,7 +138,7 @@ int nec_get_device_pci_bdf(int neuron_dev,
 NRT_STATUS nec_get_virtual_core_size(uint32_t *virtual_core_size);
 
 /**
- * [L] libnccom reports the port map of device `local_nec_dev_id`: `count` pairs of (MLA index,
+ * (L) libnccom reports the port map of device `local_nec_dev_id`: `count` pairs of (MLA index,
  * host device id), read from the two arrays. The simulated maps are the identity, so the
  * pairs are validated for shape only, logged at DEBUG, and not stored; the arrays are never
  * written.
@@ -172,14 +172,14 @@ int nec_mla_idx_to_rid(int local_nec_dev_id, int mla_idx);
 int nec_rid_to_mla_idx(int local_nec_dev_id, int rid);
 
 /**
- * [L] The MLA reached from `mla_idx` through `port`: port 0 → next device of the ring, port 1
+ * (L) The MLA reached from `mla_idx` through `port`: port 0 → next device of the ring, port 1
  * → previous device. Returns -1 for an unknown device, index or port, or a single-device
  * instance (no peers).
  */
 int nec_get_peer_mla_idx(int local_nec_dev_id, int mla_idx, int port);
 
 /**
- * [L] The node of an UltraServer pod reached from `node` at `port_distance` over P2P links:
+ * (L) The node of an UltraServer pod reached from `node` at `port_distance` over P2P links:
  * `(node + port_distance) % 4`, written to `*peer_node`.
  *
  * Returns 0; `-EINVAL` (nothing written) when the instance is not a pod, `nec_dev_id` or
@@ -194,7 +194,7 @@ int nec_get_p2p_pod_peer_node(uint32_t nec_dev_id,
                               int *peer_node);
 
 /**
- * [L] Whether device `local_rid` of node `local_node_id` can reach device `remote_rid` of node
+ * (L) Whether device `local_rid` of node `local_node_id` can reach device `remote_rid` of node
  * `remote_node_id` directly: always on the same node; across nodes never for pod type NONE,
  * only between same-position devices (equal RIDs) for P2P, always for SWITCH.
  *
@@ -222,7 +222,7 @@ NRT_STATUS nec_pod_node_can_access_peer_node(nec_pod_type_t pod_type,
 void nec_ndl_printk(char *str, uint32_t size, uint32_t action);
 
 /**
- * [L] Bytes to send to `dst_rank`: send count × `data_type_sz` (layout at [`DYN_TABLES`]).
+ * (L) Bytes to send to `dst_rank`: send count × `data_type_sz` (layout at [`DYN_TABLES`]).
  * Returns 0 (and logs) on any invalid argument.
  *
  * # Safety
@@ -234,7 +234,7 @@ size_t nec_get_dynamic_send_size_bytes(struct enc_host_mem_t *dyn_input,
                                        int rank_n);
 
 /**
- * [L] Byte offset in the send buffer of the data for `dst_rank`. Returns 0 (and logs) on any
+ * (L) Byte offset in the send buffer of the data for `dst_rank`. Returns 0 (and logs) on any
  * invalid argument.
  *
  * # Safety
@@ -246,7 +246,7 @@ size_t nec_get_dynamic_send_offset_bytes(struct enc_host_mem_t *dyn_input,
                                          int rank_n);
 
 /**
- * [L] Byte offset in the receive buffer of the data from `src_rank`. Returns 0 (and logs) on
+ * (L) Byte offset in the receive buffer of the data from `src_rank`. Returns 0 (and logs) on
  * any invalid argument.
  *
  * # Safety
@@ -258,7 +258,7 @@ size_t nec_get_dynamic_recv_offset_bytes(struct enc_host_mem_t *dyn_input,
                                          int rank_n);
 
 /**
- * [L] Record that `recv_size_bytes` arrived from `src_rank`: stores
+ * (L) Record that `recv_size_bytes` arrived from `src_rank`: stores
  * `recv_size_bytes / data_type_sz` in the receive-count table. A size that is not a whole
  * number of elements, or any invalid argument, is logged and ignored.
  *

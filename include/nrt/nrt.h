@@ -15,12 +15,12 @@
 #include "nrt/nrt_version.h"
 
 /**
- * Nodes in an UltraServer pod [L].
+ * Nodes in an UltraServer pod (L).
  */
 #define POD_NODES 4
 
 /**
- * [L] Layout of `dyn_input->va` read by the four dynamic-size callbacks: four arrays of
+ * (L) Layout of `dyn_input->va` read by the four dynamic-size callbacks: four arrays of
  * `rank_n` `uint64_t` element counts, one after another — send counts, send offsets, receive
  * offsets, receive counts — so the table needs `4 * rank_n * 8` bytes of `dyn_input->size`.
  * Byte values are element values times `data_type_sz`.

@@ -5,12 +5,12 @@
 //! (or the caller's memory) and libnccom may call them while `nrt_init` is still running. None
 //! dereferences a NULL pointer: an error is logged and the documented failure value returned.
 //!
-//! Simulated topology (readings marked [L] are OpenNRT's choices where the vendor's semantics
+//! Simulated topology (readings marked (L) are OpenNRT's choices where the vendor's semantics
 //! are not public; the topology issue may refine them):
 //! * devices are numbered `0..devices`; host device id, RID ("routing id") and MLA index of a
 //!   device are all the same number (identity maps);
-//! * [L] device ports: port 0 reaches the next device of a ring, port 1 the previous one;
-//! * [L] UltraServer pods (`trn2u`): 4 nodes; the P2P pod peer at `port_distance` is
+//! * (L) device ports: port 0 reaches the next device of a ring, port 1 the previous one;
+//! * (L) UltraServer pods (`trn2u`): 4 nodes; the P2P pod peer at `port_distance` is
 //!   `(node + port_distance) % 4`; other instance types are not pods.
 //!
 //! The four dynamic (ragged all-to-all) size callbacks live in [`nec_dynamic`](super::nec_dynamic).
@@ -28,7 +28,7 @@ use crate::runtime::process;
 
 /// `-EINVAL`, the failure value of the `int`-returning callbacks.
 const NEG_EINVAL: c_int = -libc::EINVAL;
-/// Nodes in an UltraServer pod [L].
+/// Nodes in an UltraServer pod (L).
 pub const POD_NODES: u32 = 4;
 /// `NRT_INSTANCE_TRN2U`.
 const FAMILY_TRN2U: u32 = 9;
@@ -140,7 +140,7 @@ pub unsafe extern "C" fn nec_get_virtual_core_size(virtual_core_size: *mut u32) 
     })
 }
 
-/// [L] libnccom reports the port map of device `local_nec_dev_id`: `count` pairs of (MLA index,
+/// (L) libnccom reports the port map of device `local_nec_dev_id`: `count` pairs of (MLA index,
 /// host device id), read from the two arrays. The simulated maps are the identity, so the
 /// pairs are validated for shape only, logged at DEBUG, and not stored; the arrays are never
 /// written.
@@ -206,7 +206,7 @@ pub extern "C" fn nec_rid_to_mla_idx(local_nec_dev_id: c_int, rid: c_int) -> c_i
     })
 }
 
-/// [L] The MLA reached from `mla_idx` through `port`: port 0 → next device of the ring, port 1
+/// (L) The MLA reached from `mla_idx` through `port`: port 0 → next device of the ring, port 1
 /// → previous device. Returns -1 for an unknown device, index or port, or a single-device
 /// instance (no peers).
 pub extern "C" fn nec_get_peer_mla_idx(
@@ -230,7 +230,7 @@ pub extern "C" fn nec_get_peer_mla_idx(
     })
 }
 
-/// [L] The node of an UltraServer pod reached from `node` at `port_distance` over P2P links:
+/// (L) The node of an UltraServer pod reached from `node` at `port_distance` over P2P links:
 /// `(node + port_distance) % 4`, written to `*peer_node`.
 ///
 /// Returns 0; `-EINVAL` (nothing written) when the instance is not a pod, `nec_dev_id` or
@@ -262,7 +262,7 @@ pub unsafe extern "C" fn nec_get_p2p_pod_peer_node(
     })
 }
 
-/// [L] Whether device `local_rid` of node `local_node_id` can reach device `remote_rid` of node
+/// (L) Whether device `local_rid` of node `local_node_id` can reach device `remote_rid` of node
 /// `remote_node_id` directly: always on the same node; across nodes never for pod type NONE,
 /// only between same-position devices (equal RIDs) for P2P, always for SWITCH.
 ///

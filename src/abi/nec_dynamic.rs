@@ -11,7 +11,7 @@ use crate::abi::types::*;
 use crate::abi_entry;
 use crate::error::{Error, Result};
 
-/// [L] Layout of `dyn_input->va` read by the four dynamic-size callbacks: four arrays of
+/// (L) Layout of `dyn_input->va` read by the four dynamic-size callbacks: four arrays of
 /// `rank_n` `uint64_t` element counts, one after another — send counts, send offsets, receive
 /// offsets, receive counts — so the table needs `4 * rank_n * 8` bytes of `dyn_input->size`.
 /// Byte values are element values times `data_type_sz`.
@@ -88,7 +88,7 @@ unsafe fn dyn_bytes(
         })
 }
 
-/// [L] Bytes to send to `dst_rank`: send count × `data_type_sz` (layout at [`DYN_TABLES`]).
+/// (L) Bytes to send to `dst_rank`: send count × `data_type_sz` (layout at [`DYN_TABLES`]).
 /// Returns 0 (and logs) on any invalid argument.
 ///
 /// # Safety
@@ -105,7 +105,7 @@ pub unsafe extern "C" fn nec_get_dynamic_send_size_bytes(
     })
 }
 
-/// [L] Byte offset in the send buffer of the data for `dst_rank`. Returns 0 (and logs) on any
+/// (L) Byte offset in the send buffer of the data for `dst_rank`. Returns 0 (and logs) on any
 /// invalid argument.
 ///
 /// # Safety
@@ -122,7 +122,7 @@ pub unsafe extern "C" fn nec_get_dynamic_send_offset_bytes(
     })
 }
 
-/// [L] Byte offset in the receive buffer of the data from `src_rank`. Returns 0 (and logs) on
+/// (L) Byte offset in the receive buffer of the data from `src_rank`. Returns 0 (and logs) on
 /// any invalid argument.
 ///
 /// # Safety
@@ -139,7 +139,7 @@ pub unsafe extern "C" fn nec_get_dynamic_recv_offset_bytes(
     })
 }
 
-/// [L] Record that `recv_size_bytes` arrived from `src_rank`: stores
+/// (L) Record that `recv_size_bytes` arrived from `src_rank`: stores
 /// `recv_size_bytes / data_type_sz` in the receive-count table. A size that is not a whole
 /// number of elements, or any invalid argument, is logged and ignored.
 ///

@@ -229,7 +229,7 @@ mod tests {
                 *slot = true;
             }
         }
-        // lowering.md §1.6 [H] rows.
+        // lowering.md §1.6 \[H\] rows.
         assert_eq!(da_field(ExtField::DmaConfigs).offset, 41);
         assert_eq!(da_field(ExtField::PermuteChain).offset, 43);
         assert!(da_covers(41) && !da_covers(45));
