@@ -53,12 +53,15 @@ pub struct ChannelGrid {
     pub loops: Vec<Vec<Slot>>,
 }
 
+/// A block's pieces `(offset, len)`, per channel.
+type PiecesByChannel = Vec<Vec<(u64, u64)>>;
+
 /// The piece grid of a set of chunks: every used channel (one with at least one non-empty
 /// piece in some block), in channel order. Empty when every block is empty.
 pub fn grid(chunks: &[(u32, u64)], channels: u8, chunk_elems: u64) -> Result<Vec<ChannelGrid>> {
     // Per chunk, per channel: the pieces grouped by loop (piece i is loop i / 2, half i % 2:
     // only a channel window's last loop can lack its H1, see `ChunkPlan::pieces`).
-    let mut per_chunk: Vec<(u32, Vec<Vec<(u64, u64)>>)> = Vec::new();
+    let mut per_chunk: Vec<(u32, PiecesByChannel)> = Vec::new();
     for &(k, len) in chunks {
         let plan = ChunkPlan::new(len, channels, chunk_elems)?;
         let by_channel = (0..channels)
