@@ -32,8 +32,8 @@
 
 use crate::error::{Error, Result};
 use crate::lower::compose::ring_common::{
-    block_len, check_leg, copy, copy_step, grid, reduce_step, same_loc, same_storage, Assembler,
-    Ctx, Slot,
+    block_len, check_in_place, check_leg, copy, copy_step, grid, reduce_step, same_loc, Assembler,
+    Ctx, RingKind, Slot,
 };
 use crate::lower::compose::{ComposedLeg, Leg};
 use crate::lower::program::{Algorithm, Primitive, RingShape, Step, Transfer};
@@ -68,14 +68,6 @@ pub fn compose(leg: &Leg) -> Result<ComposedLeg> {
     compose_styled(leg, Style::RING)
 }
 
-/// Which collective a ring leg runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    AllReduce,
-    ReduceScatter,
-    AllGather,
-}
-
 /// One line of the per-loop sequence for one rank (chunk = rank id).
 #[derive(Debug, Clone, Copy)]
 enum Line {
@@ -100,24 +92,24 @@ enum Line {
 }
 
 /// The lines of one loop for the rank at position `p` (§4.2, §4.3).
-fn lines(leg: &Leg, kind: Kind, style: Style, p: u32) -> Vec<Line> {
+fn lines(leg: &Leg, kind: RingKind, style: Style, p: u32) -> Vec<Line> {
     let n = leg.n();
     let na = |i: u32| leg.na(p, i);
     if n == 1 {
         return vec![Line::LocalCopy(na(0))];
     }
     let mut out = Vec::new();
-    if kind == Kind::AllGather {
+    if kind == RingKind::AllGather {
         out.push(Line::CopySendOwn(na(0)));
     } else {
         out.push(Line::Send(na(n - 1)));
         out.extend((2..n).map(|s| Line::Rrs(na(n - s))));
         match (kind, style.fused_final) {
-            (Kind::ReduceScatter, _) => out.push(Line::Rrc(na(0))),
+            (RingKind::ReduceScatter, _) => out.push(Line::Rrc(na(0))),
             (_, true) => out.push(Line::Rrcs(na(0))),
             (_, false) => out.extend([Line::Rrc(na(0)), Line::ForwardDone(na(0))]),
         }
-        if kind == Kind::ReduceScatter {
+        if kind == RingKind::ReduceScatter {
             return out;
         }
     }
@@ -130,9 +122,9 @@ fn lines(leg: &Leg, kind: Kind, style: Style, p: u32) -> Vec<Line> {
 pub fn compose_styled(leg: &Leg, style: Style) -> Result<ComposedLeg> {
     check_leg(leg)?;
     let kind = match leg.op {
-        CollectiveOp::AllReduce => Kind::AllReduce,
-        CollectiveOp::ReduceScatter => Kind::ReduceScatter,
-        CollectiveOp::AllGather => Kind::AllGather,
+        CollectiveOp::AllReduce => RingKind::AllReduce,
+        CollectiveOp::ReduceScatter => RingKind::ReduceScatter,
+        CollectiveOp::AllGather => RingKind::AllGather,
         other => {
             return Err(Error::invalid(format!(
                 "the {} composer builds all-reduce, reduce-scatter and all-gather, not {other:?}",
@@ -141,7 +133,7 @@ pub fn compose_styled(leg: &Leg, style: Style) -> Result<ComposedLeg> {
         }
     };
     let op = match kind {
-        Kind::AllGather => ReduceOp::Add, // unused: all-gather has no reduce step (§4.3)
+        RingKind::AllGather => ReduceOp::Add, // unused: all-gather has no reduce step (§4.3)
         _ => leg.request.reduce.ok_or_else(|| {
             Error::invalid(format!("{:?} needs a reduce op (add, max or min)", leg.op))
         })?,
@@ -155,7 +147,7 @@ pub fn compose_styled(leg: &Leg, style: Style) -> Result<ComposedLeg> {
         scratch_off[k as usize] = scratch_elems;
         scratch_elems += len;
     }
-    if kind == Kind::AllGather || leg.n() == 1 {
+    if kind == RingKind::AllGather || leg.n() == 1 {
         scratch_elems = 0;
     }
     check_in_place(leg, kind)?;
@@ -163,9 +155,9 @@ pub fn compose_styled(leg: &Leg, style: Style) -> Result<ComposedLeg> {
         "{} {}",
         style.algorithm.name(),
         match kind {
-            Kind::AllReduce => "all-reduce",
-            Kind::ReduceScatter => "reduce-scatter",
-            Kind::AllGather => "all-gather",
+            RingKind::AllReduce => "all-reduce",
+            RingKind::ReduceScatter => "reduce-scatter",
+            RingKind::AllGather => "all-gather",
         }
     );
     let mut asm = Assembler::new(leg, name, style.algorithm);
@@ -329,42 +321,6 @@ impl Build<'_> {
             Line::Recv(k) => copy_step(Primitive::DirectRecv, h, k, cx.wait(me), vec![], vec![]),
         })
     }
-}
-
-/// Reject in-place layouts where a push could overwrite input another step still needs (see
-/// the module doc).
-fn check_in_place(leg: &Leg, kind: Kind) -> Result<()> {
-    if !same_storage(leg, leg.src.buf, leg.dst.buf) || leg.n() == 1 {
-        return Ok(());
-    }
-    let range = |w: crate::lower::compose::Window, b: (u64, u64)| (w.offset + b.0, b.1);
-    let src = |k: u32| range(leg.src, leg.src_block[k as usize]);
-    let dst = |k: u32| range(leg.dst, leg.dst_block[k as usize]);
-    let overlap =
-        |a: (u64, u64), b: (u64, u64)| a.1 > 0 && b.1 > 0 && a.0 < b.0 + b.1 && b.0 < a.0 + a.1;
-    let bad = |k: u32, why: &str| {
-        Err(Error::invalid(format!(
-            "in-place {:?}: chunk {k}'s blocks {why} (source {:?}, destination {:?})",
-            leg.op,
-            src(k),
-            dst(k)
-        )))
-    };
-    for &k in &leg.order {
-        let clash = match kind {
-            Kind::AllReduce => src(k) != dst(k),
-            Kind::ReduceScatter => {
-                src(k) != dst(k) && leg.order.iter().any(|&j| overlap(dst(k), src(j)))
-            }
-            Kind::AllGather => {
-                src(k) != dst(k) && leg.order.iter().any(|&j| j != k && overlap(src(k), dst(j)))
-            }
-        };
-        if clash {
-            return bad(k, "break the in-place layout rule");
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -574,5 +530,63 @@ mod tests {
         let mut l = leg(&c, &req);
         l.src_block = vec![(0, 10); 3];
         assert!(compose(&l).is_err());
+    }
+
+    /// §4.2 for N = 2: send na[1]; reduce na[0] and forward it; receive na[1].
+    #[test]
+    fn two_rank_short_form() {
+        let mut c = case(CollectiveOp::AllReduce, 2, 2 * 64);
+        c.channels = 1;
+        c.order = vec![1, 0];
+        let k = composed(&c);
+        use Primitive::*;
+        for r in 0..2u32 {
+            let h0: Vec<_> = k.entries[&r].tapes[0]
+                .steps
+                .iter()
+                .filter(|s| s.half == Half::H0)
+                .map(|s| (s.primitive, s.chunk))
+                .collect();
+            let o = 1 - r;
+            assert_eq!(
+                h0,
+                vec![
+                    (Send, o),
+                    (RecvReduceCopy, r),
+                    (DirectCopySend, r),
+                    (DirectRecv, o)
+                ]
+            );
+        }
+    }
+
+    /// A sub-leg (as HIER builds): ranks 3 and 1 of a 4-rank group, blocks indexed by rank id.
+    #[test]
+    fn sub_leg_of_a_larger_group() {
+        use crate::lower::compose::testeval::{run, Memory};
+        use crate::lower::program::Buf;
+        let mut c = case(CollectiveOp::AllReduce, 4, 10);
+        c.order = vec![3, 1];
+        let req = request(&c);
+        let mut l = leg(&c, &req);
+        l.src_block = vec![(0, 0), (0, 6), (0, 0), (6, 4)];
+        l.dst_block = l.src_block.clone();
+        l.scratch_base = 0;
+        let k = compose(&l).unwrap();
+        assert_eq!(k.entries.keys().copied().collect::<Vec<_>>(), vec![1, 3]);
+        let mut mem = Memory::new(false);
+        for r in [1u32, 3] {
+            mem.set(
+                r,
+                Buf::Input,
+                (0..10).map(|i| i64::from(r) * 100 + i).collect(),
+            );
+            mem.set(r, Buf::Output, vec![0; 10]);
+            mem.set(r, Buf::Scratch, vec![0; k.scratch_elems as usize]);
+        }
+        run(&k.entries, &mut mem, 1).unwrap();
+        let want: Vec<i64> = (0..10).map(|i| 400 + 2 * i).collect();
+        assert_eq!(mem.get(1, Buf::Output), &want[..]);
+        assert_eq!(mem.get(3, Buf::Output), &want[..]);
     }
 }

@@ -163,6 +163,53 @@ pub fn check_leg(leg: &Leg) -> Result<()> {
     Ok(())
 }
 
+/// Which collective a ring-family leg runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RingKind {
+    /// All-reduce (§4.2).
+    AllReduce,
+    /// Reduce-scatter (§4.3).
+    ReduceScatter,
+    /// All-gather (§4.3).
+    AllGather,
+}
+
+/// Reject in-place ring layouts where a push could overwrite input another step still needs
+/// (rules in the module doc of [`ring`](super::ring)).
+pub fn check_in_place(leg: &Leg, kind: RingKind) -> Result<()> {
+    if !same_storage(leg, leg.src.buf, leg.dst.buf) || leg.n() == 1 {
+        return Ok(());
+    }
+    let range = |w: crate::lower::compose::Window, b: (u64, u64)| (w.offset + b.0, b.1);
+    let src = |k: u32| range(leg.src, leg.src_block[k as usize]);
+    let dst = |k: u32| range(leg.dst, leg.dst_block[k as usize]);
+    let overlap =
+        |a: (u64, u64), b: (u64, u64)| a.1 > 0 && b.1 > 0 && a.0 < b.0 + b.1 && b.0 < a.0 + a.1;
+    let bad = |k: u32, why: &str| {
+        Err(Error::invalid(format!(
+            "in-place {:?}: chunk {k}'s blocks {why} (source {:?}, destination {:?})",
+            leg.op,
+            src(k),
+            dst(k)
+        )))
+    };
+    for &k in &leg.order {
+        let clash = match kind {
+            RingKind::AllReduce => src(k) != dst(k),
+            RingKind::ReduceScatter => {
+                src(k) != dst(k) && leg.order.iter().any(|&j| overlap(dst(k), src(j)))
+            }
+            RingKind::AllGather => {
+                src(k) != dst(k) && leg.order.iter().any(|&j| j != k && overlap(src(k), dst(j)))
+            }
+        };
+        if clash {
+            return bad(k, "break the in-place layout rule");
+        }
+    }
+    Ok(())
+}
+
 /// Where a leg's memory lives, and how steps are wired, for one channel.
 #[derive(Debug, Clone, Copy)]
 pub struct Ctx<'l, 'a> {
