@@ -10,6 +10,14 @@ use crate::error::{Error, Result};
 use crate::lower::program::{Buf, Loc, Sem, Signal, SignalKind, Wait};
 use crate::lower::request::{CollectiveOp, CollectiveRequest};
 
+pub mod kangaring;
+pub mod permute;
+pub mod ring;
+pub mod ring_common;
+pub mod single_cycle_ring;
+#[cfg(test)]
+pub mod testeval;
+
 /// Most ring channels per communicator (`NEC_MAX_CHANNELS`, §5.3).
 pub const MAX_CHANNELS: u8 = 32;
 /// Default chunk size in bytes (`NEURON_RT_CC_CHUNK_SIZE`, §5.3).
