@@ -10,6 +10,15 @@ use crate::error::{Error, Result};
 use crate::lower::program::{Buf, Loc, Sem, Signal, SignalKind, Wait};
 use crate::lower::request::{CollectiveOp, CollectiveRequest};
 
+pub mod hier;
+pub mod mesh;
+pub mod mesh_a2a;
+#[cfg(test)]
+pub mod mesh_testeval;
+#[cfg(test)]
+mod mesh_tests;
+pub mod rdh;
+
 /// Most ring channels per communicator (`NEC_MAX_CHANNELS`, §5.3).
 pub const MAX_CHANNELS: u8 = 32;
 /// Default chunk size in bytes (`NEURON_RT_CC_CHUNK_SIZE`, §5.3).
