@@ -10,8 +10,16 @@ use crate::error::{Error, Result};
 use crate::lower::program::{Buf, Loc, Sem, Signal, SignalKind, Wait};
 use crate::lower::request::{CollectiveOp, CollectiveRequest};
 
+pub mod hier;
 pub mod kangaring;
+pub mod mesh;
+pub mod mesh_a2a;
+#[cfg(test)]
+pub mod mesh_testeval;
+#[cfg(test)]
+mod mesh_tests;
 pub mod permute;
+pub mod rdh;
 pub mod ring;
 pub mod ring_common;
 pub mod single_cycle_ring;
