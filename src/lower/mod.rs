@@ -13,3 +13,7 @@
 pub mod compose;
 pub mod program;
 pub mod request;
+pub mod select;
+pub mod topology;
+mod topology_parse;
+mod topology_place;
