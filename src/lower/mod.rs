@@ -14,6 +14,9 @@ pub mod compose;
 pub mod program;
 pub mod request;
 pub mod select;
+mod select_gates;
+#[cfg(test)]
+mod select_tests;
 pub mod topology;
 mod topology_parse;
 mod topology_place;
