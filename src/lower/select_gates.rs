@@ -8,7 +8,7 @@
 //! ring covers all-reduce; MESH adds all-to-all(-v); RING also takes the point-to-point ops).
 //!
 //! Choices where the spec is open (§7 item 7):
-//! * **Mesh cap** (§5.4, [M]): the t0 shape (one node, 2 ranks) may use mesh up to the per-op
+//! * **Mesh cap** (§5.4, inferred): the t0 shape (one node, 2 ranks) may use mesh up to the per-op
 //!   limit of 256 MiB; every other shape up to `min(0x8000, 8 MiB / groups)` bytes with one
 //!   group per node, read as bytes: mesh is the latency algorithm for small messages.
 //!   "Op size" is the larger of a rank's input and output buffers ([`op_bytes`]).

@@ -226,6 +226,8 @@ pub const ULTRASERVER_NODES: u32 = 4;
 pub const C2C_PORTS_PER_DEVICE: u32 = 4;
 /// Most devices a node can address: the SoC chip-id field is 6 bits (device.md §1.4).
 pub const MAX_DEVICES_PER_NODE: u32 = 64;
+/// Most nodes a topology may have (keeps every count within `u32`).
+pub const MAX_NODES: u32 = 1 << 16;
 
 /// A simulated machine: `nodes` identical nodes of `devices_per_node` devices.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -268,6 +270,11 @@ impl Topology {
         };
         let per_node = it.devices * it.cores_per_device / lnc;
         let nodes = nodes.unwrap_or_else(|| world.div_ceil(per_node).max(1));
+        if nodes > MAX_NODES {
+            return Err(Error::invalid(format!(
+                "{nodes} nodes exceed the {MAX_NODES} a topology may have"
+            )));
+        }
         if it.pod_nodes > 1 && nodes > it.pod_nodes {
             return Err(Error::invalid(format!(
                 "{} is a member of a {}-node UltraServer pod; {nodes} nodes do not fit one pod",
@@ -315,6 +322,11 @@ impl Topology {
                 "nodes, devices and cores must be at least 1",
             ));
         }
+        if nodes > MAX_NODES {
+            return Err(Error::invalid(format!(
+                "{nodes} nodes exceed the {MAX_NODES} a topology may have"
+            )));
+        }
         if devices > MAX_DEVICES_PER_NODE {
             return Err(Error::invalid(format!(
                 "{devices} devices per node exceed the {MAX_DEVICES_PER_NODE} a 6-bit chip id routes"
@@ -349,10 +361,10 @@ impl Topology {
         })
     }
 
-    /// The default for a world of `world` ranks: the fewest trn1.32xlarge nodes that hold it.
-    pub fn for_world(world: u32) -> Topology {
+    /// The default for a world of `world` ranks: the fewest trn1.32xlarge nodes that hold it
+    /// (an error only for a world beyond [`MAX_NODES`] nodes).
+    pub fn for_world(world: u32) -> Result<Topology> {
         Topology::instance(DEFAULT_INSTANCE, None, None, world)
-            .expect("the default instance holds any world")
     }
 
     /// An error unless a world of `world` ranks fits (global ids `0..world`).

@@ -140,7 +140,7 @@ impl Topology {
         }
         let inst = get("OPENNRT_INSTANCE_TYPE").or_else(|| get("NEURON_RT_FAKE_INSTANCE_TYPE"));
         let Some(inst) = inst else {
-            return Ok(Topology::for_world(world));
+            return Topology::for_world(world);
         };
         let lnc_var =
             get("NEURON_LOGICAL_NC_CONFIG").or_else(|| get("NEURON_RT_VIRTUAL_CORE_SIZE"));
@@ -322,7 +322,9 @@ mod tests {
         assert_eq!(lookup(&[], 33).unwrap().nodes, 2);
         assert_eq!(lookup(&[], 64).unwrap().nodes, 2);
         assert_eq!(lookup(&[], 0).unwrap().nodes, 1);
-        assert_eq!(Topology::for_world(100).nodes, 4);
+        assert_eq!(Topology::for_world(100).unwrap().nodes, 4);
+        assert!(Topology::for_world(u32::MAX).is_err());
+        assert!(Topology::parse("custom:65537x1x1", 1).is_err());
         let t = lookup(&[("OPENNRT_TOPOLOGY", "trn2.48xlarge:lnc=1")], 4).unwrap();
         assert_eq!(t.lnc, 1);
         // The runtime's instance variables are the fallback.

@@ -212,24 +212,22 @@ impl Topology {
     }
 
     /// The device on the far side of C2C port `port` (0..4) of `device` within a node, or
-    /// `None` if the port is unconnected. **[L]** model: the devices of a node form a 2-D
-    /// torus with rows of 4 when there are more than 4 and a multiple of 4 (the 16-device
-    /// trn1/trn2 nodes: 4 × 4), else a ring; ports 0/1 go to the next/previous device in the
-    /// row (ring), ports 2/3 to the same column in the next/previous row.
+    /// `None` if the port is unconnected. Model (an OpenNRT choice, marked \[L\]; it agrees
+    /// with `abi::nec`'s port map): ports 0 and 1 join all devices of the node into a ring
+    /// (next, previous); when the node has more than 4 devices and a multiple of 4 (the
+    /// 16-device trn1/trn2 nodes), ports 2 and 3 reach 4 devices ahead and behind, which
+    /// makes the 4 × 4 torus; otherwise they are unconnected.
     pub fn c2c_peer(&self, device: u32, port: u32) -> Option<u32> {
         let d = self.devices_per_node;
         if device >= d || port >= C2C_PORTS_PER_DEVICE || d < 2 {
             return None;
         }
         let torus = d > 4 && d % 4 == 0;
-        let (cols, rows) = if torus { (4, d / 4) } else { (d, 1) };
-        let (row, col) = (device / cols, device % cols);
-        let at = |r: u32, c: u32| Some(r * cols + c);
         match port {
-            0 => at(row, (col + 1) % cols),
-            1 => at(row, (col + cols - 1) % cols),
-            2 if torus => at((row + 1) % rows, col),
-            3 if torus => at((row + rows - 1) % rows, col),
+            0 => Some((device + 1) % d),
+            1 => Some((device + d - 1) % d),
+            2 if torus => Some((device + 4) % d),
+            3 if torus => Some((device + d - 4) % d),
             _ => None,
         }
     }
@@ -344,13 +342,14 @@ mod tests {
     }
 
     #[test]
-    fn c2c_ports_form_a_torus() {
+    fn c2c_ports_form_a_ring_and_torus() {
         let t = Topology::parse("trn2.48xlarge", 1).unwrap();
         assert_eq!(t.c2c_ports(), 4);
         assert_eq!(t.c2c_peer(0, 0), Some(1));
-        assert_eq!(t.c2c_peer(0, 1), Some(3));
+        assert_eq!(t.c2c_peer(0, 1), Some(15));
         assert_eq!(t.c2c_peer(0, 2), Some(4));
         assert_eq!(t.c2c_peer(0, 3), Some(12));
+        assert_eq!(t.c2c_peer(15, 0), Some(0));
         assert_eq!(t.c2c_peer(0, 4), None);
         assert_eq!(t.c2c_peer(16, 0), None);
         // Symmetric: port 0 ↔ 1, 2 ↔ 3.
