@@ -13,3 +13,12 @@
 pub mod compose;
 pub mod program;
 pub mod request;
+pub mod select;
+#[cfg(test)]
+mod select_gate_tests;
+mod select_gates;
+#[cfg(test)]
+mod select_tests;
+pub mod topology;
+mod topology_parse;
+mod topology_place;

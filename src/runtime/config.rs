@@ -4,106 +4,11 @@
 //! The simulated instance comes from `OPENNRT_INSTANCE_TYPE`, else from the vendor's own
 //! simulation variable `NEURON_RT_FAKE_INSTANCE_TYPE`, else defaults to `trn1.32xlarge`
 //! (OpenNRT's choice: 16 devices × 2 NeuronCore-v2, LNC 1, 32 logical cores; documented in the
-//! README). The instance table here only carries what the count getters and
-//! `nrt_get_instance_info` need; the lowering's topology model builds on it.
+//! README). The instance table lives with the lowering's topology model
+//! (`crate::lower::topology`, design.md §2.8) and is re-exported here.
 
 use crate::error::{Error, Result};
-
-/// One simulated instance type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InstanceType {
-    /// EC2 name, e.g. `trn1.32xlarge`.
-    pub name: &'static str,
-    /// `NRT_INSTANCE_*` family value (spec/nrt-abi.md §2.2).
-    pub family: u32,
-    /// `NRT_INSTANCE_SIZE_*` value (spec/nrt-abi.md §2.2).
-    pub size: u32,
-    /// Neuron devices.
-    pub devices: u32,
-    /// Physical NeuronCores per device.
-    pub cores_per_device: u32,
-    /// Default logical-core size (`NEURON_LOGICAL_NC_CONFIG`).
-    pub default_lnc: u32,
-    /// Whether LNC 2 is allowed (forced to 1 on v2 silicon).
-    pub lnc2_allowed: bool,
-    /// `arch_name` reported by `nrt_get_instance_info`.
-    pub arch_name: &'static str,
-    /// libncfw arch id of the TOP_SP (spec/ncfw.md §2.1): 5 v2, 12 v3, 20 v4, 28 v4+.
-    pub ncfw_arch_id: u32,
-}
-
-/// The instance types OpenNRT can simulate.
-pub const INSTANCE_TYPES: &[InstanceType] = &[
-    InstanceType {
-        name: "trn1.2xlarge",
-        family: 2,
-        size: 1,
-        devices: 1,
-        cores_per_device: 2,
-        default_lnc: 1,
-        lnc2_allowed: false,
-        arch_name: "trn1",
-        ncfw_arch_id: 5,
-    },
-    InstanceType {
-        name: "trn1.32xlarge",
-        family: 2,
-        size: 6,
-        devices: 16,
-        cores_per_device: 2,
-        default_lnc: 1,
-        lnc2_allowed: false,
-        arch_name: "trn1",
-        ncfw_arch_id: 5,
-    },
-    InstanceType {
-        name: "trn1n.32xlarge",
-        family: 3,
-        size: 6,
-        devices: 16,
-        cores_per_device: 2,
-        default_lnc: 1,
-        lnc2_allowed: false,
-        arch_name: "trn1",
-        ncfw_arch_id: 5,
-    },
-    InstanceType {
-        name: "trn2.3xlarge",
-        family: 5,
-        size: 8,
-        devices: 1,
-        cores_per_device: 8,
-        default_lnc: 2,
-        lnc2_allowed: true,
-        arch_name: "trn2",
-        ncfw_arch_id: 12,
-    },
-    InstanceType {
-        name: "trn2.48xlarge",
-        family: 5,
-        size: 7,
-        devices: 16,
-        cores_per_device: 8,
-        default_lnc: 2,
-        lnc2_allowed: true,
-        arch_name: "trn2",
-        ncfw_arch_id: 12,
-    },
-    InstanceType {
-        name: "trn2u.48xlarge",
-        family: 9,
-        size: 7,
-        devices: 16,
-        cores_per_device: 8,
-        default_lnc: 2,
-        lnc2_allowed: true,
-        arch_name: "trn2",
-        ncfw_arch_id: 12,
-    },
-];
-
-/// The default instance when none is named.
-pub const DEFAULT_INSTANCE: &str = "trn1.32xlarge";
+pub use crate::lower::topology::{InstanceType, DEFAULT_INSTANCE, INSTANCE_TYPES};
 
 /// What `nrt_init` derives from the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,363 @@
+//! Parsing `OPENNRT_TOPOLOGY` (grammar in [`crate::lower::topology`]) and resolving the
+//! topology from the environment. Parsing is pure (it takes the value string); only
+//! [`Topology::from_env`] reads the process environment.
+
+use crate::error::{Error, Result};
+use crate::lower::topology::{
+    Fabric, Generation, InstanceType, Topology, TOPOLOGY_ENV, TOPOLOGY_FORMS, ULTRASERVER_NODES,
+};
+
+/// Options after the head of an `OPENNRT_TOPOLOGY` value.
+#[derive(Default)]
+struct Opts {
+    nodes: Option<u32>,
+    lnc: Option<u32>,
+    gen: Option<Generation>,
+    fabric: Option<Fabric>,
+}
+
+fn bad(value: &str, why: impl std::fmt::Display) -> Error {
+    Error::invalid(format!(
+        "{TOPOLOGY_ENV}={value:?}: {why}; accepted forms: {TOPOLOGY_FORMS}"
+    ))
+}
+
+fn parse_num(value: &str, what: &str, s: &str) -> Result<u32> {
+    s.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| bad(value, format!("{what} {s:?} is not a positive number")))
+}
+
+fn parse_opts<'a>(value: &str, parts: impl Iterator<Item = &'a str>) -> Result<Opts> {
+    let mut o = Opts::default();
+    for part in parts {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| bad(value, format!("option {part:?} is not key=value")))?;
+        let dup = || bad(value, format!("option {k:?} given twice"));
+        match k.trim() {
+            "nodes" => {
+                if o.nodes.replace(parse_num(value, "nodes", v)?).is_some() {
+                    return Err(dup());
+                }
+            }
+            "lnc" => {
+                let l = match v.trim() {
+                    "1" => 1,
+                    "2" => 2,
+                    _ => return Err(bad(value, format!("lnc {v:?} must be 1 or 2"))),
+                };
+                if o.lnc.replace(l).is_some() {
+                    return Err(dup());
+                }
+            }
+            "gen" => {
+                let g = Generation::parse(v)
+                    .ok_or_else(|| bad(value, format!("gen {v:?} must be v2, v3 or v4")))?;
+                if o.gen.replace(g).is_some() {
+                    return Err(dup());
+                }
+            }
+            "fabric" => {
+                let f = Fabric::parse(v).ok_or_else(|| {
+                    bad(value, format!("fabric {v:?} must be none, pod or switch"))
+                })?;
+                if o.fabric.replace(f).is_some() {
+                    return Err(dup());
+                }
+            }
+            other => return Err(bad(value, format!("unknown option {other:?}"))),
+        }
+    }
+    Ok(o)
+}
+
+impl Topology {
+    /// Parse an `OPENNRT_TOPOLOGY` value (grammar in the module doc) for a world of `world`
+    /// ranks. Pure: the caller supplies the string.
+    pub fn parse(value: &str, world: u32) -> Result<Topology> {
+        let mut parts = value.trim().split(':');
+        let head = parts.next().unwrap_or("").trim();
+        match head {
+            "custom" => {
+                let shape = parts
+                    .next()
+                    .ok_or_else(|| bad(value, "custom needs <nodes>x<devices>x<cores>"))?;
+                let dims: Vec<&str> = shape.split(['x', 'X']).collect();
+                if dims.len() != 3 {
+                    return Err(bad(
+                        value,
+                        format!("custom shape {shape:?} is not <nodes>x<devices>x<cores>"),
+                    ));
+                }
+                let nodes = parse_num(value, "nodes", dims[0])?;
+                let devices = parse_num(value, "devices", dims[1])?;
+                let cores = parse_num(value, "cores", dims[2])?;
+                let o = parse_opts(value, parts)?;
+                if o.nodes.is_some() {
+                    return Err(bad(value, "custom takes its node count from the shape"));
+                }
+                let t = Topology::custom(
+                    nodes,
+                    devices,
+                    cores,
+                    o.lnc.unwrap_or(1),
+                    o.gen.unwrap_or(Generation::V3),
+                    o.fabric.unwrap_or(Fabric::None),
+                )
+                .map_err(|e| bad(value, e.message()))?;
+                t.check_world(world).map_err(|e| bad(value, e.message()))?;
+                Ok(t)
+            }
+            "trn2-ultraserver" => {
+                let o = parse_opts(value, parts)?;
+                if o.nodes.is_some() || o.gen.is_some() || o.fabric.is_some() {
+                    return Err(bad(value, "trn2-ultraserver takes only lnc"));
+                }
+                let t = Topology::instance("trn2u.48xlarge", Some(ULTRASERVER_NODES), o.lnc, 1)?;
+                t.check_world(world).map_err(|e| bad(value, e.message()))?;
+                Ok(t)
+            }
+            name => {
+                if InstanceType::by_name(name).is_none() {
+                    return Err(bad(value, format!("unknown topology {name:?}")));
+                }
+                let o = parse_opts(value, parts)?;
+                if o.gen.is_some() || o.fabric.is_some() {
+                    return Err(bad(value, "gen and fabric apply only to custom shapes"));
+                }
+                Topology::instance(name, o.nodes, o.lnc, world).map_err(|e| bad(value, e.message()))
+            }
+        }
+    }
+
+    /// Resolve from a variable lookup (see the module doc for the order).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>, world: u32) -> Result<Topology> {
+        if let Some(v) = get(TOPOLOGY_ENV).filter(|v| !v.trim().is_empty()) {
+            return Topology::parse(&v, world);
+        }
+        let inst = get("OPENNRT_INSTANCE_TYPE").or_else(|| get("NEURON_RT_FAKE_INSTANCE_TYPE"));
+        let Some(inst) = inst else {
+            return Topology::for_world(world);
+        };
+        let lnc_var =
+            get("NEURON_LOGICAL_NC_CONFIG").or_else(|| get("NEURON_RT_VIRTUAL_CORE_SIZE"));
+        let lnc = match lnc_var.as_deref().map(str::trim) {
+            None => None,
+            Some("1") => Some(1),
+            Some("2") => Some(2),
+            Some(other) => {
+                return Err(Error::invalid(format!(
+                    "NEURON_LOGICAL_NC_CONFIG={other:?}: the logical core size must be 1 or 2"
+                )))
+            }
+        };
+        Topology::instance(&inst, None, lnc, world)
+    }
+
+    /// Resolve from the process environment for a world of `world` ranks.
+    pub fn from_env(world: u32) -> Result<Topology> {
+        Self::from_lookup(|k| std::env::var(k).ok(), world)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lower::topology::{DEFAULT_INSTANCE, INSTANCE_TYPES};
+    use std::collections::HashMap;
+
+    fn lookup(vars: &[(&str, &str)], world: u32) -> Result<Topology> {
+        let m: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Topology::from_lookup(|k| m.get(k).cloned(), world)
+    }
+
+    #[test]
+    fn instance_table_generations() {
+        for it in INSTANCE_TYPES {
+            let want = if it.arch_name == "trn1" { 5 } else { 12 };
+            assert_eq!(it.ncfw_arch_id(), want, "{}", it.name);
+            assert_eq!(it.lnc2_allowed, it.generation != Generation::V2);
+        }
+        assert_eq!(Generation::V4.ncfw_arch_id(), 20);
+        assert_eq!(Generation::V2.topsps_per_device(), 6);
+        assert_eq!(Generation::V3.topsps_per_device(), 16);
+        assert_eq!(Generation::V4.topsps_per_device(), 16);
+        assert_eq!(Generation::parse("trn3"), Some(Generation::V4));
+        assert_eq!(Generation::parse("V2"), Some(Generation::V2));
+        assert_eq!(Generation::parse("v5"), None);
+        assert_eq!(InstanceType::by_name(DEFAULT_INSTANCE).unwrap().devices, 16);
+    }
+
+    #[test]
+    fn instance_forms() {
+        let t = Topology::parse("trn2.48xlarge", 8).unwrap();
+        assert_eq!((t.nodes, t.lnc, t.generation), (1, 2, Generation::V3));
+        assert_eq!(
+            (t.logical_cores_per_device(), t.logical_cores_per_node()),
+            (4, 64)
+        );
+        assert_eq!((t.topsps_per_logical_core(), t.dies_per_device()), (4, 2));
+        assert_eq!(t.fabric, Fabric::None);
+        let t = Topology::parse("trn2.48xlarge:lnc=1", 8).unwrap();
+        assert_eq!(
+            (
+                t.lnc,
+                t.logical_cores_per_node(),
+                t.topsps_per_logical_core()
+            ),
+            (1, 128, 2)
+        );
+        // nodes default to the fewest that hold the world.
+        let t = Topology::parse("trn2.48xlarge", 65).unwrap();
+        assert_eq!(t.nodes, 2);
+        let t = Topology::parse("trn1.32xlarge:nodes=4", 3).unwrap();
+        assert_eq!((t.nodes, t.logical_cores()), (4, 128));
+        // v2 forces LNC 1.
+        let t = Topology::parse("trn1.32xlarge:lnc=2", 1).unwrap();
+        assert_eq!(
+            (t.lnc, t.topsps_per_logical_core(), t.dies_per_device()),
+            (1, 3, 1)
+        );
+        assert_eq!(t.generation.ncfw_arch_id(), 5);
+    }
+
+    #[test]
+    fn ultraserver_and_pod_members() {
+        let t = Topology::parse("trn2-ultraserver", 1).unwrap();
+        assert_eq!((t.nodes, t.lnc, t.fabric), (4, 2, Fabric::PodP2p));
+        assert_eq!(t.name, "trn2-ultraserver:lnc=2");
+        let t = Topology::parse("trn2-ultraserver:lnc=1", 512).unwrap();
+        assert_eq!(t.logical_cores(), 512);
+        assert!(Topology::parse("trn2-ultraserver:nodes=2", 1).is_err());
+        assert!(Topology::parse("trn2-ultraserver", 257).is_err());
+        let t = Topology::parse("trn2u.48xlarge", 100).unwrap();
+        assert_eq!((t.nodes, t.fabric), (2, Fabric::PodP2p));
+        let e = Topology::parse("trn2u.48xlarge:nodes=5", 1).unwrap_err();
+        assert!(e.message().contains("pod"), "{e}");
+    }
+
+    #[test]
+    fn custom_forms() {
+        let t = Topology::parse("custom:2x16x8:lnc=2:gen=v3", 128).unwrap();
+        assert_eq!(
+            (t.nodes, t.devices_per_node, t.cores_per_device, t.lnc),
+            (2, 16, 8, 2)
+        );
+        assert_eq!(
+            (t.instance, t.fabric, t.logical_cores()),
+            (None, Fabric::None, 128)
+        );
+        let t = Topology::parse("custom:3x2x2", 12).unwrap();
+        assert_eq!((t.lnc, t.generation), (1, Generation::V3));
+        let t = Topology::parse("custom:8x1x2:gen=v2:fabric=switch:lnc=2", 16).unwrap();
+        assert_eq!(
+            (t.lnc, t.fabric, t.topsps_per_logical_core()),
+            (1, Fabric::Switch, 3)
+        );
+        let t = Topology::parse("custom:4x16x8:fabric=pod:gen=trn3", 1).unwrap();
+        assert_eq!((t.fabric, t.generation), (Fabric::PodP2p, Generation::V4));
+    }
+
+    #[test]
+    fn canonical_names_round_trip() {
+        for v in [
+            "trn1.32xlarge",
+            "trn2.48xlarge:lnc=1",
+            "trn2-ultraserver",
+            "trn2u.48xlarge:nodes=2",
+            "custom:2x16x8:lnc=2:gen=v3",
+            "custom:1x1x2:gen=v2:fabric=switch",
+        ] {
+            let t = Topology::parse(v, 1).unwrap();
+            assert_eq!(Topology::parse(&t.name, 1).unwrap(), t, "{v} → {}", t.name);
+        }
+    }
+
+    #[test]
+    fn bad_values_list_the_forms() {
+        for (v, why) in [
+            ("p5.48xlarge", "unknown topology"),
+            ("", "unknown topology"),
+            ("trn2.48xlarge:lnc=3", "must be 1 or 2"),
+            ("trn2.48xlarge:lnc=1:lnc=2", "twice"),
+            ("trn2.48xlarge:foo=1", "unknown option"),
+            ("trn2.48xlarge:lnc", "key=value"),
+            ("trn2.48xlarge:gen=v3", "only to custom"),
+            ("trn1.32xlarge:nodes=0", "positive"),
+            ("custom", "needs"),
+            ("custom:2x16", "not <nodes>x<devices>x<cores>"),
+            ("custom:2x16xq", "positive"),
+            ("custom:1x1x3:lnc=2", "do not split"),
+            ("custom:1x1x32", "TOP_SPs"),
+            ("custom:1x1x8:gen=v2", "TOP_SPs"),
+            ("custom:1x65x1", "chip id"),
+            ("custom:1x2x2:gen=v9", "v2, v3 or v4"),
+            ("custom:1x2x2:fabric=torus", "none, pod or switch"),
+            ("custom:1x2x2:nodes=2", "from the shape"),
+            ("trn1.32xlarge:nodes=1", "does not fit"),
+        ] {
+            let e = Topology::parse(v, 40).unwrap_err();
+            assert!(e.message().contains(why), "{v}: {e}");
+            assert!(
+                e.message().contains("custom:<nodes>x<devices>x<cores>"),
+                "{v}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn defaults_from_the_world_and_env() {
+        let t = lookup(&[], 1).unwrap();
+        assert_eq!(
+            (t.name.as_str(), t.nodes),
+            ("trn1.32xlarge:nodes=1:lnc=1", 1)
+        );
+        assert_eq!(lookup(&[], 32).unwrap().nodes, 1);
+        assert_eq!(lookup(&[], 33).unwrap().nodes, 2);
+        assert_eq!(lookup(&[], 64).unwrap().nodes, 2);
+        assert_eq!(lookup(&[], 0).unwrap().nodes, 1);
+        assert_eq!(Topology::for_world(100).unwrap().nodes, 4);
+        assert!(Topology::for_world(u32::MAX).is_err());
+        assert!(Topology::parse("custom:65537x1x1", 1).is_err());
+        let t = lookup(&[("OPENNRT_TOPOLOGY", "trn2.48xlarge:lnc=1")], 4).unwrap();
+        assert_eq!(t.lnc, 1);
+        // The runtime's instance variables are the fallback.
+        let t = lookup(&[("OPENNRT_INSTANCE_TYPE", "trn2.48xlarge")], 65).unwrap();
+        assert_eq!((t.nodes, t.lnc), (2, 2));
+        let t = lookup(
+            &[
+                ("NEURON_RT_FAKE_INSTANCE_TYPE", "trn2.48xlarge"),
+                ("NEURON_LOGICAL_NC_CONFIG", "1"),
+            ],
+            65,
+        )
+        .unwrap();
+        assert_eq!((t.nodes, t.lnc), (1, 1));
+        // OPENNRT_TOPOLOGY wins; an empty value is unset.
+        let t = lookup(
+            &[
+                ("OPENNRT_TOPOLOGY", "trn2-ultraserver"),
+                ("OPENNRT_INSTANCE_TYPE", "trn1.2xlarge"),
+            ],
+            2,
+        )
+        .unwrap();
+        assert_eq!(t.nodes, 4);
+        assert_eq!(lookup(&[("OPENNRT_TOPOLOGY", " ")], 2).unwrap().nodes, 1);
+        assert!(lookup(&[("OPENNRT_TOPOLOGY", "bogus")], 2).is_err());
+        assert!(lookup(
+            &[
+                ("OPENNRT_INSTANCE_TYPE", "trn2.48xlarge"),
+                ("NEURON_LOGICAL_NC_CONFIG", "4")
+            ],
+            2
+        )
+        .is_err());
+    }
+}
