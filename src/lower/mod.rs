@@ -11,6 +11,7 @@
 //! only in the bytes of [`crate::isa`].
 
 pub mod compose;
+pub mod pipeline;
 pub mod program;
 pub mod request;
 pub mod select;
