@@ -10,6 +10,7 @@
 //! The lowering never imports the device, and the device never imports the lowering: they meet
 //! only in the bytes of [`crate::isa`].
 
+pub mod addrmap;
 pub mod compose;
 pub mod program;
 pub mod request;
