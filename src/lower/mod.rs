@@ -12,5 +12,10 @@
 
 pub mod addrmap;
 pub mod compose;
+pub mod emit;
+pub mod emit_check;
+pub mod emit_desc;
+pub mod emit_slot;
 pub mod program;
 pub mod request;
+pub mod spad;
