@@ -1,6 +1,7 @@
 //! Tests of the UDMA descriptor codec: golden words from the spec, round trips, robustness.
 
 use super::*;
+use crate::isa::enums::Dtype;
 use proptest::prelude::*;
 
 /// device.md §1.1: the default CME meta_ctrl is 0x01080003 (class 2 at 25:23, bit 19, bits 1:0 = 3).

@@ -386,3 +386,7 @@ fn emit_topsp(
         neff,
     })
 }
+
+#[cfg(test)]
+#[path = "emit_tests.rs"]
+mod tests;
