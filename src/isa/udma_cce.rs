@@ -222,7 +222,7 @@ pub struct CceCompute {
     pub meta: CceMeta,
     /// W2 bits 23:0: bytes of this source in the packet.
     pub length: u32,
-    /// W2 bits 31:24: MIN/MAX 0x02, FMA selectors a [25:24] b [27:26] c [29:28], combo 0x40.
+    /// W2 bits 31:24: MIN/MAX 0x02, FMA selectors a (bits 25:24), b (27:26), c (29:28), combo 0x40.
     pub w2_hi: u8,
     /// W3: FP32 scale bits (FMA), 0 otherwise.
     pub scale: u32,
