@@ -28,6 +28,8 @@ use crate::lower::addrmap::{AddressMap, MAX_RING_DESCS};
 use crate::lower::emit_desc::{ring_len, stamp, StepDescs, Tiler, RING_GUARD};
 use crate::lower::emit_slot::{SlotRecord, SlotWait, RECORD_BYTES, SLOTS, SLOT_RECORDS};
 use crate::lower::program::{sem_id, Program, Sem, Step};
+
+pub use crate::lower::emit_check::decode_back;
 use crate::lower::spad::{build_ctrl_spad, cc_op_fields, participants, reporter_of, CcOpPlacement};
 
 /// Semaphore id of the completion chain between a rank's TOP_SPs (ours).
@@ -79,7 +81,9 @@ pub struct NeffConfigs {
     pub trigger: u64,
     /// Own `trigger_next` semaphore ([`NEXT_SEM`]).
     pub trigger_next: u64,
-    /// Where this TOP_SP signals completion (the reporter's [`CHAIN_SEM`]), non-reporters.
+    /// Where this TOP_SP signals completion (the reporter's [`CHAIN_SEM`]), non-reporters. The
+    /// reporter is taken from the TOP_SP's first entry: with a fixed channel → TOP_SP map it is
+    /// the same TOP_SP in every entry.
     pub complete: u64,
     /// What the reporter waits on (own [`CHAIN_SEM`]).
     pub complete_prev: u64,
@@ -161,6 +165,27 @@ pub fn emit(p: &Program, map: &AddressMap) -> Result<EmittedProgram> {
 
 /// Emit every rank.
 pub fn emit_with(p: &Program, map: &AddressMap, opt: &EmitOptions) -> Result<EmittedProgram> {
+    let ranks = p
+        .ranks
+        .iter()
+        .map(|rp| emit_rank(p, map, opt, rp.rank))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(EmittedProgram { ranks })
+}
+
+/// Emit one rank only (what a process owning that rank needs; `emit_with` is this for every
+/// rank).
+pub fn emit_rank(
+    p: &Program,
+    map: &AddressMap,
+    opt: &EmitOptions,
+    rank: u32,
+) -> Result<EmittedRank> {
+    let rp = p
+        .ranks
+        .iter()
+        .find(|r| r.rank == rank)
+        .ok_or_else(|| Error::invalid(format!("emit: the program has no rank {rank}")))?;
     if !opt.max_ring.is_power_of_two()
         || opt.max_ring <= RING_GUARD
         || opt.max_ring > MAX_RING_DESCS
@@ -170,21 +195,17 @@ pub fn emit_with(p: &Program, map: &AddressMap, opt: &EmitOptions) -> Result<Emi
             opt.max_ring
         )));
     }
-    let mut ranks = Vec::with_capacity(p.ranks.len());
-    for rp in &p.ranks {
-        let mut topsps: Vec<u8> = rp.entries.iter().flat_map(participants).collect();
-        topsps.sort_unstable();
-        topsps.dedup();
-        let images = topsps
-            .iter()
-            .map(|&t| emit_topsp(p, map, opt, rp.rank, t))
-            .collect::<Result<Vec<_>>>()?;
-        ranks.push(EmittedRank {
-            rank: rp.rank,
-            topsps: images,
-        });
-    }
-    Ok(EmittedProgram { ranks })
+    let mut topsps: Vec<u8> = rp.entries.iter().flat_map(participants).collect();
+    topsps.sort_unstable();
+    topsps.dedup();
+    let images = topsps
+        .iter()
+        .map(|&t| emit_topsp(p, map, opt, rank, t))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(EmittedRank {
+        rank,
+        topsps: images,
+    })
 }
 
 fn ctx(rank: u32, topsp: u8) -> impl Fn(Error) -> Error {

@@ -32,7 +32,7 @@ use crate::lower::program::Entry;
 /// Most CTRL slots (4 KiB / 8).
 pub const MAX_CTRL_SLOTS: usize = CTRL_SPAD_BYTES / SPAD_CTRL_ENTRY_SIZE;
 
-/// The TOP_SPs of `rank` taking part in an entry, ascending.
+/// The TOP_SPs taking part in an entry (of one rank's program), ascending.
 pub fn participants(e: &Entry) -> Vec<u8> {
     let mut t: Vec<u8> = e.tapes.iter().map(|t| t.topsp).collect();
     t.sort_unstable();
