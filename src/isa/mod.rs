@@ -26,6 +26,7 @@
 
 pub mod ccop;
 pub mod enums;
+pub mod evtsem;
 pub mod instr;
 pub mod instr_collective;
 pub mod instr_other;
@@ -34,6 +35,7 @@ pub mod layout;
 pub mod markers;
 pub mod operand;
 pub mod stream;
+pub mod udma;
 pub mod validate;
 
 #[cfg(test)]

@@ -10,7 +10,12 @@
 //! The lowering never imports the device, and the device never imports the lowering: they meet
 //! only in the bytes of [`crate::isa`].
 
+pub mod addrmap;
 pub mod compose;
+pub mod emit;
+pub mod emit_check;
+pub mod emit_desc;
+pub mod emit_slot;
 pub mod pipeline;
 pub mod program;
 pub mod request;
@@ -20,6 +25,7 @@ mod select_gate_tests;
 mod select_gates;
 #[cfg(test)]
 mod select_tests;
+pub mod spad;
 pub mod topology;
 mod topology_parse;
 mod topology_place;

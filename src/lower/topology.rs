@@ -81,6 +81,27 @@ impl Generation {
             Generation::V3 | Generation::V4 => 2,
         }
     }
+    /// Physical NeuronCores per device (v4 assumed equal to v3).
+    pub fn physical_cores(self) -> u32 {
+        match self {
+            Generation::V2 => 2,
+            Generation::V3 | Generation::V4 => 8,
+        }
+    }
+    /// CCE elements per descriptor (spec/lowering.md §5.2).
+    pub fn cce_max_elems(self) -> u64 {
+        match self {
+            Generation::V2 => 1024,
+            Generation::V3 | Generation::V4 => 2048,
+        }
+    }
+    /// Most descriptors per packet (TX, RX), spec/lowering.md §5.2.
+    pub fn max_descs_per_packet(self) -> (u32, u32) {
+        match self {
+            Generation::V2 => (128, 128),
+            Generation::V3 | Generation::V4 => (65, 60),
+        }
+    }
     /// `v2` / `v3` / `v4`.
     pub fn name(self) -> &'static str {
         match self {
