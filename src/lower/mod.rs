@@ -18,6 +18,7 @@ pub mod emit_desc;
 pub mod emit_slot;
 pub mod pipeline;
 pub mod program;
+pub mod program_text;
 pub mod request;
 pub mod select;
 #[cfg(test)]

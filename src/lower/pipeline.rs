@@ -288,3 +288,70 @@ pub fn lower(req: &CollectiveRequest, cfg: &LowerConfig) -> Result<Program> {
         ranks,
     })
 }
+
+/// The address map of a program on a topology (every rank's placement, buffer sizes in bytes).
+pub fn address_map(p: &Program, topo: &Topology) -> Result<crate::lower::addrmap::AddressMap> {
+    use crate::lower::addrmap::{AddressMap, BufferSizes, RankPlace};
+    let esz = p.request.dtype.size_bytes().unwrap_or(1) as u64;
+    let places = p
+        .request
+        .group
+        .iter()
+        .map(|&g| {
+            topo.place(g).map(|pl| RankPlace {
+                node: pl.node,
+                device: pl.device,
+                core: pl.core,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let scratch = p.ranks.iter().map(|r| r.scratch_elems).max().unwrap_or(0);
+    AddressMap::new(
+        places,
+        topo.lnc,
+        topo.generation,
+        BufferSizes {
+            input: p.request.input_elems() * esz,
+            output: p.request.output_elems() * esz,
+            scratch: scratch * esz,
+            in_place: p.request.in_place,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::isa::enums::Dtype;
+    use crate::lower::request::ReduceOp;
+
+    pub(crate) fn request(op: CollectiveOp, n: u32, count: u64) -> CollectiveRequest {
+        let reduce = matches!(op, CollectiveOp::AllReduce | CollectiveOp::ReduceScatter)
+            .then_some(ReduceOp::Add);
+        CollectiveRequest {
+            op,
+            dtype: Dtype::Bf16,
+            reduce,
+            count,
+            in_place: false,
+            group: (0..n).collect(),
+            rank: 0,
+            stream: 0,
+            channel: None,
+            cc_dim: 0,
+            priority: 0,
+            pairs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn ring_all_reduce_lowers_and_emits() {
+        let req = request(CollectiveOp::AllReduce, 4, 8);
+        let cfg = LowerConfig::for_world(4).unwrap();
+        let p = lower(&req, &cfg).unwrap();
+        assert_eq!(p.ranks.len(), 4);
+        let map = address_map(&p, &cfg.topology).unwrap();
+        let e = crate::lower::emit::emit(&p, &map).unwrap();
+        crate::lower::emit::decode_back(&e, &p, &map).unwrap();
+    }
+}
