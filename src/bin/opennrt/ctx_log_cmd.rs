@@ -1,22 +1,13 @@
-//! `opennrt`: the command-line tool (design.md §3). Subcommands arrive with the issues that
-//! build what they show: `perf`, `lower`, `ctx-log`, `verify`.
+//! `opennrt ctx-log`: dump a CC context as `libncfw_ctx_log` does.
 
 use std::io::Write as _;
 
 use opennrt::ncfw::{ctx_log, sample_context, Arch, LogStatus, LOG_BUF_SIZE};
 
-const USAGE: &str = "usage: opennrt <command>
-
-commands:
-  version    print the OpenNRT version
+const USAGE: &str = "usage:
   ctx-log    dump a CC context as libncfw_ctx_log does:
              opennrt ctx-log --arch <5|12|20|28> [--ctx <file>] [--model <name>]
              without --ctx, dumps a sample context with distinctive values in every field";
-
-fn usage() -> ! {
-    eprintln!("{USAGE}");
-    std::process::exit(2)
-}
 
 fn fail(msg: &str) -> ! {
     eprintln!("opennrt ctx-log: {msg}");
@@ -24,7 +15,7 @@ fn fail(msg: &str) -> ! {
 }
 
 /// `opennrt ctx-log`: exit 0 on a complete dump, 1 if truncated, 2 on bad arguments or input.
-fn ctx_log_cmd(args: &[String]) -> i32 {
+pub(crate) fn ctx_log_cmd(args: &[String]) -> i32 {
     let (mut arch, mut ctx_path, mut model) = (None, None, "sample".to_string());
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -71,11 +62,3 @@ fn ctx_log_cmd(args: &[String]) -> i32 {
     }
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("version") | Some("--version") => println!("opennrt {}", env!("CARGO_PKG_VERSION")),
-        Some("ctx-log") => std::process::exit(ctx_log_cmd(&args[1..])),
-        _ => usage(),
-    }
-}

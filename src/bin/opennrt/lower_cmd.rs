@@ -1,0 +1,310 @@
+//! `opennrt lower` and `opennrt verify` (issue item 9).
+
+use std::time::Instant;
+
+use opennrt::isa::ccop::{SpadCtrlEntry, SPAD_SLOT_CONTINUE_MARK};
+use opennrt::isa::enums::Dtype;
+use opennrt::lower::emit::{decode_back, emit};
+use opennrt::lower::pipeline::{address_map, lower, LowerConfig};
+use opennrt::lower::program::{Algorithm, Program};
+use opennrt::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
+use opennrt::lower::topology::Topology;
+use opennrt::lower::verify::verify;
+
+use crate::args::{self, fail};
+
+const LOWER_USAGE: &str = "usage: opennrt lower --op <op> --ranks N [options]
+
+  --op         all_reduce | all_gather | reduce_scatter | all_to_all | all_to_all_v | permute |
+               permute_implicit | permute_reduce_implicit | send_recv | barrier
+  --ranks N    ranks in the replica group (global device ids 0..N)
+  --count N    elements per rank block (default 8; accepts 1<<20)
+  --dtype T    bf16 (default), fp16, fp32, fp8_e3, fp8_e4, fp8_e5, int8, ... (reductions need a
+               CCE dtype)
+  --redop R    add (default), max, min (reducing ops only)
+  --alg A      force an algorithm: ring, kangaring, single_cycle_ring, mesh, hier, intra_rdh,
+               inter_rdh (an algorithm that is illegal for the request is an error)
+  --topology T a topology (see OPENNRT_TOPOLOGY), e.g. trn2.48xlarge, custom:2x16x8:lnc=2
+  --channels C ring channels per leg (default 2)
+  --chunk E    chunk elements (default: 2 MiB worth)
+  --pairs L    explicit permute pairs, e.g. 0:1,1:0
+  --rank R     show only rank R's program (default: all ranks)
+  --in-place   input and output are one tensor
+  --json       print the program IR as JSON instead of text
+  --quiet      print only the summary (selection, verification, counts, timings)";
+
+fn build(a: &[(String, String)]) -> (CollectiveRequest, LowerConfig, Option<u32>, bool, bool) {
+    let c = "lower";
+    let mut op = None;
+    let (mut ranks, mut count, mut dtype, mut redop) = (None, 8u64, Dtype::Bf16, ReduceOp::Add);
+    let (mut alg, mut topo, mut channels, mut chunk, mut pairs) = (None, None, None, None, Vec::new());
+    let (mut show_rank, mut in_place, mut json, mut quiet) = (None, false, false, false);
+    for (k, v) in a {
+        match k.as_str() {
+            "--op" => op = Some(args::op(c, v)),
+            "--ranks" => ranks = Some(args::num::<u32>(c, k, v)),
+            "--count" => count = args::num(c, k, v),
+            "--dtype" => dtype = args::dtype(c, v),
+            "--redop" => redop = args::redop(c, v),
+            "--alg" => {
+                alg = Some(Algorithm::parse(v).unwrap_or_else(|| {
+                    let names: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+                    fail(c, &format!("unknown --alg {v:?}; use one of {}", names.join(", ")))
+                }))
+            }
+            "--topology" => topo = Some(v.clone()),
+            "--channels" => channels = Some(args::num::<u8>(c, k, v)),
+            "--chunk" => chunk = Some(args::num::<u64>(c, k, v)),
+            "--pairs" => {
+                for p in v.split(',').filter(|s| !s.is_empty()) {
+                    let (s, t) = p.split_once(':').unwrap_or_else(|| fail(c, &format!("--pairs entry {p:?} is not src:dst")));
+                    pairs.push((args::num(c, "--pairs", s), args::num(c, "--pairs", t)));
+                }
+            }
+            "--rank" => show_rank = Some(args::num::<u32>(c, k, v)),
+            "--in-place" => in_place = true,
+            "--json" => json = true,
+            "--quiet" => quiet = true,
+            other => fail(c, &format!("unknown option {other}\n{LOWER_USAGE}")),
+        }
+    }
+    let op = op.unwrap_or_else(|| fail(c, &format!("--op is required\n{LOWER_USAGE}")));
+    let n = ranks.unwrap_or_else(|| fail(c, "--ranks is required"));
+    if n == 0 {
+        fail(c, "--ranks must be at least 1");
+    }
+    let reducing = matches!(op, CollectiveOp::AllReduce | CollectiveOp::ReduceScatter | CollectiveOp::PermuteReduceImplicit);
+    let req = CollectiveRequest {
+        op,
+        dtype,
+        reduce: reducing.then_some(redop),
+        count,
+        in_place,
+        group: (0..n).collect(),
+        rank: 0,
+        stream: 0,
+        channel: None,
+        cc_dim: 0,
+        priority: 0,
+        pairs,
+        ..CollectiveRequest::default_for_cli()
+    };
+    let mut cfg = LowerConfig::from_env(n).unwrap_or_else(|e| fail(c, e.message()));
+    if let Some(t) = topo {
+        cfg.topology = Topology::parse(&t, n).unwrap_or_else(|e| fail(c, e.message()));
+    }
+    if alg.is_some() {
+        cfg.select.forced = alg;
+    }
+    if let Some(ch) = channels {
+        cfg.channels = ch;
+    }
+    if chunk.is_some() {
+        cfg.chunk_elems = chunk;
+    }
+    (req, cfg, show_rank, json, quiet)
+}
+
+fn print_tables(p: &Program, cfg: &LowerConfig, only: Option<u32>) -> Result<(), String> {
+    let map = address_map(p, &cfg.topology).map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    let e = emit(p, &map).map_err(|e| e.to_string())?;
+    let t_emit = t.elapsed();
+    let t = Instant::now();
+    decode_back(&e, p, &map).map_err(|e| e.to_string())?;
+    let t_check = t.elapsed();
+    for er in &e.ranks {
+        if only.is_some_and(|r| r != er.rank) {
+            continue;
+        }
+        for img in &er.topsps {
+            println!(
+                "rank {} TOP_SP {}: {} M2S + {} S2M descriptors, {} slot bytes",
+                er.rank,
+                img.topsp,
+                img.m2s.len(),
+                img.s2m.len(),
+                img.slot_spad.len()
+            );
+            for (i, slot) in img.ctrl_spad.chunks_exact(8).enumerate() {
+                let word = u64::from_le_bytes(slot.try_into().expect("8-byte chunk"));
+                if word == SPAD_SLOT_CONTINUE_MARK {
+                    println!("  cc_op[{i}] continuation mark");
+                    continue;
+                }
+                let s = SpadCtrlEntry::unpack(slot.try_into().expect("8-byte chunk"));
+                if !s.cc_op {
+                    continue;
+                }
+                println!(
+                    "  cc_op[{i}] {:02x?} algo_type {} sub {} trigger_next {} reporter {} ring_wait {} ring_send {} safe_mode {} channel_list {:#010x} (mesh shift {} mask {:#06x})",
+                    slot, s.algo_type, s.algo_sub_type, u8::from(s.trigger_next), u8::from(s.reporter),
+                    u8::from(s.ring_wait_complete), u8::from(s.ring_send_complete), u8::from(s.safe_mode),
+                    s.channel_list(), s.sema_shift_offset(), s.sema_mask()
+                );
+            }
+        }
+    }
+    let (m2s, s2m): (usize, usize) = e
+        .ranks
+        .iter()
+        .flat_map(|r| &r.topsps)
+        .fold((0, 0), |(a, b), t| (a + t.m2s.len(), b + t.s2m.len()));
+    println!(
+        "emitted: {m2s} M2S + {s2m} S2M descriptors over {} ranks in {:.3} ms; decode-back ok in {:.3} ms",
+        e.ranks.len(),
+        t_emit.as_secs_f64() * 1e3,
+        t_check.as_secs_f64() * 1e3
+    );
+    Ok(())
+}
+
+/// `opennrt lower`: exit 0 on success, 1 if lowering, verification or emission fails, 2 on bad
+/// arguments.
+pub fn lower_cmd(a: &[String]) -> i32 {
+    if a.iter().any(|x| x == "-h" || x == "--help") {
+        println!("{LOWER_USAGE}");
+        return 0;
+    }
+    let pairs = args::pairs("lower", a, &["--in-place", "--json", "--quiet"]);
+    let (req, cfg, only, json, quiet) = build(&pairs);
+    let t = Instant::now();
+    let p = match lower(&req, &cfg) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("opennrt lower: {e}");
+            return 1;
+        }
+    };
+    let t_cold = t.elapsed();
+    if json {
+        println!("{}", p.to_json());
+        return 0;
+    }
+    for line in &p.selection {
+        println!("selection: {line}");
+    }
+    let t = Instant::now();
+    match verify(&p) {
+        Ok(r) => println!(
+            "verified in {:.3} ms: {} steps, {} transfers, exact contributions on every rank, no deadlock, semaphores balanced (max value {})",
+            t.elapsed().as_secs_f64() * 1e3,
+            r.steps,
+            r.transfers,
+            r.max_sem_value
+        ),
+        Err(e) => {
+            eprintln!("opennrt lower: verification failed: {e}");
+            return 1;
+        }
+    }
+    if !quiet {
+        for rp in &p.ranks {
+            if only.is_none_or(|r| r == rp.rank) {
+                print!("{rp}");
+            }
+        }
+    }
+    if let Err(e) = print_tables(&p, &cfg, if quiet { Some(u32::MAX) } else { only }) {
+        eprintln!("opennrt lower: emission failed: {e}");
+        return 1;
+    }
+    println!("lowered in {:.3} ms ({} steps over {} ranks)", t_cold.as_secs_f64() * 1e3, p.step_count(), p.ranks.len());
+    0
+}
+
+/// `opennrt verify`: lower, verify, emit and decode back every case of the matrix; one line per
+/// case and a closing `N passed, N failed` line. Exit 1 if any case failed.
+pub fn verify_cmd(a: &[String]) -> i32 {
+    let quick = a.iter().any(|x| x == "--quick");
+    if let Some(bad) = a.iter().find(|x| *x != "--quick") {
+        fail("verify", &format!("unknown argument {bad:?}; usage: opennrt verify [--quick]"));
+    }
+    let ranks: &[u32] = if quick { &[1, 2, 3, 4, 5, 8] } else { &[1, 2, 3, 4, 5, 8, 16, 32, 64] };
+    let counts: &[u64] = if quick { &[0, 1, 7, 4099] } else { &[0, 1, 7, 4099, 1 << 20] };
+    let ops = [
+        CollectiveOp::AllReduce,
+        CollectiveOp::AllGather,
+        CollectiveOp::ReduceScatter,
+        CollectiveOp::AllToAll,
+        CollectiveOp::PermuteImplicit,
+        CollectiveOp::Barrier,
+    ];
+    let (mut passed, mut failed, mut skipped) = (0u32, 0u32, 0u32);
+    for &op in &ops {
+        for &alg in &Algorithm::ALL {
+            for &n in ranks {
+                for &count in counts {
+                    let count = if op == CollectiveOp::Barrier { 0 } else { count };
+                    if op == CollectiveOp::Barrier && count != counts[0] {
+                        continue;
+                    }
+                    let outcome = run_case(op, alg, n, count);
+                    let name = format!("{} alg={} ranks={n} count={count}", args::op_name(op), alg.name());
+                    match outcome {
+                        Case::Pass(ms) => {
+                            passed += 1;
+                            println!("ok   {name} ({ms:.1} ms)");
+                        }
+                        Case::Illegal => skipped += 1,
+                        Case::Fail(why) => {
+                            failed += 1;
+                            println!("FAIL {name}: {why}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    println!("({skipped} combinations are illegal for their request or topology and were refused as they must be)");
+    println!("{passed} passed, {failed} failed");
+    i32::from(failed > 0)
+}
+
+enum Case {
+    Pass(f64),
+    Illegal,
+    Fail(String),
+}
+
+fn run_case(op: CollectiveOp, alg: Algorithm, n: u32, count: u64) -> Case {
+    let t = Instant::now();
+    let reducing = matches!(op, CollectiveOp::AllReduce | CollectiveOp::ReduceScatter);
+    let req = CollectiveRequest {
+        op,
+        dtype: Dtype::Bf16,
+        reduce: reducing.then_some(ReduceOp::Add),
+        count,
+        in_place: false,
+        group: (0..n).collect(),
+        rank: 0,
+        stream: 0,
+        channel: None,
+        cc_dim: 0,
+        priority: 0,
+        pairs: Vec::new(),
+        ..CollectiveRequest::default_for_cli()
+    };
+    let mut cfg = match LowerConfig::for_world(n) {
+        Ok(c) => c,
+        Err(e) => return Case::Fail(e.to_string()),
+    };
+    cfg.select.forced = Some(alg);
+    let p = match lower(&req, &cfg) {
+        Ok(p) => p,
+        // Selection refuses algorithms that are illegal for the request or topology (§3.2); the
+        // matrix only counts the legal ones.
+        Err(e) if e.kind() == opennrt::ErrorKind::Invalid && e.message().contains("OPENNRT_CC_ALGO") => {
+            return Case::Illegal
+        }
+        Err(e) => return Case::Fail(format!("lowering: {e}")),
+    };
+    if let Err(e) = verify(&p) {
+        return Case::Fail(format!("verification: {e}"));
+    }
+    let emitted = address_map(&p, &cfg.topology).and_then(|m| emit(&p, &m).and_then(|e| decode_back(&e, &p, &m)));
+    if let Err(e) = emitted {
+        return Case::Fail(format!("emission: {e}"));
+    }
+    Case::Pass(t.elapsed().as_secs_f64() * 1e3)
+}

@@ -1,0 +1,42 @@
+//! `opennrt`: the command-line tool (design.md §3).
+//!
+//! * `opennrt lower` — lower one collective and show the selection, the step program, the cc_op
+//!   table and descriptor counts (or the IR as JSON);
+//! * `opennrt verify` — verify a matrix of (op, algorithm, ranks, count) programs;
+//! * `opennrt ctx-log` — dump a CC context as `libncfw_ctx_log` does;
+//! * `opennrt version`.
+
+mod args;
+mod ctx_log_cmd;
+mod lower_cmd;
+
+const USAGE: &str = "usage: opennrt <command> [options]
+
+commands:
+  lower      lower one collective: opennrt lower --op <op> --ranks N [options] (--help for more)
+  verify     verify the lowering over a matrix of cases: opennrt verify [--quick]
+  ctx-log    dump a CC context: opennrt ctx-log --arch <5|12|20|28> [--ctx <file>] [--model <name>]
+  version    print the OpenNRT version";
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or(&[]);
+    let code = match args.first().map(String::as_str) {
+        Some("version") | Some("--version") => {
+            println!("opennrt {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Some("ctx-log") => ctx_log_cmd::ctx_log_cmd(rest),
+        Some("lower") => lower_cmd::lower_cmd(rest),
+        Some("verify") => lower_cmd::verify_cmd(rest),
+        Some("-h") | Some("--help") | Some("help") => {
+            println!("{USAGE}");
+            0
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            2
+        }
+    };
+    std::process::exit(code)
+}
