@@ -10,6 +10,10 @@
 //! The lowering never imports the device, and the device never imports the lowering: they meet
 //! only in the bytes of [`crate::isa`].
 
+pub mod cache;
 pub mod compose;
 pub mod program;
 pub mod request;
+pub mod request_a2av;
+pub mod request_api;
+pub mod request_instr;

@@ -1,0 +1,1 @@
+//! Tests of the instruction path (placeholder while the suite is written).
