@@ -17,3 +17,4 @@ pub mod request;
 pub mod request_a2av;
 pub mod request_api;
 pub mod request_instr;
+pub mod request_stream;

@@ -24,7 +24,8 @@ use crate::isa::enums::{UpdateMode, WaitMode};
 
 pub use super::request_a2av::{A2avMeta, A2avRow, A2avTable};
 pub use super::request_api::ApiComm;
-pub use super::request_instr::{requests_from_stream, InstrContext, TensorInfo};
+pub use super::request_instr::{InstrContext, TensorInfo};
+pub use super::request_stream::requests_from_stream;
 
 /// The collective operation (host view, `enc_op_type` of spec/lowering.md §2.1 minus the
 /// unsupported BROADCAST / REDUCE / explicit PERMUTE_REDUCE).

@@ -2,8 +2,7 @@
 //! (spec/lowering.md §1.3–§1.9, §2.1, §2.11, §4.9–§4.12, §6.3).
 //!
 //! [`CollectiveRequest::from_instr`] lowers one word (0xC7, 0xC8, the 0xD9+0xDA pair, 0xCB);
-//! [`requests_from_stream`] lowers every trigger of a decoded engine program in order and
-//! handles INSTR_CHAINING chains. Every word first goes through [`isa::validate`](validate)
+//! [`request_stream`](super::request_stream) lowers whole programs and chains. Every word first goes through [`isa::validate`](validate)
 //! with a [`ValidationContext`] filled from the [`InstrContext`]; its [`IsaError`] becomes the
 //! `Invalid` error (it names the opcode, field, byte offset, value and rule). Then:
 //!
@@ -21,8 +20,6 @@
 //! * 0xCB `peer_id` is the peer's global device id; the request's group is the pair in
 //!   (sender, receiver) order, so a send is rank 0 and the matching receive rank 1 of the same
 //!   group. It is a byte copy: dtype UINT8, count = size_bytes.
-//! * A chain's members share one stream and one replica group (one fused cc-op bundle runs on
-//!   one stream, §6.3); with UNIQUE_TENSORS set, no NEFF variable is used by two members.
 //! * The 0xDA channel_id is kept only for permutes (§1.6: "used by permutes").
 //! * On v2 the priority class is 0: the encoder reads it only on arch > v2 (§1.6).
 
@@ -38,7 +35,6 @@ use crate::isa::instr::{Common, Instr};
 use crate::isa::instr_collective::Collective2;
 use crate::isa::instr_other::SendRecv;
 use crate::isa::operand::Tensor2d;
-use crate::isa::stream::DecodedStream;
 use crate::isa::validate::{validate, Arch, Location, ValidationContext};
 
 /// Size and placement of a NEFF tensor or variable.
@@ -537,7 +533,7 @@ fn lower_cb(
 
 /// Lower one word against the running validation state; `None` for words that are not
 /// collective triggers (they are validated all the same).
-fn lower_word(
+pub(super) fn lower_word(
     instr: &Instr,
     ctx: &InstrContext,
     running: &ValidationContext,
@@ -581,7 +577,7 @@ fn lower_word(
 impl CollectiveRequest {
     /// Lower one collective word (0xC7, 0xC8, 0xD9+0xDA, 0xCB) for this rank. Any other word is
     /// an error. A chained 0xD9+0xDA lowered alone gets its role but `chain.len = 0` (unknown);
-    /// use [`requests_from_stream`] for chains.
+    /// use [`requests_from_stream`](super::request_stream::requests_from_stream) for chains.
     pub fn from_instr(instr: &Instr, ctx: &InstrContext) -> Result<CollectiveRequest> {
         let op = instr.opcode();
         lower_word(instr, ctx, &ValidationContext::default())
@@ -594,100 +590,9 @@ impl CollectiveRequest {
     }
 }
 
-/// Lower every collective trigger of a decoded engine program, in stream order. Every word is
-/// validated (with the stream↔group mapping of rule 8 carried along); chains of 0xD9+0xDA
-/// pairs (§6.3) become one request per member with `chain.index` / `chain.len` set, a single
-/// trigger record on the FINAL member that waits like the INITIAL word and updates like the
-/// FINAL one, and the chain rules of the module doc checked. Errors name the word's byte offset.
-pub fn requests_from_stream(
-    stream: &DecodedStream,
-    ctx: &InstrContext,
-) -> Result<Vec<CollectiveRequest>> {
-    let mut running = ValidationContext::default();
-    let mut out = Vec::new();
-    let mut at_word = BTreeMap::new();
-    for (i, w) in stream.words.iter().enumerate() {
-        let here = |e: Error| e.context(format_args!("word at byte {:#x}", w.offset));
-        let r = lower_word(&w.instr, ctx, &running).map_err(here)?;
-        running.observe(&w.instr);
-        if let Some(r) = r {
-            at_word.insert(i, out.len());
-            out.push(r);
-        }
-    }
-    for chain in &stream.chains {
-        let len = chain.members.len() as u32;
-        let first = &stream.words[chain.members[0]];
-        let not_pair = |off: usize| {
-            Error::invalid(format!(
-                "chain member at byte {off:#x} is not a lowered 0xD9+0xDA pair"
-            ))
-        };
-        let Instr::Collective2(head) = &first.instr else {
-            return Err(not_pair(first.offset));
-        };
-        for &m in &chain.members {
-            if !at_word.contains_key(&m) || !matches!(stream.words[m].instr, Instr::Collective2(_))
-            {
-                return Err(not_pair(stream.words.get(m).map_or(0, |w| w.offset)));
-            }
-        }
-        let mut seen: BTreeMap<TensorName, u32> = BTreeMap::new();
-        let unique = chain
-            .members
-            .iter()
-            .any(|&m| out[at_word[&m]].chain.unique_tensors);
-        for (k, &m) in chain.members.iter().enumerate() {
-            let word = &stream.words[m];
-            let Instr::Collective2(c) = &word.instr else {
-                return Err(not_pair(word.offset));
-            };
-            let at = |msg: String| {
-                Error::invalid(msg).context(format_args!("word at byte {:#x}", word.offset))
-            };
-            if (c.ext.stream_id, c.ext.group_id) != (head.ext.stream_id, head.ext.group_id) {
-                return Err(at(format!(
-                    "chain member {k} runs on stream {} / group {} but the chain's INITIAL word \
-                     (byte {:#x}) on stream {} / group {}: a chain is one cc-op bundle on one \
-                     stream (lowering.md §6.3)",
-                    c.ext.stream_id,
-                    c.ext.group_id,
-                    first.offset,
-                    head.ext.stream_id,
-                    head.ext.group_id
-                )));
-            }
-            let req = &mut out[at_word[&m]];
-            req.chain.index = k as u32;
-            req.chain.len = len;
-            if req.chain.role == InstrChaining::Final {
-                if let Some(t) = req.trigger.as_mut() {
-                    let w0 = head.trigger.common.events;
-                    t.wait_mode = w0.wait_mode;
-                    t.wait_idx = w0.wait_idx;
-                    t.semaphore_value = w0.semaphore_value;
-                }
-            }
-            if unique {
-                let names: BTreeSet<TensorName> =
-                    [req.operands.src0, req.operands.src1, req.operands.dst]
-                        .into_iter()
-                        .flatten()
-                        .map(|o| o.tensor)
-                        .collect();
-                for nm in names {
-                    if let Some(prev) = seen.insert(nm, k as u32) {
-                        return Err(at(format!(
-                            "UNIQUE_TENSORS is set on the chain but members {prev} and {k} both \
-                             use {nm:?}"
-                        )));
-                    }
-                }
-            }
-        }
-    }
-    Ok(out)
-}
+#[cfg(test)]
+#[path = "request_testutil.rs"]
+pub(crate) mod testutil;
 
 #[cfg(test)]
 #[path = "request_instr_tests.rs"]
