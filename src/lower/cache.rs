@@ -3,10 +3,11 @@
 //! context cache on an MD5 signature of the op).
 //!
 //! * **Key.** A [`Signature`] is the request's canonical serialized form *minus the caller's
-//!   rank* (every rank of a communicator lowers the same program, which covers all ranks), plus
-//!   a topology/config key string the caller supplies (instance, placement, forced algorithm,
-//!   chunk size: whatever else decides the program). The canonical form is the request's JSON
-//!   with object keys sorted (serde_json's default map), so it is stable across runs.
+//!   rank* (every rank of a communicator lowers the same program, which covers all ranks; the
+//!   rank is set to 0 before serializing), plus a topology/config key string the caller
+//!   supplies (instance, placement, forced algorithm, chunk size: whatever else decides the
+//!   program). The canonical form is the request's JSON in field declaration order, so it is
+//!   stable across runs.
 //! * **Digest.** 128 bits from two independent 64-bit lanes over the key bytes: FNV-1a, and a
 //!   multiply–rotate lane with a different seed and prime, each finished with a splitmix64
 //!   avalanche that also folds in the length. It is **not cryptographic** and needs not be: it
@@ -72,11 +73,14 @@ pub struct Signature {
 impl Signature {
     /// The signature of `req` under `topology` (see the module doc).
     pub fn of(req: &CollectiveRequest, topology: &str) -> Signature {
-        let mut v = serde_json::to_value(req).expect("requests always serialize");
-        if let Some(m) = v.as_object_mut() {
-            m.remove("rank");
-        }
-        let mut key = v.to_string();
+        // The rank is neutralised (set to 0) rather than removed: same effect on equality,
+        // and serializing the struct directly is about twice as fast as going through a
+        // `serde_json::Value` (the cached path is dominated by this).
+        let neutral = CollectiveRequest {
+            rank: 0,
+            ..req.clone()
+        };
+        let mut key = serde_json::to_string(&neutral).expect("requests always serialize");
         key.push('\0');
         key.push_str(topology);
         Signature::from_key(key)
@@ -296,7 +300,7 @@ mod tests {
         let mut r = req(8, 0);
         r.in_place = true;
         assert_ne!(Signature::of(&r, t), Signature::of(&req(8, 0), t));
-        assert!(!Signature::of(&req(8, 0), t).key.contains("\"rank\":"));
+        assert!(Signature::of(&req(8, 3), t).key.contains("\"rank\":0,"));
     }
 
     #[test]

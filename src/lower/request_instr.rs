@@ -3,7 +3,7 @@
 //!
 //! [`CollectiveRequest::from_instr`] lowers one word (0xC7, 0xC8, the 0xD9+0xDA pair, 0xCB);
 //! [`request_stream`](super::request_stream) lowers whole programs and chains. Every word first goes through [`isa::validate`](validate)
-//! with a [`ValidationContext`] filled from the [`InstrContext`]; its [`IsaError`] becomes the
+//! with a [`ValidationContext`] filled from the [`InstrContext`]; its [`IsaError`](crate::isa::IsaError) becomes the
 //! `Invalid` error (it names the opcode, field, byte offset, value and rule). Then:
 //!
 //! * the replica group is resolved (group_id → participants; this device's index is the rank);

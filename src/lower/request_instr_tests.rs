@@ -3,7 +3,7 @@
 
 use super::testutil::*;
 use super::*;
-use crate::isa::enums::{AluOp, Flag, UpdateMode, WaitMode};
+use crate::isa::enums::{AluOp, CcDim, Flag, UpdateMode, WaitMode};
 use crate::isa::instr::decode;
 use crate::isa::instr_collective::{DmaConfigs, TriggerAllReduce};
 use crate::isa::operand::{Addr4, PseudoAddr8};
@@ -461,4 +461,29 @@ fn collective2_operands_fit_their_variables() {
     );
     let m = err(Instr::Collective2(a2a), &c);
     assert!(m.contains("rule 7"), "{m}");
+}
+
+/// §1.9 rule 7: cc_dim must suit the op (reduce-scatter: cc_dim 0 only); cc_dim passes through.
+#[test]
+fn cc_dim_against_the_op() {
+    let mut p = c2(
+        CollectiveType::ReduceScatter,
+        AluOp::Add,
+        var(1, 64),
+        var(2, 16),
+    );
+    p.trigger.cc_dim = CcDim::Dim1;
+    let m = err(Instr::Collective2(p), &ctx());
+    assert!(
+        m.contains("field cc_dim at byte 15") && m.contains("rule 7"),
+        "{m}"
+    );
+    let mut g = c2(
+        CollectiveType::AllGather,
+        AluOp::Bypass,
+        var(1, 16),
+        var(2, 64),
+    );
+    g.trigger.cc_dim = CcDim::Dim1;
+    assert_eq!(lower(Instr::Collective2(g)).unwrap().cc_dim, 1);
 }
