@@ -181,8 +181,13 @@ fn reduce_of(op: CollectiveOp, alu: crate::isa::enums::AluOp) -> Result<Option<R
 
 /// Reject overlapping input/output windows `[a, a+la)` and `[b, b+lb)` of one storage unless
 /// they start together (in place). Returns whether they are in place.
-fn in_place_or_disjoint(name: &str, a: u64, la: u64, b: u64, lb: u64) -> Result<bool> {
-    if a == b {
+fn in_place_or_disjoint(
+    name: &str,
+    same_start: bool,
+    (a, la): (u64, u64),
+    (b, lb): (u64, u64),
+) -> Result<bool> {
+    if same_start {
         return Ok(true);
     }
     let overlap = la > 0 && lb > 0 && a < b.saturating_add(lb) && b < a.saturating_add(la);
@@ -256,10 +261,9 @@ fn lower_c8(
     let in_place = if ids.0 == ids.1 {
         in_place_or_disjoint(
             &format!("tensor {}", ids.0),
-            offs.0,
-            in_count,
-            offs.1,
-            out_count,
+            offs.0 == offs.1,
+            (offs.0, in_count),
+            (offs.1, out_count),
         )?
     } else {
         false
@@ -269,16 +273,23 @@ fn lower_c8(
     if op == CollectiveOp::Permute {
         req.pairs = pairs_of(ctx, group_id, n)?;
     }
-    let operand = |id: u32, info: Option<TensorInfo>, off: u64| Operand {
-        tensor: TensorName::TensorId(id),
-        offset_bytes: off * esize,
-        shape: None,
-        placement: info.and_then(|t| t.placement),
+    let operand = |what: &str, id: u32, info: Option<TensorInfo>, off: u64| {
+        let offset_bytes = off.checked_mul(esize).ok_or_else(|| {
+            Error::invalid(format!(
+                "{what} element offset {off} x {esize} bytes overflows u64"
+            ))
+        })?;
+        Ok::<_, Error>(Operand {
+            tensor: TensorName::TensorId(id),
+            offset_bytes,
+            shape: None,
+            placement: info.and_then(|t| t.placement),
+        })
     };
     req.operands = Operands {
-        src0: Some(operand(ids.0, tin, offs.0)),
+        src0: Some(operand("src", ids.0, tin, offs.0)?),
         src1: None,
-        dst: Some(operand(ids.1, tout, offs.1)),
+        dst: Some(operand("dst", ids.1, tout, offs.1)?),
     };
     req.trigger = instr.common().map(events_of);
     Ok(req)
@@ -347,15 +358,25 @@ fn var_operand(ctx: &InstrContext, t: &Tensor2d, field: &str, esize: u64) -> Res
     })
 }
 
-/// Byte extent `[start, end)` of a VAR_ID operand (for the overlap test), assuming it fits.
+/// Byte extent `(start, len)` of a VAR_ID operand's walk (for the overlap test); negative
+/// strides extend it below the start address. Clamped to u64 (only compared, never used to
+/// address).
 fn byte_window(o: &Operand, esize: u64) -> (u64, u64) {
     let s = o.shape.expect("var operands have a shape");
-    let mut hi = 0u64;
-    for k in 0..2 {
-        hi += u64::from(s.num_elem[k].saturating_sub(1)) * s.step_elem[k].max(0) as u64;
+    if s.num_elem[0] == 0 || s.num_elem[1] == 0 {
+        return (o.offset_bytes, 0);
     }
-    let n = u64::from(s.num_elem[0]) * u64::from(s.num_elem[1]);
-    (o.offset_bytes, if n == 0 { 0 } else { (hi + 1) * esize })
+    let (mut lo, mut hi) = (0i128, 0i128);
+    for k in 0..2 {
+        let span = i128::from(s.num_elem[k]) - 1;
+        let st = i128::from(s.step_elem[k]);
+        lo += span * st.min(0);
+        hi += span * st.max(0);
+    }
+    let e = i128::from(esize);
+    let start = (i128::from(o.offset_bytes) + lo * e).clamp(0, i128::from(u64::MAX));
+    let len = ((hi - lo + 1) * e).clamp(0, i128::from(u64::MAX));
+    (start as u64, len as u64)
 }
 
 /// Lower a 0xD9+0xDA pair (one logical cc-op).
@@ -433,9 +454,12 @@ fn lower_c2(
         req.a2av = Some(A2avMeta::from_bitmap(e.src1_bitmap, cin, cout, Some(meta))?);
     }
     if src0.tensor == dst.tensor {
-        let (a, la) = byte_window(&src0, esize);
-        let (b, lb) = byte_window(&dst, esize);
-        req.in_place = in_place_or_disjoint(&format!("{:?}", src0.tensor), a, la, b, lb)?;
+        req.in_place = in_place_or_disjoint(
+            &format!("{:?}", src0.tensor),
+            src0.offset_bytes == dst.offset_bytes,
+            byte_window(&src0, esize),
+            byte_window(&dst, esize),
+        )?;
     }
     if op == CollectiveOp::Permute {
         req.pairs = pairs_of(ctx, e.group_id, n)?;

@@ -149,6 +149,22 @@ fn in_place_and_overlap() {
         m.contains("input [0, 64) and output [2, 66) of Var(5) overlap"),
         "{m}"
     );
+    // A negative stride walks below its start: src0 from byte 62 backwards covers [0, 64).
+    let mut p = ar2(5, 5);
+    p.trigger.src0.start = PseudoAddr8::var(5, 62).unwrap();
+    p.trigger.src0.step_elem = [-1, 0];
+    let m = err(Instr::Collective2(p), &ctx());
+    assert!(
+        m.contains("input [0, 64) and output [0, 64) of Var(5) overlap"),
+        "{m}"
+    );
+    let mut w = c8(CollectiveType::AllReduce, AluOp::Add, Dtype::Fp32, 0);
+    w.src_offset_elems = u64::MAX / 2;
+    let m = err(Instr::TriggerCollective(w), &ctx());
+    assert!(
+        m.contains("src element offset 9223372036854775807 x 4 bytes overflows u64"),
+        "{m}"
+    );
 }
 
 /// lowering.md §2.1: ctype → op for every ctype; explicit PERMUTE_REDUCE rejected.
