@@ -16,5 +16,6 @@ pub mod program;
 pub mod request;
 pub mod request_a2av;
 pub mod request_api;
+mod request_check;
 pub mod request_instr;
 pub mod request_stream;
