@@ -11,6 +11,7 @@
 //! only in the bytes of [`crate::isa`].
 
 pub mod addrmap;
+pub mod cache;
 pub mod compose;
 pub mod emit;
 pub mod emit_check;
@@ -20,6 +21,11 @@ pub mod pipeline;
 pub mod program;
 pub mod program_text;
 pub mod request;
+pub mod request_a2av;
+pub mod request_api;
+mod request_check;
+pub mod request_instr;
+pub mod request_stream;
 pub mod select;
 #[cfg(test)]
 mod select_gate_tests;

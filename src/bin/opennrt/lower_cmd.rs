@@ -87,7 +87,7 @@ fn build(a: &[(String, String)]) -> (CollectiveRequest, LowerConfig, Option<u32>
         cc_dim: 0,
         priority: 0,
         pairs,
-        ..CollectiveRequest::default_for_cli()
+        ..CollectiveRequest::new(op, dtype, None, 0, Vec::new(), 0)
     };
     let mut cfg = LowerConfig::from_env(n).unwrap_or_else(|e| fail(c, e.message()));
     if let Some(t) = topo {
@@ -283,7 +283,7 @@ fn run_case(op: CollectiveOp, alg: Algorithm, n: u32, count: u64) -> Case {
         cc_dim: 0,
         priority: 0,
         pairs: Vec::new(),
-        ..CollectiveRequest::default_for_cli()
+        ..CollectiveRequest::new(op, dtype, None, 0, Vec::new(), 0)
     };
     let mut cfg = match LowerConfig::for_world(n) {
         Ok(c) => c,

@@ -1,0 +1,568 @@
+//! The API entry path: `nrta_cc_prepare`'s arguments → [`CollectiveRequest`]
+//! (spec/nrt-abi.md §3.6, §5.7; enums of §2.2).
+//!
+//! The C boundary reads `nrt_cc_comm_t` and the two tensor lists once and hands this module
+//! plain values: an [`ApiComm`], the byte sizes of the input and output tensors, whether the two
+//! lists name the same storage, and the three raw enum values. Everything is checked here, in
+//! this order, and the first failure is returned as an `Invalid` error naming the argument, the
+//! value and the rule: `cc_op`, `dtype`, `op`, the communicator, the tensor lists.
+//!
+//! Choices (the spec leaves them open):
+//! * `op` is ignored for all-gather (a copy; callers pass anything), like the instruction
+//!   path ignores the ALU op of copy ops (lowering.md §1.9 rule 6).
+//! * FP32R is accepted for all-gather (a copy of 4-byte elements is exact) and rejected for
+//!   the reducing ops (an accumulation type, not an I/O type: design.md §2.9), the same as
+//!   rule 10 on the instruction path.
+//! * In-place (`same_tensor`) means input and output start at the same byte; it is refused with
+//!   the list forms, where "the same tensor" has no single meaning.
+//! * Operands are left unnamed: the tensors are bound at schedule time, so preparing the same
+//!   op on the same communicator twice gives equal requests (the signature cache relies on it).
+
+use super::request::{nrt_cc_op, CollectiveOp, CollectiveRequest, IoForm, ReduceOp};
+use crate::error::{Error, Result};
+use crate::isa::enums::Dtype;
+
+/// `nrt_cc_comm_t` as plain values (nrt-abi.md §5.7 **\[M\]**).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct ApiComm {
+    /// The participants' global device ids, in rank order (`rank_n` of them).
+    pub replica_group: Vec<u32>,
+    /// The caller's index in `replica_group`.
+    pub rank: u32,
+    /// Number of ranks.
+    pub rank_n: u32,
+    /// The caller's global device id (from `nrt_cc_global_comm_init`).
+    pub ctx_device_id: u32,
+    /// The world size (from `nrt_cc_global_comm_init`).
+    pub ctx_device_count: u32,
+    /// The local logical core.
+    pub vnc: u32,
+}
+
+impl ApiComm {
+    /// Check the communicator: `rank_n` = group length ≥ 1, `rank < rank_n`,
+    /// `replica_group[rank] == ctx_device_id`, ids unique and below `ctx_device_count`.
+    pub fn check(&self) -> Result<()> {
+        let n = self.replica_group.len();
+        if self.rank_n as usize != n {
+            return Err(Error::invalid(format!(
+                "comm.rank_n = {} but comm.replica_group has {n} entries; they must agree",
+                self.rank_n
+            )));
+        }
+        if n == 0 {
+            return Err(Error::invalid(
+                "comm.rank_n = 0: a communicator needs at least one rank",
+            ));
+        }
+        if self.rank >= self.rank_n {
+            return Err(Error::invalid(format!(
+                "comm.rank = {} is not below comm.rank_n = {}",
+                self.rank, self.rank_n
+            )));
+        }
+        let own = self.replica_group[self.rank as usize];
+        if own != self.ctx_device_id {
+            return Err(Error::invalid(format!(
+                "comm.replica_group[{}] = {own} but comm.ctx_device_id = {}: the group must \
+                 contain the calling rank at its index",
+                self.rank, self.ctx_device_id
+            )));
+        }
+        for (i, &id) in self.replica_group.iter().enumerate() {
+            if id >= self.ctx_device_count {
+                return Err(Error::invalid(format!(
+                    "comm.replica_group[{i}] = {id} is not below comm.ctx_device_count = {} \
+                     (the world size)",
+                    self.ctx_device_count
+                )));
+            }
+            if let Some(j) = self.replica_group[..i].iter().position(|&x| x == id) {
+                return Err(Error::invalid(format!(
+                    "comm.replica_group[{j}] and [{i}] are both device {id}: participants must \
+                     be distinct"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn cc_op_of(cc_op: u32) -> Result<CollectiveOp> {
+    Ok(match cc_op {
+        nrt_cc_op::ALLGATHER => CollectiveOp::AllGather,
+        nrt_cc_op::ALLREDUCE => CollectiveOp::AllReduce,
+        nrt_cc_op::REDUCESCATTER => CollectiveOp::ReduceScatter,
+        v => {
+            return Err(Error::invalid(format!(
+                "cc_op (nrt_cc_op_type_t) = {v} is not a collective: valid values are \
+                 NRT_CC_ALLGATHER 0, NRT_CC_ALLREDUCE 1, NRT_CC_REDUCESCATTER 2"
+            )))
+        }
+    })
+}
+
+/// The dtype of `nrt_dtype_t` value `v` for `op` (nrt-abi.md §2.2; same numbering as the ISA
+/// DTYPE, lowering.md §1.10).
+pub fn dtype_of(v: u32, op: CollectiveOp) -> Result<Dtype> {
+    let d = u8::try_from(v)
+        .ok()
+        .and_then(Dtype::from_u8)
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "dtype (nrt_dtype_t) = {v} is not a valid nrt_dtype_t (values 1..=15)"
+            ))
+        })?;
+    let what = op_name(op);
+    let why = if d == Dtype::Invalid {
+        "NRT_DTYPE_UNKNOWN (0) is not a data type".to_string()
+    } else if op.is_reducing() && d.is_integer() {
+        format!(
+            "{what} of {} is not supported: integer reductions are rejected because the \
+             compiler converts integer reductions to FP32 (design.md §2.9)",
+            d.name()
+        )
+    } else if op.is_reducing() && d == Dtype::Fp32r {
+        format!(
+            "{what} of FP32R is not supported: FP32R is an accumulation type, not an element \
+             type of tensors (design.md §2.9); use FLOAT32"
+        )
+    } else if op.is_reducing() && !d.is_cce_reducible() {
+        format!(
+            "{what} of {} is not supported: the CCE reduces BFLOAT16, FLOAT16, FLOAT32 and \
+             FP8 E3/E4/E5 only",
+            d.name()
+        )
+    } else {
+        return Ok(d);
+    };
+    Err(Error::invalid(format!("dtype (nrt_dtype_t) = {v}: {why}")))
+}
+
+fn op_name(op: CollectiveOp) -> &'static str {
+    match op {
+        CollectiveOp::AllGather => "all-gather",
+        CollectiveOp::AllReduce => "all-reduce",
+        CollectiveOp::ReduceScatter => "reduce-scatter",
+        _ => "this collective",
+    }
+}
+
+/// Byte sizes → elements, each a whole number of elements.
+fn elems(list: &str, sizes: &[u64], esize: u64, d: Dtype) -> Result<Vec<u64>> {
+    sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            if b % esize == 0 {
+                Ok(b / esize)
+            } else {
+                Err(Error::invalid(format!(
+                    "{list}[{i}] is {b} bytes, not a multiple of the {esize}-byte {} element",
+                    d.name()
+                )))
+            }
+        })
+        .collect()
+}
+
+impl CollectiveRequest {
+    /// Build the request `nrta_cc_prepare(comm, inputs, outputs, dtype, op, cc_op)` describes.
+    /// `inputs` / `outputs` are the byte sizes of the tensors of the two lists; `same_tensor`
+    /// says the input and output are the same storage (in place). See the module doc for the
+    /// rules and their order.
+    pub fn from_api(
+        comm: &ApiComm,
+        inputs: &[u64],
+        outputs: &[u64],
+        same_tensor: bool,
+        dtype: u32,
+        op: u32,
+        cc_op: u32,
+    ) -> Result<CollectiveRequest> {
+        let cop = cc_op_of(cc_op)?;
+        let d = dtype_of(dtype, cop)?;
+        let reduce = if cop.is_reducing() {
+            Some(ReduceOp::from_nrt_op(op, op_name(cop))?)
+        } else {
+            None
+        };
+        comm.check()?;
+        let n = u64::from(comm.rank_n);
+        let esize = d.size_bytes().expect("dtype_of rejects INVALID") as u64;
+        let ins = elems("inputs", inputs, esize, d)?;
+        let outs = elems("outputs", outputs, esize, d)?;
+        let what = op_name(cop);
+        let list_err = |msg: String| Err(Error::invalid(format!("{what}: {msg}")));
+        if ins.is_empty() || outs.is_empty() {
+            return list_err(format!(
+                "{} input and {} output tensors given; at least one of each is needed",
+                ins.len(),
+                outs.len()
+            ));
+        }
+        // The list forms (2.33): all-gather 1 → N outputs, reduce-scatter N inputs → 1.
+        let (form, block_list) = match (cop, ins.len(), outs.len()) {
+            (_, 1, 1) => (IoForm::Single, None),
+            (CollectiveOp::AllGather, 1, k) if k as u64 == n => {
+                (IoForm::OutputBlocks, Some(("outputs", &outs)))
+            }
+            (CollectiveOp::ReduceScatter, k, 1) if k as u64 == n => {
+                (IoForm::InputBlocks, Some(("inputs", &ins)))
+            }
+            (_, i, o) => {
+                let allowed = match cop {
+                    CollectiveOp::AllGather => format!("1 input and 1 or rank_n = {n} outputs"),
+                    CollectiveOp::ReduceScatter => {
+                        format!("1 or rank_n = {n} inputs and 1 output")
+                    }
+                    _ => "1 input and 1 output".to_string(),
+                };
+                return list_err(format!(
+                    "{i} input and {o} output tensors given; it takes {allowed}"
+                ));
+            }
+        };
+        if let Some((name, list)) = block_list {
+            if same_tensor {
+                return list_err(format!(
+                    "in-place (same tensor) needs one input and one output tensor, not the \
+                     {n}-tensor {name} list"
+                ));
+            }
+            if let Some(i) = list.iter().position(|&x| x != list[0]) {
+                return list_err(format!(
+                    "the {n} {name} tensors are the rank blocks and must be equal-sized: \
+                     {name}[0] is {} bytes, {name}[{i}] is {} bytes",
+                    list[0] * esize,
+                    list[i] * esize
+                ));
+            }
+        }
+        // Byte sizes summed fit u64 (they are a sum of u64 byte sizes divided by esize ≥ 1,
+        // checked), so `x * esize` below cannot overflow once the sum is known to fit.
+        let total = |name: &str, v: &[u64]| {
+            v.iter()
+                .try_fold(0u64, |a, &x| a.checked_add(x.checked_mul(esize)?))
+                .map(|b| b / esize)
+                .ok_or_else(|| Error::invalid(format!("{what}: the {name} sizes overflow u64")))
+        };
+        let (tin, tout) = (total("inputs", &ins)?, total("outputs", &outs)?);
+        let (count, want_in, want_out) = match cop {
+            CollectiveOp::AllGather => (tin, Some(tin), tin.checked_mul(n)),
+            CollectiveOp::ReduceScatter => (tout, tout.checked_mul(n), Some(tout)),
+            _ => (tin, Some(tin), Some(tin)),
+        };
+        let sizes_ok = want_in == Some(tin) && want_out == Some(tout);
+        if !sizes_ok {
+            let rule = match cop {
+                CollectiveOp::AllGather => "output = rank_n x input",
+                CollectiveOp::ReduceScatter => "input = rank_n x output",
+                _ => "input = output",
+            };
+            return list_err(format!(
+                "input {} bytes and output {} bytes do not fit: it needs {rule} (rank_n = {n})",
+                tin * esize,
+                tout * esize
+            ));
+        }
+        let mut req =
+            CollectiveRequest::new(cop, d, reduce, count, comm.replica_group.clone(), comm.rank);
+        req.in_place = same_tensor;
+        req.io_form = form;
+        Ok(req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::types::{nrt_cc_op_type_t, nrt_dtype_t, nrt_op_type_t};
+    use crate::lower::request::nrt_op;
+
+    fn comm(rank: u32) -> ApiComm {
+        ApiComm {
+            replica_group: vec![4, 5, 6, 7],
+            rank,
+            rank_n: 4,
+            ctx_device_id: 4 + rank,
+            ctx_device_count: 8,
+            vnc: 0,
+        }
+    }
+
+    const AR: u32 = nrt_cc_op::ALLREDUCE;
+    const AG: u32 = nrt_cc_op::ALLGATHER;
+    const RS: u32 = nrt_cc_op::REDUCESCATTER;
+    const BF16: u32 = 6;
+
+    fn api(
+        c: &ApiComm,
+        i: &[u64],
+        o: &[u64],
+        d: u32,
+        op: u32,
+        cc: u32,
+    ) -> Result<CollectiveRequest> {
+        CollectiveRequest::from_api(c, i, o, false, d, op, cc)
+    }
+
+    fn msg(r: Result<CollectiveRequest>) -> String {
+        r.unwrap_err().message().to_string()
+    }
+
+    /// nrt-abi.md §2.2: the three raw enums match the C twins in abi/types.rs.
+    #[test]
+    fn golden_nrt_enum_tables() {
+        assert_eq!(nrt_cc_op_type_t::NRT_CC_ALLGATHER as u32, AG);
+        assert_eq!(nrt_cc_op_type_t::NRT_CC_ALLREDUCE as u32, AR);
+        assert_eq!(nrt_cc_op_type_t::NRT_CC_REDUCESCATTER as u32, RS);
+        for (c, want) in [
+            (AG, CollectiveOp::AllGather),
+            (AR, CollectiveOp::AllReduce),
+            (RS, CollectiveOp::ReduceScatter),
+        ] {
+            assert_eq!(cc_op_of(c).unwrap(), want);
+        }
+        assert_eq!(nrt_op_type_t::NRT_OP_ADD as u32, nrt_op::ADD);
+        assert_eq!(nrt_op_type_t::NRT_OP_FMA as u32, nrt_op::FMA);
+        assert_eq!(nrt_op_type_t::NRT_OP_MAX as u32, nrt_op::MAX);
+        assert_eq!(nrt_op_type_t::NRT_OP_MIN as u32, nrt_op::MIN);
+        assert_eq!(nrt_op_type_t::NRT_OP_INVALID as u32, nrt_op::INVALID);
+        for (v, want) in [(0, ReduceOp::Add), (2, ReduceOp::Max), (3, ReduceOp::Min)] {
+            let r = ReduceOp::from_nrt_op(v, "all-reduce").unwrap();
+            assert_eq!(r, want);
+            assert_eq!(u32::from(r.cce_code()), v, "nrt_op_type_t = SDMA_CCETYPE");
+        }
+        use nrt_dtype_t::*;
+        let all = [
+            NRT_DTYPE_UNKNOWN,
+            NRT_DTYPE_UINT64,
+            NRT_DTYPE_INT8,
+            NRT_DTYPE_UINT8,
+            NRT_DTYPE_INT16,
+            NRT_DTYPE_UINT16,
+            NRT_DTYPE_BFLOAT16,
+            NRT_DTYPE_FLOAT16,
+            NRT_DTYPE_INT32,
+            NRT_DTYPE_UINT32,
+            NRT_DTYPE_FLOAT32,
+            NRT_DTYPE_FP32R,
+            NRT_DTYPE_INT64,
+            NRT_DTYPE_FP8_E3,
+            NRT_DTYPE_FP8_E4,
+            NRT_DTYPE_FP8_E5,
+        ];
+        for (i, d) in all.into_iter().enumerate() {
+            assert_eq!(d as u32, i as u32);
+            let copy = dtype_of(d as u32, CollectiveOp::AllGather);
+            let red = dtype_of(d as u32, CollectiveOp::AllReduce);
+            if i == 0 {
+                assert!(copy.is_err() && red.is_err());
+                continue;
+            }
+            assert_eq!(copy.unwrap().as_u8(), i as u8, "passthrough for copies");
+            assert_eq!(red.is_ok(), matches!(i, 6 | 7 | 10 | 13 | 14 | 15), "{d:?}");
+        }
+    }
+
+    #[test]
+    fn enum_rejections_say_what_and_why() {
+        let c = comm(0);
+        assert_eq!(
+            msg(api(&c, &[8], &[8], BF16, 0, 3)),
+            "cc_op (nrt_cc_op_type_t) = 3 is not a collective: valid values are NRT_CC_ALLGATHER \
+             0, NRT_CC_ALLREDUCE 1, NRT_CC_REDUCESCATTER 2"
+        );
+        assert_eq!(
+            msg(api(&c, &[8], &[8], 16, 0, AR)),
+            "dtype (nrt_dtype_t) = 16 is not a valid nrt_dtype_t (values 1..=15)"
+        );
+        assert_eq!(
+            msg(api(&c, &[8], &[8], 0, 0, AG)),
+            "dtype (nrt_dtype_t) = 0: NRT_DTYPE_UNKNOWN (0) is not a data type"
+        );
+        let m = msg(api(&c, &[8], &[8], 8, 0, AR));
+        assert_eq!(
+            m,
+            "dtype (nrt_dtype_t) = 8: all-reduce of INT32 is not supported: integer reductions \
+             are rejected because the compiler converts integer reductions to FP32 (design.md \
+             §2.9)"
+        );
+        let m = msg(api(&c, &[32], &[8], 11, 0, RS));
+        assert!(m.starts_with("dtype (nrt_dtype_t) = 11: reduce-scatter of FP32R is not supported: FP32R is an accumulation type"), "{m}");
+        let m = msg(api(&c, &[8], &[8], BF16, nrt_op::FMA, AR));
+        assert_eq!(
+            m,
+            "op (nrt_op_type_t) = 1: NRT_OP_FMA (1) is not supported: FMA computes a scaled \
+             accumulate (acc += scale*src) and needs a scale, which the collective API does not \
+             carry"
+        );
+        let m = msg(api(&c, &[8], &[8], BF16, nrt_op::INVALID, AR));
+        assert_eq!(
+            m,
+            "op (nrt_op_type_t) = 15: NRT_OP_INVALID (15) is not a reduction; all-reduce needs \
+             NRT_OP_ADD (0), NRT_OP_MAX (2) or NRT_OP_MIN (3)"
+        );
+        assert!(msg(api(&c, &[8], &[8], BF16, 7, AR)).contains("7 is not a valid nrt_op_type_t"));
+        // All-gather ignores op and accepts integers and FP32R (copies are exact).
+        let r = api(&c, &[8], &[32], 8, nrt_op::INVALID, AG).unwrap();
+        assert_eq!((r.reduce, r.dtype, r.count), (None, Dtype::Int32, 2));
+        assert!(api(&c, &[8], &[32], 11, 0, AG).is_ok());
+    }
+
+    #[test]
+    fn comm_rejections() {
+        let check = |c: ApiComm| msg(api(&c, &[8], &[8], BF16, 0, AR));
+        let mut c = comm(1);
+        c.rank_n = 3;
+        assert_eq!(
+            check(c),
+            "comm.rank_n = 3 but comm.replica_group has 4 entries; they must agree"
+        );
+        let mut c = comm(1);
+        c.rank = 4;
+        assert_eq!(check(c), "comm.rank = 4 is not below comm.rank_n = 4");
+        let mut c = comm(1);
+        c.ctx_device_id = 6;
+        assert_eq!(
+            check(c),
+            "comm.replica_group[1] = 5 but comm.ctx_device_id = 6: the group must contain the \
+             calling rank at its index"
+        );
+        let mut c = comm(1);
+        c.ctx_device_count = 7;
+        assert_eq!(
+            check(c),
+            "comm.replica_group[3] = 7 is not below comm.ctx_device_count = 7 (the world size)"
+        );
+        let mut c = comm(1);
+        c.replica_group[2] = 4;
+        assert_eq!(
+            check(c),
+            "comm.replica_group[0] and [2] are both device 4: participants must be distinct"
+        );
+        let c = ApiComm {
+            ctx_device_count: 1,
+            ..Default::default()
+        };
+        assert_eq!(
+            check(c),
+            "comm.rank_n = 0: a communicator needs at least one rank"
+        );
+    }
+
+    /// nrt-abi.md §5.7: AG out = N × in, RS in = N × out, AR in = out; the 2.33 list forms.
+    #[test]
+    fn sizes_and_list_forms() {
+        let c = comm(2);
+        let r = api(&c, &[64], &[64], BF16, 2, AR).unwrap();
+        let mut want = CollectiveRequest::new(
+            CollectiveOp::AllReduce,
+            Dtype::Bf16,
+            Some(ReduceOp::Max),
+            32,
+            vec![4, 5, 6, 7],
+            2,
+        );
+        assert_eq!(r, want);
+        let r = CollectiveRequest::from_api(&c, &[64], &[64], true, BF16, 2, AR).unwrap();
+        want.in_place = true;
+        assert_eq!(r, want);
+        let r = api(&c, &[16], &[64], BF16, 0, AG).unwrap();
+        assert_eq!(
+            (r.count, r.output_elems(), r.io_form),
+            (8, 32, IoForm::Single)
+        );
+        let r = api(&c, &[16], &[16; 4], BF16, 0, AG).unwrap();
+        assert_eq!(
+            (r.count, r.output_elems(), r.io_form),
+            (8, 32, IoForm::OutputBlocks)
+        );
+        let r = api(&c, &[64], &[16], 10, 3, RS).unwrap();
+        assert_eq!(
+            (r.count, r.input_elems(), r.io_form),
+            (4, 16, IoForm::Single)
+        );
+        let r = api(&c, &[16; 4], &[16], 10, 3, RS).unwrap();
+        assert_eq!(
+            (r.count, r.input_elems(), r.io_form),
+            (4, 16, IoForm::InputBlocks)
+        );
+        // Zero-element collectives are legal.
+        let r = api(&c, &[0], &[0], BF16, 0, AR).unwrap();
+        assert_eq!(r.count, 0);
+        assert_eq!(api(&c, &[0; 4], &[0], BF16, 0, RS).unwrap().count, 0);
+
+        assert_eq!(
+            msg(api(&c, &[64], &[32], BF16, 0, AR)),
+            "all-reduce: input 64 bytes and output 32 bytes do not fit: it needs input = output \
+             (rank_n = 4)"
+        );
+        assert_eq!(
+            msg(api(&c, &[16], &[48], BF16, 0, AG)),
+            "all-gather: input 16 bytes and output 48 bytes do not fit: it needs output = rank_n \
+             x input (rank_n = 4)"
+        );
+        assert_eq!(
+            msg(api(&c, &[48], &[16], BF16, 0, RS)),
+            "reduce-scatter: input 48 bytes and output 16 bytes do not fit: it needs input = \
+             rank_n x output (rank_n = 4)"
+        );
+        assert_eq!(
+            msg(api(&c, &[16], &[16, 16, 16, 8], BF16, 0, AG)),
+            "all-gather: the 4 outputs tensors are the rank blocks and must be equal-sized: \
+             outputs[0] is 16 bytes, outputs[3] is 8 bytes"
+        );
+        assert_eq!(
+            msg(api(&c, &[16], &[16; 3], BF16, 0, AG)),
+            "all-gather: 1 input and 3 output tensors given; it takes 1 input and 1 or rank_n = \
+             4 outputs"
+        );
+        assert_eq!(
+            msg(api(&c, &[16; 4], &[16; 4], BF16, 0, RS)),
+            "reduce-scatter: 4 input and 4 output tensors given; it takes 1 or rank_n = 4 inputs \
+             and 1 output"
+        );
+        assert_eq!(
+            msg(api(&c, &[16; 4], &[16], BF16, 0, AR)),
+            "all-reduce: 4 input and 1 output tensors given; it takes 1 input and 1 output"
+        );
+        assert_eq!(
+            msg(api(&c, &[], &[16], BF16, 0, AR)),
+            "all-reduce: 0 input and 1 output tensors given; at least one of each is needed"
+        );
+        assert_eq!(
+            msg(CollectiveRequest::from_api(
+                &c,
+                &[16],
+                &[16; 4],
+                true,
+                BF16,
+                0,
+                AG
+            )),
+            "all-gather: in-place (same tensor) needs one input and one output tensor, not the \
+             4-tensor outputs list"
+        );
+        assert_eq!(
+            msg(api(&c, &[15], &[15], BF16, 0, AR)),
+            "inputs[0] is 15 bytes, not a multiple of the 2-byte BFLOAT16 element"
+        );
+        assert_eq!(
+            msg(api(&c, &[u64::MAX / 2], &[u64::MAX / 2; 4], 3, 0, AG)),
+            "all-gather: the outputs sizes overflow u64"
+        );
+        let m = msg(api(&c, &[u64::MAX / 2], &[u64::MAX / 2], 3, 0, AG));
+        assert!(m.contains("it needs output = rank_n x input"), "{m}");
+    }
+
+    /// Two prepares of the same op on the same communicator give equal requests, whatever the
+    /// rank (apart from `rank` itself): the signature cache keys on that.
+    #[test]
+    fn requests_differ_only_by_rank_across_ranks() {
+        let a = api(&comm(0), &[64], &[64], BF16, 0, AR).unwrap();
+        let b = api(&comm(3), &[64], &[64], BF16, 0, AR).unwrap();
+        assert_eq!(CollectiveRequest { rank: 0, ..b }, a);
+    }
+}
