@@ -13,3 +13,4 @@
 pub mod compose;
 pub mod program;
 pub mod request;
+pub mod verify;
