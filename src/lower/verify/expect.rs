@@ -208,13 +208,16 @@ fn judge(expect: &Expect, found: Option<&Term>, start: u64) -> Option<OutputProb
     let Some(found) = found else {
         return Some(OutputProblem::NeverWritten);
     };
+    // Both lists are sorted by (rank, delta): look pairs up by binary search.
     let f = &found.contribs;
-    let find = |rank: u32, delta: i64| f.iter().find(|c| c.rank == rank && c.delta == delta);
+    let has = |v: &[Contrib], rank: u32, delta: i64| {
+        v.binary_search_by_key(&(rank, delta), |c| (c.rank, c.delta))
+            .ok()
+            .map(|i| v[i])
+    };
+    let find = |rank: u32, delta: i64| has(f, rank, delta);
     for c in f {
-        let wanted = want
-            .contribs
-            .iter()
-            .any(|w| w.rank == c.rank && w.delta == c.delta);
+        let wanted = has(&want.contribs, c.rank, c.delta).is_some();
         if c.mult > 1 && (exact || wanted) {
             return Some(OutputProblem::Duplicate {
                 source: c.rank,
@@ -236,12 +239,10 @@ fn judge(expect: &Expect, found: Option<&Term>, start: u64) -> Option<OutputProb
         }
     }
     if exact {
-        if let Some(c) = f.iter().find(|c| {
-            !want
-                .contribs
-                .iter()
-                .any(|w| w.rank == c.rank && w.delta == c.delta)
-        }) {
+        if let Some(c) = f
+            .iter()
+            .find(|c| has(&want.contribs, c.rank, c.delta).is_none())
+        {
             return Some(OutputProblem::Extra { source: c.rank });
         }
     }
@@ -264,6 +265,16 @@ pub(crate) fn check_output(
         pieces.clear();
         mem.pieces(st, exp.start, exp.end, &mut pieces);
         for (i, p) in pieces.iter().enumerate() {
+            if let (Expect::Exactly(t), Some(s)) = (&exp.expect, &p.seg) {
+                // Fast path: the segment holds exactly the expected term.
+                let same = s.val.len() == t.contribs.len()
+                    && s.val.iter().zip(&t.contribs).all(|(a, b)| {
+                        a.rank == b.rank && a.delta + s.shift == b.delta && a.mult == 1
+                    });
+                if same {
+                    continue;
+                }
+            }
             let found = p.seg.as_ref().map(|s| s.term());
             let Some(problem) = judge(&exp.expect, found.as_ref(), p.start) else {
                 continue;

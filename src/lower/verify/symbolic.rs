@@ -9,7 +9,7 @@
 //! segment); a reduce builds the multiset union of its sources, split at every source boundary.
 //! Elements no segment covers are uninitialised; reading them is an error.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::rc::Rc;
 
@@ -201,6 +201,11 @@ pub(crate) struct Gap {
 pub(crate) struct Memory {
     stores: Vec<BTreeMap<u64, Seg>>,
     in_place: bool,
+    bufs: ReduceBufs,
+    /// Reduce results by their sources' (term address, shift), sorted.
+    memo: HashMap<Vec<(usize, i64)>, Rc<[Contrib]>>,
+    /// Every term a memo key names, so no address is reused while the memo lives.
+    keep: Vec<Rc<[Contrib]>>,
 }
 
 impl Memory {
@@ -225,7 +230,13 @@ impl Memory {
                 );
             }
         }
-        Memory { stores, in_place }
+        Memory {
+            stores,
+            in_place,
+            bufs: ReduceBufs::default(),
+            memo: HashMap::new(),
+            keep: Vec::new(),
+        }
     }
 
     /// The storage behind `(rank, buf)`: input and output share one when in place.
@@ -310,13 +321,30 @@ impl Memory {
         }
     }
 
-    /// Write `seg` over `[start, seg.end)`.
-    pub fn write(&mut self, st: usize, start: u64, seg: Seg) {
+    /// Write `seg` over `[start, seg.end)`, merging it with a neighbour that holds the same
+    /// term with the same shift (the halves and loops of one chunk then stay one segment).
+    /// A merged segment keeps the writer of its first element.
+    pub fn write(&mut self, st: usize, start: u64, mut seg: Seg) {
         if seg.end <= start {
             return;
         }
         self.clear(st, start, seg.end);
-        self.stores[st].insert(start, seg);
+        let map = &mut self.stores[st];
+        let same = |a: &Seg, b: &Seg| Rc::ptr_eq(&a.val, &b.val) && a.shift == b.shift;
+        if let Some(right) = map.get(&seg.end) {
+            if same(right, &seg) {
+                let key = seg.end;
+                seg.end = right.end;
+                map.remove(&key);
+            }
+        }
+        if let Some((_, left)) = map.range_mut(..start).next_back() {
+            if left.end == start && same(left, &seg) {
+                left.end = seg.end;
+                return;
+            }
+        }
+        map.insert(start, seg);
     }
 
     /// Copy `len` elements from `(sst, so)` to `(dst, do)` (memmove semantics: read first).
@@ -350,65 +378,112 @@ impl Memory {
     pub fn reduce(
         &mut self,
         srcs: &[(usize, u64)],
-        (dst, d_o): (usize, u64),
+        dst: (usize, u64),
         len: u64,
         writer: Writer,
     ) -> Result<(), (usize, Gap)> {
         if len == 0 {
             return Ok(());
         }
+        let mut b = std::mem::take(&mut self.bufs);
+        let r = self.reduce_with(&mut b, srcs, dst, len, writer);
+        self.bufs = b;
+        r
+    }
+
+    fn reduce_with(
+        &mut self,
+        b: &mut ReduceBufs,
+        srcs: &[(usize, u64)],
+        (dst, d_o): (usize, u64),
+        len: u64,
+        writer: Writer,
+    ) -> Result<(), (usize, Gap)> {
         // Per source, its pieces relative to the transfer, with the shift re-based on dst.
-        let mut per_src: Vec<Vec<Rel>> = Vec::with_capacity(srcs.len());
-        let mut bounds: Vec<u64> = vec![0, len];
-        let mut buf = Vec::new();
+        b.rel.clear();
+        b.spans.clear();
+        b.bounds.clear();
+        b.bounds.extend([0, len]);
         for (j, &(st, so)) in srcs.iter().enumerate() {
-            buf.clear();
-            self.read(st, so, so + len, &mut buf).map_err(|g| (j, g))?;
+            b.pieces.clear();
+            self.read(st, so, so + len, &mut b.pieces)
+                .map_err(|g| (j, g))?;
             let by = so as i64 - d_o as i64;
-            let v: Vec<_> = buf
-                .drain(..)
-                .filter_map(|p| {
-                    let s = p.seg?;
-                    Some((p.start - so, p.end - so, s.val, s.shift + by))
-                })
-                .collect();
-            bounds.extend(v.iter().map(|x| x.0));
-            per_src.push(v);
-        }
-        bounds.sort_unstable();
-        bounds.dedup();
-        let mut idx = vec![0usize; srcs.len()];
-        let mut out: Vec<(u64, Seg)> = Vec::with_capacity(bounds.len());
-        let mut acc: Vec<Contrib> = Vec::new();
-        for w in bounds.windows(2) {
-            let (a, b) = (w[0], w[1]);
-            acc.clear();
-            for (j, v) in per_src.iter().enumerate() {
-                while v[idx[j]].1 <= a {
-                    idx[j] += 1;
+            let from = b.rel.len();
+            for p in b.pieces.drain(..) {
+                if let Some(s) = p.seg {
+                    b.bounds.push(p.start - so);
+                    b.rel.push((p.start - so, p.end - so, s.val, s.shift + by));
                 }
-                let (_, _, val, shift) = &v[idx[j]];
-                acc.extend(val.iter().map(|c| Contrib {
-                    delta: c.delta + shift,
-                    ..*c
-                }));
             }
-            normalize(&mut acc);
-            out.push((
+            b.spans.push((from, b.rel.len()));
+        }
+        b.bounds.sort_unstable();
+        b.bounds.dedup();
+        b.idx.clear();
+        b.idx.extend(b.spans.iter().map(|s| s.0));
+        b.out.clear();
+        for w in b.bounds.windows(2) {
+            let (a, e) = (w[0], w[1]);
+            // The covering piece of every source; the union only depends on their terms and
+            // shifts, so equal combinations (every loop of a ring) share one result.
+            b.key.clear();
+            for (j, &(_, to)) in b.spans.iter().enumerate() {
+                while b.idx[j] + 1 < to && b.rel[b.idx[j]].1 <= a {
+                    b.idx[j] += 1;
+                }
+                let (_, _, val, shift) = &b.rel[b.idx[j]];
+                b.key
+                    .push((Rc::as_ptr(val) as *const Contrib as usize, *shift));
+            }
+            b.key.sort_unstable();
+            let val = match self.memo.get(b.key.as_slice()) {
+                Some(v) => v.clone(),
+                None => {
+                    b.acc.clear();
+                    for j in 0..b.spans.len() {
+                        let (_, _, val, shift) = &b.rel[b.idx[j]];
+                        b.acc.extend(val.iter().map(|c| Contrib {
+                            delta: c.delta + shift,
+                            ..*c
+                        }));
+                        // The memo key names this term by address: keep it alive.
+                        self.keep.push(val.clone());
+                    }
+                    normalize(&mut b.acc);
+                    let v: Rc<[Contrib]> = Rc::from(b.acc.as_slice());
+                    self.memo.insert(b.key.clone(), v.clone());
+                    v
+                }
+            };
+            b.out.push((
                 d_o + a,
                 Seg {
-                    end: d_o + b,
-                    val: Rc::from(acc.as_slice()),
+                    end: d_o + e,
+                    val,
                     shift: 0,
                     writer,
                 },
             ));
         }
-        for (start, seg) in out {
+        for (start, seg) in b.out.drain(..) {
             self.write(dst, start, seg);
         }
         Ok(())
     }
+}
+
+/// Reused buffers of [`Memory::reduce`].
+#[derive(Debug, Default)]
+struct ReduceBufs {
+    pieces: Vec<Piece>,
+    rel: Vec<Rel>,
+    spans: Vec<(usize, usize)>,
+    bounds: Vec<u64>,
+    idx: Vec<usize>,
+    out: Vec<(u64, Seg)>,
+    acc: Vec<Contrib>,
+    key: Vec<(usize, i64)>,
 }
 
 #[cfg(test)]

@@ -423,3 +423,21 @@ fn large_ring_all_reduce_is_quick() {
     // Each rank writes 2·(N−1)/N of the buffer plus its own reduce: (2N−1)/N · count · 2 B.
     assert_eq!(r.bytes_per_rank[3], (31 << 16) * 2);
 }
+
+/// `cargo test --release -p opennrt bench_64_ranks -- --ignored --nocapture` prints the time
+/// for the performance target of design.md §2.2: 64 ranks × 1 Mi elements × 8 loops.
+#[test]
+#[ignore]
+fn bench_64_ranks() {
+    for ch in [1u8, 4] {
+        let p = ring_all_reduce(
+            &(0..64).collect::<Vec<_>>(),
+            1 << 20,
+            ch,
+            2048 / u64::from(ch),
+        );
+        let t = std::time::Instant::now();
+        let r = verify(&p).unwrap();
+        println!("64 ranks, {ch} channel(s): {r} in {:?}", t.elapsed());
+    }
+}
