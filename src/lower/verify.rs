@@ -30,7 +30,11 @@
 //! (see [`schedule`]).
 //!
 //! Cost: memory is a per-storage interval map of affine terms ([`symbolic`]), so the work
-//! grows with the number of transfers and ranks, not with the element count.
+//! grows with the number of transfers and ranks, not with the element count. Reduces are
+//! memoised on their sources' terms (every loop of a ring reuses one result) and neighbouring
+//! segments with the same term merge. A 64-rank ring all-reduce of 1 Mi elements in 8 loops
+//! (131 072 steps) verifies in about 120 ms in a release build
+//! (`cargo test --release -p opennrt bench_64_ranks -- --ignored --nocapture`).
 
 pub mod error;
 pub mod expect;

@@ -410,6 +410,9 @@ fn expectations_follow_the_request() {
         expected_term(&q, 0, 3).unwrap().unwrap().describe_at(3),
         "in2[3]"
     );
+    q.op = CollectiveOp::PermuteReduceImplicit;
+    let e = expected_term(&q, 0, 3).unwrap().unwrap();
+    assert_eq!(e.describe_at(3), "at least in2[3]");
     q.op = CollectiveOp::AllToAllV;
     assert_eq!(expected_term(&q, 0, 3).unwrap().unwrap(), Expect::Unchecked);
 }
