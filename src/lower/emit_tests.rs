@@ -25,7 +25,14 @@ fn request(n: u32, count: u64, dtype: Dtype) -> CollectiveRequest {
         cc_dim: 0,
         priority: 0,
         pairs: vec![],
-        ..crate::lower::request::CollectiveRequest::new(crate::lower::request::CollectiveOp::Barrier, crate::isa::enums::Dtype::Fp32, None, 0, Vec::new(), 0)
+        ..crate::lower::request::CollectiveRequest::new(
+            crate::lower::request::CollectiveOp::Barrier,
+            crate::isa::enums::Dtype::Fp32,
+            None,
+            0,
+            Vec::new(),
+            0,
+        )
     }
 }
 

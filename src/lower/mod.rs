@@ -36,3 +36,4 @@ pub mod spad;
 pub mod topology;
 mod topology_parse;
 mod topology_place;
+pub mod verify;

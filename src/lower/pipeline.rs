@@ -341,7 +341,14 @@ mod tests {
             cc_dim: 0,
             priority: 0,
             pairs: Vec::new(),
-            ..crate::lower::request::CollectiveRequest::new(crate::lower::request::CollectiveOp::Barrier, crate::isa::enums::Dtype::Fp32, None, 0, Vec::new(), 0)
+            ..crate::lower::request::CollectiveRequest::new(
+                crate::lower::request::CollectiveOp::Barrier,
+                crate::isa::enums::Dtype::Fp32,
+                None,
+                0,
+                Vec::new(),
+                0,
+            )
         }
     }
 

@@ -21,7 +21,14 @@ fn req(op: CollectiveOp, group: Vec<u32>, count: u64) -> CollectiveRequest {
         cc_dim: 0,
         priority: 0,
         pairs: Vec::new(),
-        ..crate::lower::request::CollectiveRequest::new(crate::lower::request::CollectiveOp::Barrier, crate::isa::enums::Dtype::Fp32, None, 0, Vec::new(), 0)
+        ..crate::lower::request::CollectiveRequest::new(
+            crate::lower::request::CollectiveOp::Barrier,
+            crate::isa::enums::Dtype::Fp32,
+            None,
+            0,
+            Vec::new(),
+            0,
+        )
     }
 }
 

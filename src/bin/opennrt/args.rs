@@ -19,22 +19,34 @@ pub const OPS: &[(&str, CollectiveOp)] = &[
     ("all_to_all_v", CollectiveOp::AllToAllV),
     ("permute", CollectiveOp::Permute),
     ("permute_implicit", CollectiveOp::PermuteImplicit),
-    ("permute_reduce_implicit", CollectiveOp::PermuteReduceImplicit),
+    (
+        "permute_reduce_implicit",
+        CollectiveOp::PermuteReduceImplicit,
+    ),
     ("send_recv", CollectiveOp::Send),
     ("barrier", CollectiveOp::Barrier),
 ];
 
 /// Parse an operation name.
 pub fn op(cmd: &str, s: &str) -> CollectiveOp {
-    OPS.iter().find(|(n, _)| n.eq_ignore_ascii_case(s)).map(|&(_, o)| o).unwrap_or_else(|| {
-        let names: Vec<_> = OPS.iter().map(|(n, _)| *n).collect();
-        fail(cmd, &format!("unknown --op {s:?}; use one of {}", names.join(", ")))
-    })
+    OPS.iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(s))
+        .map(|&(_, o)| o)
+        .unwrap_or_else(|| {
+            let names: Vec<_> = OPS.iter().map(|(n, _)| *n).collect();
+            fail(
+                cmd,
+                &format!("unknown --op {s:?}; use one of {}", names.join(", ")),
+            )
+        })
 }
 
 /// The command-line name of an operation.
 pub fn op_name(o: CollectiveOp) -> &'static str {
-    OPS.iter().find(|(_, x)| *x == o).map(|(n, _)| *n).unwrap_or("recv")
+    OPS.iter()
+        .find(|(_, x)| *x == o)
+        .map(|(n, _)| *n)
+        .unwrap_or("recv")
 }
 
 /// Dtype names accepted on the command line.
@@ -57,10 +69,17 @@ pub const DTYPES: &[(&str, Dtype)] = &[
 
 /// Parse a dtype name.
 pub fn dtype(cmd: &str, s: &str) -> Dtype {
-    DTYPES.iter().find(|(n, _)| n.eq_ignore_ascii_case(s)).map(|&(_, d)| d).unwrap_or_else(|| {
-        let names: Vec<_> = DTYPES.iter().map(|(n, _)| *n).collect();
-        fail(cmd, &format!("unknown --dtype {s:?}; use one of {}", names.join(", ")))
-    })
+    DTYPES
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(s))
+        .map(|&(_, d)| d)
+        .unwrap_or_else(|| {
+            let names: Vec<_> = DTYPES.iter().map(|(n, _)| *n).collect();
+            fail(
+                cmd,
+                &format!("unknown --dtype {s:?}; use one of {}", names.join(", ")),
+            )
+        })
 }
 
 /// Parse a reduce-op name.
@@ -77,7 +96,10 @@ pub fn redop(cmd: &str, s: &str) -> ReduceOp {
 pub fn num<T: std::str::FromStr>(cmd: &str, flag: &str, s: &str) -> T {
     let t = s.trim();
     let parsed = if let Some(sh) = t.strip_prefix("1<<") {
-        sh.parse::<u32>().ok().and_then(|k| 1u64.checked_shl(k)).and_then(|v| v.to_string().parse().ok())
+        sh.parse::<u32>()
+            .ok()
+            .and_then(|k| 1u64.checked_shl(k))
+            .and_then(|v| v.to_string().parse().ok())
     } else {
         t.parse().ok()
     };
@@ -95,7 +117,9 @@ pub fn pairs(cmd: &str, args: &[String], switches: &[&str]) -> Vec<(String, Stri
         if switches.contains(&a.as_str()) {
             out.push((a.clone(), String::new()));
         } else {
-            let v = it.next().unwrap_or_else(|| fail(cmd, &format!("{a} needs a value")));
+            let v = it
+                .next()
+                .unwrap_or_else(|| fail(cmd, &format!("{a} needs a value")));
             out.push((a.clone(), v.clone()));
         }
     }

@@ -61,4 +61,3 @@ pub(crate) fn ctx_log_cmd(args: &[String]) -> i32 {
         }
     }
 }
-

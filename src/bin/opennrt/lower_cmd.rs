@@ -37,7 +37,8 @@ fn build(a: &[(String, String)]) -> (CollectiveRequest, LowerConfig, Option<u32>
     let c = "lower";
     let mut op = None;
     let (mut ranks, mut count, mut dtype, mut redop) = (None, 8u64, Dtype::Bf16, ReduceOp::Add);
-    let (mut alg, mut topo, mut channels, mut chunk, mut pairs) = (None, None, None, None, Vec::new());
+    let (mut alg, mut topo, mut channels, mut chunk, mut pairs) =
+        (None, None, None, None, Vec::new());
     let (mut show_rank, mut in_place, mut json, mut quiet) = (None, false, false, false);
     for (k, v) in a {
         match k.as_str() {
@@ -49,7 +50,10 @@ fn build(a: &[(String, String)]) -> (CollectiveRequest, LowerConfig, Option<u32>
             "--alg" => {
                 alg = Some(Algorithm::parse(v).unwrap_or_else(|| {
                     let names: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-                    fail(c, &format!("unknown --alg {v:?}; use one of {}", names.join(", ")))
+                    fail(
+                        c,
+                        &format!("unknown --alg {v:?}; use one of {}", names.join(", ")),
+                    )
                 }))
             }
             "--topology" => topo = Some(v.clone()),
@@ -57,7 +61,9 @@ fn build(a: &[(String, String)]) -> (CollectiveRequest, LowerConfig, Option<u32>
             "--chunk" => chunk = Some(args::num::<u64>(c, k, v)),
             "--pairs" => {
                 for p in v.split(',').filter(|s| !s.is_empty()) {
-                    let (s, t) = p.split_once(':').unwrap_or_else(|| fail(c, &format!("--pairs entry {p:?} is not src:dst")));
+                    let (s, t) = p
+                        .split_once(':')
+                        .unwrap_or_else(|| fail(c, &format!("--pairs entry {p:?} is not src:dst")));
                     pairs.push((args::num(c, "--pairs", s), args::num(c, "--pairs", t)));
                 }
             }
@@ -73,7 +79,10 @@ fn build(a: &[(String, String)]) -> (CollectiveRequest, LowerConfig, Option<u32>
     if n == 0 {
         fail(c, "--ranks must be at least 1");
     }
-    let reducing = matches!(op, CollectiveOp::AllReduce | CollectiveOp::ReduceScatter | CollectiveOp::PermuteReduceImplicit);
+    let reducing = matches!(
+        op,
+        CollectiveOp::AllReduce | CollectiveOp::ReduceScatter | CollectiveOp::PermuteReduceImplicit
+    );
     let req = CollectiveRequest {
         op,
         dtype,
@@ -87,7 +96,7 @@ fn build(a: &[(String, String)]) -> (CollectiveRequest, LowerConfig, Option<u32>
         cc_dim: 0,
         priority: 0,
         pairs,
-        ..CollectiveRequest::new(op, dtype, None, 0, Vec::new(), 0)
+        ..CollectiveRequest::new(op, Dtype::Bf16, None, 0, Vec::new(), 0)
     };
     let mut cfg = LowerConfig::from_env(n).unwrap_or_else(|e| fail(c, e.message()));
     if let Some(t) = topo {
@@ -209,7 +218,12 @@ pub fn lower_cmd(a: &[String]) -> i32 {
         eprintln!("opennrt lower: emission failed: {e}");
         return 1;
     }
-    println!("lowered in {:.3} ms ({} steps over {} ranks)", t_cold.as_secs_f64() * 1e3, p.step_count(), p.ranks.len());
+    println!(
+        "lowered in {:.3} ms ({} steps over {} ranks)",
+        t_cold.as_secs_f64() * 1e3,
+        p.step_count(),
+        p.ranks.len()
+    );
     0
 }
 
@@ -218,10 +232,21 @@ pub fn lower_cmd(a: &[String]) -> i32 {
 pub fn verify_cmd(a: &[String]) -> i32 {
     let quick = a.iter().any(|x| x == "--quick");
     if let Some(bad) = a.iter().find(|x| *x != "--quick") {
-        fail("verify", &format!("unknown argument {bad:?}; usage: opennrt verify [--quick]"));
+        fail(
+            "verify",
+            &format!("unknown argument {bad:?}; usage: opennrt verify [--quick]"),
+        );
     }
-    let ranks: &[u32] = if quick { &[1, 2, 3, 4, 5, 8] } else { &[1, 2, 3, 4, 5, 8, 16, 32, 64] };
-    let counts: &[u64] = if quick { &[0, 1, 7, 4099] } else { &[0, 1, 7, 4099, 1 << 20] };
+    let ranks: &[u32] = if quick {
+        &[1, 2, 3, 4, 5, 8]
+    } else {
+        &[1, 2, 3, 4, 5, 8, 16, 32, 64]
+    };
+    let counts: &[u64] = if quick {
+        &[0, 1, 7, 4099]
+    } else {
+        &[0, 1, 7, 4099, 1 << 20]
+    };
     let ops = [
         CollectiveOp::AllReduce,
         CollectiveOp::AllGather,
@@ -235,12 +260,20 @@ pub fn verify_cmd(a: &[String]) -> i32 {
         for &alg in &Algorithm::ALL {
             for &n in ranks {
                 for &count in counts {
-                    let count = if op == CollectiveOp::Barrier { 0 } else { count };
+                    let count = if op == CollectiveOp::Barrier {
+                        0
+                    } else {
+                        count
+                    };
                     if op == CollectiveOp::Barrier && count != counts[0] {
                         continue;
                     }
                     let outcome = run_case(op, alg, n, count);
-                    let name = format!("{} alg={} ranks={n} count={count}", args::op_name(op), alg.name());
+                    let name = format!(
+                        "{} alg={} ranks={n} count={count}",
+                        args::op_name(op),
+                        alg.name()
+                    );
                     match outcome {
                         Case::Pass(ms) => {
                             passed += 1;
@@ -283,7 +316,7 @@ fn run_case(op: CollectiveOp, alg: Algorithm, n: u32, count: u64) -> Case {
         cc_dim: 0,
         priority: 0,
         pairs: Vec::new(),
-        ..CollectiveRequest::new(op, dtype, None, 0, Vec::new(), 0)
+        ..CollectiveRequest::new(op, Dtype::Bf16, None, 0, Vec::new(), 0)
     };
     let mut cfg = match LowerConfig::for_world(n) {
         Ok(c) => c,
@@ -294,7 +327,10 @@ fn run_case(op: CollectiveOp, alg: Algorithm, n: u32, count: u64) -> Case {
         Ok(p) => p,
         // Selection refuses algorithms that are illegal for the request or topology (§3.2); the
         // matrix only counts the legal ones.
-        Err(e) if e.kind() == opennrt::ErrorKind::Invalid && e.message().contains("OPENNRT_CC_ALGO") => {
+        Err(e)
+            if e.kind() == opennrt::ErrorKind::Invalid
+                && e.message().contains("OPENNRT_CC_ALGO") =>
+        {
             return Case::Illegal
         }
         Err(e) => return Case::Fail(format!("lowering: {e}")),
@@ -302,7 +338,8 @@ fn run_case(op: CollectiveOp, alg: Algorithm, n: u32, count: u64) -> Case {
     if let Err(e) = verify(&p) {
         return Case::Fail(format!("verification: {e}"));
     }
-    let emitted = address_map(&p, &cfg.topology).and_then(|m| emit(&p, &m).and_then(|e| decode_back(&e, &p, &m)));
+    let emitted = address_map(&p, &cfg.topology)
+        .and_then(|m| emit(&p, &m).and_then(|e| decode_back(&e, &p, &m)));
     if let Err(e) = emitted {
         return Case::Fail(format!("emission: {e}"));
     }

@@ -292,7 +292,14 @@ pub fn request(op: CollectiveOp, n: u32, count: u64, in_place: bool) -> Collecti
         cc_dim: 0,
         priority: 0,
         pairs: Vec::new(),
-        ..crate::lower::request::CollectiveRequest::new(crate::lower::request::CollectiveOp::Barrier, crate::isa::enums::Dtype::Fp32, None, 0, Vec::new(), 0)
+        ..crate::lower::request::CollectiveRequest::new(
+            crate::lower::request::CollectiveOp::Barrier,
+            crate::isa::enums::Dtype::Fp32,
+            None,
+            0,
+            Vec::new(),
+            0,
+        )
     }
 }
 

@@ -261,7 +261,14 @@ pub fn request(c: &Case) -> CollectiveRequest {
         cc_dim: 0,
         priority: 0,
         pairs: c.pairs.clone(),
-        ..crate::lower::request::CollectiveRequest::new(crate::lower::request::CollectiveOp::Barrier, crate::isa::enums::Dtype::Fp32, None, 0, Vec::new(), 0)
+        ..crate::lower::request::CollectiveRequest::new(
+            crate::lower::request::CollectiveOp::Barrier,
+            crate::isa::enums::Dtype::Fp32,
+            None,
+            0,
+            Vec::new(),
+            0,
+        )
     }
 }
 

@@ -1,0 +1,399 @@
+//! Hand-built programs for the verifier's tests (independent of the composers): a ring
+//! all-reduce per spec/lowering.md §4.2 (partials pushed into the receiver's scratch, one
+//! receive semaphore per (rank, channel) as in `compose::SemPlan`), a ring all-gather (§4.3),
+//! a mesh all-reduce (§4.6: broadcast to scratch, one G-source reduce, broadcast of the
+//! result; waits consume `wait_val`), an implicit permute, and a barrier.
+
+use crate::isa::enums::Dtype;
+use crate::lower::compose::{loc, split_even, ChunkPlan, SemPlan};
+use crate::lower::program::{
+    Algorithm, Buf, Entry, Half, Primitive, Program, RankProgram, RingShape, Sem, Signal,
+    SignalKind, Step, Tape, Transfer, Wait,
+};
+use crate::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
+
+/// A request over `n` ranks.
+pub fn request(op: CollectiveOp, n: u32, count: u64) -> CollectiveRequest {
+    let reducing = matches!(
+        op,
+        CollectiveOp::AllReduce | CollectiveOp::ReduceScatter | CollectiveOp::PermuteReduceImplicit
+    );
+    CollectiveRequest {
+        op,
+        dtype: Dtype::Bf16,
+        reduce: reducing.then_some(ReduceOp::Add),
+        count,
+        in_place: false,
+        group: (0..n).collect(),
+        rank: 0,
+        stream: 0,
+        channel: None,
+        cc_dim: 0,
+        priority: 0,
+        pairs: Vec::new(),
+        ..crate::lower::request::CollectiveRequest::new(
+            crate::lower::request::CollectiveOp::Barrier,
+            crate::isa::enums::Dtype::Fp32,
+            None,
+            0,
+            Vec::new(),
+            0,
+        )
+    }
+}
+
+/// A step with no wait, transfers or signals.
+pub fn step(primitive: Primitive, chunk: u32) -> Step {
+    Step {
+        primitive,
+        half: Half::H0,
+        chunk,
+        reduction: primitive
+            .is_reduce()
+            .then_some((ReduceOp::Add, RingShape::Ring2R1W)),
+        wait: None,
+        transfers: Vec::new(),
+        signals: Vec::new(),
+        event_type: None,
+    }
+}
+
+/// One entry per rank, each with the given tapes.
+pub fn program(
+    request: CollectiveRequest,
+    algorithm: Algorithm,
+    scratch_elems: u64,
+    tapes: Vec<Vec<Tape>>,
+) -> Program {
+    let n = request.rank_n();
+    let leg = format!("{:?}", request.op);
+    Program {
+        request,
+        selection: Vec::new(),
+        ranks: tapes
+            .into_iter()
+            .enumerate()
+            .map(|(r, tapes)| RankProgram {
+                rank: r as u32,
+                scratch_elems,
+                entries: vec![Entry {
+                    leg: leg.clone(),
+                    algorithm,
+                    mesh_sub_type: None,
+                    ranks: (0..n).collect(),
+                    tapes,
+                }],
+            })
+            .collect(),
+    }
+}
+
+const SEMS: SemPlan = SemPlan { base: 8 };
+
+fn reduce(
+    srcs: Vec<crate::lower::program::Loc>,
+    dst: crate::lower::program::Loc,
+    len: u64,
+) -> Transfer {
+    Transfer::Reduce {
+        op: ReduceOp::Add,
+        shape: RingShape::Ring2R1W,
+        srcs,
+        dst,
+        len,
+    }
+}
+
+/// Ring all-reduce (§4.2) over the ring `order` with `channels` channels and chunks of
+/// `chunk` elements. Blocks are the near-equal split of `count`; every block is cut at the
+/// offsets of the largest one (shorter blocks clip, possibly to empty transfers).
+pub fn ring_all_reduce(order: &[u32], count: u64, channels: u8, chunk: u64) -> Program {
+    let n = order.len() as u32;
+    let req = request(CollectiveOp::AllReduce, n, count);
+    let blocks = split_even(count, n);
+    let plan = ChunkPlan::new(blocks[0].1, channels, chunk).unwrap();
+    let mut tapes = vec![Vec::new(); n as usize];
+    for (p, &r) in order.iter().enumerate() {
+        let na = |i: u32| order[(p + i as usize) % n as usize];
+        let next = na(1);
+        for c in 0..plan.channels {
+            let mut steps = Vec::new();
+            if n == 1 {
+                let mut s = step(Primitive::DirectCopy, r);
+                s.transfers.push(Transfer::Copy {
+                    src: loc(r, Buf::Input, 0),
+                    dst: loc(r, Buf::Output, 0),
+                    len: count,
+                });
+                if c == 0 {
+                    steps.push(s);
+                }
+            }
+            for (j, &(po, pl)) in plan.pieces(c).iter().enumerate() {
+                if n == 1 {
+                    break;
+                }
+                // Elements [start, start + len) of chunk k's block for this piece.
+                let piece = |k: u32| {
+                    let (off, blen) = blocks[k as usize];
+                    let a = po.min(blen);
+                    let b = (po + pl).min(blen);
+                    (off + a, b - a)
+                };
+                let half = if j % 2 == 0 { Half::H0 } else { Half::H1 };
+                let wait = Some(SEMS.wait_recv(r, c, 0));
+                let legs = SEMS.leg_signals(r, next, c, 0);
+                let mut push = |mut s: Step| {
+                    s.half = half;
+                    steps.push(s);
+                };
+                // s = 1: raw local data to NEXT's scratch.
+                let k = na(n - 1);
+                let (a, len) = piece(k);
+                let mut s = step(Primitive::Send, k);
+                s.transfers.push(Transfer::Copy {
+                    src: loc(r, Buf::Input, a),
+                    dst: loc(next, Buf::Scratch, a),
+                    len,
+                });
+                s.signals = legs.clone();
+                push(s);
+                // s = 2 .. N-1: incoming ⊕ local → NEXT's scratch.
+                for st in 2..n {
+                    let k = na(n - st);
+                    let (a, len) = piece(k);
+                    let mut s = step(Primitive::RecvReduceSend, k);
+                    s.wait = wait;
+                    s.transfers.push(reduce(
+                        vec![loc(r, Buf::Input, a), loc(r, Buf::Scratch, a)],
+                        loc(next, Buf::Scratch, a),
+                        len,
+                    ));
+                    s.signals = legs.clone();
+                    push(s);
+                }
+                // s = N: finish the own block, then send it on.
+                let (a, len) = piece(r);
+                let mut s = step(Primitive::RecvReduceCopy, r);
+                s.wait = wait;
+                s.transfers.push(reduce(
+                    vec![loc(r, Buf::Input, a), loc(r, Buf::Scratch, a)],
+                    loc(r, Buf::Output, a),
+                    len,
+                ));
+                s.signals = vec![legs[0]];
+                push(s);
+                let mut s = step(Primitive::DirectCopySend, r);
+                s.transfers.push(Transfer::Copy {
+                    src: loc(r, Buf::Output, a),
+                    dst: loc(next, Buf::Output, a),
+                    len,
+                });
+                s.signals = legs.clone();
+                push(s);
+                // t = 1 .. N-2: store (already landed) and forward.
+                for t in 1..n - 1 {
+                    let k = na(n - t);
+                    let (a, len) = piece(k);
+                    let mut s = step(Primitive::DirectRecvSend, k);
+                    s.wait = wait;
+                    s.transfers.push(Transfer::Copy {
+                        src: loc(r, Buf::Output, a),
+                        dst: loc(next, Buf::Output, a),
+                        len,
+                    });
+                    s.signals = legs.clone();
+                    push(s);
+                }
+                // t = N-1: the last block lands; nothing to forward.
+                let mut s = step(Primitive::DirectRecv, na(1));
+                s.wait = wait;
+                push(s);
+            }
+            tapes[r as usize].push(Tape {
+                channel: c,
+                topsp: 0,
+                steps,
+            });
+        }
+    }
+    program(req, Algorithm::Ring, count, tapes)
+}
+
+/// Ring all-gather (§4.3), identity ring, one piece per block.
+pub fn ring_all_gather(n: u32, count: u64) -> Program {
+    let req = request(CollectiveOp::AllGather, n, count);
+    let mut tapes = Vec::new();
+    for r in 0..n {
+        let na = |i: u32| (r + i) % n;
+        let next = na(1);
+        let wait = Some(SEMS.wait_recv(r, 0, 0));
+        let legs = SEMS.leg_signals(r, next, 0, 0);
+        let mut steps = Vec::new();
+        let mut s = step(Primitive::DirectCopySend, r);
+        s.transfers = vec![
+            Transfer::Copy {
+                src: loc(r, Buf::Input, 0),
+                dst: loc(r, Buf::Output, u64::from(r) * count),
+                len: count,
+            },
+            Transfer::Copy {
+                src: loc(r, Buf::Input, 0),
+                dst: loc(next, Buf::Output, u64::from(r) * count),
+                len: count,
+            },
+        ];
+        s.signals = legs.clone();
+        steps.push(s);
+        for t in 1..n - 1 {
+            let k = na(n - t);
+            let mut s = step(Primitive::DirectRecvSend, k);
+            s.wait = wait;
+            s.transfers.push(Transfer::Copy {
+                src: loc(r, Buf::Output, u64::from(k) * count),
+                dst: loc(next, Buf::Output, u64::from(k) * count),
+                len: count,
+            });
+            s.signals = legs.clone();
+            steps.push(s);
+        }
+        let mut s = step(Primitive::DirectRecv, na(1));
+        s.wait = wait;
+        steps.push(s);
+        tapes.push(vec![Tape {
+            channel: 0,
+            topsp: 0,
+            steps,
+        }]);
+    }
+    program(req, Algorithm::Ring, 0, tapes)
+}
+
+/// Semaphore `id` of `rank`'s TOP_SP 0.
+pub fn sem(rank: u32, id: u8) -> Sem {
+    Sem { rank, topsp: 0, id }
+}
+
+fn remote(rank: u32, id: u8) -> Signal {
+    Signal {
+        sem: sem(rank, id),
+        amount: 1,
+        kind: SignalKind::Remote,
+    }
+}
+
+/// Mesh all-reduce (§4.6): every rank broadcasts its input into slot `r` of every peer's
+/// scratch (event 0), reduces the `n` copies of its own slice in one n-source reduce and
+/// writes the result to every peer's output (event 1), then waits for every peer's slice
+/// (event 2). Waits are "≥ wait_val, then subtract wait_val" with wait_val = n − 1.
+pub fn mesh_all_reduce(n: u32, count: u64) -> Program {
+    let req = request(CollectiveOp::AllReduce, n, count);
+    let slices = split_even(count, n);
+    let wait = |r: u32, id: u8| Wait {
+        sem: sem(r, id),
+        target: n - 1,
+        consume: n - 1,
+    };
+    let mut tapes = Vec::new();
+    for r in 0..n {
+        let peers: Vec<u32> = (0..n).filter(|&q| q != r).collect();
+        let mut e0 = step(Primitive::MeshEvent, r);
+        e0.event_type = Some(7);
+        for &q in &peers {
+            e0.transfers.push(Transfer::Copy {
+                src: loc(r, Buf::Input, 0),
+                dst: loc(q, Buf::Scratch, u64::from(r) * count),
+                len: count,
+            });
+            e0.signals.push(remote(q, 8));
+        }
+        let (off, len) = slices[r as usize];
+        let mut e1 = step(Primitive::MeshEvent, r);
+        e1.event_type = Some(10);
+        e1.reduction = Some((ReduceOp::Add, RingShape::KangaringNR1W));
+        e1.wait = Some(wait(r, 8));
+        let mut srcs = vec![loc(r, Buf::Input, off)];
+        srcs.extend(
+            peers
+                .iter()
+                .map(|&q| loc(r, Buf::Scratch, u64::from(q) * count + off)),
+        );
+        e1.transfers.push(Transfer::Reduce {
+            op: ReduceOp::Add,
+            shape: RingShape::KangaringNR1W,
+            srcs,
+            dst: loc(r, Buf::Output, off),
+            len,
+        });
+        for &q in &peers {
+            e1.transfers.push(Transfer::Copy {
+                src: loc(r, Buf::Output, off),
+                dst: loc(q, Buf::Output, off),
+                len,
+            });
+            e1.signals.push(remote(q, 9));
+        }
+        let mut e2 = step(Primitive::MeshEvent, r);
+        e2.event_type = Some(0);
+        e2.wait = Some(wait(r, 9));
+        tapes.push(vec![Tape {
+            channel: 0,
+            topsp: 0,
+            steps: vec![e0, e1, e2],
+        }]);
+    }
+    program(req, Algorithm::Mesh, u64::from(n) * count, tapes)
+}
+
+/// Implicit permute: every rank writes its input into its successor's output, then waits
+/// for its predecessor's.
+pub fn permute_implicit(n: u32, count: u64) -> Program {
+    let req = request(CollectiveOp::PermuteImplicit, n, count);
+    let tapes = (0..n)
+        .map(|r| {
+            let next = (r + 1) % n;
+            let mut s = step(Primitive::Send, r);
+            s.transfers.push(Transfer::Copy {
+                src: loc(r, Buf::Input, 0),
+                dst: loc(next, Buf::Output, 0),
+                len: count,
+            });
+            s.signals.push(remote(next, 8));
+            let mut w = step(Primitive::DirectRecv, (r + n - 1) % n);
+            w.wait = Some(Wait {
+                sem: sem(r, 8),
+                target: 1,
+                consume: 1,
+            });
+            vec![Tape {
+                channel: 0,
+                topsp: 0,
+                steps: vec![s, w],
+            }]
+        })
+        .collect();
+    program(req, Algorithm::Ring, 0, tapes)
+}
+
+/// Barrier: every rank signals every peer, then waits for all of them.
+pub fn barrier(n: u32) -> Program {
+    let req = request(CollectiveOp::Barrier, n, 0);
+    let tapes = (0..n)
+        .map(|r| {
+            let mut s = step(Primitive::MeshEvent, r);
+            s.signals = (0..n).filter(|&q| q != r).map(|q| remote(q, 8)).collect();
+            let mut w = step(Primitive::MeshEvent, r);
+            w.wait = Some(Wait {
+                sem: sem(r, 8),
+                target: n - 1,
+                consume: n - 1,
+            });
+            vec![Tape {
+                channel: 0,
+                topsp: 0,
+                steps: vec![s, w],
+            }]
+        })
+        .collect();
+    program(req, Algorithm::Mesh, 0, tapes)
+}
