@@ -229,6 +229,14 @@ pub fn lower_cmd(a: &[String]) -> i32 {
 
 /// `opennrt verify`: lower, verify, emit and decode back every case of the matrix; one line per
 /// case and a closing `N passed, N failed` line. Exit 1 if any case failed.
+///
+/// The matrix: op × algorithm × ranks × count × (in place or not, where it applies) × topology.
+/// Each case is tried on three shapes of machine so that every algorithm meets a topology it is
+/// legal on: the default for the world (single node up to 32 ranks), one rank per node
+/// (`custom:Nx1x1`: single-cycle ring, inter RDH) and four ranks per node (`custom:(N/4)x1x4`:
+/// hierarchical). Forcing an algorithm that is illegal for a case is refused by the selector
+/// with an error (that refusal is itself checked: it must name `OPENNRT_CC_ALGO`), and the case
+/// is not counted.
 pub fn verify_cmd(a: &[String]) -> i32 {
     let quick = a.iter().any(|x| x == "--quick");
     if let Some(bad) = a.iter().find(|x| *x != "--quick") {
@@ -238,7 +246,7 @@ pub fn verify_cmd(a: &[String]) -> i32 {
         );
     }
     let ranks: &[u32] = if quick {
-        &[1, 2, 3, 4, 5, 8]
+        &[1, 2, 3, 4, 5, 8, 16]
     } else {
         &[1, 2, 3, 4, 5, 8, 16, 32, 64]
     };
@@ -252,44 +260,63 @@ pub fn verify_cmd(a: &[String]) -> i32 {
         CollectiveOp::AllGather,
         CollectiveOp::ReduceScatter,
         CollectiveOp::AllToAll,
+        CollectiveOp::Permute,
         CollectiveOp::PermuteImplicit,
+        CollectiveOp::Send,
         CollectiveOp::Barrier,
     ];
-    let (mut passed, mut failed, mut skipped) = (0u32, 0u32, 0u32);
+    let (mut passed, mut failed, mut refused) = (0u32, 0u32, 0u32);
+    let t_all = Instant::now();
     for &op in &ops {
         for &alg in &Algorithm::ALL {
             for &n in ranks {
+                if op == CollectiveOp::Send && n != 2 {
+                    continue;
+                }
+                let mut topos = vec![None, Some(format!("custom:{n}x1x1"))];
+                if n >= 8 && n % 4 == 0 {
+                    topos.push(Some(format!("custom:{}x1x4", n / 4)));
+                }
                 for &count in counts {
-                    let count = if op == CollectiveOp::Barrier {
-                        0
-                    } else {
-                        count
-                    };
-                    if op == CollectiveOp::Barrier && count != counts[0] {
+                    if op == CollectiveOp::Barrier && count != 0 {
                         continue;
                     }
-                    let outcome = run_case(op, alg, n, count);
-                    let name = format!(
-                        "{} alg={} ranks={n} count={count}",
-                        args::op_name(op),
-                        alg.name()
-                    );
-                    match outcome {
-                        Case::Pass(ms) => {
-                            passed += 1;
-                            println!("ok   {name} ({ms:.1} ms)");
-                        }
-                        Case::Illegal => skipped += 1,
-                        Case::Fail(why) => {
-                            failed += 1;
-                            println!("FAIL {name}: {why}");
+                    let places: &[bool] = match op {
+                        CollectiveOp::AllReduce
+                        | CollectiveOp::AllGather
+                        | CollectiveOp::ReduceScatter => &[false, true],
+                        _ => &[false],
+                    };
+                    for &in_place in places {
+                        for topo in &topos {
+                            let name = format!(
+                                "{} alg={} ranks={n} count={count}{} topology={}",
+                                args::op_name(op),
+                                alg.name(),
+                                if in_place { " in-place" } else { "" },
+                                topo.as_deref().unwrap_or("default")
+                            );
+                            match run_case(op, alg, n, count, in_place, topo.as_deref()) {
+                                Case::Pass(ms) => {
+                                    passed += 1;
+                                    println!("ok   {name} ({ms:.1} ms)");
+                                }
+                                Case::Illegal => refused += 1,
+                                Case::Fail(why) => {
+                                    failed += 1;
+                                    println!("FAIL {name}: {why}");
+                                }
+                            }
                         }
                     }
                 }
             }
         }
     }
-    println!("({skipped} combinations are illegal for their request or topology and were refused as they must be)");
+    println!(
+        "({refused} forced combinations were refused by the selector as illegal for their request or topology; {:.1} s in all)",
+        t_all.elapsed().as_secs_f64()
+    );
     println!("{passed} passed, {failed} failed");
     i32::from(failed > 0)
 }
@@ -300,28 +327,38 @@ enum Case {
     Fail(String),
 }
 
-fn run_case(op: CollectiveOp, alg: Algorithm, n: u32, count: u64) -> Case {
+fn run_case(
+    op: CollectiveOp,
+    alg: Algorithm,
+    n: u32,
+    count: u64,
+    in_place: bool,
+    topo: Option<&str>,
+) -> Case {
     let t = Instant::now();
-    let reducing = matches!(op, CollectiveOp::AllReduce | CollectiveOp::ReduceScatter);
-    let req = CollectiveRequest {
+    let mut req = CollectiveRequest::new(
         op,
-        dtype: Dtype::Bf16,
-        reduce: reducing.then_some(ReduceOp::Add),
+        Dtype::Bf16,
+        op.is_reducing().then_some(ReduceOp::Add),
         count,
-        in_place: false,
-        group: (0..n).collect(),
-        rank: 0,
-        stream: 0,
-        channel: None,
-        cc_dim: 0,
-        priority: 0,
-        pairs: Vec::new(),
-        ..CollectiveRequest::new(op, Dtype::Bf16, None, 0, Vec::new(), 0)
-    };
+        (0..n).collect(),
+        0,
+    );
+    req.in_place = in_place;
+    if op == CollectiveOp::Permute {
+        // A rotation by two: every rank is a source and a target once.
+        req.pairs = (0..n).map(|r| (r, (r + 2) % n)).collect();
+    }
     let mut cfg = match LowerConfig::for_world(n) {
         Ok(c) => c,
         Err(e) => return Case::Fail(e.to_string()),
     };
+    if let Some(t) = topo {
+        cfg.topology = match Topology::parse(t, n) {
+            Ok(t) => t,
+            Err(e) => return Case::Fail(format!("topology: {e}")),
+        };
+    }
     cfg.select.forced = Some(alg);
     let p = match lower(&req, &cfg) {
         Ok(p) => p,

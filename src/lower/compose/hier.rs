@@ -210,13 +210,16 @@ pub fn compose_hier(
                         .collect()
                 })
                 .collect();
+            // In place, rank r's result goes to block r of the shared storage (NCCL's
+            // convention, as the flat composers and the verifier use).
+            let own = |r: u32| if req.in_place { (u64::from(r) * c, c) } else { (0, c) };
             let inter_rs = (0..ll)
                 .map(|l| Sub {
                     order: inter(l),
                     src: w(Buf::Scratch, region),
                     dst: w(Buf::Output, 0),
                     src_block: blocks(&|r| (u64::from(r / ll) * c, c)),
-                    dst_block: blocks(&|_| (0, c)),
+                    dst_block: blocks(&own),
                 })
                 .collect();
             let specs = vec![

@@ -318,6 +318,10 @@ pub fn flat_leg(req: &CollectiveRequest, order: Option<Vec<u32>>) -> Leg<'_> {
             let b = super::split_even(c, n);
             (b.clone(), b, Buf::Input)
         }
+        CollectiveOp::ReduceScatter if req.in_place => {
+            let b: Vec<_> = (0..u64::from(n)).map(|k| (k * c, c)).collect();
+            (b.clone(), b, Buf::Input)
+        }
         CollectiveOp::ReduceScatter => (
             (0..u64::from(n)).map(|k| (k * c, c)).collect(),
             vec![(0, c); n as usize],
@@ -405,7 +409,13 @@ pub fn check(req: &CollectiveRequest, programs: &BTreeMap<u32, Vec<Entry>>, scra
         run(programs, &mut mem, sched)
             .unwrap_or_else(|e| panic!("{:?} n={n} count={} {sched:?}: {e}", req.op, req.count));
         for r in 0..n {
-            let got = &mem.output(r)[..req.output_elems() as usize];
+            // In place, reduce-scatter leaves rank r's result at block r (NCCL's convention).
+            let base = if req.in_place && req.op == CollectiveOp::ReduceScatter {
+                (u64::from(r) * c) as usize
+            } else {
+                0
+            };
+            let got = &mem.output(r)[base..base + req.output_elems() as usize];
             assert_eq!(
                 got,
                 &want[r as usize][..],
