@@ -289,6 +289,22 @@ pub fn lower(req: &CollectiveRequest, cfg: &LowerConfig) -> Result<Program> {
     })
 }
 
+/// [`lower`] through the signature cache (issue item 8; spec/nrt-abi.md §5.7): the same request
+/// on the same configuration reuses the prepared program. The caller's own rank is not part of
+/// the key (programs cover every rank), and the stored program carries rank 0.
+pub fn lower_cached(
+    req: &CollectiveRequest,
+    cfg: &LowerConfig,
+    cache: &crate::lower::cache::SignatureCache,
+) -> Result<std::sync::Arc<Program>> {
+    let sig = crate::lower::cache::Signature::of(req, &cfg.key());
+    cache.get_or_insert_with(&sig, || {
+        let mut r = req.clone();
+        r.rank = 0;
+        lower(&r, cfg)
+    })
+}
+
 /// The address map of a program on a topology (every rank's placement, buffer sizes in bytes).
 pub fn address_map(p: &Program, topo: &Topology) -> Result<crate::lower::addrmap::AddressMap> {
     use crate::lower::addrmap::{AddressMap, BufferSizes, RankPlace};

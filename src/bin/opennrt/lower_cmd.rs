@@ -4,8 +4,9 @@ use std::time::Instant;
 
 use opennrt::isa::ccop::{SpadCtrlEntry, SPAD_SLOT_CONTINUE_MARK};
 use opennrt::isa::enums::Dtype;
+use opennrt::lower::cache::SignatureCache;
 use opennrt::lower::emit::{decode_back, emit};
-use opennrt::lower::pipeline::{address_map, lower, LowerConfig};
+use opennrt::lower::pipeline::{address_map, lower, lower_cached, LowerConfig};
 use opennrt::lower::program::{Algorithm, Program};
 use opennrt::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
 use opennrt::lower::topology::Topology;
@@ -31,7 +32,9 @@ const LOWER_USAGE: &str = "usage: opennrt lower --op <op> --ranks N [options]
   --rank R     show only rank R's program (default: all ranks)
   --in-place   input and output are one tensor
   --json       print the program IR as JSON instead of text
-  --quiet      print only the summary (selection, verification, counts, timings)";
+  --quiet      print only the summary (selection, verification, counts, timings)
+  --bench      also time the signature cache: one cold lowering (cache miss) and the median of
+               1000 cached lookups of the same request (numbers for the README; never asserted)";
 
 fn build(a: &[(String, String)]) -> (CollectiveRequest, LowerConfig, Option<u32>, bool, bool) {
     let c = "lower";
@@ -175,7 +178,9 @@ pub fn lower_cmd(a: &[String]) -> i32 {
         println!("{LOWER_USAGE}");
         return 0;
     }
-    let pairs = args::pairs("lower", a, &["--in-place", "--json", "--quiet"]);
+    let bench = a.iter().any(|x| x == "--bench");
+    let a: Vec<String> = a.iter().filter(|x| *x != "--bench").cloned().collect();
+    let pairs = args::pairs("lower", &a, &["--in-place", "--json", "--quiet"]);
     let (req, cfg, only, json, quiet) = build(&pairs);
     let t = Instant::now();
     let p = match lower(&req, &cfg) {
@@ -224,7 +229,38 @@ pub fn lower_cmd(a: &[String]) -> i32 {
         p.step_count(),
         p.ranks.len()
     );
+    if bench {
+        bench_cache(&req, &cfg);
+    }
     0
+}
+
+fn bench_cache(req: &CollectiveRequest, cfg: &LowerConfig) {
+    let cache = SignatureCache::new(16);
+    let t = Instant::now();
+    if let Err(e) = lower_cached(req, cfg, &cache) {
+        eprintln!("opennrt lower: {e}");
+        return;
+    }
+    let cold = t.elapsed();
+    let mut samples: Vec<f64> = (0..1000)
+        .map(|_| {
+            let t = Instant::now();
+            let p = lower_cached(req, cfg, &cache).expect("cached lowering");
+            std::hint::black_box(&p);
+            t.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    let s = cache.stats();
+    println!(
+        "bench: cold lowering through the cache {:.3} ms; cached lookup median {:.2} us (p99 {:.2} us) over 1000; cache hits {} misses {}",
+        cold.as_secs_f64() * 1e3,
+        samples[500],
+        samples[990],
+        s.hits,
+        s.misses
+    );
 }
 
 /// `opennrt verify`: lower, verify, emit and decode back every case of the matrix; one line per
