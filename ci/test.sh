@@ -28,6 +28,20 @@ shim/links.sh target/release
 step "cargo test (unit, property, golden, headers)"
 cargo test --workspace
 
+step "cargo doc (warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p opennrt
+
+step "opennrt verify: every op x legal algorithm x ranks x counts, lowered, verified, emitted, decoded back"
+log=target/opennrt-verify.log
+if ! target/release/opennrt verify > "$log" 2>&1; then
+  grep -E '^FAIL' "$log" | head -50
+  tail -2 "$log"
+  echo "opennrt verify failed (full log: $log)" >&2
+  exit 1
+fi
+grep -c '^ok' "$log" | sed 's/^/cases verified: /'
+tail -2 "$log"
+
 step "ABI identity checks"
 bash ci/abi-check.sh target/release
 

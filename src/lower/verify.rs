@@ -7,7 +7,7 @@
 //!   right block for gather, scatter, all-to-all and permute. Duplicated, missing, misplaced
 //!   and foreign contributions are reported with the output rank, the element range, the
 //!   expected and the found term, and the step that last wrote it.
-//! * **(b) matched sends and satisfiable waits.** A deterministic scheduler ([`schedule`])
+//! * **(b) matched sends and satisfiable waits.** A deterministic scheduler (`schedule`)
 //!   runs every rank; if every unfinished tape blocks, the deadlock report names, per blocked
 //!   tape, the step, the semaphore, its value and target, and the steps that could still signal
 //!   it ("no one signals it" when none). At the end every semaphore any step waits on must be
@@ -27,7 +27,7 @@
 //! not in the request), contributions of the second operand of an implicit permute-reduce (it
 //! has no buffer in the IR; the predecessor's input must still be there exactly once), the
 //! output of send/recv without pairs, and data races beyond what the greedy schedule exposes
-//! (see [`schedule`]).
+//! (see `schedule`).
 //!
 //! Cost: memory is a per-storage interval map of affine terms ([`symbolic`]), so the work
 //! grows with the number of transfers and ranks, not with the element count. Reduces are

@@ -11,7 +11,7 @@
 //! G−1 foreign blocks, write the reduced block to G−1 peers); reduce-scatter (G−1)·S; all-gather
 //! (G−1)·S. Semaphore triggers: 1 per peer per phase (entry, data, result).
 //!
-//! **Event semantics (this project's choice, §4.6 marks the exact indices [M])**. Every op:
+//! **Event semantics (this project's choice, §4.6 marks the exact indices \[M\])**. Every op:
 //! * `FN_BARRIER_FIRST` (4): arrive — +1 on every peer's ENTRY semaphore ("I am in this op: my
 //!   scratch and output may be written"). All-to-all stages its input here first when in place.
 //! * `LOCAL_HNDSHK` (2): wait ENTRY ≥ G−1: every peer has arrived. This entry handshake is what
@@ -25,7 +25,7 @@
 //! All-reduce, t0 (G = 2): FN_FIRST → LOCAL_HNDSHK (+ the scatter) → REDUCE_COPY (reduce and
 //! write the result to the peer) → SYNC → FN_LAST. t1 (general): FN_FIRST → LOCAL_HNDSHK →
 //! GLOBAL_HNDSHK → INTRA_GRP_BRDCST (scatter: block k of every rank to owner k's scratch slot) →
-//! INTER_GRP_BRDCST → [REDUCE_COPY partial tree, G > 32] → REDUCE_WRITE (one multi-source CCE
+//! INTER_GRP_BRDCST → (REDUCE_COPY partial tree when G > 32) → REDUCE_WRITE (one multi-source CCE
 //! reduce of the G copies, then the result to every rank's output) → SYNC → FN_LAST.
 //! GLOBAL_HNDSHK and INTER_GRP_BRDCST carry nothing on a single-group full mesh (the handshake is
 //! complete after LOCAL_HNDSHK and there is no other group); they are kept, empty, so the event

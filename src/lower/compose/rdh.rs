@@ -31,7 +31,7 @@
 //!
 //! **Intra RDH** ([`compose_intra_rdh`]): the vendor's intra-RDH planner (per-device-count
 //! schedules following physical hops, RDH mesh events 23..52) was not transcribed (§4.8
-//! [OPEN]). This project gives it result-equivalent semantics: the same XOR scheme, on a
+//! \[OPEN\]). This project gives it result-equivalent semantics: the same XOR scheme, on a
 //! power-of-two group, tagged `Algorithm::IntraRdh`. It does not reproduce the vendor's transfer
 //! pattern.
 
