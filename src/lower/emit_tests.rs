@@ -12,28 +12,14 @@ use crate::lower::program::{
 use crate::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
 
 fn request(n: u32, count: u64, dtype: Dtype) -> CollectiveRequest {
-    CollectiveRequest {
-        op: CollectiveOp::AllReduce,
+    CollectiveRequest::new(
+        CollectiveOp::AllReduce,
         dtype,
-        reduce: Some(ReduceOp::Add),
+        Some(ReduceOp::Add),
         count,
-        in_place: false,
-        group: (0..n).collect(),
-        rank: 0,
-        stream: 0,
-        channel: None,
-        cc_dim: 0,
-        priority: 0,
-        pairs: vec![],
-        ..crate::lower::request::CollectiveRequest::new(
-            crate::lower::request::CollectiveOp::Barrier,
-            crate::isa::enums::Dtype::Fp32,
-            None,
-            0,
-            Vec::new(),
-            0,
-        )
-    }
+        (0..n).collect(),
+        0,
+    )
 }
 
 fn step(

@@ -344,28 +344,7 @@ mod tests {
     pub(crate) fn request(op: CollectiveOp, n: u32, count: u64) -> CollectiveRequest {
         let reduce = matches!(op, CollectiveOp::AllReduce | CollectiveOp::ReduceScatter)
             .then_some(ReduceOp::Add);
-        CollectiveRequest {
-            op,
-            dtype: Dtype::Bf16,
-            reduce,
-            count,
-            in_place: false,
-            group: (0..n).collect(),
-            rank: 0,
-            stream: 0,
-            channel: None,
-            cc_dim: 0,
-            priority: 0,
-            pairs: Vec::new(),
-            ..crate::lower::request::CollectiveRequest::new(
-                crate::lower::request::CollectiveOp::Barrier,
-                crate::isa::enums::Dtype::Fp32,
-                None,
-                0,
-                Vec::new(),
-                0,
-            )
-        }
+        CollectiveRequest::new(op, Dtype::Bf16, reduce, count, (0..n).collect(), 0)
     }
 
     #[test]

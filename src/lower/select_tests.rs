@@ -8,28 +8,14 @@ use crate::lower::select::*;
 use crate::lower::topology::Topology;
 
 fn req(op: CollectiveOp, group: Vec<u32>, count: u64) -> CollectiveRequest {
-    CollectiveRequest {
+    CollectiveRequest::new(
         op,
-        dtype: Dtype::Bf16,
-        reduce: matches!(op, AllReduce | ReduceScatter).then_some(ReduceOp::Add),
+        Dtype::Bf16,
+        matches!(op, AllReduce | ReduceScatter).then_some(ReduceOp::Add),
         count,
-        in_place: false,
         group,
-        rank: 0,
-        stream: 0,
-        channel: None,
-        cc_dim: 0,
-        priority: 0,
-        pairs: Vec::new(),
-        ..crate::lower::request::CollectiveRequest::new(
-            crate::lower::request::CollectiveOp::Barrier,
-            crate::isa::enums::Dtype::Fp32,
-            None,
-            0,
-            Vec::new(),
-            0,
-        )
-    }
+        0,
+    )
 }
 
 fn topo(s: &str) -> Topology {

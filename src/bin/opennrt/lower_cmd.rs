@@ -86,20 +86,18 @@ fn build(a: &[(String, String)]) -> (CollectiveRequest, LowerConfig, Option<u32>
         op,
         CollectiveOp::AllReduce | CollectiveOp::ReduceScatter | CollectiveOp::PermuteReduceImplicit
     );
-    let req = CollectiveRequest {
-        op,
-        dtype,
-        reduce: reducing.then_some(redop),
-        count,
-        in_place,
-        group: (0..n).collect(),
-        rank: 0,
-        stream: 0,
-        channel: None,
-        cc_dim: 0,
-        priority: 0,
-        pairs,
-        ..CollectiveRequest::new(op, Dtype::Bf16, None, 0, Vec::new(), 0)
+    let req = {
+        let mut r = CollectiveRequest::new(
+            op,
+            dtype,
+            reducing.then_some(redop),
+            count,
+            (0..n).collect(),
+            0,
+        );
+        r.in_place = in_place;
+        r.pairs = pairs;
+        r
     };
     let mut cfg = LowerConfig::from_env(n).unwrap_or_else(|e| fail(c, e.message()));
     if let Some(t) = topo {

@@ -279,27 +279,17 @@ pub fn programs_of(legs: &[&ComposedLeg]) -> BTreeMap<u32, Vec<Entry>> {
 /// A request for tests.
 pub fn request(op: CollectiveOp, n: u32, count: u64, in_place: bool) -> CollectiveRequest {
     let reduces = matches!(op, CollectiveOp::AllReduce | CollectiveOp::ReduceScatter);
-    CollectiveRequest {
-        op,
-        dtype: Dtype::Fp32,
-        reduce: reduces.then_some(ReduceOp::Add),
-        count,
-        in_place,
-        group: (0..n).collect(),
-        rank: 0,
-        stream: 0,
-        channel: None,
-        cc_dim: 0,
-        priority: 0,
-        pairs: Vec::new(),
-        ..crate::lower::request::CollectiveRequest::new(
-            crate::lower::request::CollectiveOp::Barrier,
-            crate::isa::enums::Dtype::Fp32,
-            None,
+    {
+        let mut r = CollectiveRequest::new(
+            op,
+            Dtype::Fp32,
+            reduces.then_some(ReduceOp::Add),
+            count,
+            (0..n).collect(),
             0,
-            Vec::new(),
-            0,
-        )
+        );
+        r.in_place = in_place;
+        r
     }
 }
 

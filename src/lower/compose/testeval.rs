@@ -248,27 +248,12 @@ pub fn input(r: u32, i: u64) -> i64 {
 
 /// The request of a case.
 pub fn request(c: &Case) -> CollectiveRequest {
-    CollectiveRequest {
-        op: c.op,
-        dtype: Dtype::Bf16,
-        reduce: c.reduce,
-        count: c.count,
-        in_place: c.in_place,
-        group: (0..c.n).collect(),
-        rank: 0,
-        stream: 0,
-        channel: None,
-        cc_dim: 0,
-        priority: 0,
-        pairs: c.pairs.clone(),
-        ..crate::lower::request::CollectiveRequest::new(
-            crate::lower::request::CollectiveOp::Barrier,
-            crate::isa::enums::Dtype::Fp32,
-            None,
-            0,
-            Vec::new(),
-            0,
-        )
+    {
+        let mut r =
+            CollectiveRequest::new(c.op, Dtype::Bf16, c.reduce, c.count, (0..c.n).collect(), 0);
+        r.in_place = c.in_place;
+        r.pairs = c.pairs.clone();
+        r
     }
 }
 

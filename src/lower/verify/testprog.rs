@@ -18,28 +18,14 @@ pub fn request(op: CollectiveOp, n: u32, count: u64) -> CollectiveRequest {
         op,
         CollectiveOp::AllReduce | CollectiveOp::ReduceScatter | CollectiveOp::PermuteReduceImplicit
     );
-    CollectiveRequest {
+    CollectiveRequest::new(
         op,
-        dtype: Dtype::Bf16,
-        reduce: reducing.then_some(ReduceOp::Add),
+        Dtype::Bf16,
+        reducing.then_some(ReduceOp::Add),
         count,
-        in_place: false,
-        group: (0..n).collect(),
-        rank: 0,
-        stream: 0,
-        channel: None,
-        cc_dim: 0,
-        priority: 0,
-        pairs: Vec::new(),
-        ..crate::lower::request::CollectiveRequest::new(
-            crate::lower::request::CollectiveOp::Barrier,
-            crate::isa::enums::Dtype::Fp32,
-            None,
-            0,
-            Vec::new(),
-            0,
-        )
-    }
+        (0..n).collect(),
+        0,
+    )
 }
 
 /// A step with no wait, transfers or signals.
