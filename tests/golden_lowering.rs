@@ -350,8 +350,9 @@ fn case2_four_rank_ring_all_reduce() {
     assert_eq!((want[0].m2s.len(), want[0].s2m.len()), (58, 40));
     assert_eq!((ring_len(58), ring_len(40)), (128, 64));
     // Rank 0's first recv_reduce_send (s = 2, chunk 2, H0) by hand: M2S #6..#11 = compute
-    // (FIRST), input element 4 (2·2 = byte 4... ×2 bytes = 8), compute (last), scratch slot of
-    // chunk 2 (element 4, byte 8), LOCAL, REMOTE; its RX writes rank 1's scratch byte 8.
+    // (FIRST), input element 2·2 = 4 (byte 8), compute (last), scratch slot of chunk 2
+    // (element 4, byte 8), LOCAL, REMOTE; its RX (S2M #6) writes rank 1's scratch byte 8.
+    // Blocks are 2 elements, halves 1 element = 2 bytes (len_ctrl 0x0D00_0002 / 0x0100_0002).
     let m = want[0].m2s_bytes();
     assert_eq!(m[6], desc_bytes(0x0580_0000, 0x020B_6000, 2, 0));
     assert_eq!(m[7], desc_bytes(0x0100_0002, 0, 0x0000_0008, 0x1010));
