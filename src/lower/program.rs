@@ -142,6 +142,9 @@ pub mod sem_id {
     pub const HOST_BARRIER1: u8 = 7;
     /// First id free for per-channel / per-leg semaphores.
     pub const FIRST_FREE: u8 = 8;
+    /// Last id composers may use: 253 and 254 belong to the emitter (`trigger_next` and the
+    /// completion chain, see `lower::emit`), 255 is the null semaphore.
+    pub const LAST_FREE: u8 = 252;
     /// The null semaphore (MAX − 1).
     pub const NULL: u8 = 255;
 }

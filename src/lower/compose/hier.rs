@@ -296,7 +296,7 @@ pub fn compose_hier(
             }
             scratch += used_scratch;
             sem += u32::from(used_sems);
-            if sem > 255 {
+            if sem > u32::from(crate::lower::program::sem_id::LAST_FREE) + 1 {
                 return Err(sem_overflow(sem));
             }
         }
@@ -338,7 +338,7 @@ fn spec(
 
 fn sem_overflow(sem: u32) -> Error {
     Error::resource(format!(
-        "hierarchical op needs TOP_SP semaphore ids up to {sem}: more than the 255 of a TOP_SP"
+        "hierarchical op needs TOP_SP semaphore ids up to {sem}: more than the free ids of a TOP_SP (8..=252)"
     ))
 }
 

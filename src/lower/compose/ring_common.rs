@@ -154,9 +154,9 @@ pub fn check_leg(leg: &Leg) -> Result<()> {
         )));
     }
     let top = u32::from(leg.sems.base) + u32::from(leg.channels) * u32::from(SemPlan::PER_CHANNEL);
-    if top > u32::from(crate::lower::program::sem_id::NULL) {
+    if top > u32::from(crate::lower::program::sem_id::LAST_FREE) + 1 {
         return Err(Error::invalid(format!(
-            "semaphores {}..{top} of {} channels run past the TOP_SP's 255",
+            "semaphores {}..{top} of {} channels run past the last free TOP_SP semaphore (252)",
             leg.sems.base, leg.channels
         )));
     }
