@@ -19,6 +19,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod abi;
+pub mod device;
 pub mod error;
 pub mod isa;
 pub mod lower;
