@@ -34,6 +34,7 @@ pub mod isa_error;
 pub mod layout;
 pub mod markers;
 pub mod operand;
+pub mod slot;
 pub mod stream;
 pub mod udma;
 pub mod validate;

@@ -23,19 +23,16 @@ use std::ops::Range;
 
 use crate::error::{Error, Result};
 use crate::isa::evtsem::SemWindow;
+use crate::isa::slot::{SlotRecord, SlotWait, RECORD_BYTES, SLOTS, SLOT_RECORDS};
 use crate::isa::udma::Descriptor;
 use crate::lower::addrmap::{AddressMap, MAX_RING_DESCS};
 use crate::lower::emit_desc::{ring_len, stamp, StepDescs, Tiler, RING_GUARD};
-use crate::lower::emit_slot::{SlotRecord, SlotWait, RECORD_BYTES, SLOTS, SLOT_RECORDS};
 use crate::lower::program::{sem_id, Program, Sem, Step};
 
 pub use crate::lower::emit_check::decode_back;
 use crate::lower::spad::{build_ctrl_spad, cc_op_fields, participants, reporter_of, CcOpPlacement};
 
-/// Semaphore id of the completion chain between a rank's TOP_SPs (ours).
-pub const CHAIN_SEM: u8 = 254;
-/// Semaphore id incremented by `trigger_next` (ours).
-pub const NEXT_SEM: u8 = 253;
+pub use crate::isa::slot::{CHAIN_SEM, NEXT_SEM};
 
 /// Emission knobs.
 #[derive(Debug, Clone, Copy)]

@@ -16,7 +16,6 @@ pub mod compose;
 pub mod emit;
 pub mod emit_check;
 pub mod emit_desc;
-pub mod emit_slot;
 pub mod pipeline;
 pub mod program;
 pub mod program_text;

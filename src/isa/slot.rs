@@ -1,5 +1,6 @@
 //! Our SLOT SPAD format: the per-step records the TOP_SP sequencer executes
-//! (spec/lowering.md §6.2, device.md §8.3).
+//! (spec/lowering.md §6.2, device.md §8.3). The lowering writes it (`lower::emit`), the software
+//! device reads it; it lives in `isa` because it is part of the contract between the two.
 //!
 //! The spec gives the content of a step — `tp_inc_steps[i] = {m2s, s2m, repeat}` and a
 //! `wait_ge_and_dec` before the next step — but not the vendor's byte layout (not recovered).
@@ -33,6 +34,12 @@ pub const SLOT_RECORDS: usize = 64;
 pub const SLOT_SPAD_BYTES: usize = 0x8000;
 /// Slots in the SLOT SPAD.
 pub const SLOTS: usize = SLOT_SPAD_BYTES / (SLOT_RECORDS * RECORD_BYTES);
+/// TOP_SP semaphore of our own that collects the other TOP_SPs' completions on the reporter
+/// (`complete` / `complete_prev`, spec/lowering.md §6.3). Composers never use it.
+pub const CHAIN_SEM: u8 = 254;
+/// TOP_SP semaphore of our own that `trigger_next` increments to start the next chained entry.
+/// Composers never use it.
+pub const NEXT_SEM: u8 = 253;
 /// `wait_sem` value meaning "no wait".
 pub const NO_WAIT: u8 = 0xFF;
 const END: u8 = 0x10;
