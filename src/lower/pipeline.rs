@@ -180,7 +180,7 @@ pub fn dispatch(leg: &Leg, alg: Algorithm, mesh_sub_type: u8) -> Result<Composed
         (Algorithm::Kangaring, _) => kangaring::compose(leg),
         (Algorithm::SingleCycleRing, _) => single_cycle_ring::compose(leg),
         (Algorithm::Mesh, AllToAllV) => {
-            let layout = mesh_a2a::A2avLayout::from_leg(leg);
+            let layout = a2av_layout(leg.request)?;
             mesh_a2a::compose_mesh_a2av(leg, mesh_sub_type, &layout)
         }
         (Algorithm::Mesh, _) => mesh::compose_mesh(leg, mesh_sub_type),
@@ -191,6 +191,31 @@ pub fn dispatch(leg: &Leg, alg: Algorithm, mesh_sub_type: u8) -> Result<Composed
             alg.name()
         ))),
     }
+}
+
+/// The all-to-all-v layout of a request: its resolved table ([`A2avMeta::table`], see
+/// [`crate::lower::request_a2av`]). Unlike fixed-block all-to-all, nothing in the leg says how
+/// much each rank sends where, so a request without a table is refused rather than lowered to
+/// a guessed uniform layout. The buffer sizes come from [`A2avMeta`] through
+/// [`CollectiveRequest::input_elems`] / [`CollectiveRequest::output_elems`].
+///
+/// [`A2avMeta`]: crate::lower::request::A2avMeta
+/// [`A2avMeta::table`]: crate::lower::request::A2avMeta::table
+pub fn a2av_layout(req: &CollectiveRequest) -> Result<mesh_a2a::A2avLayout> {
+    let meta = req.a2av.as_ref().ok_or_else(|| {
+        Error::invalid(
+            "all-to-all-v request without A2Av metadata: the lowering needs every rank's send \
+             counts and displacements (lowering.md §1.9 rule 9)",
+        )
+    })?;
+    let table = meta.table.as_ref().ok_or_else(|| {
+        Error::invalid(
+            "all-to-all-v request without a resolved counts table: the lowering needs every \
+             rank's send counts and displacements; resolve the metadata rows first \
+             (A2avMeta::with_table)",
+        )
+    })?;
+    mesh_a2a::A2avLayout::from_table(table, req.rank_n())
 }
 
 fn leg_alg(sel: &Selection, prefix: &str, op: CollectiveOp) -> Algorithm {
@@ -356,5 +381,35 @@ mod tests {
         let map = address_map(&p, &cfg.topology).unwrap();
         let e = crate::lower::emit::emit(&p, &map).unwrap();
         crate::lower::emit::decode_back(&e, &p, &map).unwrap();
+    }
+
+    /// All-to-all-v lowers from its resolved table, and only from it.
+    #[test]
+    fn all_to_all_v_needs_its_table() {
+        use crate::lower::request::A2avMeta;
+        let cfg = LowerConfig::for_world(2).unwrap();
+        let mut req = request(CollectiveOp::AllToAllV, 2, 3);
+        let e = lower(&req, &cfg).unwrap_err();
+        assert!(e.message().contains("without A2Av metadata"), "{e}");
+        let meta = A2avMeta::from_bitmap(0x03, 4, 6, None).unwrap();
+        req.a2av = Some(meta.clone());
+        let e = lower(&req, &cfg).unwrap_err();
+        assert!(
+            e.message().contains("without a resolved counts table"),
+            "{e}"
+        );
+        // Rank 0 sends 1 to itself and 3 to rank 1; rank 1 sends 2 to rank 0, 0 to itself.
+        // Derived receive displacements: the block from peer p lands at (6 / 2) · p.
+        let rows = vec![vec![vec![1, 3], vec![0, 1]], vec![vec![2, 0], vec![2, 4]]];
+        req.a2av = Some(meta.with_table(2, &rows).unwrap());
+        assert_eq!((req.input_elems(), req.output_elems()), (4, 6));
+        let layout = a2av_layout(&req).unwrap();
+        assert_eq!(layout.recv_displs, vec![vec![0, 3]; 2]);
+        let p = lower(&req, &cfg).unwrap();
+        crate::lower::verify::verify(&p).unwrap();
+        let mut t = req.a2av.unwrap().table.unwrap();
+        t.send_displs.pop();
+        let e = mesh_a2a::A2avLayout::from_table(&t, 2).unwrap_err();
+        assert!(e.message().contains("send_displs is not 2 × 2"), "{e}");
     }
 }

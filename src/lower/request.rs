@@ -338,7 +338,8 @@ pub struct TriggerEvents {
 /// Element counts follow the `num_elements` convention of spec/lowering.md §1.4: `count` is
 /// the per-rank block. All-reduce: in = out = count; all-gather: in = count, out = count·N;
 /// reduce-scatter: in = count·N, out = count; all-to-all: in = out = count·N. All-to-all-v
-/// carries its buffer sizes in [`A2avMeta`]. Send/recv (0xCB) is a byte copy: dtype UINT8,
+/// carries its buffer sizes in [`A2avMeta`]. Implicit permute-reduce: in = 2·count, out = count
+/// (see [`CollectiveRequest::input_elems`]). Send/recv (0xCB) is a byte copy: dtype UINT8,
 /// count = size_bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct CollectiveRequest {
@@ -422,10 +423,20 @@ impl CollectiveRequest {
         self.group.len() as u32
     }
 
-    /// Elements of the input buffer of each rank.
+    /// Elements of the input buffer of each rank, as the lowering addresses it.
+    ///
+    /// All-to-all-v: [`A2avMeta::input_elems`] when the metadata is present.
+    ///
+    /// Implicit permute-reduce: **2·count**. The lowering's input buffer for this op is
+    /// `[src0 | src1]`: the ring composer reads the second operand from the `count` elements
+    /// right after src0 (`lower::compose::permute`), so the program never names src1 as a
+    /// separate buffer. Whoever stages the tensors — the runtime, before it starts the program
+    /// — places src1 there (or binds an input buffer whose second half is src1). The operand
+    /// the word named is still in [`Operands::src1`]; it is not a second IR buffer.
     pub fn input_elems(&self) -> u64 {
         match (self.op, &self.a2av) {
             (CollectiveOp::AllToAllV, Some(m)) => m.input_elems,
+            (CollectiveOp::PermuteReduceImplicit, _) => 2 * self.count,
             (CollectiveOp::ReduceScatter | CollectiveOp::AllToAll | CollectiveOp::AllToAllV, _) => {
                 self.count * u64::from(self.rank_n())
             }
@@ -434,7 +445,8 @@ impl CollectiveRequest {
         }
     }
 
-    /// Elements of the output buffer of each rank.
+    /// Elements of the output buffer of each rank (all-to-all-v: [`A2avMeta::output_elems`]
+    /// when the metadata is present).
     pub fn output_elems(&self) -> u64 {
         match (self.op, &self.a2av) {
             (CollectiveOp::AllToAllV, Some(m)) => m.output_elems,

@@ -23,11 +23,11 @@
 //!   from) is not done here: it lives with the emitter, in `src/lower/emit.rs`, which owns the
 //!   byte formats. This module checks the step program only.
 //!
-//! What is not checked: the content of an all-to-all-v output (counts and displacements are
-//! not in the request), contributions of the second operand of an implicit permute-reduce (it
-//! has no buffer in the IR; the predecessor's input must still be there exactly once), the
-//! output of send/recv without pairs, and data races beyond what the greedy schedule exposes
-//! (see `schedule`).
+//! What is not checked: the content of an all-to-all-v output whose request carries no
+//! resolved counts table (with a table it is checked exactly, see [`expect`]), the output of
+//! send/recv without pairs, and data races beyond what the greedy schedule exposes (see
+//! `schedule`). An implicit permute-reduce is checked exactly: its input buffer is
+//! `[src0 | src1]`, so both operands of the predecessor are named contributions.
 //!
 //! Cost: memory is a per-storage interval map of affine terms ([`symbolic`]), so the work
 //! grows with the number of transfers and ranks, not with the element count. Reduces are

@@ -25,14 +25,15 @@ use crate::error::{Error, Result};
 use crate::lower::compose::mesh::{check_leg, event, finish, Ctx, Role};
 use crate::lower::compose::{ComposedLeg, Leg};
 use crate::lower::program::{Buf, Loc};
+use crate::lower::request::A2avTable;
 
 /// All-to-all-v counts and displacements, indexed by rank id (like [`Leg`] blocks), in elements
 /// relative to the leg's source / destination windows. Row r describes what rank r sends.
 ///
-/// The integrator wires this to the request's A2Av metadata (§4.6: send counts and
-/// displacements from src1; receive displacements from src1 row 3 if present, otherwise
-/// `(dst_total / rank_n) · r`; if row 2 is absent the received counts are written back there —
-/// that write-back is host metadata and is not part of the tape).
+/// The pipeline builds it from the request's resolved A2Av table ([`A2avLayout::from_table`];
+/// §4.6: send counts and displacements from src1; receive displacements from src1 row 3 if
+/// present, otherwise `(dst_total / rank_n) · r`; if row 2 is absent the received counts are
+/// written back there — that write-back is host metadata and is not part of the tape).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct A2avLayout {
     /// `send_counts[r][i]`: elements rank r sends to rank i (= elements rank i receives from r).
@@ -62,6 +63,31 @@ impl A2avLayout {
             send_displs: vec![row_d; n],
             recv_displs: vec![row_r; n],
         }
+    }
+
+    /// The layout of a resolved all-to-all-v table ([`A2avTable`], every matrix
+    /// `[rank][peer]` in group indices, which are the flat leg's rank ids). The table's
+    /// `recv_displs[i][r]` is already "where the block from r lands on i", so this is a
+    /// field-by-field copy; `recv_counts` is the transpose of `send_counts` and not needed.
+    /// Fails unless every matrix is `rank_n × rank_n`.
+    pub fn from_table(t: &A2avTable, rank_n: u32) -> Result<A2avLayout> {
+        let n = rank_n as usize;
+        for (name, m) in [
+            ("send_counts", &t.send_counts),
+            ("send_displs", &t.send_displs),
+            ("recv_displs", &t.recv_displs),
+        ] {
+            if m.len() != n || m.iter().any(|row| row.len() != n) {
+                return Err(Error::invalid(format!(
+                    "all-to-all-v table: {name} is not {n} × {n} (the group has rank_n = {n})"
+                )));
+            }
+        }
+        Ok(A2avLayout {
+            send_counts: t.send_counts.clone(),
+            send_displs: t.send_displs.clone(),
+            recv_displs: t.recv_displs.clone(),
+        })
     }
 
     /// A layout from send counts and displacements; receive displacements default to

@@ -10,19 +10,28 @@
 //! * permute with pairs `(s → t)` (also send/recv when pairs are given): `out_t = in_s`; a rank
 //!   that is no one's target is untouched;
 //! * implicit permute: `out_r = in_pred(r)` in group order (§4.9);
-//! * implicit permute-reduce: `out_r` must contain `in_pred(r)` exactly once. Its second operand
-//!   (src1) has no buffer in the IR, so any further contributions are **not checked**;
-//! * all-to-all-v: counts and displacements are not in the request, so its output is **not
-//!   checked** (only the structural and scheduling rules apply);
+//! * implicit permute-reduce: `out_r[e] = in_pred(r)[e] ⊕ in_pred(r)[c + e]`, each once. The
+//!   lowering's input buffer is `[src0 | src1]` (2·c elements, see
+//!   `CollectiveRequest::input_elems`), so src1 is `in[c + e]`;
+//! * all-to-all-v with a resolved table ([`A2avTable`]): for every peer q and `e <
+//!   send_counts[q][r]`, `out_r[recv_displs[r][q] + e] = in_q[send_displs[q][r] + e]`; every
+//!   other output element is untouched (see below: in place that means it still holds the rank's
+//!   own input, which is what the mesh composer leaves there since it stages its sends in
+//!   scratch). A table that is not rank_n × rank_n, or whose receive windows leave the output or
+//!   overlap, is an invalid request;
+//! * all-to-all-v without a table: counts and displacements are not in the request, so its
+//!   output is **not checked** (only the structural and scheduling rules apply; the pipeline
+//!   refuses to lower such a request anyway);
 //! * send/recv without pairs: not checked (the peer is not in the request);
 //! * barrier: no data (its causality rule is checked by the scheduler).
 //!
-//! "Untouched" means: out of place, never written; in place, still the rank's own input.
+//! "Untouched" means: out of place, never written; in place, still the rank's own input (where
+//! the input reaches; past it, never written).
 
 use std::fmt;
 
 use crate::lower::program::Buf;
-use crate::lower::request::{CollectiveOp, CollectiveRequest};
+use crate::lower::request::{A2avTable, CollectiveOp, CollectiveRequest};
 use crate::lower::verify::error::{At, Mismatch, OutputProblem, VerifyError};
 use crate::lower::verify::symbolic::{Contrib, Memory, Piece, Term, Writer};
 
@@ -107,16 +116,73 @@ pub fn in_place_bases(req: &CollectiveRequest, rank: u32) -> (u64, u64) {
 
 /// Output of `rank` as the op leaves it untouched.
 fn untouched(req: &CollectiveRequest, rank: u32) -> Vec<ExpectedSeg> {
-    let out = req.output_elems();
+    untouched_range(req, rank, 0, req.output_elems())
+}
+
+/// Output elements `[start, end)` of `rank` left untouched: never written, or in place still the
+/// rank's own input where the input reaches (empty runs are dropped by the caller).
+fn untouched_range(req: &CollectiveRequest, rank: u32, start: u64, end: u64) -> Vec<ExpectedSeg> {
     if req.in_place {
-        let kept = req.input_elems().min(out);
+        let kept = req.input_elems().clamp(start, end);
         vec![
-            seg(0, kept, Expect::Exactly(Term::single(rank, 0))),
-            seg(kept, out, Expect::NotWritten),
+            seg(start, kept, Expect::Exactly(Term::single(rank, 0))),
+            seg(kept, end, Expect::NotWritten),
         ]
     } else {
-        vec![seg(0, out, Expect::NotWritten)]
+        vec![seg(start, end, Expect::NotWritten)]
     }
+}
+
+/// All-to-all-v output of `rank` from a resolved table (see the module doc): one exact run per
+/// peer that sends something, untouched gaps between them.
+fn a2av_output(
+    req: &CollectiveRequest,
+    t: &A2avTable,
+    rank: u32,
+) -> Result<Vec<ExpectedSeg>, VerifyError> {
+    let n = req.rank_n() as usize;
+    let square = |m: &[Vec<u64>]| m.len() == n && m.iter().all(|row| row.len() == n);
+    if !(square(&t.send_counts) && square(&t.send_displs) && square(&t.recv_displs)) {
+        return Err(VerifyError::InvalidRequest(format!(
+            "all-to-all-v table is not {n} × {n} (send counts, send and receive displacements)"
+        )));
+    }
+    let out = req.output_elems();
+    let r = rank as usize;
+    let mut windows: Vec<(u64, u64, u32, i64)> = Vec::with_capacity(n);
+    for q in 0..n {
+        let (len, from, at) = (
+            t.send_counts[q][r],
+            t.send_displs[q][r],
+            t.recv_displs[r][q],
+        );
+        if len == 0 {
+            continue;
+        }
+        let end = at.checked_add(len).filter(|&e| e <= out).ok_or_else(|| {
+            VerifyError::InvalidRequest(format!(
+                "all-to-all-v: rank {rank} receives {len} elements from rank {q} at {at}, past \
+                 its output of {out} elements"
+            ))
+        })?;
+        windows.push((at, end, q as u32, from as i64 - at as i64));
+    }
+    windows.sort_unstable();
+    let mut v = Vec::with_capacity(2 * n + 2);
+    let mut pos = 0;
+    for (at, end, q, delta) in windows {
+        if at < pos {
+            return Err(VerifyError::InvalidRequest(format!(
+                "all-to-all-v: on rank {rank} the receive window of rank {q} (from {at}) \
+                 overlaps the one before it (up to {pos})"
+            )));
+        }
+        v.extend(untouched_range(req, rank, pos, at));
+        v.push(seg(at, end, Expect::Exactly(Term::single(q, delta))));
+        pos = end;
+    }
+    v.extend(untouched_range(req, rank, pos, out));
+    Ok(v)
 }
 
 /// The source of `rank` under explicit pairs, after checking that no rank is a target twice.
@@ -191,7 +257,10 @@ pub fn expected_output(
                 seg(base, base + c, Expect::Exactly(Term::single(i, delta)))
             })
             .collect(),
-        CollectiveOp::AllToAllV => vec![seg(0, out, Expect::Unchecked)],
+        CollectiveOp::AllToAllV => match req.a2av.as_ref().and_then(|m| m.table.as_ref()) {
+            Some(t) => a2av_output(req, t, rank)?,
+            None => vec![seg(0, out, Expect::Unchecked)],
+        },
         CollectiveOp::Send | CollectiveOp::Recv if req.pairs.is_empty() => {
             vec![seg(0, out, Expect::Unchecked)]
         }
@@ -205,7 +274,18 @@ pub fn expected_output(
             vec![seg(0, out, Expect::Exactly(Term::single(pred, 0)))]
         }
         CollectiveOp::PermuteReduceImplicit => {
-            vec![seg(0, out, Expect::Contains(Term::single(pred, 0)))]
+            // src0 ⊕ src1 of the predecessor; src1 is `c` elements after src0.
+            let both = Term::from_contribs(
+                [0, c as i64]
+                    .into_iter()
+                    .map(|delta| Contrib {
+                        rank: pred,
+                        delta,
+                        mult: 1,
+                    })
+                    .collect(),
+            );
+            vec![seg(0, out, Expect::Exactly(both))]
         }
         CollectiveOp::Barrier => Vec::new(),
     };
@@ -335,3 +415,7 @@ pub(crate) fn check_output(
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "expect_tests.rs"]
+mod tests;

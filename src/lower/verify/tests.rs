@@ -412,7 +412,7 @@ fn expectations_follow_the_request() {
     );
     q.op = CollectiveOp::PermuteReduceImplicit;
     let e = expected_term(&q, 0, 3).unwrap().unwrap();
-    assert_eq!(e.describe_at(3), "at least in2[3]");
+    assert_eq!(e.describe_at(3), "in2[3] ⊕ in2[7]");
     q.op = CollectiveOp::AllToAllV;
     assert_eq!(expected_term(&q, 0, 3).unwrap().unwrap(), Expect::Unchecked);
 }
