@@ -27,7 +27,8 @@
 //! Speed: elements are processed in blocks of [`BLOCK`]. Each source block is widened into an
 //! f32 scratch array (one conversion dispatch per block, not per element), combined by a tight
 //! loop over f32 slices that the compiler vectorizes, and the accumulator is narrowed once. FP32
-//! ADD skips the scratch copy: it accumulates straight from the source bytes.
+//! and BF16 ADD/MAX/MIN skip the scratch copy: their widening is a load (and a shift), fused into
+//! the combine loop that reads the source bytes directly.
 
 use crate::dtype::{Dtype, FloatCodec, Numerics};
 use crate::error::{Error, Result};
@@ -208,10 +209,11 @@ impl<'s> Plan<'s> {
                         _ => &others[i][r.clone()],
                     }
                 };
-                if self.codec.dtype() == Dtype::Fp32 && self.op == CceOp::Add {
-                    fp32_add_block(acc, self.n_sources, src);
-                } else {
-                    self.combine_block(acc, &mut x[..len], src);
+                match (self.codec, self.op) {
+                    (_, CceOp::Fma) => self.combine_block(acc, &mut x[..len], src),
+                    (FloatCodec::Fp32, op) => fused_block::<LaneF32>(acc, op, self.n_sources, src),
+                    (FloatCodec::Bf16, op) => fused_block::<LaneBf16>(acc, op, self.n_sources, src),
+                    _ => self.combine_block(acc, &mut x[..len], src),
                 }
             }
             self.store(acc, &mut dst[r]);
@@ -255,22 +257,65 @@ impl<'s> Plan<'s> {
     }
 }
 
-/// FP32 ADD without the scratch copy: accumulate straight from the little-endian source bytes.
-fn fp32_add_block<'a>(acc: &mut [f32], n_sources: usize, src: impl Fn(usize) -> &'a [u8]) {
-    let ld = |c: &[u8]| f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-    if n_sources == 1 {
+/// An element type whose widening is a load and a shift: fused into the combine loop.
+trait Lane {
+    const SIZE: usize;
+    fn load(c: &[u8]) -> f32;
+}
+
+struct LaneF32;
+impl Lane for LaneF32 {
+    const SIZE: usize = 4;
+    #[inline(always)]
+    fn load(c: &[u8]) -> f32 {
+        f32::from_le_bytes([c[0], c[1], c[2], c[3]])
+    }
+}
+
+struct LaneBf16;
+impl Lane for LaneBf16 {
+    const SIZE: usize = 2;
+    #[inline(always)]
+    fn load(c: &[u8]) -> f32 {
+        f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16)
+    }
+}
+
+/// ADD/MAX/MIN straight from the source bytes, without the scratch copy (FP32 and BF16, whose
+/// widening is free). One op dispatch per block; the loops are monomorphic.
+fn fused_block<'a, L: Lane>(acc: &mut [f32], op: CceOp, n: usize, src: impl Fn(usize) -> &'a [u8]) {
+    match op {
+        CceOp::Add => fused::<L>(acc, n, src, |a, b| a + b),
+        CceOp::Max => fused::<L>(acc, n, src, max_nan),
+        CceOp::Min => fused::<L>(acc, n, src, min_nan),
+        _ => unreachable!("FMA takes the scratch path"),
+    }
+}
+
+#[inline(always)]
+fn fused<'a, L: Lane>(
+    acc: &mut [f32],
+    n: usize,
+    src: impl Fn(usize) -> &'a [u8],
+    f: impl Fn(f32, f32) -> f32 + Copy,
+) {
+    if n == 1 {
         acc.iter_mut()
-            .zip(src(0).chunks_exact(4))
-            .for_each(|(a, c)| *a = ld(c));
+            .zip(src(0).chunks_exact(L::SIZE))
+            .for_each(|(a, c)| *a = L::load(c));
         return;
     }
     acc.iter_mut()
-        .zip(src(0).chunks_exact(4).zip(src(1).chunks_exact(4)))
-        .for_each(|(a, (c0, c1))| *a = ld(c0) + ld(c1));
-    for i in 2..n_sources {
+        .zip(
+            src(0)
+                .chunks_exact(L::SIZE)
+                .zip(src(1).chunks_exact(L::SIZE)),
+        )
+        .for_each(|(a, (c0, c1))| *a = f(L::load(c0), L::load(c1)));
+    for i in 2..n {
         acc.iter_mut()
-            .zip(src(i).chunks_exact(4))
-            .for_each(|(a, c)| *a += ld(c));
+            .zip(src(i).chunks_exact(L::SIZE))
+            .for_each(|(a, c)| *a = f(*a, L::load(c)));
     }
 }
 

@@ -332,10 +332,15 @@ fn cce_bench_add_throughput() {
     let mut dst = vec![0u8; N * 4];
     let src = vec![1u8; N * 4];
     dst.copy_from_slice(&src); // fault the pages in
-    let t = Instant::now();
-    dst.copy_from_slice(&src);
-    let memcpy = (N * 4) as f64 / t.elapsed().as_secs_f64() / 1e9;
-    println!("memcpy (single thread, 64 MiB): {memcpy:.2} GB/s");
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let t = Instant::now();
+        std::hint::black_box(&mut dst).copy_from_slice(std::hint::black_box(&src));
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    std::hint::black_box(&dst);
+    let memcpy = (N * 4) as f64 / best / 1e9;
+    println!("memcpy (single thread, 64 MiB): {memcpy:.2} GB/s copied");
     for d in [Dtype::Fp32, Dtype::Bf16] {
         for ns in [2usize, 8] {
             let srcs: Vec<Vec<u8>> = (0..ns).map(|s| pseudo_random(N, s as u32, d)).collect();
