@@ -16,7 +16,7 @@
 //! * **FMA's first source is scaled too** (every compute descriptor carries its source's scale in
 //!   W3, §2.1): acc starts as `scale[0]·x0`, the same as a fused `x0·scale[0] + (−0)`.
 //! * **MAX/MIN propagate NaN** (§11.3 rule 5, an **\[L\]** choice made easy to flip in
-//!   [`max_nan`] / [`min_nan`]) and order zeros as IEEE 754-2019 maximum/minimum do:
+//!   `max_nan` / `min_nan`) and order zeros as IEEE 754-2019 maximum/minimum do:
 //!   max(−0, +0) = +0, min(−0, +0) = −0, whatever the source order.
 //! * A FP32 NaN result is written as 0x7FC00000 ([`crate::dtype::FP32_NAN`]), like the canonical
 //!   NaNs the spec lists for the narrower types.
