@@ -20,6 +20,7 @@
 
 pub mod abi;
 pub mod device;
+pub mod dtype;
 pub mod error;
 pub mod isa;
 pub mod lower;

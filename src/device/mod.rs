@@ -35,3 +35,5 @@
 //!   that semaphore (their chip, TOP_SP and ring index) — status `NRT_EXEC_HW_ERR_COLLECTIVES`.
 //!   Bulk copies and reductions of large transfers are split over the machine's cores
 //!   (`std::thread::scope`); results do not depend on the split (deterministic).
+
+pub mod cce;
