@@ -40,6 +40,9 @@ pub enum ErrorKind {
     ExecBadInput,
     /// A collective hung or failed on the device (`NRT_EXEC_HW_ERR_COLLECTIVES` 1200).
     CollectivesHang,
+    /// A DMA engine aborted on a bad descriptor, address, tag or CCE dtype
+    /// (`NRT_EXEC_HW_ERR_DMA_ABORT` 1203, spec/device.md §12).
+    DmaAbort,
     /// The execution unit is dead; restart required (`NRT_EXEC_UNIT_UNRECOVERABLE` 101).
     ExecUnitUnrecoverable,
 }

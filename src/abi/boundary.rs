@@ -47,6 +47,7 @@ pub fn status_of(e: &Error) -> nrt_status {
         ErrorKind::Closed => NRT_CLOSED,
         ErrorKind::ExecBadInput => NRT_EXEC_BAD_INPUT,
         ErrorKind::CollectivesHang => NRT_EXEC_HW_ERR_COLLECTIVES,
+        ErrorKind::DmaAbort => NRT_EXEC_HW_ERR_DMA_ABORT,
         ErrorKind::ExecUnitUnrecoverable => NRT_EXEC_UNIT_UNRECOVERABLE,
     }
 }
