@@ -2,3 +2,5 @@
 //! so that collectives give exact results on a CPU (design.md §1–§2, spec/device.md).
 //!
 //! The device never imports the lowering: they meet only in the bytes of [`crate::isa`].
+
+pub mod sema;
