@@ -3,4 +3,5 @@
 //!
 //! The device never imports the lowering: they meet only in the bytes of [`crate::isa`].
 
+pub mod memory;
 pub mod sema;

@@ -182,6 +182,15 @@ pub fn sem_window_at(block_off: u64) -> Option<(SemWindow, u8)> {
     .map(|w| (w, ((block_off - w.offset()) / 4) as u8))
 }
 
+/// Does the on-chip range `[base, end)` touch any EVT_SEM block (the TOP_SP blocks on both dies,
+/// or the per-TPB area)? Memory must never be mapped over them.
+pub fn overlaps_sem_block(base: u64, end: u64) -> bool {
+    let hit = |b: u64, len: u64| base < b + len && b < end;
+    let tpb_span = u64::from(MAX_TPBS) * TPB_EVT_SEM_STRIDE;
+    (0..super::evtsem::MAX_TOPSPS).any(|t| hit(super::evtsem::topsp_base(t), SEM_BLOCK_BYTES))
+        || hit(TPB_EVT_SEM_BASE, tpb_span)
+}
+
 /// TOP_SP LOCAL_REG base (device.md §8.1 **\[H\]**).
 pub const LOCAL_REG_BASE: u64 = 0x6_0000;
 /// LOCAL_REG + 0x1540: init.
@@ -257,6 +266,13 @@ mod tests {
             assert_eq!(sem_window_at(off), via, "offset {off:#x}");
         }
         assert_eq!(sem_window_at(0x1802), None);
+        assert!(overlaps_sem_block(
+            topsp_base(12) + 0x1FFF,
+            topsp_base(12) + 0x3000
+        ));
+        assert!(!overlaps_sem_block(topsp_base(12) + 0x2000, topsp_base(13)));
+        assert!(overlaps_sem_block(0, 1 << 48));
+        assert!(!overlaps_sem_block(HBM_BASE, HBM_BASE + CORE_WINDOW));
     }
 
     /// device.md §8.1.
