@@ -241,6 +241,11 @@ impl Region {
     }
 }
 
+/// The sort key of an on-chip address (bits 47:0) of `chip`: the chip above bit 48.
+fn key(chip: u8, on_chip: u64) -> u64 {
+    (u64::from(chip) << 48) | on_chip
+}
+
 /// Where an address lands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target {
@@ -253,6 +258,9 @@ enum Target {
 /// The memory of every simulated chip of the process.
 #[derive(Debug)]
 pub struct Memory {
+    /// `key(chip, base)` of every region, sorted: dense u64s keep the binary search in cache.
+    keys: Vec<u64>,
+    /// The regions, parallel to `keys`.
     regions: Vec<Region>,
     sems: Vec<ChipSems>,
 }
@@ -261,6 +269,7 @@ impl Memory {
     /// A machine of `chips` chips (ids `0..chips`), nothing mapped, every semaphore 0.
     pub fn new(chips: u8) -> Memory {
         Memory {
+            keys: Vec::new(),
             regions: Vec::new(),
             sems: vec![ChipSems::new(); usize::from(chips)],
         }
@@ -289,9 +298,7 @@ impl Memory {
         if memmap::overlaps_sem_block(base, end) {
             return Err(bad("overlaps an EVT_SEM block"));
         }
-        let at = self
-            .regions
-            .partition_point(|r| (r.chip, r.base) < (chip, base));
+        let at = self.keys.partition_point(|&k| k < key(chip, base));
         let prev_clash = at > 0 && {
             let p = &self.regions[at - 1];
             p.chip == chip && p.end() > base
@@ -310,14 +317,15 @@ impl Memory {
         // `vec![0; n]` is a zeroed allocation: fresh pages, committed only when touched.
         let data = vec![0u8; n];
         self.regions.insert(at, Region { chip, base, data });
+        self.keys.insert(at, key(chip, base));
         Ok(())
     }
 
     /// Remove the region mapped at exactly `base` on `chip`.
     pub fn unmap(&mut self, chip: u8, base: u64) -> Result<(), MemError> {
         let at = self
-            .regions
-            .binary_search_by(|r| (r.chip, r.base).cmp(&(chip, base)))
+            .keys
+            .binary_search(&key(chip, base))
             .map_err(|_| MemError::BadMapping {
                 chip,
                 base,
@@ -325,6 +333,7 @@ impl Memory {
                 reason: "nothing mapped",
             })?;
         self.regions.remove(at);
+        self.keys.remove(at);
         Ok(())
     }
 
@@ -408,9 +417,7 @@ impl Memory {
                 _ => return Err(bad),
             }
         }
-        let at = self
-            .regions
-            .partition_point(|r| (r.chip, r.base) <= (chip, a));
+        let at = self.keys.partition_point(|&k| k <= key(chip, a));
         let r = match at.checked_sub(1).map(|i| (i, &self.regions[i])) {
             Some((i, r)) if r.chip == chip && a < r.end() => (i, r),
             _ => return Err(MemError::Unmapped { addr, chip }),
