@@ -20,7 +20,7 @@
 //!   max(−0, +0) = +0, min(−0, +0) = −0, whatever the source order.
 //! * A FP32 NaN result is written as 0x7FC00000 ([`crate::dtype::FP32_NAN`]), like the canonical
 //!   NaNs the spec lists for the narrower types.
-//! * Errors are `ErrorKind::Invalid` with a message that says "DMA abort": an integer, FP32R or
+//! * Errors are `ErrorKind::DmaAbort` (`NRT_EXEC_HW_ERR_DMA_ABORT`) with a message that says "DMA abort": an integer, FP32R or
 //!   INVALID dtype, EXT/GCE, FMA without scales, more than [`MAX_SOURCES`] sources or mismatched
 //!   lengths. The calling DMA engine reports them as `NRT_EXEC_HW_ERR_DMA_ABORT` (§11.4, §12.2).
 //!
@@ -106,9 +106,10 @@ pub fn reduce_in_place_with(
 
 /// A CCE error: the engine aborts the transfer.
 fn abort(msg: String) -> Error {
-    Error::invalid(format!(
-        "CCE: {msg} (DMA abort, NRT_EXEC_HW_ERR_DMA_ABORT; device.md §11.4)"
-    ))
+    Error::new(
+        crate::error::ErrorKind::DmaAbort,
+        format!("CCE: {msg} (DMA abort, device.md §11.4)"),
+    )
 }
 
 fn check_len(i: usize, got: usize, want: usize) -> Result<()> {

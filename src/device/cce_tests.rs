@@ -306,7 +306,7 @@ fn limits_and_bad_requests_are_rejected() {
         Dtype::Invalid,
     ] {
         let e = reduce(CceOp::Add, d, &[&src], &mut out).unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Invalid);
+        assert_eq!(e.kind(), crate::ErrorKind::DmaAbort);
         assert!(e.message().contains("cannot be reduced"), "{e}");
     }
     let e = reduce(CceOp::Add, Dtype::Int32, &[&src], &mut out).unwrap_err();

@@ -37,3 +37,5 @@
 //!   (`std::thread::scope`); results do not depend on the split (deterministic).
 
 pub mod cce;
+pub mod memory;
+pub mod sema;

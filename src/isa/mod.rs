@@ -6,6 +6,8 @@
 //! * [`ccop`] — the 8-byte `spad_ctrl_entry` (one cc_op slot of the TOP_SP CTRL scratchpad).
 //! * [`enums`] — the enum tables of the pseudo-instruction words with their wire values
 //!   (lowering.md §1.2, §1.7, §1.8, §1.10, and the host `enc_op_type` of §2.1).
+//! * [`memmap`] — the device memory map shared by lowering and device: HBM windows, constant
+//!   page, program areas, buffers, the per-TPB EVT_SEM block and the TOP_SP LOCAL_REG registers.
 //! * [`markers`] — PSEUDO_ADDR8 / ADDR4 markers and modifier bits, the 0xBF LNC size format,
 //!   and the opcodes of the typed words (§1.1, §1.7, §1.8).
 //! * [`operand`] — address operands: PSEUDO_ADDR8, PSEUDO_ADDR8TENSOR2D, ADDR4, TENSOR3D (§1.7).
@@ -33,6 +35,7 @@ pub mod instr_other;
 pub mod isa_error;
 pub mod layout;
 pub mod markers;
+pub mod memmap;
 pub mod operand;
 pub mod slot;
 pub mod stream;

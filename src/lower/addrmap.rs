@@ -14,45 +14,21 @@
 //! v2: 6 / 2 = 3). Its semaphores sit in that device TOP_SP's EVT_SEM block.
 //!
 //! **HBM windows (our choice, spec gives none).** Every (chip, logical core) owns a 1 TiB window
-//! at `HBM_BASE + core · 2^40` with `HBM_BASE = 2^44` (16 TiB): 16 windows end at 32 TiB, inside
-//! the 47-bit local space and far above the EVT_SEM blocks (0x82_8000_0000 …
-//! 0x84_4000_2000, plus the die bit) and the per-TPB block at 0x28_0270_0000. Inside a window:
-//!
-//! | offset | what |
-//! |---|---|
-//! | 0 | constant page (4 KiB): u32 `v` at `4·v` for `v` in 0..1024 (the device fills it) |
-//! | `0x1000_0000 + t·2^30` | TOP_SP `t`: CTRL SPAD @+0 (4 KiB), SLOT SPAD @+0x1000 (32 KiB), M2S pring @+0x10_0000, S2M pring @+0x2000_0000 (≤ 2^24 descriptors each) |
-//! | `2^36` | input, then output (the same storage when in place), then scratch, each 4 KiB aligned |
+//! holding the constant page, the per-TOP_SP program areas (CTRL/SLOT SPAD, M2S/S2M prings) and
+//! the data buffers (input, output, scratch, each 4 KiB aligned). The layout is a fact the device
+//! shares, so its constants and arithmetic live in [`crate::isa::memmap`], whose doc has the table.
 
 use crate::error::{Error, Result};
 use crate::isa::evtsem::{self, Route, SemAddr, SemWindow, SocAddr};
 use crate::lower::program::{Buf, Loc, Sem};
 
-/// Start of the HBM windows (local address).
-pub const HBM_BASE: u64 = 1 << 44;
-/// Bytes of one (chip, core) window.
-pub const CORE_WINDOW: u64 = 1 << 40;
-/// Most logical cores per chip the windows cover.
-pub const MAX_CORES: u32 = 16;
-/// Values in the constant page (u32 `v` at `4·v`).
-pub const CONST_WORDS: u32 = 1024;
-/// Offset of TOP_SP 0's program area in a window.
-pub const PROGRAM_OFF: u64 = 0x1000_0000;
-/// Stride of the per-TOP_SP program areas.
-pub const PROGRAM_STRIDE: u64 = 1 << 30;
-/// CTRL SPAD offset in a program area (4 KiB, spec/ncfw.md App. A).
-pub const CTRL_SPAD_OFF: u64 = 0;
-/// SLOT SPAD offset in a program area (32 KiB).
-pub const SLOT_SPAD_OFF: u64 = 0x1000;
-/// M2S pring offset in a program area.
-pub const M2S_RING_OFF: u64 = 0x10_0000;
-/// S2M pring offset in a program area.
-pub const S2M_RING_OFF: u64 = 0x2000_0000;
-/// Largest ring (DRL bits 23:0, device.md §3.1).
-pub const MAX_RING_DESCS: u64 = 1 << 24;
-/// Offset of the data buffers in a window.
-pub const DATA_OFF: u64 = 1 << 36;
-const ALIGN: u64 = 0x1000;
+use crate::isa::memmap::{self, ProgramPart};
+/// The layout constants live in [`crate::isa::memmap`] (shared with the device); re-exported
+/// here so the lowering keeps one import path.
+pub use crate::isa::memmap::{
+    CONST_WORDS, CORE_WINDOW, CTRL_SPAD_OFF, DATA_OFF, HBM_BASE, M2S_RING_OFF, MAX_CORES,
+    MAX_RING_DESCS, PROGRAM_OFF, PROGRAM_STRIDE, S2M_RING_OFF, SLOT_SPAD_OFF,
+};
 
 /// The silicon generation (shared with the topology model).
 pub use crate::lower::topology::Generation;
@@ -118,10 +94,6 @@ pub struct AddressMap {
     data_end: u64,
 }
 
-fn align(v: u64) -> u64 {
-    v.max(1).div_ceil(ALIGN) * ALIGN
-}
-
 impl AddressMap {
     /// Build the map. Fails if two ranks share a core, a chip id does not fit 6 bits, a core
     /// index exceeds the windows, or the buffers do not fit a window.
@@ -160,15 +132,15 @@ impl AddressMap {
         let output_off = if bufs.in_place {
             input_off
         } else {
-            input_off + align(bufs.input)
+            input_off + memmap::align_buf(bufs.input)
         };
         let io_end = if bufs.in_place {
-            input_off + align(bufs.input.max(bufs.output))
+            input_off + memmap::align_buf(bufs.input.max(bufs.output))
         } else {
-            output_off + align(bufs.output)
+            output_off + memmap::align_buf(bufs.output)
         };
         let scratch_off = io_end;
-        let data_end = scratch_off + align(bufs.scratch);
+        let data_end = scratch_off + memmap::align_buf(bufs.scratch);
         if data_end > CORE_WINDOW {
             return Err(Error::resource(format!(
                 "address map: buffers of {bufs:?} do not fit a {CORE_WINDOW:#x}-byte core window"
@@ -228,7 +200,7 @@ impl AddressMap {
         Ok((p.core * self.per_rank + u32::from(t)) as u8)
     }
     fn window(&self, rank: u32) -> Result<u64> {
-        Ok(HBM_BASE + u64::from(self.place(rank)?.core) * CORE_WINDOW)
+        Ok(memmap::core_window(self.place(rank)?.core))
     }
     /// Add the routing bits for an address on `target`'s chip seen from `from`'s.
     pub fn route(&self, from: u32, target: u32, on_chip: u64) -> Result<u64> {
@@ -295,7 +267,7 @@ impl AddressMap {
     /// Base of a TOP_SP's program area (on its rank's chip).
     fn program(&self, rank: u32, t: u8) -> Result<u64> {
         self.device_topsp(rank, t)?;
-        Ok(self.window(rank)? + PROGRAM_OFF + u64::from(t) * PROGRAM_STRIDE)
+        Ok(memmap::program_area(self.place(rank)?.core, t))
     }
     /// CTRL SPAD base of a rank's TOP_SP.
     pub fn ctrl_spad_base(&self, rank: u32, t: u8) -> Result<u64> {
@@ -362,30 +334,20 @@ impl AddressMap {
             let t = (u32::from(s.topsp) % self.per_rank) as u8;
             return Ok((rank_of(core)?, Region::Sem(SemAddr { topsp: t, ..s }), 0));
         }
-        if on_chip < HBM_BASE || on_chip >= HBM_BASE + u64::from(MAX_CORES) * CORE_WINDOW {
-            return Err(fail());
-        }
-        let core = ((on_chip - HBM_BASE) / CORE_WINDOW) as u32;
+        let (core, off) = memmap::window_of(on_chip).ok_or_else(fail)?;
         let rank = rank_of(core)?;
-        let off = (on_chip - HBM_BASE) % CORE_WINDOW;
-        if off < 4 * u64::from(CONST_WORDS) {
+        if off < memmap::CONST_PAGE_BYTES {
             return Ok((rank, Region::Const, off));
         }
         if off >= PROGRAM_OFF && off < PROGRAM_OFF + u64::from(self.per_rank) * PROGRAM_STRIDE {
-            let t = ((off - PROGRAM_OFF) / PROGRAM_STRIDE) as u8;
-            let p = (off - PROGRAM_OFF) % PROGRAM_STRIDE;
-            let ring = MAX_RING_DESCS * 16;
-            return Ok(match p {
-                _ if p < SLOT_SPAD_OFF => (rank, Region::CtrlSpad(t), p),
-                _ if p < SLOT_SPAD_OFF + 0x8000 => (rank, Region::SlotSpad(t), p - SLOT_SPAD_OFF),
-                _ if (M2S_RING_OFF..M2S_RING_OFF + ring).contains(&p) => {
-                    (rank, Region::M2sRing(t), p - M2S_RING_OFF)
-                }
-                _ if (S2M_RING_OFF..S2M_RING_OFF + ring).contains(&p) => {
-                    (rank, Region::S2mRing(t), p - S2M_RING_OFF)
-                }
-                _ => return Err(fail()),
-            });
+            let (t, part, p) = memmap::program_part(off, self.per_rank).ok_or_else(fail)?;
+            let region = match part {
+                ProgramPart::CtrlSpad => Region::CtrlSpad(t),
+                ProgramPart::SlotSpad => Region::SlotSpad(t),
+                ProgramPart::M2sRing => Region::M2sRing(t),
+                ProgramPart::S2mRing => Region::S2mRing(t),
+            };
+            return Ok((rank, region, p));
         }
         if off >= self.input_off && off < self.data_end {
             let (region, base) = if off >= self.scratch_off {

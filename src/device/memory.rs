@@ -1,0 +1,600 @@
+//! Simulated device memory for every chip of the process, addressed by SoC address
+//! (spec/device.md §1.4, §5.1, §13 item 1; design.md §2.7 "simulated memory is real memory").
+//!
+//! **Routing.** Every access names the *issuing* chip: an address without the id-valid bit
+//! (bit 54) targets the issuer, one with it targets chip bits 53:48. The remaining bits 47:0 (die
+//! bit included) are the on-chip address. Neighbour routing (bit 52) is not used by our lowering
+//! and is an error here.
+//!
+//! **Backing.** Host memory is allocated per region when the loader [`Memory::map`]s it, zero
+//! filled (`vec![0; n]`, which the allocator serves from fresh zero pages, so a mapped but
+//! untouched GiB costs address space, not RAM). Regions sit in one `Vec` sorted by
+//! `(chip, base)`; a lookup is one binary search — accesses are per descriptor, not per element.
+//!
+//! **EVT_SEM windows are not memory.** Addresses inside a TOP_SP EVT_SEM block
+//! ([`crate::isa::evtsem::topsp_base`]) or a per-TPB block ([`memmap::tpb_evt_sem_base`]) go to
+//! [`super::sema`]: 4-byte aligned words, one window per access, each word applied in turn
+//! (INC adds, DEC subtracts, SET sets, EVENT sets on non-zero and clears on zero, READ ignores
+//! writes as §5.1 says — the returned [`Touched`] reports it so the executor can trace it). Loads
+//! from any semaphore window return the value. A write reports what it touched so the executor
+//! can wake the waiters of exactly that semaphore.
+//!
+//! **Errors** ([`MemError`]) carry the address as issued; the DMA engine reports them as an
+//! engine abort (`NRT_EXEC_HW_ERR_DMA_ABORT` class, §12) with the descriptor. Nothing here
+//! panics on a bad address.
+
+use std::fmt;
+
+use super::sema::{BlockId, ChipSems, SemBlock};
+use crate::isa::evtsem::{Route, SemWindow, SocAddr};
+use crate::isa::memmap;
+
+/// Top of the on-chip address space (bits 47:0).
+const ON_CHIP_END: u64 = 1 << 48;
+
+/// Largest single region (64 GiB). A zeroed allocation this size succeeds lazily on an
+/// overcommitting host; far larger requests are loader bugs, and failing the map beats the
+/// process abort a failed allocation would be. Raise it here if a real workload needs more.
+pub const MAX_REGION_BYTES: u64 = 1 << 36;
+
+/// A failed access or mapping. `addr` is always the SoC address as issued.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemError {
+    /// Not a well-formed SoC address (bits 63:55 set, chip id without id-valid, neighbour route).
+    BadAddress {
+        /// Address.
+        addr: u64,
+        /// Why.
+        reason: String,
+    },
+    /// The issuing or the routed chip does not exist in this machine.
+    NoChip {
+        /// Address.
+        addr: u64,
+        /// The chip.
+        chip: u8,
+    },
+    /// No region is mapped at the start of the access.
+    Unmapped {
+        /// Address.
+        addr: u64,
+        /// Target chip.
+        chip: u8,
+    },
+    /// The access runs past the end of the region it starts in.
+    CrossesEnd {
+        /// Address.
+        addr: u64,
+        /// Bytes accessed.
+        len: u64,
+        /// Target chip.
+        chip: u8,
+        /// The region's on-chip base.
+        base: u64,
+        /// The region's length.
+        region_len: u64,
+    },
+    /// The access runs past the top of the 48-bit on-chip address space.
+    OutOfRange {
+        /// Address.
+        addr: u64,
+        /// Bytes accessed.
+        len: u64,
+    },
+    /// An EVT_SEM access that is misaligned, not a multiple of 4 bytes, in a gap between
+    /// windows, or spans two windows.
+    SemAccess {
+        /// Address.
+        addr: u64,
+        /// Bytes accessed.
+        len: u64,
+    },
+    /// A bulk (zero-copy) access aimed at an EVT_SEM window.
+    NotMemory {
+        /// Address.
+        addr: u64,
+    },
+    /// Two operands of one transfer partly overlap (only identical ranges may alias).
+    Overlap {
+        /// Address of the later operand.
+        addr: u64,
+    },
+    /// A [`Memory::map`] that is empty, leaves the on-chip space, overlaps a mapped region or
+    /// an EVT_SEM block, or an unmap of nothing.
+    BadMapping {
+        /// Chip.
+        chip: u8,
+        /// On-chip base.
+        base: u64,
+        /// Length.
+        len: u64,
+        /// Why.
+        reason: &'static str,
+    },
+}
+
+impl fmt::Display for MemError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MemError::BadAddress { addr, reason } => {
+                write!(f, "bad SoC address {addr:#x}: {reason}")
+            }
+            MemError::NoChip { addr, chip } => write!(f, "address {addr:#x}: no chip {chip}"),
+            MemError::Unmapped { addr, chip } => {
+                write!(f, "address {addr:#x}: nothing mapped there on chip {chip}")
+            }
+            MemError::CrossesEnd {
+                addr,
+                len,
+                chip,
+                base,
+                region_len,
+            } => write!(
+                f,
+                "address {addr:#x} + {len} bytes crosses the end of chip {chip}'s region \
+                 {base:#x}..{:#x}",
+                base + region_len
+            ),
+            MemError::OutOfRange { addr, len } => {
+                write!(
+                    f,
+                    "address {addr:#x} + {len} bytes leaves the on-chip address space"
+                )
+            }
+            MemError::SemAccess { addr, len } => write!(
+                f,
+                "EVT_SEM access {addr:#x} + {len} bytes: must be whole aligned 4-byte words in one \
+                 window (device.md §5.1)"
+            ),
+            MemError::NotMemory { addr } => {
+                write!(f, "address {addr:#x} is an EVT_SEM window, not memory")
+            }
+            MemError::Overlap { addr } => {
+                write!(
+                    f,
+                    "address {addr:#x}: operands of one transfer partly overlap"
+                )
+            }
+            MemError::BadMapping {
+                chip,
+                base,
+                len,
+                reason,
+            } => {
+                write!(f, "cannot map chip {chip} {base:#x} + {len:#x}: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for MemError {}
+
+/// The core error for a failed device access. The status class is the DMA abort (1203,
+/// device.md §12.2); `ErrorKind` has no such kind yet, so this is `Failure` with the class named
+/// in the message — the DMA engine adds the descriptor.
+impl From<MemError> for crate::error::Error {
+    fn from(e: MemError) -> Self {
+        crate::error::Error::new(crate::error::ErrorKind::DmaAbort, format!("DMA abort: {e}"))
+    }
+}
+
+/// What a write touched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Touched {
+    /// Plain memory (or nothing, for an empty write).
+    Memory,
+    /// EVT_SEM slots `first .. first + count` of one window of one block.
+    Sem(SemTouch),
+}
+
+/// The semaphore slots a write reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SemTouch {
+    /// Chip.
+    pub chip: u8,
+    /// Block.
+    pub block: BlockId,
+    /// Window.
+    pub window: SemWindow,
+    /// First index.
+    pub first: u8,
+    /// Number of consecutive indices (1 for a 4-byte write).
+    pub count: u16,
+}
+
+impl SemTouch {
+    /// Did the write change state? (A READ-window write is ignored, §5.1.)
+    pub fn changed(&self) -> bool {
+        self.window != SemWindow::Read
+    }
+}
+
+/// One side of a [`Memory::split`]: a source's bytes, or "the same bytes as the destination"
+/// (an in-place operand, e.g. the local chunk of an in-place reduce).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Src<'a> {
+    /// The source bytes.
+    Bytes(&'a [u8]),
+    /// The source is exactly the destination range.
+    Dst,
+}
+
+/// A destination borrowed mutably together with its sources, all zero-copy.
+#[derive(Debug)]
+pub struct Split<'a> {
+    /// Destination bytes.
+    pub dst: &'a mut [u8],
+    /// The sources, in request order.
+    pub srcs: Vec<Src<'a>>,
+}
+
+#[derive(Debug)]
+struct Region {
+    chip: u8,
+    base: u64,
+    data: Vec<u8>,
+}
+
+impl Region {
+    fn end(&self) -> u64 {
+        self.base + self.data.len() as u64
+    }
+}
+
+/// The sort key of an on-chip address (bits 47:0) of `chip`: the chip above bit 48.
+fn key(chip: u8, on_chip: u64) -> u64 {
+    (u64::from(chip) << 48) | on_chip
+}
+
+/// Where an address lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// Region index and offset in it.
+    Mem(usize, usize),
+    /// A semaphore window run.
+    Sem(SemTouch),
+}
+
+/// The memory of every simulated chip of the process.
+#[derive(Debug)]
+pub struct Memory {
+    /// `key(chip, base)` of every region, sorted: dense u64s keep the binary search in cache.
+    keys: Vec<u64>,
+    /// The regions, parallel to `keys`.
+    regions: Vec<Region>,
+    sems: Vec<ChipSems>,
+}
+
+impl Memory {
+    /// A machine of `chips` chips (ids `0..chips`), nothing mapped, every semaphore 0.
+    pub fn new(chips: u8) -> Memory {
+        Memory {
+            keys: Vec::new(),
+            regions: Vec::new(),
+            sems: vec![ChipSems::new(); usize::from(chips)],
+        }
+    }
+
+    /// Number of chips.
+    pub fn chips(&self) -> u8 {
+        self.sems.len() as u8
+    }
+
+    /// Map `len` zeroed bytes at on-chip address `base` (bits 47:0) of `chip`.
+    pub fn map(&mut self, chip: u8, base: u64, len: u64) -> Result<(), MemError> {
+        let bad = |reason| MemError::BadMapping {
+            chip,
+            base,
+            len,
+            reason,
+        };
+        if chip >= self.chips() {
+            return Err(bad("no such chip"));
+        }
+        let end = base
+            .checked_add(len)
+            .filter(|&e| len > 0 && e <= ON_CHIP_END);
+        let end = end.ok_or_else(|| bad("empty or beyond the 48-bit on-chip space"))?;
+        if memmap::overlaps_sem_block(base, end) {
+            return Err(bad("overlaps an EVT_SEM block"));
+        }
+        let at = self.keys.partition_point(|&k| k < key(chip, base));
+        let prev_clash = at > 0 && {
+            let p = &self.regions[at - 1];
+            p.chip == chip && p.end() > base
+        };
+        let next_clash = self
+            .regions
+            .get(at)
+            .is_some_and(|n| n.chip == chip && n.base < end);
+        if prev_clash || next_clash {
+            return Err(bad("overlaps a mapped region"));
+        }
+        if len > MAX_REGION_BYTES {
+            return Err(bad("larger than MAX_REGION_BYTES"));
+        }
+        let n = usize::try_from(len).map_err(|_| bad("larger than host memory"))?;
+        // `vec![0; n]` is a zeroed allocation: fresh pages, committed only when touched.
+        let data = vec![0u8; n];
+        self.regions.insert(at, Region { chip, base, data });
+        self.keys.insert(at, key(chip, base));
+        Ok(())
+    }
+
+    /// Remove the region mapped at exactly `base` on `chip`.
+    pub fn unmap(&mut self, chip: u8, base: u64) -> Result<(), MemError> {
+        let at = self
+            .keys
+            .binary_search(&key(chip, base))
+            .map_err(|_| MemError::BadMapping {
+                chip,
+                base,
+                len: 0,
+                reason: "nothing mapped",
+            })?;
+        self.regions.remove(at);
+        self.keys.remove(at);
+        Ok(())
+    }
+
+    /// The mapped regions as `(chip, on-chip base, len)`, sorted.
+    pub fn regions(&self) -> impl Iterator<Item = (u8, u64, u64)> + '_ {
+        self.regions
+            .iter()
+            .map(|r| (r.chip, r.base, r.data.len() as u64))
+    }
+
+    /// Total mapped bytes.
+    pub fn mapped_bytes(&self) -> u64 {
+        self.regions.iter().map(|r| r.data.len() as u64).sum()
+    }
+
+    /// The EVT_SEM blocks of `chip`.
+    pub fn sems(&self, chip: u8) -> Option<&ChipSems> {
+        self.sems.get(usize::from(chip))
+    }
+
+    /// The EVT_SEM blocks of `chip`, mutably (the sequencer's waits and direct updates).
+    pub fn sems_mut(&mut self, chip: u8) -> Option<&mut ChipSems> {
+        self.sems.get_mut(usize::from(chip))
+    }
+
+    /// One block.
+    pub fn sem_block_mut(&mut self, chip: u8, id: BlockId) -> Option<&mut SemBlock> {
+        self.sems_mut(chip)?.block_mut(id)
+    }
+
+    /// Route a SoC address issued by `issuer`: `(target chip, on-chip address)`.
+    pub fn route(&self, issuer: u8, addr: u64) -> Result<(u8, u64), MemError> {
+        let soc = SocAddr::decode(addr).map_err(|e| MemError::BadAddress {
+            addr,
+            reason: e.message().to_string(),
+        })?;
+        let chip = match soc.route {
+            Route::Local => issuer,
+            Route::Chip(c) => c,
+            Route::Neighbor { .. } => {
+                return Err(MemError::BadAddress {
+                    addr,
+                    reason: "neighbour routing (bit 52) is not modelled".into(),
+                })
+            }
+        };
+        for c in [issuer, chip] {
+            if c >= self.chips() {
+                return Err(MemError::NoChip { addr, chip: c });
+            }
+        }
+        Ok((chip, soc.on_chip()))
+    }
+
+    fn target(&self, issuer: u8, addr: u64, len: usize) -> Result<Target, MemError> {
+        let (chip, a) = self.route(issuer, addr)?;
+        let len64 = len as u64;
+        if a.checked_add(len64).is_none_or(|e| e > ON_CHIP_END) {
+            return Err(MemError::OutOfRange { addr, len: len64 });
+        }
+        let block = memmap::topsp_block_of(a)
+            .map(|(t, off)| (BlockId::TopSp(t), off))
+            .or_else(|| memmap::tpb_block_of(a).map(|(t, off)| (BlockId::Tpb(t), off)));
+        if let Some((block, off)) = block {
+            let bad = MemError::SemAccess { addr, len: len64 };
+            if len == 0 || len % 4 != 0 {
+                return Err(bad);
+            }
+            let (window, first) = memmap::sem_window_at(off).ok_or(bad.clone())?;
+            match memmap::sem_window_at(off + len64 - 4) {
+                Some((w, last)) if w == window && last >= first => {
+                    let count = u16::from(last - first) + 1;
+                    return Ok(Target::Sem(SemTouch {
+                        chip,
+                        block,
+                        window,
+                        first,
+                        count,
+                    }));
+                }
+                _ => return Err(bad),
+            }
+        }
+        let at = self.keys.partition_point(|&k| k <= key(chip, a));
+        let r = match at.checked_sub(1).map(|i| (i, &self.regions[i])) {
+            Some((i, r)) if r.chip == chip && a < r.end() => (i, r),
+            _ => return Err(MemError::Unmapped { addr, chip }),
+        };
+        if a + len64 > r.1.end() {
+            return Err(MemError::CrossesEnd {
+                addr,
+                len: len64,
+                chip,
+                base: r.1.base,
+                region_len: r.1.data.len() as u64,
+            });
+        }
+        Ok(Target::Mem(r.0, (a - r.1.base) as usize))
+    }
+
+    /// Read `buf.len()` bytes at `addr` as issued by `issuer`.
+    pub fn read(&self, issuer: u8, addr: u64, buf: &mut [u8]) -> Result<(), MemError> {
+        if buf.is_empty() {
+            return self.route(issuer, addr).map(|_| ());
+        }
+        match self.target(issuer, addr, buf.len())? {
+            Target::Mem(i, off) => buf.copy_from_slice(&self.regions[i].data[off..off + buf.len()]),
+            Target::Sem(t) => {
+                let b = self.sems[usize::from(t.chip)]
+                    .block(t.block)
+                    .expect("checked block");
+                for (k, w) in buf.chunks_exact_mut(4).enumerate() {
+                    w.copy_from_slice(&b.load(t.window, t.first + k as u8).to_le_bytes());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Write `data` at `addr` as issued by `issuer`; reports what was touched.
+    pub fn write(&mut self, issuer: u8, addr: u64, data: &[u8]) -> Result<Touched, MemError> {
+        if data.is_empty() {
+            return self.route(issuer, addr).map(|_| Touched::Memory);
+        }
+        match self.target(issuer, addr, data.len())? {
+            Target::Mem(i, off) => {
+                self.regions[i].data[off..off + data.len()].copy_from_slice(data);
+                Ok(Touched::Memory)
+            }
+            Target::Sem(t) => {
+                let b = self.sem_block_mut(t.chip, t.block).expect("checked block");
+                for (k, w) in data.chunks_exact(4).enumerate() {
+                    let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                    b.store(t.window, t.first + k as u8, v);
+                }
+                Ok(Touched::Sem(t))
+            }
+        }
+    }
+
+    /// Zero-copy view of `len` bytes of memory (EVT_SEM windows are [`MemError::NotMemory`]).
+    pub fn slice(&self, issuer: u8, addr: u64, len: usize) -> Result<&[u8], MemError> {
+        match self.mem_target(issuer, addr, len)? {
+            Some((i, off)) => Ok(&self.regions[i].data[off..off + len]),
+            None => Ok(&[]),
+        }
+    }
+
+    /// Zero-copy mutable view of `len` bytes of memory.
+    pub fn slice_mut(&mut self, issuer: u8, addr: u64, len: usize) -> Result<&mut [u8], MemError> {
+        match self.mem_target(issuer, addr, len)? {
+            Some((i, off)) => Ok(&mut self.regions[i].data[off..off + len]),
+            None => Ok(&mut []),
+        }
+    }
+
+    /// `Some((region, offset))`, or `None` for an empty access (which only has to route).
+    fn mem_target(
+        &self,
+        issuer: u8,
+        addr: u64,
+        len: usize,
+    ) -> Result<Option<(usize, usize)>, MemError> {
+        if len == 0 {
+            return self.route(issuer, addr).map(|_| None);
+        }
+        match self.target(issuer, addr, len)? {
+            Target::Mem(i, off) => Ok(Some((i, off))),
+            Target::Sem(_) => Err(MemError::NotMemory { addr }),
+        }
+    }
+
+    /// Copy `len` bytes from `src` to `dst` (both issued by `issuer`, possibly on different
+    /// chips) without an intermediate buffer; overlapping ranges in one region behave as
+    /// `memmove`. A copy into an EVT_SEM window (the DMA semaphore increment, device.md §1.2)
+    /// reads the source and applies the words; its [`Touched`] names the semaphores.
+    pub fn copy(
+        &mut self,
+        issuer: u8,
+        dst: u64,
+        src: u64,
+        len: usize,
+    ) -> Result<Touched, MemError> {
+        if len == 0 {
+            self.route(issuer, src)?;
+            return self.route(issuer, dst).map(|_| Touched::Memory);
+        }
+        let s = self.target(issuer, src, len)?;
+        match (self.target(issuer, dst, len)?, s) {
+            (Target::Mem(di, doff), Target::Mem(si, soff)) if di == si => {
+                self.regions[di].data.copy_within(soff..soff + len, doff);
+                Ok(Touched::Memory)
+            }
+            (Target::Mem(..), Target::Mem(..)) => {
+                let sp = self.split(issuer, (dst, len), &[(src, len)])?;
+                if let [Src::Bytes(b)] = sp.srcs[..] {
+                    sp.dst.copy_from_slice(b);
+                }
+                Ok(Touched::Memory)
+            }
+            _ => {
+                // Semaphore words on either side: at most a few words, so a small buffer.
+                let mut buf = vec![0u8; len];
+                self.read(issuer, src, &mut buf)?;
+                self.write(issuer, dst, &buf)
+            }
+        }
+    }
+
+    /// Borrow the destination `dst = (addr, len)` mutably and every source immutably at once,
+    /// zero-copy, for the DMA engine and the CCE (one reduced stream from up to 32 sources). A
+    /// source equal to the destination range comes back as [`Src::Dst`]; a partial overlap with
+    /// it is [`MemError::Overlap`]. Sources may overlap each other.
+    pub fn split(
+        &mut self,
+        issuer: u8,
+        dst: (u64, usize),
+        srcs: &[(u64, usize)],
+    ) -> Result<Split<'_>, MemError> {
+        let (di, doff) = self
+            .mem_target(issuer, dst.0, dst.1)?
+            .unwrap_or((usize::MAX, 0));
+        let mut places = Vec::with_capacity(srcs.len());
+        for &(a, len) in srcs {
+            places.push(self.mem_target(issuer, a, len)?);
+        }
+        if di == usize::MAX {
+            // Empty destination: every source is a plain shared borrow.
+            let this: &Self = self;
+            let srcs = places
+                .iter()
+                .zip(srcs)
+                .map(|(p, &(_, len))| match *p {
+                    Some((i, off)) => Src::Bytes(&this.regions[i].data[off..off + len]),
+                    None => Src::Bytes(&[]),
+                })
+                .collect();
+            return Ok(Split { dst: &mut [], srcs });
+        }
+        let (before, rest) = self.regions.split_at_mut(di);
+        let (dreg, after) = rest.split_first_mut().expect("dst region exists");
+        let (lo, tail) = dreg.data.split_at_mut(doff);
+        let (d, hi) = tail.split_at_mut(dst.1);
+        let (before, after, lo, hi): (&[Region], &[Region], &[u8], &[u8]) = (before, after, lo, hi);
+        let dend = doff + dst.1;
+        let mut out = Vec::with_capacity(srcs.len());
+        for (p, &(addr, len)) in places.iter().zip(srcs) {
+            out.push(match *p {
+                None => Src::Bytes(&[]),
+                Some((i, off)) if i < di => Src::Bytes(&before[i].data[off..off + len]),
+                Some((i, off)) if i > di => Src::Bytes(&after[i - di - 1].data[off..off + len]),
+                Some((_, off)) if off == doff && len == dst.1 => Src::Dst,
+                Some((_, off)) if off + len <= doff => Src::Bytes(&lo[off..off + len]),
+                Some((_, off)) if off >= dend => Src::Bytes(&hi[off - dend..off - dend + len]),
+                Some(_) => return Err(MemError::Overlap { addr }),
+            });
+        }
+        Ok(Split { dst: d, srcs: out })
+    }
+}
+
+#[cfg(test)]
+#[path = "memory_tests.rs"]
+mod tests;

@@ -1,0 +1,407 @@
+//! The EVT_SEM blocks: semaphores, events and the exact wait comparisons (spec/device.md §5).
+//!
+//! Every TOP_SP hosts one block of 256 signed 32-bit semaphores and 256 one-bit events (§5.1); so
+//! does every per-TPB (compute engine) block. This module holds the state and the pure
+//! semantics; it never blocks and owns no threads — the executor decides who runs when, and the
+//! router in [`super::memory`] turns window writes into the calls below.
+//!
+//! **Arithmetic** wraps (two's complement, §5.1). **Comparisons** are signed 32-bit: a wire
+//! threshold (u32) is reinterpreted as `i32`. The firmware leaf's unsigned ">" (§5.3) is recorded
+//! there for fidelity only and deliberately not offered here.
+//!
+//! **Which wait uses which comparison** (§5.3 rule for the simulator):
+//! * TOP_SP / barrier records and ring steps: [`SemBlock::wait_ge_and_dec`] — `≥ target`, then −1;
+//! * mesh events: [`SemBlock::wait_ge_and_sub`] — `≥ wait_val`, then −wait_val (lowering.md §4.6);
+//! * compute-stream EVENTS fields: [`satisfied`] / [`SemBlock::try_wait`] per WAIT_MODE, where
+//!   0x04 is strictly greater and 0x05 is greater-or-equal.
+
+use std::fmt;
+
+use crate::isa::enums::{UpdateMode, WaitMode};
+use crate::isa::evtsem::{SemWindow, MAX_TOPSPS, SEMS_PER_TOPSP};
+use crate::isa::memmap::MAX_TPBS;
+
+/// Semaphores (and events) per block.
+pub const SEMS: usize = SEMS_PER_TOPSP as usize;
+
+/// Does WAIT_MODE `mode` hold for `value` against `target` (lowering.md §1.2, device.md §5.2)?
+///
+/// For the `*_IMM` forms `target` is the instruction's immediate; for the `*_REG` forms (0x8x)
+/// it is the register's value, which the caller reads. For the event forms `value` is the event
+/// bit (0 or 1) and `target` is ignored: EVT_SET / EVT_SET_THEN_CLEAR hold when the bit is set,
+/// EVT_CLEAR / EVT_CLEAR_THEN_SET when it is clear. `None` always holds.
+pub fn satisfied(mode: WaitMode, value: i32, target: i32) -> bool {
+    use WaitMode as W;
+    match mode {
+        W::None => true,
+        W::SemEqImm | W::SemEqReg => value == target,
+        W::SemLtImm | W::SemLtReg => value < target,
+        W::SemLeImm | W::SemLeReg => value <= target,
+        W::SemGtImm | W::SemGtReg => value > target,
+        W::SemGeImm | W::SemGeReg => value >= target,
+        W::EvtSet | W::EvtSetThenClear => value != 0,
+        W::EvtClear | W::EvtClearThenSet => value == 0,
+    }
+}
+
+/// Is `mode` one of the event forms (its index names an event, not a semaphore)?
+pub fn is_event_wait(mode: WaitMode) -> bool {
+    matches!(
+        mode,
+        WaitMode::EvtSet
+            | WaitMode::EvtSetThenClear
+            | WaitMode::EvtClear
+            | WaitMode::EvtClearThenSet
+    )
+}
+
+/// One EVT_SEM block: 256 × i32 semaphores and 256 event bits (device.md §5.1).
+#[derive(Clone, PartialEq, Eq)]
+pub struct SemBlock {
+    values: [i32; SEMS],
+    events: [u64; SEMS / 64],
+}
+
+impl Default for SemBlock {
+    fn default() -> Self {
+        SemBlock {
+            values: [0; SEMS],
+            events: [0; SEMS / 64],
+        }
+    }
+}
+
+impl fmt::Debug for SemBlock {
+    /// Only the non-zero semaphores and the set events: a block is mostly zeros.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let events: Vec<u8> = (0..=255u8).filter(|&i| self.event(i)).collect();
+        f.debug_struct("SemBlock")
+            .field("nonzero", &self.nonzero().collect::<Vec<_>>())
+            .field("events", &events)
+            .finish()
+    }
+}
+
+impl SemBlock {
+    /// A block with every semaphore 0 and every event clear.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Semaphore `idx`.
+    pub fn value(&self, idx: u8) -> i32 {
+        self.values[usize::from(idx)]
+    }
+    /// Event `idx`.
+    pub fn event(&self, idx: u8) -> bool {
+        (self.events[usize::from(idx) / 64] >> (idx % 64)) & 1 == 1
+    }
+    /// Semaphore `idx` := `v`.
+    pub fn set(&mut self, idx: u8, v: i32) {
+        self.values[usize::from(idx)] = v;
+    }
+    /// Semaphore `idx` += `v`, wrapping.
+    pub fn add(&mut self, idx: u8, v: i32) {
+        let s = &mut self.values[usize::from(idx)];
+        *s = s.wrapping_add(v);
+    }
+    /// Semaphore `idx` −= `v`, wrapping.
+    pub fn sub(&mut self, idx: u8, v: i32) {
+        let s = &mut self.values[usize::from(idx)];
+        *s = s.wrapping_sub(v);
+    }
+    /// Event `idx` := `on`.
+    pub fn set_event(&mut self, idx: u8, on: bool) {
+        let (w, b) = (usize::from(idx) / 64, idx % 64);
+        self.events[w] = (self.events[w] & !(1 << b)) | (u64::from(on) << b);
+    }
+    /// The non-zero semaphores `(idx, value)`, for hang reports.
+    pub fn nonzero(&self) -> impl Iterator<Item = (u8, i32)> + '_ {
+        (0..=255u8)
+            .map(|i| (i, self.value(i)))
+            .filter(|&(_, v)| v != 0)
+    }
+
+    /// A 4-byte store of `raw` into `window` slot `idx` (device.md §5.1). Returns whether state
+    /// changed its meaning: READ is read-only and the write is **ignored** (as the spec's table
+    /// says) — returning `false` lets the caller trace it. EVENT: non-zero sets, zero clears.
+    pub fn store(&mut self, window: SemWindow, idx: u8, raw: u32) -> bool {
+        let v = raw as i32;
+        match window {
+            SemWindow::Event => self.set_event(idx, raw != 0),
+            SemWindow::Read => return false,
+            SemWindow::Set => self.set(idx, v),
+            SemWindow::Inc => self.add(idx, v),
+            SemWindow::Dec => self.sub(idx, v),
+        }
+        true
+    }
+
+    /// A 4-byte load from `window` slot `idx`. Our choice: every semaphore window reads the
+    /// current value (loads have no side effects); EVENT reads 1 or 0.
+    pub fn load(&self, window: SemWindow, idx: u8) -> u32 {
+        match window {
+            SemWindow::Event => u32::from(self.event(idx)),
+            _ => self.value(idx) as u32,
+        }
+    }
+
+    /// `wait_ge_and_dec` (§5.3): if semaphore `idx` ≥ `target`, decrement it **by one** and
+    /// return true; otherwise leave it and return false (the caller stays blocked).
+    pub fn wait_ge_and_dec(&mut self, idx: u8, target: i32) -> bool {
+        if self.value(idx) >= target {
+            self.sub(idx, 1);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The mesh-event wait (lowering.md §4.6): if semaphore `idx` ≥ `wait_val`, subtract
+    /// `wait_val` and return true.
+    pub fn wait_ge_and_sub(&mut self, idx: u8, wait_val: i32) -> bool {
+        if self.value(idx) >= wait_val {
+            self.sub(idx, wait_val);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A compute-stream wait (§5.2) on index `idx` with WAIT_MODE `mode`: true when it holds.
+    /// Semaphore forms only compare (the word's UPDATE_MODE is separate, [`Self::update`]);
+    /// EVT_SET_THEN_CLEAR clears and EVT_CLEAR_THEN_SET sets the event when they pass.
+    pub fn try_wait(&mut self, mode: WaitMode, idx: u8, target: i32) -> bool {
+        let value = if is_event_wait(mode) {
+            i32::from(self.event(idx))
+        } else {
+            self.value(idx)
+        };
+        let ok = satisfied(mode, value, target);
+        if ok {
+            match mode {
+                WaitMode::EvtSetThenClear => self.set_event(idx, false),
+                WaitMode::EvtClearThenSet => self.set_event(idx, true),
+                _ => {}
+            }
+        }
+        ok
+    }
+
+    /// Apply UPDATE_MODE `mode` to index `idx` with immediate `value` (lowering.md §1.2). The
+    /// read/complete split (0x0x vs 0x1x) is *when* the executor calls this, not what it does.
+    /// `SEM_WR_REG_COMPLETE` takes the register's value as `value`.
+    pub fn update(&mut self, mode: UpdateMode, idx: u8, value: i32) {
+        use UpdateMode as U;
+        match mode {
+            U::None => {}
+            U::EvtSetRead | U::EvtSetComplete => self.set_event(idx, true),
+            U::EvtClearRead | U::EvtClearComplete => self.set_event(idx, false),
+            U::SemIncRead | U::SemIncComplete => self.add(idx, 1),
+            U::SemDecRead | U::SemDecComplete => self.sub(idx, 1),
+            U::SemAddImmRead | U::SemAddImmComplete => self.add(idx, value),
+            U::SemSubImmRead | U::SemSubImmComplete => self.sub(idx, value),
+            U::SemWrImmRead | U::SemWrImmComplete | U::SemWrRegComplete => self.set(idx, value),
+        }
+    }
+}
+
+/// Names one EVT_SEM block of a chip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BlockId {
+    /// TOP_SP `i`'s block (device TOP_SP index 0..16).
+    TopSp(u8),
+    /// Per-TPB block `i` (0..[`MAX_TPBS`]).
+    Tpb(u8),
+}
+
+impl fmt::Display for BlockId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BlockId::TopSp(i) => write!(f, "TOP_SP {i}"),
+            BlockId::Tpb(i) => write!(f, "TPB {i}"),
+        }
+    }
+}
+
+/// Every EVT_SEM block of one chip: [`MAX_TOPSPS`] TOP_SP blocks (v2 uses the first 6) and
+/// [`MAX_TPBS`] per-TPB blocks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChipSems {
+    topsp: Vec<SemBlock>,
+    tpb: Vec<SemBlock>,
+}
+
+impl Default for ChipSems {
+    fn default() -> Self {
+        ChipSems {
+            topsp: vec![SemBlock::new(); usize::from(MAX_TOPSPS)],
+            tpb: vec![SemBlock::new(); usize::from(MAX_TPBS)],
+        }
+    }
+}
+
+impl ChipSems {
+    /// All blocks zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// A block, `None` for an index beyond the chip's blocks.
+    pub fn block(&self, id: BlockId) -> Option<&SemBlock> {
+        match id {
+            BlockId::TopSp(i) => self.topsp.get(usize::from(i)),
+            BlockId::Tpb(i) => self.tpb.get(usize::from(i)),
+        }
+    }
+    /// A block, mutably.
+    pub fn block_mut(&mut self, id: BlockId) -> Option<&mut SemBlock> {
+        match id {
+            BlockId::TopSp(i) => self.topsp.get_mut(usize::from(i)),
+            BlockId::Tpb(i) => self.tpb.get_mut(usize::from(i)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// device.md §5.1: every window's semantics, two's complement wrap.
+    #[test]
+    fn windows() {
+        let mut b = SemBlock::new();
+        assert!(b.store(SemWindow::Set, 7, 10));
+        assert!(b.store(SemWindow::Inc, 7, 5));
+        assert_eq!(b.value(7), 15);
+        assert!(b.store(SemWindow::Dec, 7, 20));
+        assert_eq!(b.value(7), -5);
+        assert_eq!(b.load(SemWindow::Read, 7), (-5i32) as u32);
+        assert_eq!(b.load(SemWindow::Inc, 7), (-5i32) as u32); // all windows read the value
+        assert!(!b.store(SemWindow::Read, 7, 99)); // ignored
+        assert_eq!(b.value(7), -5);
+        // INC by a "negative" u32 is a subtraction; the other semaphores are untouched.
+        assert!(b.store(SemWindow::Inc, 7, u32::MAX));
+        assert_eq!(b.value(7), -6);
+        assert_eq!(b.nonzero().collect::<Vec<_>>(), vec![(7, -6)]);
+        // Events: non-zero sets, zero clears; 256 independent bits.
+        for i in [0u8, 63, 64, 200, 255] {
+            assert!(b.store(SemWindow::Event, i, 0x8000_0000));
+            assert_eq!(b.load(SemWindow::Event, i), 1);
+        }
+        assert!(!b.event(1) && !b.event(65));
+        b.store(SemWindow::Event, 64, 0);
+        assert!(!b.event(64) && b.event(63) && b.event(200));
+    }
+
+    #[test]
+    fn wraparound() {
+        let mut b = SemBlock::new();
+        b.set(0, i32::MAX);
+        b.store(SemWindow::Inc, 0, 1);
+        assert_eq!(b.value(0), i32::MIN);
+        b.store(SemWindow::Dec, 0, 1);
+        assert_eq!(b.value(0), i32::MAX);
+        b.set(1, i32::MIN);
+        assert!(!b.wait_ge_and_dec(1, 0));
+        assert!(b.wait_ge_and_dec(1, i32::MIN));
+        assert_eq!(b.value(1), i32::MAX);
+    }
+
+    /// §5.3: ≥ target, then −1 (not −target).
+    #[test]
+    fn wait_ge_and_dec_decrements_by_one() {
+        let mut b = SemBlock::new();
+        b.set(3, 2);
+        assert!(!b.wait_ge_and_dec(3, 3));
+        assert_eq!(b.value(3), 2);
+        b.add(3, 1);
+        assert!(b.wait_ge_and_dec(3, 3));
+        assert_eq!(b.value(3), 2);
+        assert!(b.wait_ge_and_dec(3, 2)); // equal passes
+        assert_eq!(b.value(3), 1);
+    }
+
+    /// lowering.md §4.6: ≥ wait_val, then −wait_val.
+    #[test]
+    fn mesh_wait_subtracts_wait_val() {
+        let mut b = SemBlock::new();
+        b.set(9, 3);
+        assert!(!b.wait_ge_and_sub(9, 4));
+        b.add(9, 1);
+        assert!(b.wait_ge_and_sub(9, 4));
+        assert_eq!(b.value(9), 0);
+        b.set(9, 6);
+        assert!(b.wait_ge_and_sub(9, 4));
+        assert_eq!(b.value(9), 2);
+    }
+
+    /// lowering.md §1.2: every comparison; 0x04 strictly greater vs 0x05 greater-or-equal.
+    #[test]
+    fn every_comparison() {
+        use WaitMode as W;
+        let table: [(W, [bool; 3]); 10] = [
+            // value = target − 1, target, target + 1
+            (W::SemEqImm, [false, true, false]),
+            (W::SemLtImm, [true, false, false]),
+            (W::SemLeImm, [true, true, false]),
+            (W::SemGtImm, [false, false, true]),
+            (W::SemGeImm, [false, true, true]),
+            (W::SemEqReg, [false, true, false]),
+            (W::SemLtReg, [true, false, false]),
+            (W::SemLeReg, [true, true, false]),
+            (W::SemGtReg, [false, false, true]),
+            (W::SemGeReg, [false, true, true]),
+        ];
+        for target in [-1, 0, 5] {
+            for (mode, want) in table {
+                for (k, d) in [-1, 0, 1].into_iter().enumerate() {
+                    assert_eq!(satisfied(mode, target + d, target), want[k], "{mode} {d}");
+                }
+            }
+        }
+        assert_eq!(WaitMode::SemGtImm.as_u8(), 0x04);
+        assert_eq!(WaitMode::SemGeImm.as_u8(), 0x05);
+        assert!(!satisfied(WaitMode::SemGtImm, 4, 4) && satisfied(WaitMode::SemGeImm, 4, 4));
+        // Signed: a negative value is below a positive target.
+        assert!(satisfied(WaitMode::SemLtImm, -1, 0));
+        assert!(satisfied(WaitMode::None, i32::MIN, i32::MAX));
+    }
+
+    #[test]
+    fn event_waits_and_updates() {
+        let mut b = SemBlock::new();
+        assert!(!b.try_wait(WaitMode::EvtSet, 5, 0));
+        assert!(b.try_wait(WaitMode::EvtClearThenSet, 5, 0));
+        assert!(b.event(5));
+        assert!(!b.try_wait(WaitMode::EvtClear, 5, 0));
+        assert!(b.try_wait(WaitMode::EvtSetThenClear, 5, 0));
+        assert!(!b.event(5));
+        // Semaphore waits compare only.
+        b.set(5, 1);
+        assert!(b.try_wait(WaitMode::SemGtImm, 5, 0));
+        assert_eq!(b.value(5), 1);
+        b.update(UpdateMode::SemIncComplete, 5, 0);
+        b.update(UpdateMode::SemAddImmRead, 5, 10);
+        b.update(UpdateMode::SemDecComplete, 5, 99);
+        b.update(UpdateMode::SemSubImmComplete, 5, 3);
+        assert_eq!(b.value(5), 8);
+        b.update(UpdateMode::SemWrImmComplete, 5, -2);
+        assert_eq!(b.value(5), -2);
+        b.update(UpdateMode::EvtSetRead, 6, 0);
+        assert!(b.event(6) && !b.event(5));
+        b.update(UpdateMode::EvtClearComplete, 6, 0);
+        assert!(!b.event(6));
+    }
+
+    #[test]
+    fn chip_blocks() {
+        let mut c = ChipSems::new();
+        c.block_mut(BlockId::TopSp(15)).unwrap().set(1, 4);
+        c.block_mut(BlockId::Tpb(0)).unwrap().set(1, 7);
+        assert_eq!(c.block(BlockId::TopSp(15)).unwrap().value(1), 4);
+        assert_eq!(c.block(BlockId::Tpb(0)).unwrap().value(1), 7);
+        assert_eq!(c.block(BlockId::TopSp(0)).unwrap().value(1), 0);
+        assert!(c.block(BlockId::TopSp(16)).is_none());
+        assert!(c.block(BlockId::Tpb(MAX_TPBS)).is_none());
+        assert_eq!(BlockId::TopSp(3).to_string(), "TOP_SP 3");
+    }
+}
