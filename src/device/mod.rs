@@ -39,3 +39,4 @@
 pub mod cce;
 pub mod memory;
 pub mod sema;
+pub mod topsp;
