@@ -16,6 +16,10 @@ struct Fake {
     sems: HashMap<(u8, u8), i32>,
     writes: Vec<(u64, u32)>,
     grant_all: bool,
+    /// Grant every wait except on TRIGGER, NEXT_SEM and CHAIN_SEM (the chaining protocol).
+    grant_steps: bool,
+    /// Device TOP_SP of rank-local TOP_SP 0 (addresses name device TOP_SPs).
+    topsp_base: u8,
 }
 
 impl Fake {
@@ -32,7 +36,8 @@ impl SemAccess for Fake {
         self.get(topsp, id)
     }
     fn try_wait(&mut self, topsp: u8, id: u8, target: i32, consume: i32) -> bool {
-        if self.grant_all {
+        let chaining = id == 0 || id == NEXT_SEM || id == CHAIN_SEM;
+        if self.grant_all || (self.grant_steps && !chaining) {
             return true;
         }
         let v = self.get(topsp, id);
@@ -54,7 +59,7 @@ impl SemAccess for Fake {
             if s.window != SemWindow::Inc {
                 return Err(Error::invalid(format!("{addr:#x} is not an INC window")));
             }
-            self.inc(s.topsp, s.idx, by as i32);
+            self.inc(s.topsp - self.topsp_base, s.idx, by as i32);
         }
         Ok(())
     }
@@ -448,8 +453,13 @@ fn load_rejects_malformed_tables() {
 fn real_emitted_ring_all_reduce() {
     use crate::isa::enums::Dtype;
     use crate::lower::pipeline::{address_map, lower, LowerConfig};
+    use crate::lower::program::Algorithm;
     use crate::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
-    for count in [1u64, 4099] {
+    for (count, forced) in [
+        (1u64, Some(Algorithm::Ring)),
+        (4099, Some(Algorithm::Ring)),
+        (4099, None),
+    ] {
         let req = CollectiveRequest::new(
             CollectiveOp::AllReduce,
             Dtype::Fp32,
@@ -458,7 +468,8 @@ fn real_emitted_ring_all_reduce() {
             vec![0, 1],
             0,
         );
-        let lc = LowerConfig::for_world(2).unwrap();
+        let mut lc = LowerConfig::for_world(2).unwrap();
+        lc.select.forced = forced;
         let p = lower(&req, &lc).unwrap();
         let map = address_map(&p, &lc.topology).unwrap();
         let e = crate::lower::emit::emit(&p, &map).unwrap();
@@ -510,5 +521,98 @@ fn real_emitted_ring_all_reduce() {
             }
         }
         assert!(n >= 2);
+    }
+}
+
+/// The chaining protocol on real images: every TOP_SP of a rank of a 2-rank ring all-reduce
+/// (2 channels), triggered once, run interleaved with only the step waits granted; TRIGGER,
+/// NEXT_SEM and CHAIN_SEM are honoured, so the reporter finishes only after the others sent
+/// their completions, and every chaining semaphore ends at 0.
+#[test]
+fn real_images_chain_between_topsps() {
+    use crate::isa::enums::Dtype;
+    use crate::lower::pipeline::{address_map, lower, LowerConfig};
+    use crate::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
+    let req = CollectiveRequest::new(
+        CollectiveOp::AllReduce,
+        Dtype::Bf16,
+        Some(ReduceOp::Add),
+        1 << 16,
+        vec![0, 1],
+        0,
+    );
+    let mut lc = LowerConfig::for_world(2).unwrap();
+    lc.chunk_elems = Some(1024);
+    lc.select.forced = Some(crate::lower::program::Algorithm::Ring);
+    let p = lower(&req, &lc).unwrap();
+    let map = address_map(&p, &lc.topology).unwrap();
+    let e = crate::lower::emit::emit(&p, &map).unwrap();
+    for r in &e.ranks {
+        let mut f = Fake {
+            grant_steps: true,
+            topsp_base: map.device_topsp(r.rank, 0).unwrap(),
+            ..Default::default()
+        };
+        let mut seqs: Vec<Sequencer> = r
+            .topsps
+            .iter()
+            .map(|img| {
+                let nf = img.neff;
+                f.set(img.topsp, 0, 1);
+                let c = SeqConfig {
+                    topsp: img.topsp,
+                    trigger: nf.trigger,
+                    trigger_next: nf.trigger_next,
+                    complete: nf.complete,
+                    complete_prev: nf.complete_prev,
+                    complete_prev_target: nf.complete_prev_target,
+                    op_num: nf.op_num,
+                    leader: nf.leader,
+                    completion_addrs: vec![],
+                };
+                Sequencer::load(&img.ctrl_spad, &img.slot_spad, c).unwrap()
+            })
+            .collect();
+        assert_eq!(seqs.len(), 2, "channels 0 and 1 on TOP_SPs 0 and 1");
+        // Round-robin, one action at a time, the reporter (leader) first.
+        seqs.sort_by_key(|s| !s.config().leader);
+        let mut rounds = 0;
+        while !seqs.iter().all(Sequencer::is_done) {
+            for s in &mut seqs {
+                s.step(&mut f).unwrap();
+            }
+            rounds += 1;
+            assert!(rounds < 100_000, "rank {} does not finish", r.rank);
+        }
+        let leaders: Vec<u8> = seqs
+            .iter()
+            .filter(|s| s.config().leader)
+            .map(|s| s.config().topsp)
+            .collect();
+        assert_eq!(leaders.len(), 1, "one reporter per rank");
+        for s in &seqs {
+            let t = s.config().topsp;
+            assert_eq!(f.get(t, COMPLETION_SEM), i32::from(s.config().leader));
+            for id in [0, NEXT_SEM, CHAIN_SEM] {
+                assert_eq!(f.get(t, id), 0, "rank {} TOP_SP {t} sem {id}", r.rank);
+            }
+        }
+        let sends = f
+            .writes
+            .iter()
+            .filter(|(a, _)| {
+                SocAddr::decode(*a)
+                    .ok()
+                    .and_then(|s| SemAddr::decode(s.on_chip()))
+                    .map(|s| s.idx)
+                    == Some(CHAIN_SEM)
+            })
+            .count();
+        let entries: usize = seqs
+            .iter()
+            .filter(|s| !s.config().leader)
+            .map(Sequencer::entries)
+            .sum();
+        assert_eq!(sends, entries, "one completion per non-reporter entry");
     }
 }
