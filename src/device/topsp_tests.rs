@@ -5,9 +5,13 @@ use std::collections::HashMap;
 
 use super::*;
 use crate::error::Error;
-use crate::isa::ccop::{pack_cc_op, CcOpFields, CcOpOperands, SPAD_SLOT_CONTINUE_MARK};
+use crate::isa::ccop::{
+    pack_cc_op, CcOpFields, CcOpOperands, CTRL_SPAD_BYTES, SPAD_SLOT_CONTINUE_MARK,
+};
 use crate::isa::evtsem::{SemAddr, SemWindow, SocAddr};
-use crate::isa::slot::{SlotWait, CHAIN_SEM, NEXT_SEM, RECORD_BYTES, SLOT_RECORDS};
+use crate::isa::slot::{
+    SlotWait, CHAIN_SEM, NEXT_SEM, RECORD_BYTES, SLOT_RECORDS, SLOT_SPAD_BYTES,
+};
 
 /// Semaphores by (topsp, id); address writes are logged and, when they name a TOP_SP INC
 /// window, applied (device TOP_SP = rank-local TOP_SP here: core 0).
@@ -18,6 +22,8 @@ struct Fake {
     grant_all: bool,
     /// Grant every wait except on TRIGGER, NEXT_SEM and CHAIN_SEM (the chaining protocol).
     grant_steps: bool,
+    /// Log address writes without applying them.
+    deaf: bool,
     /// Device TOP_SP of rank-local TOP_SP 0 (addresses name device TOP_SPs).
     topsp_base: u8,
 }
@@ -54,6 +60,9 @@ impl SemAccess for Fake {
     }
     fn inc_addr(&mut self, addr: u64, by: u32) -> Result<()> {
         self.writes.push((addr, by));
+        if self.deaf {
+            return Ok(());
+        }
         let soc = SocAddr::decode(addr)?;
         if let Some(s) = SemAddr::decode(soc.on_chip()) {
             if s.window != SemWindow::Inc {
@@ -66,21 +75,12 @@ impl SemAccess for Fake {
 }
 
 fn read(topsp: u8, idx: u8) -> u64 {
-    SemAddr {
-        topsp,
-        window: SemWindow::Read,
-        idx,
-    }
-    .encode()
+    let window = SemWindow::Read;
+    SemAddr { topsp, window, idx }.encode()
 }
 
 fn inc_addr(topsp: u8, idx: u8) -> u64 {
-    SemAddr {
-        topsp,
-        window: SemWindow::Inc,
-        idx,
-    }
-    .encode()
+    read(topsp, idx) + 0x800
 }
 
 /// A ring cc_op slot.
@@ -285,24 +285,12 @@ fn chained_entry_waits_next_sem() {
         (1, vec![rec(1, 1, 1, None, true)]),
     ]);
     let mut s = Sequencer::load(&ctrl, &spad, cfg(0, 2, true)).unwrap();
-    // A fake whose address writes go nowhere.
-    struct Deaf(Fake);
-    impl SemAccess for Deaf {
-        fn value(&self, t: u8, id: u8) -> i32 {
-            self.0.value(t, id)
-        }
-        fn try_wait(&mut self, t: u8, id: u8, g: i32, c: i32) -> bool {
-            self.0.try_wait(t, id, g, c)
-        }
-        fn inc(&mut self, t: u8, id: u8, by: i32) {
-            self.0.inc(t, id, by)
-        }
-        fn inc_addr(&mut self, _: u64, _: u32) -> Result<()> {
-            Ok(())
-        }
-    }
-    let mut d = Deaf(Fake::default());
-    d.0.set(0, 0, 1);
+    // Address writes are logged but not applied.
+    let mut d = Fake {
+        deaf: true,
+        ..Default::default()
+    };
+    d.set(0, 0, 1);
     assert_eq!(s.step(&mut d).unwrap(), tail(1, 1));
     assert_eq!(s.step(&mut d).unwrap(), blocked(0, NEXT_SEM, 0, 1));
     assert_eq!(s.position().stage, Stage::Start);
@@ -355,8 +343,8 @@ fn continuation_slots() {
     let (acts, last) = run(&mut s, &mut f);
     assert_eq!((acts.len(), last), (70, Action::Done));
     assert_eq!(acts[69], tail(1, 0));
-    ctrl.resize(CTRL_SPAD_BYTES_FOR_TEST, 0);
-    spad.resize(crate::isa::slot::SLOT_SPAD_BYTES, 0);
+    ctrl.resize(CTRL_SPAD_BYTES, 0);
+    spad.resize(SLOT_SPAD_BYTES, 0);
     let s = Sequencer::load(&ctrl, &spad, cfg(0, 1, true)).unwrap();
     assert_eq!(s.entries(), 1);
     assert_eq!(s.entry(0).unwrap().1.len(), 70);
@@ -364,8 +352,6 @@ fn continuation_slots() {
     let e = Sequencer::load(&ctrl[..8], &spad, cfg(0, 1, true)).unwrap_err();
     assert!(e.message().contains("no END record"), "{e}");
 }
-
-const CTRL_SPAD_BYTES_FOR_TEST: usize = crate::isa::ccop::CTRL_SPAD_BYTES;
 
 fn load_err(ctrl: &[u8], spad: &[u8], c: SeqConfig) -> String {
     Sequencer::load(ctrl, spad, c)
@@ -447,6 +433,23 @@ fn load_rejects_malformed_tables() {
     assert!(load_err(&good, &z, c()).contains("repeat 0"));
 }
 
+/// What a loader does: the emitter's `NeffConfigs` → [`SeqConfig`].
+fn load_image(img: &crate::lower::emit::TopspImage) -> Sequencer {
+    let nf = img.neff;
+    let c = SeqConfig {
+        topsp: img.topsp,
+        trigger: nf.trigger,
+        trigger_next: nf.trigger_next,
+        complete: nf.complete,
+        complete_prev: nf.complete_prev,
+        complete_prev_target: nf.complete_prev_target,
+        op_num: nf.op_num,
+        leader: nf.leader,
+        completion_addrs: vec![],
+    };
+    Sequencer::load(&img.ctrl_spad, &img.slot_spad, c).unwrap()
+}
+
 /// The real images of a 2-rank ring all-reduce: every TOP_SP loads and, with every wait
 /// granted, walks to Done releasing exactly its streams' descriptors.
 #[test]
@@ -477,18 +480,7 @@ fn real_emitted_ring_all_reduce() {
         for r in &e.ranks {
             for img in &r.topsps {
                 let nf = img.neff;
-                let c = SeqConfig {
-                    topsp: img.topsp,
-                    trigger: nf.trigger,
-                    trigger_next: nf.trigger_next,
-                    complete: nf.complete,
-                    complete_prev: nf.complete_prev,
-                    complete_prev_target: nf.complete_prev_target,
-                    op_num: nf.op_num,
-                    leader: nf.leader,
-                    completion_addrs: vec![],
-                };
-                let mut s = Sequencer::load(&img.ctrl_spad, &img.slot_spad, c).unwrap();
+                let mut s = load_image(img);
                 let mut f = Fake {
                     grant_all: true,
                     ..Default::default()
@@ -557,20 +549,8 @@ fn real_images_chain_between_topsps() {
             .topsps
             .iter()
             .map(|img| {
-                let nf = img.neff;
                 f.set(img.topsp, 0, 1);
-                let c = SeqConfig {
-                    topsp: img.topsp,
-                    trigger: nf.trigger,
-                    trigger_next: nf.trigger_next,
-                    complete: nf.complete,
-                    complete_prev: nf.complete_prev,
-                    complete_prev_target: nf.complete_prev_target,
-                    op_num: nf.op_num,
-                    leader: nf.leader,
-                    completion_addrs: vec![],
-                };
-                Sequencer::load(&img.ctrl_spad, &img.slot_spad, c).unwrap()
+                load_image(img)
             })
             .collect();
         assert_eq!(seqs.len(), 2, "channels 0 and 1 on TOP_SPs 0 and 1");
