@@ -37,5 +37,6 @@
 //!   (`std::thread::scope`); results do not depend on the split (deterministic).
 
 pub mod cce;
+pub mod dma;
 pub mod memory;
 pub mod sema;
