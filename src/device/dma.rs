@@ -463,3 +463,7 @@ use exec::{exec_cce, exec_copy, parse_rx, parse_tx, Reduce};
 #[cfg(test)]
 #[path = "dma_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "dma_e2e_tests.rs"]
+mod e2e_tests;
