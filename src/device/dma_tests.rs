@@ -511,3 +511,6 @@ fn abort_on_oversized_doorbell() {
     assert_eq!(e.index, 16);
     assert_eq!(r.run().unwrap_err(), e);
 }
+
+#[path = "dma_cce_tests.rs"]
+mod cce_tests;
