@@ -512,5 +512,51 @@ fn abort_on_oversized_doorbell() {
     assert_eq!(r.run().unwrap_err(), e);
 }
 
+/// Throughput of one 64 MiB copy packet (1024 × 64 KiB) and of 8 KiB BF16 2-source CCE packets
+/// over 16 MiB. `cargo test --release --lib dma_throughput -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn dma_throughput() {
+    let mut r = Rig::new(1, 0, 8192);
+    let big = 64u64 << 20;
+    let (src, dst) = (HBM_BASE + (1 << 37), HBM_BASE + (1 << 38));
+    r.mem.map(0, src, big).unwrap();
+    r.mem.map(0, dst, big).unwrap();
+    r.fill(src, &pattern(big as usize, 1));
+    let t = run_of(src, big, 65536, tx);
+    let x = run_of(dst, big, 65536, rx);
+    for pass in ["cold (first touch of dst)", "warm"] {
+        r.submit(&t, &x);
+        let t0 = std::time::Instant::now();
+        assert_eq!(r.run().unwrap().packets_done, 1);
+        let dt = t0.elapsed().as_secs_f64();
+        eprintln!("copy {pass}: {:.2} GB/s", big as f64 / dt / 1e9);
+    }
+    let pkt = 8192u64;
+    let total = 16u64 << 20;
+    let mut done = 0;
+    let t0 = std::time::Instant::now();
+    for k in 0..total / pkt {
+        let off = k * pkt;
+        let c = cce_packet(
+            CceOp::Add,
+            Dtype::Bf16.as_u8(),
+            &[src + off, dst + off],
+            pkt as u32,
+        );
+        r.submit(&c, &[rx(src + off, pkt as u32, true, true)]);
+        if k % 512 == 511 {
+            done += r.run().unwrap().packets_done;
+        }
+    }
+    let dt = t0.elapsed().as_secs_f64();
+    assert_eq!(done, total / pkt);
+    eprintln!(
+        "cce: {:.2} GB/s of result ({} packets)",
+        total as f64 / dt / 1e9,
+        done
+    );
+}
+
 #[path = "dma_cce_tests.rs"]
 mod cce_tests;
