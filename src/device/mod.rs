@@ -37,6 +37,7 @@
 //!   (`std::thread::scope`); results do not depend on the split (deterministic).
 
 pub mod cce;
+pub mod dma;
 pub mod memory;
 pub mod sema;
 pub mod topsp;
