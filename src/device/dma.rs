@@ -25,7 +25,7 @@
 //!   order ([`super::cce`]), with op, output dtype and (FMA) scales from the compute
 //!   descriptors. The accumulation nibble (10 or 11) means binary32 either way (§11.1). Pieces
 //!   are borrowed with [`Memory::split`], never copied; an in-place source (the destination
-//!   itself) uses [`cce::reduce_in_place_with`].
+//!   itself) uses [`crate::device::cce::reduce_in_place_with`].
 //! * DMB / write barriers need no action: the engine executes packets strictly in order, so
 //!   every earlier write is visible before a later descriptor runs.
 //!

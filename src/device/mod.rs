@@ -5,7 +5,7 @@
 //! descriptor codec `isa::udma`, EVT_SEM and SoC addresses `isa::evtsem`, the cc_op slot
 //! `isa::ccop`, the SLOT SPAD record `isa::slot`, the memory map `isa::memmap`).
 //!
-//! # Plan (issue 4; the parts not written yet are described here so they are built to fit)
+//! # Parts (issue 4; the executor is not written yet and is described here so it is built to fit)
 //!
 //! * `memory` — the machine's memory by SoC address: regions mapped by the loader (HBM windows,
 //!   program areas, the constant page), EVT_SEM windows routed to `sema`. Bad addresses are
@@ -13,7 +13,7 @@
 //! * `sema` — per (chip, TOP_SP) 256 semaphores + 256 events, and the exact comparison of every
 //!   wait kind (device.md §5.3).
 //! * `cce` — the in-transfer reduce kernels (device.md §2.3, §11), over `crate::dtype`.
-//! * `dma` (next) — per (chip, TOP_SP) one M2S and one S2M queue over the rings the emitter
+//! * `dma` — per (chip, TOP_SP) one M2S and one S2M queue over the rings the emitter
 //!   laid out (`isa::memmap` ring bases, power-of-two length, RING_ID laps); a tail increment
 //!   makes descriptors valid; the engine consumes whole packets (FIRST..LAST): a TX copy packet
 //!   pairs with the next RX packet of the same TOP_SP's S2M queue (lengths must agree), a CCE
@@ -21,7 +21,7 @@
 //!   into the RX packet's destinations; a 4-byte copy into an EVT_SEM window is a semaphore
 //!   write (DMB: after the step's data). Stale RING_ID, length mismatch, bad address or an
 //!   invalid dtype nibble abort the engine.
-//! * `topsp` (next) — the sequencer: waits TRIGGER (semaphore 0), walks the CTRL SPAD cc_op
+//! * `topsp` — the sequencer: waits TRIGGER (semaphore 0), walks the CTRL SPAD cc_op
 //!   entries (`isa::ccop`, continuation marks), for each entry its SLOT SPAD records
 //!   (`isa::slot`: wait `sem >= target` then `sem -= consume`; then `repeat` × {S2M tail +=
 //!   s2m; M2S tail += m2s}, RX first), END ends the entry; chaining and completion follow the
