@@ -38,6 +38,7 @@
 
 pub mod cce;
 pub mod dma;
+pub mod executor;
 pub mod memory;
 pub mod sema;
 pub mod topsp;

@@ -7,6 +7,7 @@
 //! * [`log`] — logging under `NEURON_RT_LOG_LEVEL`.
 
 pub mod config;
+pub mod device_run;
 pub mod firmware;
 pub mod log;
 pub mod process;

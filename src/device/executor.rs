@@ -1,0 +1,378 @@
+//! The executor: one deterministic, single-threaded scheduler for every simulated TOP_SP of the
+//! process (spec/device.md §8–§10, §12; issue 4 item 5).
+//!
+//! A [`Machine`] owns the [`Memory`] (with every chip's EVT_SEM blocks) and, per (chip, device
+//! TOP_SP), one [`QueuePair`] and one [`Sequencer`]. [`Machine::run`] repeats *rounds*:
+//!
+//! 1. every sequencer, in (chip, TOP_SP) order, steps until it is [`Action::Blocked`] or
+//!    [`Action::Done`]; each [`Action::TailInc`] rings its pair's doorbells, S2M first, then
+//!    M2S (device.md §1.2: RX posted before TX);
+//! 2. every pair, in the same order, runs until it stalls ([`QueuePair::run`]).
+//!
+//! A round that changes nothing — no sequencer moved (its [`Sequencer::position`] is unchanged
+//! and it released nothing) and no packet executed — is final: if every sequencer is done and
+//! every ring drained, the run succeeded; otherwise it is a **hang**. There is no busy-waiting
+//! beyond this round structure: a blocked sequencer is retried once per round, and a round
+//! without change ends the run. The order never depends on timing, so results and reports are
+//! the same bits on every run.
+//!
+//! **Hang report** (`NRT_EXEC_HW_ERR_COLLECTIVES`, [`ErrorKind::CollectivesHang`]): per blocked
+//! sequencer its chip, device TOP_SP (and rank, when known), cc_op entry and CTRL slot, SLOT
+//! SPAD record, the semaphore it waits (SoC address of its READ window, index), value and
+//! target, and every not-yet-executed S2M descriptor in any ring whose destination is that
+//! semaphore (any writable window: SET, INC, DEC) — i.e. who should have signalled it — or "no
+//! pending descriptor signals it". Descriptors not yet posted (beyond the tail) are found by
+//! walking the ring from the head while the RING_ID matches the lap (unwritten slots hold 0,
+//! never a valid lap-1 tag); those are marked "not posted".
+//!
+//! **Abort**: a DMA abort stops the run at once with the abort error ([`ErrorKind::DmaAbort`]).
+//!
+//! Choice: rank-local TOP_SP `t` of a sequencer lives at device TOP_SP
+//! `device_topsp − config.topsp + t` (a rank's TOP_SPs are consecutive, as `lower::addrmap`
+//! places them: `core · per_rank + t`).
+
+use std::fmt::Write as _;
+
+use super::dma::QueuePair;
+use super::memory::Memory;
+use super::sema::BlockId;
+use super::topsp::{Action, SemAccess, Sequencer, Stage};
+use crate::dtype::Numerics;
+use crate::error::{Error, ErrorKind, Result};
+use crate::isa::evtsem::{SemAddr, SemWindow};
+use crate::isa::udma::{Descriptor, Direction, DESC_BYTES};
+
+/// What a successful [`Machine::run`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunReport {
+    /// Scheduler rounds (the last one changed nothing).
+    pub rounds: u64,
+    /// Packet pairs executed.
+    pub packets: u64,
+    /// Bytes written by executed RX packets (data and semaphore writes).
+    pub bytes: u64,
+}
+
+/// One (chip, device TOP_SP).
+#[derive(Debug)]
+struct Agent {
+    chip: u8,
+    topsp: u8,
+    rank: Option<u32>,
+    pair: QueuePair,
+    seq: Sequencer,
+}
+
+impl Agent {
+    /// Device TOP_SP of rank-local TOP_SP `t`.
+    fn device(&self, t: u8) -> u8 {
+        self.topsp
+            .wrapping_sub(self.seq.config().topsp)
+            .wrapping_add(t)
+    }
+
+    fn name(&self) -> String {
+        match self.rank {
+            Some(r) => format!("rank {r} (chip {} TOP_SP {})", self.chip, self.topsp),
+            None => format!("chip {} TOP_SP {}", self.chip, self.topsp),
+        }
+    }
+}
+
+/// The semaphores as one sequencer's rank sees them.
+struct Sems<'a> {
+    mem: &'a mut Memory,
+    chip: u8,
+    base: u8,
+}
+
+impl Sems<'_> {
+    fn block(&self, t: u8) -> Option<&super::sema::SemBlock> {
+        self.mem
+            .sems(self.chip)?
+            .block(BlockId::TopSp(self.base.wrapping_add(t)))
+    }
+    fn block_mut(&mut self, t: u8) -> Option<&mut super::sema::SemBlock> {
+        self.mem
+            .sem_block_mut(self.chip, BlockId::TopSp(self.base.wrapping_add(t)))
+    }
+}
+
+impl SemAccess for Sems<'_> {
+    fn value(&self, topsp: u8, id: u8) -> i32 {
+        self.block(topsp).map_or(0, |b| b.value(id))
+    }
+    fn try_wait(&mut self, topsp: u8, id: u8, target: i32, consume: i32) -> bool {
+        match self.block_mut(topsp) {
+            Some(b) if b.value(id) >= target => {
+                b.sub(id, consume);
+                true
+            }
+            _ => false,
+        }
+    }
+    fn inc(&mut self, topsp: u8, id: u8, by: i32) {
+        if let Some(b) = self.block_mut(topsp) {
+            b.add(id, by);
+        }
+    }
+    fn inc_addr(&mut self, addr: u64, by: u32) -> Result<()> {
+        self.mem.write(self.chip, addr, &by.to_le_bytes())?;
+        Ok(())
+    }
+}
+
+/// The simulated devices of one process.
+#[derive(Debug)]
+pub struct Machine {
+    /// Memory and semaphores of every chip.
+    pub mem: Memory,
+    /// FP8 modes etc. of the CCE.
+    pub numerics: Numerics,
+    agents: Vec<Agent>,
+}
+
+impl Machine {
+    /// A machine of `chips` chips with nothing mapped.
+    pub fn new(chips: u8) -> Machine {
+        Machine {
+            mem: Memory::new(chips),
+            numerics: Numerics::default(),
+            agents: Vec::new(),
+        }
+    }
+
+    /// Add the queue pair and sequencer of device TOP_SP `topsp` on `chip`.
+    pub fn add_topsp(&mut self, chip: u8, topsp: u8, pair: QueuePair, seq: Sequencer) {
+        self.add(chip, topsp, None, pair, seq);
+    }
+
+    /// Same, naming the rank it belongs to (for hang reports).
+    pub fn add_rank_topsp(
+        &mut self,
+        rank: u32,
+        chip: u8,
+        topsp: u8,
+        pair: QueuePair,
+        seq: Sequencer,
+    ) {
+        self.add(chip, topsp, Some(rank), pair, seq);
+    }
+
+    fn add(&mut self, chip: u8, topsp: u8, rank: Option<u32>, pair: QueuePair, seq: Sequencer) {
+        let a = Agent {
+            chip,
+            topsp,
+            rank,
+            pair,
+            seq,
+        };
+        let at = self
+            .agents
+            .partition_point(|b| (b.chip, b.topsp) <= (chip, topsp));
+        self.agents.insert(at, a);
+    }
+
+    /// Number of TOP_SPs added.
+    pub fn topsps(&self) -> usize {
+        self.agents.len()
+    }
+
+    /// The queue pair of (chip, device TOP_SP).
+    pub fn pair(&self, chip: u8, topsp: u8) -> Option<&QueuePair> {
+        self.agents
+            .iter()
+            .find(|a| (a.chip, a.topsp) == (chip, topsp))
+            .map(|a| &a.pair)
+    }
+
+    /// Run until every sequencer is done and every ring drained (module doc).
+    pub fn run(&mut self) -> Result<RunReport> {
+        let mut rep = RunReport::default();
+        loop {
+            rep.rounds += 1;
+            let mut changed = false;
+            for a in &mut self.agents {
+                changed |= step_sequencer(a, &mut self.mem)?;
+            }
+            for a in &mut self.agents {
+                let start = a.pair.s2m.head();
+                let p = a
+                    .pair
+                    .run(&mut self.mem, a.chip, &self.numerics)
+                    .map_err(Error::from)?;
+                if p.packets_done > 0 {
+                    changed = true;
+                    rep.packets += p.packets_done;
+                    rep.bytes += rx_bytes(&self.mem, a, start..a.pair.s2m.head());
+                }
+            }
+            if changed {
+                continue;
+            }
+            let done = self.agents.iter().all(|a| a.seq.is_done());
+            let drained = self
+                .agents
+                .iter()
+                .all(|a| a.pair.m2s.pending().is_empty() && a.pair.s2m.pending().is_empty());
+            if done && drained {
+                return Ok(rep);
+            }
+            return Err(Error::new(ErrorKind::CollectivesHang, self.hang_report()));
+        }
+    }
+
+    /// The diagnosis of a round that changed nothing (module doc).
+    pub fn hang_report(&self) -> String {
+        let mut s = String::from("collective hang: no TOP_SP or DMA queue can progress");
+        for a in &self.agents {
+            if a.seq.is_done() {
+                let (m, r) = (a.pair.m2s.pending(), a.pair.s2m.pending());
+                if !m.is_empty() || !r.is_empty() {
+                    let _ = write!(
+                        s,
+                        "\n* {}: sequencer done, but M2S {m:?} / S2M {r:?} posted descriptors \
+                         cannot pair",
+                        a.name()
+                    );
+                }
+                continue;
+            }
+            let p = a.seq.position();
+            let _ = write!(
+                s,
+                "\n* {}: cc_op entry {} (CTRL slot {}), {}",
+                a.name(),
+                p.entry,
+                p.slot,
+                match (p.stage, p.record) {
+                    (Stage::Records, Some(r)) => format!("SLOT SPAD record {r}"),
+                    (Stage::Start, _) => "entry start (trigger)".into(),
+                    (Stage::Completions, _) => "collecting completions".into(),
+                    _ => "no record".into(),
+                }
+            );
+            let Some(w) = p.waiting_on else {
+                s.push_str(": blocked without a wait (internal)");
+                continue;
+            };
+            let dev = a.device(w.topsp);
+            let read = SemAddr {
+                topsp: dev,
+                window: SemWindow::Read,
+                idx: w.sem,
+            }
+            .encode();
+            let value = self
+                .mem
+                .sems(a.chip)
+                .and_then(|c| c.block(BlockId::TopSp(dev)))
+                .map_or(0, |b| b.value(w.sem));
+            let _ = write!(
+                s,
+                ": waits semaphore {} of TOP_SP {dev} (READ {read:#x}) >= {}, value {value}",
+                w.sem, w.target
+            );
+            let signals = self.signallers(a.chip, dev, w.sem);
+            if signals.is_empty() {
+                s.push_str("; no pending descriptor signals it");
+            }
+            for (b, i, posted) in signals {
+                let _ = write!(
+                    s,
+                    "; pending signal: chip {} TOP_SP {} S2M index {i}{}",
+                    b.chip,
+                    b.topsp,
+                    if posted { "" } else { " (not posted)" }
+                );
+                if let Some(r) = b.rank {
+                    let _ = write!(s, " of rank {r}");
+                }
+            }
+        }
+        s
+    }
+
+    /// Not-yet-executed S2M descriptors (any ring) writing semaphore `idx` of `(chip, topsp)`.
+    fn signallers(&self, chip: u8, topsp: u8, idx: u8) -> Vec<(&Agent, u64, bool)> {
+        let mut out = Vec::new();
+        for b in &self.agents {
+            let q = &b.pair.s2m;
+            for i in q.head()..q.head() + q.len() {
+                let Some(Descriptor::RxData { addr, .. }) = ring_desc(&self.mem, b, i) else {
+                    if i >= q.tail() {
+                        break;
+                    }
+                    continue;
+                };
+                let Ok((c, on)) = self.mem.route(b.chip, addr) else {
+                    continue;
+                };
+                let hit = SemAddr::decode(on).is_some_and(|sa| {
+                    sa.topsp == topsp
+                        && sa.idx == idx
+                        && !matches!(sa.window, SemWindow::Read | SemWindow::Event)
+                });
+                if c == chip && hit {
+                    out.push((b, i, i < q.tail()));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The descriptor at S2M stream index `i` if its slot holds that lap's RING_ID.
+fn ring_desc(mem: &Memory, a: &Agent, i: u64) -> Option<Descriptor> {
+    let q = &a.pair.s2m;
+    let mut b = [0u8; DESC_BYTES];
+    mem.read(a.chip, q.slot_addr(i), &mut b).ok()?;
+    if b[3] & 3 != q.expected_ring_id(i) {
+        return None;
+    }
+    Descriptor::decode(&b, Direction::S2M).ok()
+}
+
+/// Bytes the executed S2M descriptors `range` wrote.
+fn rx_bytes(mem: &Memory, a: &Agent, range: std::ops::Range<u64>) -> u64 {
+    range
+        .filter_map(|i| match ring_desc(mem, a, i) {
+            Some(Descriptor::RxData { ctrl, .. }) => Some(u64::from(ctrl.length)),
+            _ => None,
+        })
+        .sum()
+}
+
+/// Step one sequencer until it blocks or finishes; true if it moved.
+fn step_sequencer(a: &mut Agent, mem: &mut Memory) -> Result<bool> {
+    if a.seq.is_done() {
+        return Ok(false);
+    }
+    let before = a.seq.position();
+    let base = a.device(0);
+    let mut released = false;
+    loop {
+        let mut sems = Sems {
+            mem: &mut *mem,
+            chip: a.chip,
+            base,
+        };
+        match a.seq.step(&mut sems)? {
+            Action::TailInc { m2s, s2m } => {
+                a.pair
+                    .tail_inc(a.chip, Direction::S2M, u64::from(s2m))
+                    .map_err(Error::from)?;
+                a.pair
+                    .tail_inc(a.chip, Direction::M2S, u64::from(m2s))
+                    .map_err(Error::from)?;
+                released = true;
+            }
+            Action::Blocked { .. } | Action::Done => break,
+        }
+    }
+    Ok(released || a.seq.position() != before)
+}
+
+#[cfg(test)]
+#[path = "executor_tests.rs"]
+mod tests;

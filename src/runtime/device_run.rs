@@ -1,0 +1,162 @@
+//! Running a lowered, emitted collective on the software device (design.md §1–§2, issue 4):
+//! the glue between `lower` (which decides the bytes) and `device` (which only executes bytes).
+//! The runtime may import both; the device never imports the lowering.
+//!
+//! [`execute`] builds a [`Machine`] with one chip per distinct rank chip, maps for every rank
+//! each region the [`AddressMap`] defines — the input/output (one region when in place) and
+//! scratch buffers, the constant page (word `v` at byte `4·v` holds `v`, the source of
+//! semaphore increments), and per TOP_SP its program area (CTRL SPAD, SLOT SPAD, M2S and S2M
+//! rings) — writes the inputs, the SPAD images and the descriptor streams (stream index `i` at
+//! ring slot `i % len`), loads each [`Sequencer`] from the CTRL/SLOT SPAD bytes and the neff
+//! values, raises TRIGGER (semaphore 0) on every TOP_SP (the host trigger, device.md §8.2),
+//! runs the machine and reads every rank's output buffer.
+//!
+//! Choice: a stream longer than its ring would need the sequencer to refill slots behind the
+//! engine (the emitter's lap scheme); that is not supported yet and is an error here.
+
+use crate::device::dma::{Queue, QueuePair};
+use crate::device::executor::{Machine, RunReport};
+use crate::device::sema::BlockId;
+use crate::device::topsp::{SeqConfig, Sequencer};
+use crate::error::{Error, Result};
+use crate::isa::memmap::{align_buf, CONST_PAGE_BYTES, CONST_WORDS};
+use crate::isa::udma::Direction;
+use crate::lower::addrmap::AddressMap;
+use crate::lower::emit::{EmittedProgram, TopspImage};
+use crate::lower::program::{Buf, Program};
+
+/// Execute `emitted` (the lowering of `p` over `map`) with `inputs[r]` as rank `r`'s input
+/// bytes; returns every rank's output bytes.
+pub fn execute(
+    p: &Program,
+    emitted: &EmittedProgram,
+    map: &AddressMap,
+    inputs: &[Vec<u8>],
+) -> Result<Vec<Vec<u8>>> {
+    execute_with_report(p, emitted, map, inputs).map(|(o, _)| o)
+}
+
+/// [`execute`], also returning what the machine did.
+pub fn execute_with_report(
+    p: &Program,
+    emitted: &EmittedProgram,
+    map: &AddressMap,
+    inputs: &[Vec<u8>],
+) -> Result<(Vec<Vec<u8>>, RunReport)> {
+    let world = map.ranks();
+    if inputs.len() != world as usize || p.ranks.len() != world as usize {
+        return Err(Error::invalid(format!(
+            "device run: {} inputs and {} rank programs for {world} ranks",
+            inputs.len(),
+            p.ranks.len()
+        )));
+    }
+    let bufs = map.buffers();
+    let chips = (0..world)
+        .map(|r| map.chip_id(r))
+        .collect::<Result<Vec<_>>>()?;
+    let mut m = Machine::new(chips.iter().copied().max().unwrap_or(0) + 1);
+    for r in 0..world {
+        let chip = chips[r as usize];
+        let page = map.const_addr(r, 0)?;
+        m.mem.map(chip, page, CONST_PAGE_BYTES)?;
+        let words: Vec<u8> = (0..CONST_WORDS).flat_map(u32::to_le_bytes).collect();
+        m.mem.write(chip, page, &words)?;
+        let mut sizes = vec![(Buf::Input, bufs.input.max(bufs.output))];
+        if !bufs.in_place {
+            sizes = vec![(Buf::Input, bufs.input), (Buf::Output, bufs.output)];
+        }
+        if bufs.scratch > 0 {
+            sizes.push((Buf::Scratch, bufs.scratch));
+        }
+        for (b, n) in sizes {
+            if n > 0 {
+                m.mem.map(chip, map.buf_on_chip(r, b, 0)?, align_buf(n))?;
+            }
+        }
+        let input = &inputs[r as usize];
+        if input.len() as u64 != bufs.input {
+            return Err(Error::invalid(format!(
+                "device run: rank {r} input has {} bytes, the program reads {}",
+                input.len(),
+                bufs.input
+            )));
+        }
+        m.mem
+            .write(chip, map.buf_on_chip(r, Buf::Input, 0)?, input)?;
+    }
+    for rank in &emitted.ranks {
+        let chip = map.chip_id(rank.rank)?;
+        for img in &rank.topsps {
+            load_topsp(&mut m, map, rank.rank, chip, img)?;
+        }
+    }
+    let report = m.run()?;
+    let outs = (0..world)
+        .map(|r| {
+            let chip = chips[r as usize];
+            let out = map.buf_on_chip(r, Buf::Output, 0)?;
+            let mut v = vec![0u8; bufs.output as usize];
+            m.mem.read(chip, out, &mut v)?;
+            Ok(v)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((outs, report))
+}
+
+/// Map and fill one TOP_SP's program area, build its queues and sequencer, raise TRIGGER.
+fn load_topsp(m: &mut Machine, map: &AddressMap, r: u32, chip: u8, img: &TopspImage) -> Result<()> {
+    let n = &img.neff;
+    for (base, bytes) in [
+        (n.ctrl_spad_base, &img.ctrl_spad),
+        (n.slot_spad_base, &img.slot_spad),
+    ] {
+        m.mem.map(chip, base, (bytes.len() as u64).max(1))?;
+        m.mem.write(chip, base, bytes)?;
+    }
+    let (ml, sl) = (u64::from(img.m2s_ring_len), u64::from(img.s2m_ring_len));
+    for (dir, base, len, stream) in [
+        (Direction::M2S, n.m2s_ring_base, ml, &img.m2s),
+        (Direction::S2M, n.s2m_ring_base, sl, &img.s2m),
+    ] {
+        if stream.len() as u64 > len {
+            return Err(Error::invalid(format!(
+                "device run: rank {r} TOP_SP {} {dir:?} stream of {} descriptors exceeds its \
+                 {len}-slot ring (ring wrap is not supported yet)",
+                img.topsp,
+                stream.len()
+            )));
+        }
+        m.mem.map(chip, base, len * 16)?;
+        let bytes: Vec<u8> = stream.iter().flatten().copied().collect();
+        m.mem.write(chip, base, &bytes)?;
+    }
+    let pair = QueuePair::new(
+        img.topsp,
+        Queue::new(Direction::M2S, n.m2s_ring_base, ml)?,
+        Queue::new(Direction::S2M, n.s2m_ring_base, sl)?,
+    );
+    let cfg = SeqConfig {
+        topsp: img.topsp,
+        trigger: n.trigger,
+        trigger_next: n.trigger_next,
+        complete: n.complete,
+        complete_prev: n.complete_prev,
+        complete_prev_target: n.complete_prev_target,
+        op_num: n.op_num,
+        leader: n.leader,
+        completion_addrs: Vec::new(),
+    };
+    let seq = Sequencer::load(&img.ctrl_spad, &img.slot_spad, cfg)?;
+    let dev = map.device_topsp(r, img.topsp)?;
+    m.mem
+        .sem_block_mut(chip, BlockId::TopSp(dev))
+        .ok_or_else(|| Error::invalid(format!("device run: no TOP_SP {dev} on chip {chip}")))?
+        .add(0, 1);
+    m.add_rank_topsp(r, chip, dev, pair, seq);
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "device_run_tests.rs"]
+mod tests;
