@@ -21,7 +21,8 @@
 //! SPAD record, the semaphore it waits (SoC address of its READ window, index), value and
 //! target, and every not-yet-executed S2M descriptor in any ring whose destination is that
 //! semaphore (any writable window: SET, INC, DEC) — i.e. who should have signalled it — or "no
-//! pending descriptor signals it". Descriptors not yet posted (beyond the tail) are found by
+//! pending descriptor signals it". Per signalling ring the report names the next such
+//! descriptor (the one that should have fired) and counts the later ones ("+N later"). Descriptors not yet posted (beyond the tail) are found by
 //! walking the ring from the head while the RING_ID matches the lap (unwritten slots hold 0,
 //! never a valid lap-1 tag); those are marked "not posted".
 //!
@@ -277,7 +278,15 @@ impl Machine {
             if signals.is_empty() {
                 s.push_str("; no pending descriptor signals it");
             }
-            for (b, i, posted) in signals {
+            // Per signalling ring, the next descriptor (the one that should have fired) and
+            // how many later ones also target it.
+            let mut k = 0;
+            while k < signals.len() {
+                let (b, i, posted) = signals[k];
+                let same = signals[k..]
+                    .iter()
+                    .take_while(|x| std::ptr::eq(x.0, b))
+                    .count();
                 let _ = write!(
                     s,
                     "; pending signal: chip {} TOP_SP {} S2M index {i}{}",
@@ -288,6 +297,10 @@ impl Machine {
                 if let Some(r) = b.rank {
                     let _ = write!(s, " of rank {r}");
                 }
+                if same > 1 {
+                    let _ = write!(s, " (+{} later)", same - 1);
+                }
+                k += same;
             }
         }
         s

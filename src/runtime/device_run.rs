@@ -43,6 +43,19 @@ pub fn execute_with_report(
     map: &AddressMap,
     inputs: &[Vec<u8>],
 ) -> Result<(Vec<Vec<u8>>, RunReport)> {
+    let mut m = load(p, emitted, map, inputs)?;
+    let report = m.run()?;
+    Ok((read_outputs(&m, map)?, report))
+}
+
+/// Build the machine of [`execute`] up to the host trigger (every TOP_SP triggered, nothing
+/// run yet): tests and tools can alter it before [`Machine::run`].
+pub fn load(
+    p: &Program,
+    emitted: &EmittedProgram,
+    map: &AddressMap,
+    inputs: &[Vec<u8>],
+) -> Result<Machine> {
     let world = map.ranks();
     if inputs.len() != world as usize || p.ranks.len() != world as usize {
         return Err(Error::invalid(format!(
@@ -91,17 +104,20 @@ pub fn execute_with_report(
             load_topsp(&mut m, map, rank.rank, chip, img)?;
         }
     }
-    let report = m.run()?;
-    let outs = (0..world)
+    Ok(m)
+}
+
+/// Every rank's output buffer.
+pub fn read_outputs(m: &Machine, map: &AddressMap) -> Result<Vec<Vec<u8>>> {
+    let n = map.buffers().output as usize;
+    (0..map.ranks())
         .map(|r| {
-            let chip = chips[r as usize];
-            let out = map.buf_on_chip(r, Buf::Output, 0)?;
-            let mut v = vec![0u8; bufs.output as usize];
-            m.mem.read(chip, out, &mut v)?;
+            let mut v = vec![0u8; n];
+            m.mem
+                .read(map.chip_id(r)?, map.buf_on_chip(r, Buf::Output, 0)?, &mut v)?;
             Ok(v)
         })
-        .collect::<Result<Vec<_>>>()?;
-    Ok((outs, report))
+        .collect()
 }
 
 /// Map and fill one TOP_SP's program area, build its queues and sequencer, raise TRIGGER.

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::dtype::{bf16_to_f32, f32_to_bf16, Dtype};
+use crate::error::ErrorKind;
 use crate::lower::emit::emit;
 use crate::lower::pipeline::{address_map, lower, LowerConfig};
 use crate::lower::program::Algorithm;
@@ -138,4 +139,115 @@ fn reduce_scatter() {
         check(CollectiveOp::ReduceScatter, Dtype::Fp32, world, 300, true);
         check(CollectiveOp::ReduceScatter, Dtype::Bf16, world, 257, false);
     }
+}
+
+/// Rewrite the address of the first M2S data descriptor (longer than a semaphore word) of
+/// rank 0's first TOP_SP.
+fn corrupt(c: &mut Case, f: impl Fn(u64) -> u64) {
+    use crate::isa::udma::Descriptor;
+    let img = &mut c.em.ranks[0].topsps[0];
+    for d in img.m2s.iter_mut() {
+        if let Ok(Descriptor::TxData { ctrl, meta, addr }) = Descriptor::decode(d, Direction::M2S) {
+            if ctrl.length > 4 {
+                *d = Descriptor::TxData {
+                    ctrl,
+                    meta,
+                    addr: f(addr),
+                }
+                .encode();
+                return;
+            }
+        }
+    }
+    panic!("no data descriptor");
+}
+
+#[test]
+fn corrupt_address_aborts() {
+    let mut c = case(CollectiveOp::AllReduce, Dtype::Fp32, 2, 1001, true);
+    corrupt(&mut c, |a| a + (1 << 35));
+    let e = run(&c).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::DmaAbort, "{e}");
+    assert!(e.to_string().contains("chip 0 TOP_SP 0 M2S"), "{e}");
+}
+
+#[test]
+fn corrupt_address_gives_wrong_result() {
+    let mut c = case(CollectiveOp::AllReduce, Dtype::Fp32, 2, 1001, true);
+    corrupt(&mut c, |a| a + 4);
+    let got = run(&c).unwrap();
+    assert!(got != c.want, "a shifted source must change the result");
+}
+
+#[test]
+fn missing_rank_is_a_hang() {
+    let mut c = case(CollectiveOp::AllReduce, Dtype::Fp32, 2, 1001, true);
+    c.em.ranks[1].topsps.clear();
+    let e = run(&c).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::CollectivesHang);
+    let msg = e.to_string();
+    for want in [
+        "rank 0 (chip 0 TOP_SP",
+        "cc_op entry 0 (CTRL slot 0)",
+        "SLOT SPAD record",
+        "waits semaphore",
+        "no pending descriptor signals it",
+    ] {
+        assert!(msg.contains(want), "{want:?} missing in: {msg}");
+    }
+    assert!(!msg.contains("rank 1"), "{msg}");
+}
+
+#[test]
+fn untriggered_topsp_is_named_as_the_signaller() {
+    let c = case(CollectiveOp::AllReduce, Dtype::Fp32, 2, 1001, true);
+    let ins: Vec<Vec<u8>> = c.inputs.iter().map(|v| enc(c.dtype, v)).collect();
+    let mut m = load(&c.prog, &c.em, &c.map, &ins).unwrap();
+    let chip = c.map.chip_id(1).unwrap();
+    let dev = c.map.device_topsp(1, 0).unwrap();
+    m.mem
+        .sem_block_mut(chip, BlockId::TopSp(dev))
+        .unwrap()
+        .sub(0, 1);
+    let e = m.run().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::CollectivesHang);
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&format!(
+            "rank 1 (chip {chip} TOP_SP {dev}): cc_op entry 0 (CTRL slot 0), entry start (trigger)"
+        )),
+        "{msg}"
+    );
+    assert!(msg.contains("(not posted) of rank 1"), "{msg}");
+}
+
+#[test]
+fn report_counts() {
+    let c = case(CollectiveOp::AllReduce, Dtype::Fp32, 2, 1001, true);
+    let ins: Vec<Vec<u8>> = c.inputs.iter().map(|v| enc(c.dtype, v)).collect();
+    let (outs, rep) = execute_with_report(&c.prog, &c.em, &c.map, &ins).unwrap();
+    assert_eq!(
+        outs,
+        c.want.iter().map(|w| enc(c.dtype, w)).collect::<Vec<_>>()
+    );
+    let (_, s2m) = c.em.descriptor_counts();
+    assert!(rep.packets > 0 && rep.packets as usize <= s2m);
+    // Every rank receives at least the other rank's whole buffer's worth of data.
+    assert!(rep.bytes >= 2 * 4004, "{rep:?}");
+    let again = execute_with_report(&c.prog, &c.em, &c.map, &ins).unwrap().1;
+    assert_eq!(again, rep, "deterministic");
+}
+
+/// A stream longer than its ring (the emitter wraps it with RING_ID laps) is refused for now.
+#[test]
+fn wrapped_ring_is_refused() {
+    use crate::lower::emit::{emit_with, EmitOptions};
+    let mut c = case(CollectiveOp::AllReduce, Dtype::Fp32, 2, 1 << 16, true);
+    c.em = emit_with(&c.prog, &c.map, &EmitOptions { max_ring: 32 }).unwrap();
+    let e = run(&c).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert!(
+        e.to_string().contains("ring wrap is not supported yet"),
+        "{e}"
+    );
 }
