@@ -5,7 +5,7 @@
 //! descriptor codec `isa::udma`, EVT_SEM and SoC addresses `isa::evtsem`, the cc_op slot
 //! `isa::ccop`, the SLOT SPAD record `isa::slot`, the memory map `isa::memmap`).
 //!
-//! # Parts (issue 4; the executor is not written yet and is described here so it is built to fit)
+//! # Parts (issue 4)
 //!
 //! * `memory` — the machine's memory by SoC address: regions mapped by the loader (HBM windows,
 //!   program areas, the constant page), EVT_SEM windows routed to `sema`. Bad addresses are
@@ -27,14 +27,16 @@
 //!   s2m; M2S tail += m2s}, RX first), END ends the entry; chaining and completion follow the
 //!   protocol `lower::emit` documents (`isa::slot::{NEXT_SEM, CHAIN_SEM}`, reporter posts
 //!   COMPLETION).
-//! * `executor` (next) — one deterministic scheduler for all ranks of the process: agents
+//! * `executor` — one deterministic scheduler for all ranks of the process: agents
 //!   (sequencers, DMA queues) run until they block; a semaphore write wakes its waiters; no
 //!   busy-waiting. When nothing can run and the collective is not complete, the hang report
 //!   names, per stuck rank, the cc_op slot, the record (step), the semaphore (address, index),
 //!   its value and target, and the not-yet-executed descriptors in any ring that would write
 //!   that semaphore (their chip, TOP_SP and ring index) — status `NRT_EXEC_HW_ERR_COLLECTIVES`.
-//!   Bulk copies and reductions of large transfers are split over the machine's cores
-//!   (`std::thread::scope`); results do not depend on the split (deterministic).
+//!   Still to do: wake waiters from `Progress::touched_sems` instead of retrying blocked
+//!   sequencers once per round, split bulk copies and reductions of large transfers over the
+//!   machine's cores (`std::thread::scope`; results must not depend on the split), ring wrap in
+//!   the loader, and `NEURON_RT_EXEC_TIMEOUT`. `runtime::device_run` loads an emitted program.
 
 pub mod cce;
 pub mod dma;
