@@ -42,6 +42,13 @@ fi
 grep -c '^ok' "$log" | sed 's/^/cases verified: /'
 tail -2 "$log"
 
+step "opennrt perf: collectives on the software device, every element checked (#wrong must be 0)"
+for op in all_reduce all_gather reduce_scatter all_to_all; do
+  target/release/opennrt perf --op "$op" --ranks 8 --maxbytes 256K --iters 1
+done
+target/release/opennrt perf --op all_reduce --ranks 3 --dtype bf16 --redop max --maxbytes 64K --iters 1
+target/release/opennrt perf --op all_reduce --ranks 5 --dtype fp16 --redop min --maxbytes 64K --iters 1
+
 step "ABI identity checks"
 bash ci/abi-check.sh target/release
 

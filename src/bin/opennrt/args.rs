@@ -125,3 +125,12 @@ pub fn pairs(cmd: &str, args: &[String], switches: &[&str]) -> Vec<(String, Stri
     }
     out
 }
+
+/// The command-line name of a dtype.
+pub fn dtype_name(d: Dtype) -> &'static str {
+    DTYPES
+        .iter()
+        .find(|(_, x)| *x == d)
+        .map(|(n, _)| *n)
+        .unwrap_or("?")
+}

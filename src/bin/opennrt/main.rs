@@ -9,10 +9,13 @@
 mod args;
 mod ctx_log_cmd;
 mod lower_cmd;
+mod perf_cmd;
 
 const USAGE: &str = "usage: opennrt <command> [options]
 
 commands:
+  perf       run a collective on N simulated ranks, nccl-tests style:
+             opennrt perf --op all_reduce --ranks 8 [--dtype bf16] [--maxbytes 4M] (--help for more)
   lower      lower one collective: opennrt lower --op <op> --ranks N [options] (--help for more)
   verify     verify the lowering over a matrix of cases: opennrt verify [--quick]
   ctx-log    dump a CC context: opennrt ctx-log --arch <5|12|20|28> [--ctx <file>] [--model <name>]
@@ -29,6 +32,7 @@ fn main() {
         Some("ctx-log") => ctx_log_cmd::ctx_log_cmd(rest),
         Some("lower") => lower_cmd::lower_cmd(rest),
         Some("verify") => lower_cmd::verify_cmd(rest),
+        Some("perf") => perf_cmd::perf_cmd(rest),
         Some("-h") | Some("--help") | Some("help") => {
             println!("{USAGE}");
             0
