@@ -12,7 +12,8 @@ use std::time::Instant;
 
 use opennrt::dtype::{FloatCodec, Numerics};
 use opennrt::isa::enums::Dtype;
-use opennrt::lower::emit::emit;
+use opennrt::isa::memmap::MAX_RING_DESCS;
+use opennrt::lower::emit::{emit_with, EmitOptions};
 use opennrt::lower::pipeline::{address_map, lower, LowerConfig};
 use opennrt::lower::program::Algorithm;
 use opennrt::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
@@ -174,7 +175,15 @@ pub fn perf_cmd(a: &[String]) -> i32 {
         let run = || -> opennrt::Result<(f64, u64)> {
             let p = lower(&req, &cfg)?;
             let map = address_map(&p, &cfg.topology)?;
-            let e = emit(&p, &map)?;
+            // Rings as long as the stream (up to the memory map's 2^24 descriptors): the loader
+            // does not refill wrapped rings yet.
+            let e = emit_with(
+                &p,
+                &map,
+                &EmitOptions {
+                    max_ring: MAX_RING_DESCS,
+                },
+            )?;
             let in_elems = req.input_elems();
             let inputs: Vec<Vec<u8>> = (0..n)
                 .map(|r| {
