@@ -337,6 +337,29 @@ impl Memory {
         Ok(())
     }
 
+    /// Commit every page of the region mapped at exactly `base` on `chip` now (write a zero
+    /// into each page), so that the first DMA into it does not pay the host's page faults.
+    /// Device HBM is physically present; the loader prefaults data buffers, not rings (a ring
+    /// is mapped for its whole capacity but touched only as far as its stream).
+    pub fn prefault(&mut self, chip: u8, base: u64) -> Result<(), MemError> {
+        let at = self
+            .keys
+            .binary_search(&key(chip, base))
+            .map_err(|_| MemError::BadMapping {
+                chip,
+                base,
+                len: 0,
+                reason: "nothing mapped",
+            })?;
+        // `black_box`: the compiler may not assume the zeroed allocation's contents, so the
+        // zero written over a zero really reaches each page.
+        let data = std::hint::black_box(&mut self.regions[at].data[..]);
+        for i in (0..data.len()).step_by(4096) {
+            data[i] = 0;
+        }
+        Ok(())
+    }
+
     /// The mapped regions as `(chip, on-chip base, len)`, sorted.
     pub fn regions(&self) -> impl Iterator<Item = (u8, u64, u64)> + '_ {
         self.regions

@@ -84,7 +84,9 @@ pub fn load(
         }
         for (b, n) in sizes {
             if n > 0 {
-                m.mem.map(chip, map.buf_on_chip(r, b, 0)?, align_buf(n))?;
+                let base = map.buf_on_chip(r, b, 0)?;
+                m.mem.map(chip, base, align_buf(n))?;
+                m.mem.prefault(chip, base)?;
             }
         }
         let input = &inputs[r as usize];
