@@ -104,6 +104,18 @@ pub fn reduce_in_place_with(
     plan.run(others, Some(inout_pos), inout)
 }
 
+/// The checks [`reduce_with`] makes before touching data (dtype, op, number of sources,
+/// scales), alone: the DMA engine runs them when it accepts a packet whose reduce it defers.
+pub fn check(
+    numerics: &Numerics,
+    op: CceOp,
+    dtype: Dtype,
+    n_sources: usize,
+    scales: Option<&[f32]>,
+) -> Result<()> {
+    Plan::new(numerics, op, dtype, n_sources, scales).map(|_| ())
+}
+
 /// A CCE error: the engine aborts the transfer.
 fn abort(msg: String) -> Error {
     Error::new(

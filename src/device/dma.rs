@@ -42,7 +42,8 @@
 
 use std::fmt;
 
-use super::memory::{Memory, SemTouch};
+use super::batch::{device_threads, Batch};
+use super::memory::{Memory, Place, SemTouch};
 use crate::dtype::{Dtype, Numerics};
 use crate::error::{Error, ErrorKind};
 use crate::isa::memmap::MAX_RING_DESCS;
@@ -118,6 +119,8 @@ pub struct Progress {
     pub stalled: bool,
     /// Semaphore writes, in execution order (the executor wakes their waiters).
     pub touched_sems: Vec<SemTouch>,
+    /// Bytes the executed RX packets wrote (data and semaphore words).
+    pub bytes: u64,
 }
 
 /// One queue: a ring and its head/tail counters.
@@ -378,7 +381,9 @@ impl QueuePair {
         })
     }
 
-    /// Execute every packet pair that is fully posted; stop at the first that is not.
+    /// Execute every packet pair that is fully posted; stop at the first that is not. Bulk
+    /// data of the packets is deferred and executed in parallel ([`crate::device::batch`]);
+    /// everything is flushed before this returns, on every path.
     pub fn run(
         &mut self,
         mem: &mut Memory,
@@ -389,12 +394,29 @@ impl QueuePair {
             return Err(e.clone());
         }
         let mut p = Progress::default();
-        loop {
-            match self.step(mem, chip, numerics, &mut p.touched_sems) {
+        let ring = |q: &Queue| match mem.place(chip, q.base, DESC_BYTES) {
+            Ok(Place::Mem { region, .. }) => Some(region),
+            _ => None,
+        };
+        let rings = [ring(&self.m2s), ring(&self.s2m)];
+        let mut batch = Batch::default();
+        let mut sink = Sink {
+            mem,
+            chip,
+            batch: &mut batch,
+            rings,
+            threads: device_threads(),
+        };
+        let end = loop {
+            match self.step(&mut sink, numerics, &mut p) {
                 Ok(true) => p.packets_done += 1,
-                Ok(false) => break,
-                Err(f) => return Err(self.abort(chip, f)),
+                Ok(false) => break Ok(()),
+                Err(f) => break Err(f),
             }
+        };
+        sink.flush();
+        if let Err(f) = end {
+            return Err(self.abort(chip, f));
         }
         p.stalled = !self.m2s.pending().is_empty() || !self.s2m.pending().is_empty();
         Ok(p)
@@ -403,15 +425,14 @@ impl QueuePair {
     /// One packet pair: `Ok(false)` when none is ready.
     fn step(
         &mut self,
-        mem: &mut Memory,
-        chip: u8,
+        sink: &mut Sink<'_>,
         numerics: &Numerics,
-        sems: &mut Vec<SemTouch>,
+        p: &mut Progress,
     ) -> Result<bool, Fault> {
-        let Some(tx) = self.m2s.packet(mem, chip)? else {
+        let Some(tx) = self.m2s.packet(sink.mem, sink.chip)? else {
             return Ok(false);
         };
-        let Some(rx) = self.s2m.packet(mem, chip)? else {
+        let Some(rx) = self.s2m.packet(sink.mem, sink.chip)? else {
             return Ok(false);
         };
         let (n_tx, n_rx) = (tx.len() as u64, rx.len() as u64);
@@ -431,7 +452,7 @@ impl QueuePair {
             ));
         }
         match &tx {
-            TxPacket::Copy(src) => exec_copy(mem, chip, src, &dst, sems)?,
+            TxPacket::Copy(src) => exec_copy(sink, src, &dst, &mut p.touched_sems)?,
             TxPacket::Cce {
                 op,
                 dtype,
@@ -447,18 +468,19 @@ impl QueuePair {
                     scales: scales.as_deref(),
                     head: *head,
                 };
-                exec_cce(mem, chip, &red, *len, sources, &dst)?
+                exec_cce(sink, &red, *len, sources, &dst)?
             }
         }
         self.m2s.head += n_tx;
         self.s2m.head += n_rx;
+        p.bytes += rx_bytes;
         Ok(true)
     }
 }
 
 #[path = "dma_exec.rs"]
 mod exec;
-use exec::{exec_cce, exec_copy, parse_rx, parse_tx, Reduce};
+use exec::{exec_cce, exec_copy, parse_rx, parse_tx, Reduce, Sink};
 
 #[cfg(test)]
 #[path = "dma_tests.rs"]

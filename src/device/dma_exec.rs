@@ -1,9 +1,12 @@
 //! Packet checking and execution for [`super`] (spec/device.md §1.2, §2.1–§2.3): the framing
 //! rules a TX packet must follow, and the zero-copy execution of copy and CCE packets.
 
+use std::sync::Arc;
+
 use super::{fault, Fault, Raw, Seg, TxPacket};
+use crate::device::batch::{Batch, Op, ReduceSpec, Span, SrcSpan};
 use crate::device::cce;
-use crate::device::memory::{MemError, Memory, SemTouch, Src, Touched};
+use crate::device::memory::{MemError, Memory, Place, SemTouch, Src, Touched};
 use crate::dtype::{Dtype, Numerics};
 use crate::isa::udma::{CceCompute, CceOp, Descriptor, Direction};
 
@@ -253,10 +256,51 @@ fn locate(segs: &[Seg], mut off: u64) -> (usize, u64) {
     unreachable!("offset inside the packet")
 }
 
-/// Concatenated sources → concatenated destinations, one [`Memory::copy`] per overlap.
+/// Where a packet's byte work goes: the memory, and the engine's [`Batch`] of deferred ops
+/// (see [`crate::device::batch`] for when an op is deferred and when the batch is flushed).
+pub(super) struct Sink<'m> {
+    pub mem: &'m mut Memory,
+    pub chip: u8,
+    pub batch: &'m mut Batch,
+    /// Regions holding this engine's two rings: an op writing them runs in order.
+    pub rings: [Option<usize>; 2],
+    pub threads: usize,
+}
+
+impl Sink<'_> {
+    /// Execute everything deferred so far.
+    pub fn flush(&mut self) {
+        self.batch.flush(self.mem, self.threads);
+    }
+
+    /// Defer `op` behind the pending ops it depends on (flushing first if the batch is full).
+    fn defer(&mut self, op: Op) {
+        if let Err(op) = self.batch.push(op) {
+            self.flush();
+            let _ = self.batch.push(op);
+        }
+    }
+
+    /// The memory span of `(addr, n)` if an op may be deferred onto it.
+    fn span(&self, addr: u64, n: usize, writes: bool) -> Option<Span> {
+        match self.mem.place(self.chip, addr, n) {
+            Ok(Place::Mem { region, off }) if !(writes && self.rings.contains(&Some(region))) => {
+                Some(Span {
+                    region,
+                    off,
+                    len: n,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Concatenated sources → concatenated destinations, one copy per overlap: deferred when both
+/// sides are plain memory, else (a semaphore write, a ring write, an overlapping `memmove`, a
+/// bad address) flushed and executed in order with [`Memory::copy`].
 pub(super) fn exec_copy(
-    mem: &mut Memory,
-    chip: u8,
+    sink: &mut Sink<'_>,
     src: &[Seg],
     dst: &[Seg],
     sems: &mut Vec<SemTouch>,
@@ -266,11 +310,31 @@ pub(super) fn exec_copy(
         let (s, d) = (&src[si], &dst[di]);
         let n = (s.len - so).min(d.len - doff);
         let (sa, da) = (s.addr + so, d.addr + doff);
-        let t = mem
-            .copy(chip, da, sa, n as usize)
-            .map_err(|e| mem_fault(&e, &[(sa, &s.raw)], &d.raw))?;
-        if let Touched::Sem(t) = t {
-            sems.push(t);
+        let deferred = match (
+            sink.span(da, n as usize, true),
+            sink.span(sa, n as usize, false),
+        ) {
+            (Some(dsp), Some(ssp))
+                if dsp.region != ssp.region
+                    || dsp.off + dsp.len <= ssp.off
+                    || ssp.off + ssp.len <= dsp.off =>
+            {
+                sink.defer(Op::Copy { dst: dsp, src: ssp });
+                true
+            }
+            _ => false,
+        };
+        if !deferred {
+            if n > 0 {
+                sink.flush();
+            }
+            let t = sink
+                .mem
+                .copy(sink.chip, da, sa, n as usize)
+                .map_err(|e| mem_fault(&e, &[(sa, &s.raw)], &d.raw))?;
+            if let Touched::Sem(t) = t {
+                sems.push(t);
+            }
         }
         so += n;
         doff += n;
@@ -295,16 +359,19 @@ pub(super) struct Reduce<'a> {
 
 /// Reduce `sources` (each `len` bytes, possibly in several descriptors) into `dst`. The byte
 /// range is cut at every descriptor boundary of any source or destination; each piece is one
-/// zero-copy [`Memory::split`] and one CCE call.
+/// deferred reduce op, or — when an operand is not plain memory, a ring, or partly overlaps
+/// the destination — flushed and run in order through [`Memory::split`] (which reports the
+/// error, if any).
 pub(super) fn exec_cce(
-    mem: &mut Memory,
-    chip: u8,
+    sink: &mut Sink<'_>,
     red: &Reduce<'_>,
     len: u64,
     sources: &[Vec<Seg>],
     dst: &[Seg],
 ) -> Result<(), Fault> {
     let esz = red.dtype.size_bytes().unwrap_or(1) as u64;
+    cce::check(red.numerics, red.op, red.dtype, sources.len(), red.scales)
+        .map_err(|e| fault(&red.head, TX, e.message().to_string()))?;
     let mut cuts: Vec<u64> = vec![0, len];
     for segs in sources.iter().chain(std::iter::once(&dst.to_vec())) {
         let mut off = 0;
@@ -325,6 +392,12 @@ pub(super) fn exec_cce(
     }
     cuts.sort_unstable();
     cuts.dedup();
+    let spec = Arc::new(ReduceSpec {
+        numerics: *red.numerics,
+        op: red.op,
+        dtype: red.dtype,
+        scales: red.scales.map(Arc::from),
+    });
     for w in cuts.windows(2) {
         let (a, n) = (w[0], (w[1] - w[0]) as usize);
         let (dk, doff) = locate(dst, a);
@@ -336,14 +409,48 @@ pub(super) fn exec_cce(
                 (segs[k].addr + o, &segs[k].raw)
             })
             .collect();
+        if let Some(op) = reduce_op(sink, &spec, d.addr + doff, n, &spots) {
+            sink.defer(op);
+            continue;
+        }
+        sink.flush();
         let req: Vec<(u64, usize)> = spots.iter().map(|&(s, _)| (s, n)).collect();
-        let split = mem
-            .split(chip, (d.addr + doff, n), &req)
+        let split = sink
+            .mem
+            .split(sink.chip, (d.addr + doff, n), &req)
             .map_err(|e| mem_fault(&e, &spots, &d.raw))?;
         reduce_piece(red, split.dst, &split.srcs)
             .map_err(|e| fault(&red.head, TX, e.message().to_string()))?;
     }
     Ok(())
+}
+
+/// The deferrable reduce of one piece, if every operand is plain memory and no source partly
+/// overlaps the destination.
+fn reduce_op(
+    sink: &Sink<'_>,
+    spec: &Arc<ReduceSpec>,
+    dst: u64,
+    n: usize,
+    spots: &[(u64, &Raw)],
+) -> Option<Op> {
+    let d = sink.span(dst, n, true)?;
+    let mut srcs = Vec::with_capacity(spots.len());
+    for &(a, _) in spots {
+        let s = sink.span(a, n, false)?;
+        srcs.push(if s == d {
+            SrcSpan::Dst
+        } else if s.region != d.region || s.off + n <= d.off || d.off + n <= s.off {
+            SrcSpan::Mem(s)
+        } else {
+            return None;
+        });
+    }
+    Some(Op::Reduce {
+        dst: d,
+        srcs,
+        spec: Arc::clone(spec),
+    })
 }
 
 /// One piece: out of place, in place (exactly one source is the destination), or — when

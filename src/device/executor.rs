@@ -197,7 +197,6 @@ impl Machine {
                 changed |= step_sequencer(a, &mut self.mem)?;
             }
             for a in &mut self.agents {
-                let start = a.pair.s2m.head();
                 let p = a
                     .pair
                     .run(&mut self.mem, a.chip, &self.numerics)
@@ -205,7 +204,7 @@ impl Machine {
                 if p.packets_done > 0 {
                     changed = true;
                     rep.packets += p.packets_done;
-                    rep.bytes += rx_bytes(&self.mem, a, start..a.pair.s2m.head());
+                    rep.bytes += p.bytes;
                 }
             }
             if changed {
@@ -344,16 +343,6 @@ fn ring_desc(mem: &Memory, a: &Agent, i: u64) -> Option<Descriptor> {
         return None;
     }
     Descriptor::decode(&b, Direction::S2M).ok()
-}
-
-/// Bytes the executed S2M descriptors `range` wrote.
-fn rx_bytes(mem: &Memory, a: &Agent, range: std::ops::Range<u64>) -> u64 {
-    range
-        .filter_map(|i| match ring_desc(mem, a, i) {
-            Some(Descriptor::RxData { ctrl, .. }) => Some(u64::from(ctrl.length)),
-            _ => None,
-        })
-        .sum()
 }
 
 /// Step one sequencer until it blocks or finishes; true if it moved.

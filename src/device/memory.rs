@@ -228,6 +228,22 @@ pub struct Split<'a> {
     pub srcs: Vec<Src<'a>>,
 }
 
+/// Where a bulk access lands ([`Memory::place`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// A zero-length access (routed, touches nothing).
+    Empty,
+    /// An EVT_SEM window: a semaphore access, never deferred.
+    Sem,
+    /// Plain memory: region index and offset in it.
+    Mem {
+        /// Region index.
+        region: usize,
+        /// Offset in the region.
+        off: usize,
+    },
+}
+
 #[derive(Debug)]
 struct Region {
     chip: u8,
@@ -495,6 +511,24 @@ impl Memory {
                 Ok(Touched::Sem(t))
             }
         }
+    }
+
+    /// Where a bulk access of `len` bytes at `addr` lands, checked exactly as [`Memory::copy`]
+    /// checks it: the deferred execution of [`super::batch`] resolves its operands here.
+    pub(crate) fn place(&self, issuer: u8, addr: u64, len: usize) -> Result<Place, MemError> {
+        if len == 0 {
+            return self.route(issuer, addr).map(|_| Place::Empty);
+        }
+        Ok(match self.target(issuer, addr, len)? {
+            Target::Mem(region, off) => Place::Mem { region, off },
+            Target::Sem(_) => Place::Sem,
+        })
+    }
+
+    /// Every region's bytes, mutably, by region index (the index [`Memory::place`] returns;
+    /// stable until the next map or unmap).
+    pub(crate) fn region_bytes_mut(&mut self) -> Vec<&mut [u8]> {
+        self.regions.iter_mut().map(|r| &mut r.data[..]).collect()
     }
 
     /// Zero-copy view of `len` bytes of memory (EVT_SEM windows are [`MemError::NotMemory`]).
