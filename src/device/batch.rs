@@ -33,7 +33,6 @@
 //! [`device_threads`]: `OPENNRT_DEVICE_THREADS` if set (1 = everything on the calling thread),
 //! else the machine's available parallelism, at most [`MAX_THREADS`].
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::cce;
@@ -135,35 +134,45 @@ impl Op {
     }
 }
 
-/// Union of byte ranges per region, kept merged: `(region, start) → end`.
+/// Union of byte ranges, kept merged and sorted: `(region, start, end)`. A sorted vector, not
+/// a tree: a step's streams are contiguous, so the union stays a handful of ranges.
 #[derive(Debug, Default)]
-struct Ranges(BTreeMap<(usize, usize), usize>);
+struct Ranges(Vec<(usize, usize, usize)>);
 
 impl Ranges {
+    /// Index of the first range that starts at or after `(region, off)`.
+    fn after(&self, region: usize, off: usize) -> usize {
+        self.0.partition_point(|&(r, a, _)| (r, a) < (region, off))
+    }
     fn overlaps(&self, s: Span) -> bool {
         if s.len == 0 {
             return false;
         }
-        self.0
-            .range(..(s.region, s.end()))
-            .next_back()
-            .is_some_and(|(&(r, _), &end)| r == s.region && end > s.off)
+        // The last range starting before the span's end is the only candidate.
+        let k = self.after(s.region, s.end());
+        k > 0 && {
+            let (r, _, end) = self.0[k - 1];
+            r == s.region && end > s.off
+        }
     }
     fn insert(&mut self, s: Span) {
         if s.len == 0 {
             return;
         }
         let (mut lo, mut hi) = (s.off, s.end());
-        // Absorb every range that touches [lo, hi).
-        while let Some((&(r, a), &b)) = self.0.range(..=(s.region, hi)).next_back() {
+        // Every range touching [lo, hi] is absorbed: they are consecutive, ending at `k`.
+        let k = self.after(s.region, hi + 1);
+        let mut first = k;
+        while first > 0 {
+            let (r, a, b) = self.0[first - 1];
             if r != s.region || b < lo {
                 break;
             }
-            self.0.remove(&(r, a));
             lo = lo.min(a);
             hi = hi.max(b);
+            first -= 1;
         }
-        self.0.insert((s.region, lo), hi);
+        self.0.splice(first..k, [(s.region, lo, hi)]);
     }
 }
 
@@ -243,9 +252,14 @@ impl Batch {
 
 /// Run independent ops on `threads` workers.
 fn run_level(mem: &mut Memory, ops: &[Op], threads: usize) {
-    let jobs = carve(mem.region_bytes_mut(), ops);
-    let pieces: Vec<Job<'_>> = jobs.into_iter().flat_map(Job::pieces).collect();
-    if threads == 1 || pieces.len() == 1 {
+    let jobs = carve(mem, ops);
+    if threads == 1 {
+        jobs.into_iter().for_each(Job::run);
+        return;
+    }
+    let mut pieces = Vec::with_capacity(jobs.len());
+    jobs.into_iter().for_each(|j| j.cut_into(&mut pieces));
+    if pieces.len() == 1 {
         pieces.into_iter().for_each(Job::run);
         return;
     }
@@ -286,15 +300,15 @@ struct Job<'a> {
 }
 
 impl<'a> Job<'a> {
-    /// Cut into element-aligned pieces of at most [`PIECE_BYTES`].
-    fn pieces(self) -> Vec<Job<'a>> {
+    /// Cut into element-aligned pieces of at most [`PIECE_BYTES`], appended to `out`.
+    fn cut_into(self, out: &mut Vec<Job<'a>>) {
         let g = self.op.grain();
         let step = (PIECE_BYTES / g).max(1) * g;
         if self.dst.len() <= step {
-            return vec![self];
+            out.push(self);
+            return;
         }
         let Job { dst, srcs, op } = self;
-        let mut out = Vec::new();
         let mut at = 0;
         for d in dst.chunks_mut(step) {
             let n = d.len();
@@ -308,7 +322,6 @@ impl<'a> Job<'a> {
             out.push(Job { dst: d, srcs, op });
             at += n;
         }
-        out
     }
 
     fn run(self) {
@@ -356,35 +369,42 @@ fn reduce(spec: &ReduceSpec, dst: &mut [u8], srcs: &[JobSrc<'_>]) {
     debug_assert!(r.is_ok(), "deferred reduce failed after its checks: {r:?}");
 }
 
-/// Borrow every op's destination mutably and its sources shared, all at once: per region, the
-/// destinations (disjoint within a level, see [`Batch::push`]) are split out and the bytes
-/// between them are shared gaps; a source lies inside one gap (it overlaps no destination).
-fn carve<'a>(mut regions: Vec<&'a mut [u8]>, ops: &'a [Op]) -> Vec<Job<'a>> {
+/// Borrow every op's destination mutably and its sources shared, all at once: in each region
+/// an op touches, the destinations (disjoint within a level, see [`Batch::push`]) are split
+/// out and the bytes between them are shared gaps; a source lies inside one gap (it overlaps
+/// no destination of its level).
+fn carve<'a>(mem: &'a mut Memory, ops: &'a [Op]) -> Vec<Job<'a>> {
+    let mut involved: Vec<usize> = ops
+        .iter()
+        .flat_map(|op| std::iter::once(op.dst()).chain(op.reads()))
+        .map(|s| s.region)
+        .collect();
+    involved.sort_unstable();
+    involved.dedup();
     let mut order: Vec<usize> = (0..ops.len()).collect();
     order.sort_by_key(|&i| (ops[i].dst().region, ops[i].dst().off));
     let mut dsts: Vec<Option<&'a mut [u8]>> = (0..ops.len()).map(|_| None).collect();
-    // Per region: (start offset, shared gap bytes), sorted by start.
-    let mut gaps: Vec<Vec<(usize, &'a [u8])>> = (0..regions.len()).map(|_| Vec::new()).collect();
+    // (region, start offset, shared gap bytes), sorted.
+    let mut gaps: Vec<(usize, usize, &'a [u8])> = Vec::with_capacity(involved.len() + ops.len());
     let mut k = 0;
-    for (r, data) in regions.iter_mut().enumerate() {
-        let mut rest: &'a mut [u8] = std::mem::take(data);
+    for (r, data) in mem.regions_bytes_mut(&involved) {
+        let mut rest: &'a mut [u8] = data;
         let mut pos = 0;
         while k < order.len() && ops[order[k]].dst().region == r {
             let d = ops[order[k]].dst();
             let (gap, tail) = rest.split_at_mut(d.off - pos);
             let (mine, tail) = tail.split_at_mut(d.len);
-            gaps[r].push((pos, gap));
+            gaps.push((r, pos, gap));
             dsts[order[k]] = Some(mine);
             rest = tail;
             pos = d.end();
             k += 1;
         }
-        gaps[r].push((pos, rest));
+        gaps.push((r, pos, rest));
     }
     let find = |s: Span| -> &'a [u8] {
-        let g = &gaps[s.region];
-        let at = g.partition_point(|&(start, _)| start <= s.off) - 1;
-        let (start, bytes) = g[at];
+        let at = gaps.partition_point(|&(r, start, _)| (r, start) <= (s.region, s.off)) - 1;
+        let (_, start, bytes) = gaps[at];
         &bytes[s.off - start..s.off - start + s.len]
     };
     ops.iter()

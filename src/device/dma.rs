@@ -214,9 +214,18 @@ impl Queue {
         Ok(())
     }
 
-    /// Read and check the complete packet at `head`, or `None` if LAST is not posted yet.
-    fn packet(&self, mem: &Memory, chip: u8) -> Result<Option<Vec<Raw>>, Fault> {
-        let mut out: Vec<Raw> = Vec::new();
+    /// Read and check the complete packet at `head` into `out`; false if LAST is not posted
+    /// yet. `ring` is the ring's bytes when it lies in one mapped region (read directly), else
+    /// each slot is read through the memory (and a bad slot address aborts).
+    fn packet(
+        &self,
+        mem: &Memory,
+        chip: u8,
+        ring: Option<(usize, usize)>,
+        out: &mut Vec<Raw>,
+    ) -> Result<bool, Fault> {
+        out.clear();
+        let direct = ring.map(|(region, off)| &mem.region_bytes(region)[off..]);
         let mut i = self.head;
         while i < self.tail {
             let mut bytes = [0u8; DESC_BYTES];
@@ -228,8 +237,15 @@ impl Queue {
                     addr: 0,
                 },
             };
-            mem.read(chip, self.slot_addr(i), &mut bytes)
-                .map_err(|e| fault(&unread, self.dir, format!("reading the ring: {e}")))?;
+            match direct {
+                Some(r) => {
+                    let at = ((i % self.len) as usize) * DESC_BYTES;
+                    bytes.copy_from_slice(&r[at..at + DESC_BYTES]);
+                }
+                None => mem
+                    .read(chip, self.slot_addr(i), &mut bytes)
+                    .map_err(|e| fault(&unread, self.dir, format!("reading the ring: {e}")))?,
+            }
             let raw = Raw { bytes, ..unread };
             let tag = bytes[3] & 3;
             let want = self.expected_ring_id(i);
@@ -261,11 +277,19 @@ impl Queue {
             }
             out.push(raw);
             if ctrl.last {
-                return Ok(Some(out));
+                return Ok(true);
             }
             i += 1;
         }
-        Ok(None)
+        Ok(false)
+    }
+
+    /// `(region, offset)` of the whole ring if it lies in one mapped region.
+    fn ring_place(&self, mem: &Memory, chip: u8) -> Option<(usize, usize)> {
+        match mem.place(chip, self.base, (self.len as usize) * DESC_BYTES) {
+            Ok(Place::Mem { region, off }) => Some((region, off)),
+            _ => None,
+        }
     }
 }
 
@@ -394,11 +418,21 @@ impl QueuePair {
             return Err(e.clone());
         }
         let mut p = Progress::default();
-        let ring = |q: &Queue| match mem.place(chip, q.base, DESC_BYTES) {
-            Ok(Place::Mem { region, .. }) => Some(region),
-            _ => None,
+        let places = [
+            self.m2s.ring_place(mem, chip),
+            self.s2m.ring_place(mem, chip),
+        ];
+        let ring_region = |q: &Queue, at: Option<(usize, usize)>| {
+            at.map(|(r, _)| r)
+                .or(match mem.place(chip, q.base, DESC_BYTES) {
+                    Ok(Place::Mem { region, .. }) => Some(region),
+                    _ => None,
+                })
         };
-        let rings = [ring(&self.m2s), ring(&self.s2m)];
+        let rings = [
+            ring_region(&self.m2s, places[0]),
+            ring_region(&self.s2m, places[1]),
+        ];
         let mut batch = Batch::default();
         let mut sink = Sink {
             mem,
@@ -407,8 +441,9 @@ impl QueuePair {
             rings,
             threads: device_threads(),
         };
+        let mut bufs = (Vec::new(), Vec::new());
         let end = loop {
-            match self.step(&mut sink, numerics, &mut p) {
+            match self.step(&mut sink, numerics, places, &mut bufs, &mut p) {
                 Ok(true) => p.packets_done += 1,
                 Ok(false) => break Ok(()),
                 Err(f) => break Err(f),
@@ -427,17 +462,19 @@ impl QueuePair {
         &mut self,
         sink: &mut Sink<'_>,
         numerics: &Numerics,
+        places: [Option<(usize, usize)>; 2],
+        (tx, rx): &mut (Vec<Raw>, Vec<Raw>),
         p: &mut Progress,
     ) -> Result<bool, Fault> {
-        let Some(tx) = self.m2s.packet(sink.mem, sink.chip)? else {
+        if !self.m2s.packet(sink.mem, sink.chip, places[0], tx)? {
             return Ok(false);
-        };
-        let Some(rx) = self.s2m.packet(sink.mem, sink.chip)? else {
+        }
+        if !self.s2m.packet(sink.mem, sink.chip, places[1], rx)? {
             return Ok(false);
-        };
+        }
         let (n_tx, n_rx) = (tx.len() as u64, rx.len() as u64);
-        let tx = parse_tx(&tx)?;
-        let dst = parse_rx(&rx);
+        let tx = parse_tx(tx)?;
+        let dst = parse_rx(rx);
         let rx_bytes: u64 = dst.iter().map(|s| s.len).sum();
         if tx.bytes() != rx_bytes {
             return Err(fault(

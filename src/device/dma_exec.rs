@@ -373,7 +373,7 @@ pub(super) fn exec_cce(
     cce::check(red.numerics, red.op, red.dtype, sources.len(), red.scales)
         .map_err(|e| fault(&red.head, TX, e.message().to_string()))?;
     let mut cuts: Vec<u64> = vec![0, len];
-    for segs in sources.iter().chain(std::iter::once(&dst.to_vec())) {
+    for segs in sources.iter().map(|s| &s[..]).chain(std::iter::once(dst)) {
         let mut off = 0;
         for s in segs {
             off += s.len;

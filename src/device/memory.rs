@@ -527,8 +527,30 @@ impl Memory {
 
     /// Every region's bytes, mutably, by region index (the index [`Memory::place`] returns;
     /// stable until the next map or unmap).
+    #[cfg(test)]
     pub(crate) fn region_bytes_mut(&mut self) -> Vec<&mut [u8]> {
         self.regions.iter_mut().map(|r| &mut r.data[..]).collect()
+    }
+
+    /// The bytes of the regions `sorted` (ascending, distinct indices), mutably, with their
+    /// indices.
+    pub(crate) fn regions_bytes_mut(&mut self, sorted: &[usize]) -> Vec<(usize, &mut [u8])> {
+        let mut out = Vec::with_capacity(sorted.len());
+        let mut rest = &mut self.regions[..];
+        let mut base = 0;
+        for &i in sorted {
+            let (_, tail) = rest.split_at_mut(i - base);
+            let (r, tail) = tail.split_first_mut().expect("a mapped region index");
+            out.push((i, &mut r.data[..]));
+            rest = tail;
+            base = i + 1;
+        }
+        out
+    }
+
+    /// The bytes of region `i` (a [`Place::Mem`] index).
+    pub(crate) fn region_bytes(&self, i: usize) -> &[u8] {
+        &self.regions[i].data
     }
 
     /// Zero-copy view of `len` bytes of memory (EVT_SEM windows are [`MemError::NotMemory`]).
@@ -592,10 +614,17 @@ impl Memory {
                 Ok(Touched::Memory)
             }
             _ => {
-                // Semaphore words on either side: at most a few words, so a small buffer.
-                let mut buf = vec![0u8; len];
-                self.read(issuer, src, &mut buf)?;
-                self.write(issuer, dst, &buf)
+                // Semaphore words on either side: usually one word, so a stack buffer.
+                let mut small = [0u8; 64];
+                let mut big = Vec::new();
+                let buf = if len <= small.len() {
+                    &mut small[..len]
+                } else {
+                    big.resize(len, 0);
+                    &mut big[..]
+                };
+                self.read(issuer, src, buf)?;
+                self.write(issuer, dst, buf)
             }
         }
     }
