@@ -11,7 +11,7 @@ use super::*;
 use crate::error::Result;
 use crate::isa::ccop::{pack_cc_op, CcOpFields, CcOpOperands};
 use crate::isa::memmap::{program_area, S2M_RING_OFF};
-use crate::isa::slot::{RECORD_BYTES, SLOT_SPAD_BYTES};
+use crate::isa::slot::{CHAIN_SEM, RECORD_BYTES, SLOT_SPAD_BYTES};
 use crate::isa::udma::Direction;
 use crate::ncfw::{ctx_log_string, LogStatus};
 
@@ -101,6 +101,11 @@ struct Rig {
 }
 
 fn rig(mesh: bool, records: &[SlotRecord]) -> Rig {
+    rig_with(mesh, false, records)
+}
+
+/// `wait_complete`: the reporter collects one completion on `CHAIN_SEM` at the entry's end.
+fn rig_with(mesh: bool, wait_complete: bool, records: &[SlotRecord]) -> Rig {
     let operands = if mesh {
         CcOpOperands::Mesh {
             sema_shift_offset: 1,
@@ -116,7 +121,7 @@ fn rig(mesh: bool, records: &[SlotRecord]) -> Rig {
         algo_sub_type: 0,
         trigger_next: false,
         reporter: true,
-        ring_wait_complete: false,
+        ring_wait_complete: wait_complete,
         ring_send_complete: false,
         safe_mode: false,
         unique_tensors: false,
@@ -138,6 +143,8 @@ fn rig(mesh: bool, records: &[SlotRecord]) -> Rig {
     let cfg = SeqConfig {
         topsp: LOCAL,
         trigger: read(0),
+        complete_prev: read(CHAIN_SEM),
+        complete_prev_target: u32::from(wait_complete),
         op_num: 1,
         leader: true,
         completion_addrs: vec![COMPL],
@@ -429,5 +436,33 @@ fn foreign_ring_base_leaves_spad_addresses_zero() {
         u64_at(&img, nc + 2496 + 0x408),
         0x4000,
         "the pring is still known"
+    );
+}
+
+/// The reporter waiting the other TOP_SPs' completions: run_state 2, and `complete_prev` is
+/// the semaphore it waits (§3.2.7 @3568, READ form).
+#[test]
+fn reporter_collecting_completions() {
+    let arch = Arch::V4;
+    let (nc, _, _, algo) = offs(arch);
+    let mut r = rig_with(false, true, &ring_records());
+    r.sems.sems.insert((LOCAL, 0), 1);
+    r.sems.sems.insert((LOCAL, 9), 2);
+    while let Action::TailInc { .. } = r.step() {}
+    assert!(matches!(r.seq.position().waiting_on, Some(w) if w.sem == CHAIN_SEM));
+    let img = r.image(arch);
+    assert_eq!(u8_at(&img, algo + 0x200), 2);
+    assert_eq!(u8_at(&img, row(arch, 1) + 0xF), 2);
+    assert_eq!(
+        u16_at(&img, row(arch, 1)),
+        1,
+        "recv_cnt: the entry's one wait"
+    );
+    // CHAIN_SEM (254) of device TOP_SP 9: SEM9_READ − 4·9 + 4·254.
+    assert_eq!(u64_at(&img, nc + 3568), SEM9_READ - 36 + 4 * 254);
+    let j = r.dump(arch);
+    assert_eq!(
+        j["ncfw_ctx_top_sp"]["neff"]["op"]["ctrl_entry"]["cc_op"]["ring_wait_complete"],
+        1
     );
 }
