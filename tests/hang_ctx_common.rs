@@ -1,8 +1,8 @@
 //! Shared by the live-CC-context integration tests: a real 2-rank ring all-reduce (the pipeline
-
-#![allow(dead_code)] // each test binary uses part of it
 //! `lower` → `address_map` → `emit`, loaded by `runtime::device_run::load`), spec offsets, and
 //! a JSON reader for `ctx_log` text.
+
+#![allow(dead_code)] // each test binary uses a part of it
 
 use opennrt::device::executor::Machine;
 use opennrt::dtype::Dtype;

@@ -16,9 +16,10 @@
 //! variable [`HANG_DUMP_ENV`] (`OPENNRT_HANG_DUMP=<dir>`). When that variable is set, the report
 //! writes `<dir>/chip<C>_topsp<T>.json` (the `ctx_log` text) and `<dir>/chip<C>_topsp<T>.ctx`
 //! (the raw image, which `opennrt ctx-log --arch <id> --ctx <file>` or the vendor's libncfw dumps
-//! again) for every stuck TOP_SP and names the `.json` files instead; a failed write is reported
-//! in the same place. The `.json` file is exactly what `libncfw_ctx_log` prints, vendor quirks
-//! included (`%p` fields are not JSON strings, spec/ncfw.md §5 item 5).
+//! again) for every stuck TOP_SP and names the `.json` files instead (an empty value counts as
+//! unset); a failed write is reported in the same place. The `.json` file is exactly what
+//! `libncfw_ctx_log` prints, vendor quirks included (`%p` fields are not JSON strings,
+//! spec/ncfw.md §5 item 5).
 //!
 //! # Where each value comes from
 //!

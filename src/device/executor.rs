@@ -36,7 +36,6 @@
 //! places them: `core · per_rank + t`).
 
 use std::fmt::Write as _;
-
 use std::path::{Path, PathBuf};
 
 use super::cc_context::{cc_context_image, dump_file_stem, model_name, LiveTopsp, HANG_DUMP_ENV};
