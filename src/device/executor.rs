@@ -26,6 +26,9 @@
 //! walking the ring from the head while the RING_ID matches the lap (unwritten slots hold 0,
 //! never a valid lap-1 tag); those are marked "not posted".
 //!
+//! The report ends with one line per stuck TOP_SP offering its CC-context dump
+//! ([`Machine::ctx_log`]; `OPENNRT_HANG_DUMP=<dir>` writes the files, see [`super::cc_context`]).
+//!
 //! **Abort**: a DMA abort stops the run at once with the abort error ([`ErrorKind::DmaAbort`]).
 //!
 //! Choice: rank-local TOP_SP `t` of a sequencer lives at device TOP_SP
@@ -33,7 +36,9 @@
 //! places them: `core · per_rank + t`).
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
+use super::cc_context::{cc_context_image, dump_file_stem, model_name, LiveTopsp, HANG_DUMP_ENV};
 use super::dma::QueuePair;
 use super::memory::Memory;
 use super::sema::BlockId;
@@ -42,6 +47,7 @@ use crate::dtype::Numerics;
 use crate::error::{Error, ErrorKind, Result};
 use crate::isa::evtsem::{SemAddr, SemWindow};
 use crate::isa::udma::{Descriptor, Direction, DESC_BYTES};
+use crate::ncfw::{ctx_log_string, Arch, LogStatus};
 
 /// What a successful [`Machine::run`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -130,6 +136,10 @@ pub struct Machine {
     pub mem: Memory,
     /// FP8 modes etc. of the CCE.
     pub numerics: Numerics,
+    /// Arch of the TOP_SPs: selects the CC-context layout of [`Machine::cc_context`]. Default
+    /// [`Arch::V3`] (cayman, whose EVT_SEM map device.md §5.1 gives); `runtime::device_run`
+    /// sets it from the topology's generation.
+    pub arch: Arch,
     agents: Vec<Agent>,
 }
 
@@ -139,6 +149,7 @@ impl Machine {
         Machine {
             mem: Memory::new(chips),
             numerics: Numerics::default(),
+            arch: Arch::V3,
             agents: Vec::new(),
         }
     }
@@ -302,6 +313,7 @@ impl Machine {
                 k += same;
             }
         }
+        s.push_str(&self.ctx_dump_offer());
         s
     }
 
@@ -331,6 +343,102 @@ impl Machine {
             }
         }
         out
+    }
+
+    fn live(&self, chip: u8, topsp: u8) -> Option<(LiveTopsp<'_>, Option<u32>)> {
+        let a = self
+            .agents
+            .iter()
+            .find(|a| (a.chip, a.topsp) == (chip, topsp))?;
+        let live = LiveTopsp {
+            arch: self.arch,
+            chip,
+            topsp,
+            seq: &a.seq,
+            pair: &a.pair,
+        };
+        Some((live, a.rank))
+    }
+
+    /// The live CC context of device TOP_SP `topsp` on `chip`, in the spec/ncfw.md §3 layout of
+    /// [`Machine::arch`] (built on demand, [`super::cc_context`]); `None` if no such TOP_SP.
+    pub fn cc_context(&self, chip: u8, topsp: u8) -> Option<Vec<u8>> {
+        self.live(chip, topsp).map(|(l, _)| cc_context_image(&l))
+    }
+
+    /// [`Machine::cc_context`] dumped by `ctx_log` (the text `libncfw_ctx_log` gives for that
+    /// image; its `%p` fields print addresses inside the image buffer, as the vendor's do).
+    pub fn ctx_log(&self, chip: u8, topsp: u8) -> Result<String> {
+        let (live, rank) = self
+            .live(chip, topsp)
+            .ok_or_else(|| Error::invalid(format!("no TOP_SP {topsp} on chip {chip}")))?;
+        let name = model_name(chip, topsp, rank);
+        let (text, st) = ctx_log_string(&cc_context_image(&live), self.arch, name.as_bytes())?;
+        match st {
+            LogStatus::Complete => Ok(text),
+            LogStatus::Truncated => Err(Error::resource(format!(
+                "ctx_log of chip {chip} TOP_SP {topsp} does not fit 1 MiB"
+            ))),
+        }
+    }
+
+    /// `(chip, device TOP_SP)` of every sequencer that has not finished, in agent order.
+    pub fn stuck_topsps(&self) -> Vec<(u8, u8)> {
+        let stuck = self.agents.iter().filter(|a| !a.seq.is_done());
+        stuck.map(|a| (a.chip, a.topsp)).collect()
+    }
+
+    /// Write, for every stuck TOP_SP, `<dir>/chip<C>_topsp<T>.json` (its [`Machine::ctx_log`])
+    /// and `.ctx` (the raw image); returns the `.json` paths.
+    pub fn write_ctx_dumps(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        let io = |p: &Path, e: std::io::Error| Error::failure(format!("{}: {e}", p.display()));
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        let mut out = Vec::new();
+        for (chip, t) in self.stuck_topsps() {
+            let stem = dir.join(dump_file_stem(chip, t));
+            let (json, ctx) = (stem.with_extension("json"), stem.with_extension("ctx"));
+            let image = self.cc_context(chip, t).unwrap_or_default();
+            std::fs::write(&ctx, image).map_err(|e| io(&ctx, e))?;
+            std::fs::write(&json, self.ctx_log(chip, t)?).map_err(|e| io(&json, e))?;
+            out.push(json);
+        }
+        Ok(out)
+    }
+
+    /// The hang report's closing lines: per stuck TOP_SP how to get its CC-context dump, and
+    /// with `OPENNRT_HANG_DUMP=<dir>` the files just written there ([`Machine::write_ctx_dumps`]).
+    pub fn ctx_dump_offer(&self) -> String {
+        let mut s = String::new();
+        let arch = self.arch.id();
+        match std::env::var_os(HANG_DUMP_ENV) {
+            Some(dir) if !dir.is_empty() => match self.write_ctx_dumps(Path::new(&dir)) {
+                Ok(files) => {
+                    for f in files {
+                        let _ = write!(
+                            s,
+                            "\n* CC context dump: {} (raw image beside it: opennrt ctx-log \
+                             --arch {arch} --ctx <file>.ctx)",
+                            f.display()
+                        );
+                    }
+                }
+                Err(e) => {
+                    let _ = write!(s, "\n* CC context dumps not written: {e}");
+                }
+            },
+            _ => {
+                for (chip, t) in self.stuck_topsps() {
+                    let _ = write!(
+                        s,
+                        "\n* CC context of chip {chip} TOP_SP {t} (arch {arch}): \
+                         Machine::ctx_log({chip}, {t}), or set {HANG_DUMP_ENV}=<dir> to write \
+                         {}.json",
+                        dump_file_stem(chip, t)
+                    );
+                }
+            }
+        }
+        s
     }
 }
 

@@ -37,8 +37,12 @@
 //!   sequencers once per round, split bulk copies and reductions of large transfers over the
 //!   machine's cores (`std::thread::scope`; results must not depend on the split), ring wrap in
 //!   the loader, and `NEURON_RT_EXEC_TIMEOUT`. `runtime::device_run` loads an emitted program.
+//! * `cc_context` — the live CC context of a TOP_SP in the spec/ncfw.md §3 layout of the
+//!   machine's arch ([`executor::Machine::cc_context`], [`executor::Machine::ctx_log`]); the hang
+//!   report offers it for every stuck TOP_SP (`OPENNRT_HANG_DUMP=<dir>` writes the dumps).
 
 pub mod batch;
+pub mod cc_context;
 pub mod cce;
 pub mod dma;
 pub mod executor;

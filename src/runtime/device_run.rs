@@ -69,6 +69,7 @@ pub fn load(
         .map(|r| map.chip_id(r))
         .collect::<Result<Vec<_>>>()?;
     let mut m = Machine::new(chips.iter().copied().max().unwrap_or(0) + 1);
+    m.arch = crate::ncfw::Arch::from_id(map.gen().ncfw_arch_id()).unwrap_or(m.arch);
     for r in 0..world {
         let chip = chips[r as usize];
         let page = map.const_addr(r, 0)?;

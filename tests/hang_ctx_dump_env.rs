@@ -1,0 +1,40 @@
+//! `OPENNRT_HANG_DUMP=<dir>`: the hang report itself writes the stuck TOP_SPs' CC-context dumps
+//! and names the files (src/device/cc_context.rs module doc). This binary holds a single test,
+//! because it sets a process-wide environment variable.
+
+#[path = "hang_ctx_common.rs"]
+mod common;
+
+use common::{json, loaded};
+use opennrt::device::cc_context::HANG_DUMP_ENV;
+use opennrt::error::ErrorKind;
+
+#[test]
+fn hang_report_writes_and_names_the_dumps() {
+    let base = std::env::temp_dir().join(format!("opennrt-hang-env-{}", std::process::id()));
+    let dir = base.join("dumps");
+    std::env::set_var(HANG_DUMP_ENV, &dir);
+    let (mut m, _) = loaded(None, true);
+    let e = m.run().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::CollectivesHang);
+    let report = e.to_string();
+    let stuck = m.stuck_topsps();
+    assert!(!stuck.is_empty());
+    for (chip, t) in stuck {
+        let f = dir.join(format!("chip{chip}_topsp{t}.json"));
+        let named = format!("CC context dump: {}", f.display());
+        assert!(report.contains(&named), "{named:?} not in {report}");
+        let j = json(&std::fs::read_to_string(&f).unwrap());
+        assert_ne!(j["ncfw_ctx_top_sp"]["algo"]["hierarchical"]["run_state"], 3);
+        assert!(f.with_extension("ctx").exists());
+    }
+
+    // A directory that cannot be created: the report says so instead of naming files.
+    std::fs::write(base.join("file"), b"x").unwrap();
+    std::env::set_var(HANG_DUMP_ENV, base.join("file").join("sub"));
+    let (mut m, _) = loaded(None, true);
+    let report = m.run().unwrap_err().to_string();
+    std::env::remove_var(HANG_DUMP_ENV);
+    assert!(report.contains("CC context dumps not written"), "{report}");
+    std::fs::remove_dir_all(&base).unwrap();
+}
