@@ -38,6 +38,7 @@
 //!   machine's cores (`std::thread::scope`; results must not depend on the split), ring wrap in
 //!   the loader, and `NEURON_RT_EXEC_TIMEOUT`. `runtime::device_run` loads an emitted program.
 
+pub mod barrier;
 pub mod cce;
 pub mod dma;
 pub mod executor;

@@ -191,7 +191,11 @@ pub struct HostBarrier {
 }
 
 /// The live view of a `neff_barrier_config`.
+///
+/// The size difference of the variants mirrors the wire union (16 vs 292 bytes); configs are
+/// built once per TOP_SP and copied rarely, so the value stays unboxed (and `Copy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)]
 pub enum BarrierConfig {
     /// `execute_device_barrier = 0`: the host barrier.
     Host(HostBarrier),
@@ -225,8 +229,16 @@ fn need(b: &[u8], n: usize, what: &str) -> Result<()> {
 impl HostBarrier {
     /// Write the 16 bytes at the start of `b` (ncfw.md §3.2.9).
     pub fn encode_into(&self, b: &mut [u8]) {
-        put(b, barrier_configs::HOST_BARRIER_START, &self.barrier_start.to_le_bytes());
-        put(b, barrier_configs::HOST_BARRIER_DONE, &self.barrier_done.to_le_bytes());
+        put(
+            b,
+            barrier_configs::HOST_BARRIER_START,
+            &self.barrier_start.to_le_bytes(),
+        );
+        put(
+            b,
+            barrier_configs::HOST_BARRIER_DONE,
+            &self.barrier_done.to_le_bytes(),
+        );
     }
     /// Read the view from the start of `b`.
     pub fn decode(b: &[u8]) -> Result<HostBarrier> {
@@ -256,16 +268,40 @@ impl DeviceBarrier {
             put(b, db::DMA_SYNC_SEMA + 8 * k, &a.to_le_bytes());
         }
         let bc = &self.dma_apb_bcast;
-        put(b, db::DMA_APB_BCAST + apb_bcast::M2S_TAIL_PTR, &bc.m2s_tail_ptr.to_le_bytes());
-        put(b, db::DMA_APB_BCAST + apb_bcast::S2M_TAIL_PTR, &bc.s2m_tail_ptr.to_le_bytes());
-        put(b, db::DMA_APB_BCAST + apb_bcast::MASK, &bc.mask.to_le_bytes());
-        put(b, db::START_NETWORK_PROXY, &self.start_network_proxy.to_le_bytes());
-        put(b, db::DMA_SYNC_SEMA_VALUE, &self.dma_sync_sema_value.to_le_bytes());
+        put(
+            b,
+            db::DMA_APB_BCAST + apb_bcast::M2S_TAIL_PTR,
+            &bc.m2s_tail_ptr.to_le_bytes(),
+        );
+        put(
+            b,
+            db::DMA_APB_BCAST + apb_bcast::S2M_TAIL_PTR,
+            &bc.s2m_tail_ptr.to_le_bytes(),
+        );
+        put(
+            b,
+            db::DMA_APB_BCAST + apb_bcast::MASK,
+            &bc.mask.to_le_bytes(),
+        );
+        put(
+            b,
+            db::START_NETWORK_PROXY,
+            &self.start_network_proxy.to_le_bytes(),
+        );
+        put(
+            b,
+            db::DMA_SYNC_SEMA_VALUE,
+            &self.dma_sync_sema_value.to_le_bytes(),
+        );
         put(b, db::TDRBP_LOW, &self.tdrbp_low.to_le_bytes());
         put(b, db::TDRBP_HIGH, &self.tdrbp_high.to_le_bytes());
         put(b, db::DESC_COUNT, &self.desc_count.to_le_bytes());
         put(b, db::TOTAL_DESC_N, &self.total_desc_n.to_le_bytes());
-        put(b, db::DMA_ENGINES_BITMAP, &self.dma_engines_bitmap.to_le_bytes());
+        put(
+            b,
+            db::DMA_ENGINES_BITMAP,
+            &self.dma_engines_bitmap.to_le_bytes(),
+        );
         b[db::QUEUE_ID] = self.queue_id;
         b[db::QUEUE_ID + 1] = 0;
     }

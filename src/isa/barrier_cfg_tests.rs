@@ -144,22 +144,34 @@ fn step_program_pads() {
     assert_eq!(BarrierType::InterRack as u8, 6);
     assert_eq!(BarrierType::Max as u8, 7);
     assert_eq!(
-        (BarrierOp::Entry as u8, BarrierOp::Exit as u8, BarrierOp::Max as u8),
+        (
+            BarrierOp::Entry as u8,
+            BarrierOp::Exit as u8,
+            BarrierOp::Max as u8
+        ),
         (0, 1, 2)
     );
     let pad = (BarrierType::Max, BarrierOp::Max);
     let p = StepShape::STANDARD.program(BarrierType::InterChip);
-    assert_eq!(p[0], [(BarrierType::IntraChip, BarrierOp::Entry), pad, pad, pad]);
+    assert_eq!(
+        p[0],
+        [(BarrierType::IntraChip, BarrierOp::Entry), pad, pad, pad]
+    );
     assert_eq!(p[1], [(BarrierType::InterChip, BarrierOp::Entry); 4]);
     assert_eq!(p[2], [(BarrierType::InterChip, BarrierOp::Exit); 4]);
-    assert_eq!(p[3], [(BarrierType::IntraChip, BarrierOp::Exit), pad, pad, pad]);
+    assert_eq!(
+        p[3],
+        [(BarrierType::IntraChip, BarrierOp::Exit), pad, pad, pad]
+    );
     let p = StepShape::SWITCH.program(BarrierType::IntraRack);
     assert_eq!(p[1][1], (BarrierType::IntraRack, BarrierOp::Entry));
     assert_eq!(p[1][2], pad);
     assert_eq!(p[2][1], (BarrierType::IntraRack, BarrierOp::Exit));
     assert_eq!(p[2][3], pad);
     assert_eq!(
-        (0..4).map(|s| StepShape::SWITCH.slots(s)).collect::<Vec<_>>(),
+        (0..4)
+            .map(|s| StepShape::SWITCH.slots(s))
+            .collect::<Vec<_>>(),
         vec![1, 2, 2, 1]
     );
 }

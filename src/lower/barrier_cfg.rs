@@ -38,6 +38,8 @@
 //!   next participant of its subtree in preorder (step 3 ENTRY on its RELEASE), every non-root
 //!   waits for it (step 2, EXIT RELEASE ≥ 1) and passes it on (step 3). The release of a subtree
 //!   of `n` TOP_SPs takes `n` hops — the price of the one-slot step 3; any group size is built.
+//!   Where a subtree spans several chips the chain crosses them in step 3 (which the firmware
+//!   table labels INTRA_CHIP; the label is not in the bytes).
 //!
 //! Every semaphore ends at 0: each GATHER receives exactly as many arrivals as its leader waits
 //! for, each RELEASE exactly one release (non-roots) or roots − 1 signals (roots).
@@ -57,7 +59,9 @@
 //! otherwise.
 
 use crate::error::{Error, Result};
-use crate::isa::barrier_cfg::{BarrierType, DeviceBarrier, HostBarrier, StepShape};
+use crate::isa::barrier_cfg::{
+    BarrierConfig, BarrierType, DeviceBarrier, HostBarrier, StepShape, BARRIER_CONFIG_BYTES,
+};
 use crate::isa::evtsem::SemWindow;
 use crate::lower::addrmap::{AddressMap, BufferSizes, RankPlace};
 use crate::lower::program::{sem_id, Sem};
@@ -230,7 +234,10 @@ pub fn plan_device_barrier(topo: &Topology, group: &[u32]) -> Result<DeviceBarri
     }
     while leaders.len() > max_roots {
         let (keys, next): (Vec<u64>, Role) = if level == Role::ChipLeader {
-            (leaders.iter().map(|&l| u64::from(p[l].node)).collect(), Role::NodeLeader)
+            (
+                leaders.iter().map(|&l| u64::from(p[l].node)).collect(),
+                Role::NodeLeader,
+            )
         } else {
             let n = leaders.len();
             let keys = (0..n).map(|j| (j * max_roots / n) as u64).collect();
@@ -244,9 +251,9 @@ pub fn plan_device_barrier(topo: &Topology, group: &[u32]) -> Result<DeviceBarri
         }
     }
     // Children in participant order: members (assigned first) precede child leaders.
-    for level in [Role::Member, Role::ChipLeader, Role::NodeLeader] {
+    for role in [Role::Member, Role::ChipLeader, Role::NodeLeader] {
         for i in 0..p.len() {
-            if p[i].role == level {
+            if p[i].role == role {
                 if let Some(par) = p[i].parent {
                     p[par].children.push(i);
                 }
@@ -280,7 +287,13 @@ fn preorder(p: &[BarrierParticipant], i: usize, out: &mut Vec<usize>) {
 }
 
 /// The READ-window address of participant `to`'s semaphore `id` as `from` addresses it.
-fn read_addr(map: &AddressMap, p: &[BarrierParticipant], from: usize, to: usize, id: u8) -> Result<u64> {
+fn read_addr(
+    map: &AddressMap,
+    p: &[BarrierParticipant],
+    from: usize,
+    to: usize,
+    id: u8,
+) -> Result<u64> {
     let sem = Sem {
         rank: p[to].rank,
         topsp: p[to].topsp,
@@ -330,6 +343,14 @@ fn device_config(
 }
 
 impl DeviceBarrierPlan {
+    /// The 0x128-byte `neff_barrier_config` of every participant (gate bit set).
+    pub fn encoded(&self) -> Vec<[u8; BARRIER_CONFIG_BYTES]> {
+        self.configs
+            .iter()
+            .map(|c| BarrierConfig::Device(*c).encode())
+            .collect()
+    }
+
     /// Check every config against the step shape: no active slot beyond `shape.slots(s)`.
     pub fn check_shape(&self) -> Result<()> {
         for (i, c) in self.configs.iter().enumerate() {
@@ -355,7 +376,11 @@ pub fn plan_host_barrier(topo: &Topology, group: &[u32], host_cc: bool) -> Resul
     let mut entries = Vec::new();
     for r in 0..group.len() as u32 {
         for t in 0..map.topsps_per_rank() {
-            let leader_sem = |id| Sem { rank: r, topsp: 0, id };
+            let leader_sem = |id| Sem {
+                rank: r,
+                topsp: 0,
+                id,
+            };
             let config = HostBarrier {
                 barrier_start: if t == 0 {
                     map.sem_addr(r, leader_sem(start), SemWindow::Read)?
@@ -375,6 +400,16 @@ pub fn plan_host_barrier(topo: &Topology, group: &[u32], host_cc: bool) -> Resul
         }
     }
     Ok(HostBarrierPlan { host_cc, entries })
+}
+
+impl HostBarrierPlan {
+    /// The 0x128-byte `neff_barrier_config` of every entry (gate bit clear).
+    pub fn encoded(&self) -> Vec<[u8; BARRIER_CONFIG_BYTES]> {
+        self.entries
+            .iter()
+            .map(|e| BarrierConfig::Host(e.config).encode())
+            .collect()
+    }
 }
 
 #[cfg(test)]

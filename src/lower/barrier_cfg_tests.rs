@@ -27,7 +27,10 @@ fn golden_two_chips() {
     assert_eq!(p.participants.len(), 32);
     assert_eq!(p.roots, vec![0, 16]);
     let root = &p.participants[0];
-    assert_eq!((root.rank, root.topsp, root.chip, root.device_topsp), (0, 0, 0, 0));
+    assert_eq!(
+        (root.rank, root.topsp, root.chip, root.device_topsp),
+        (0, 0, 0, 0)
+    );
     assert_eq!(root.role, Role::ChipLeader);
     assert_eq!(root.children, (1..16).collect::<Vec<_>>());
     assert_eq!(root.release_next, Some(1));
@@ -87,15 +90,25 @@ fn leader_levels_and_root_bounds() {
     let t = topo("trn1.32xlarge:nodes=2", 64);
     let p = plan_device_barrier(&t, &(0..64).collect::<Vec<_>>()).unwrap();
     assert_eq!(p.roots.len(), 2);
-    assert!(p.roots.iter().all(|&r| p.participants[r].role == Role::NodeLeader));
-    let chip_leaders = p.participants.iter().filter(|q| q.role >= Role::ChipLeader).count();
+    assert!(p
+        .roots
+        .iter()
+        .all(|&r| p.participants[r].role == Role::NodeLeader));
+    let chip_leaders = p
+        .participants
+        .iter()
+        .filter(|q| q.role >= Role::ChipLeader)
+        .count();
     assert_eq!(chip_leaders, 32);
 
     let t = topo("custom:64x1x2:gen=v2", 64);
     let p = plan_device_barrier(&t, &(0..64).map(|r| r * 2).collect::<Vec<_>>()).unwrap();
     p.check_shape().unwrap();
     assert_eq!(p.roots.len(), 5);
-    assert!(p.roots.iter().all(|&r| p.participants[r].role == Role::BlockLeader));
+    assert!(p
+        .roots
+        .iter()
+        .all(|&r| p.participants[r].role == Role::BlockLeader));
 
     let t = topo("custom:4x2x2:gen=v3:fabric=switch", 16);
     let p = plan_device_barrier(&t, &(0..16).collect::<Vec<_>>()).unwrap();
