@@ -37,10 +37,17 @@
 //!   sequencers once per round, split bulk copies and reductions of large transfers over the
 //!   machine's cores (`std::thread::scope`; results must not depend on the split), ring wrap in
 //!   the loader, and `NEURON_RT_EXEC_TIMEOUT`. `runtime::device_run` loads an emitted program.
+//! * `barrier` — the device barrier (a `{1,4,4,1}` step machine over BARRIER0/BARRIER1
+//!   semaphores, decoded from the 0x128-byte neff_barrier_config of `isa::barrier_cfg`) and the
+//!   host barrier (barrier_start / barrier_done), run on the machine's semaphores without
+//!   busy-waiting; a missing participant is a diagnosed hang.
+//! * `batch` — deferred bulk data: copies and reduces of the DMA engines in dependency levels,
+//!   each level split over the machine's cores; the same bytes as in-order execution.
 //! * `cc_context` — the live CC context of a TOP_SP in the spec/ncfw.md §3 layout of the
 //!   machine's arch ([`executor::Machine::cc_context`], [`executor::Machine::ctx_log`]); the hang
 //!   report offers it for every stuck TOP_SP (`OPENNRT_HANG_DUMP=<dir>` writes the dumps).
 
+pub mod barrier;
 pub mod batch;
 pub mod cc_context;
 pub mod cce;

@@ -26,6 +26,7 @@
 //! * [`isa_error`] — [`IsaError`]: opcode, field, byte offset, value, reason and rule of a
 //!   rejected word; converts into the core's `Error` (kind Invalid, `NRT_INVALID`).
 
+pub mod barrier_cfg;
 pub mod ccop;
 pub mod enums;
 pub mod evtsem;

@@ -11,6 +11,7 @@
 //! only in the bytes of [`crate::isa`].
 
 pub mod addrmap;
+pub mod barrier_cfg;
 pub mod cache;
 pub mod compose;
 pub mod emit;
