@@ -1,20 +1,29 @@
-//! The executor: one deterministic, single-threaded scheduler for every simulated TOP_SP of the
-//! process (spec/device.md §8–§10, §12; issue 4 item 5).
+//! The executor: one deterministic scheduler for every simulated TOP_SP of the process
+//! (spec/device.md §8–§10, §12; issue 4 item 5).
 //!
 //! A [`Machine`] owns the [`Memory`] (with every chip's EVT_SEM blocks) and, per (chip, device
-//! TOP_SP), one [`QueuePair`] and one [`Sequencer`]. [`Machine::run`] repeats *rounds*:
+//! TOP_SP), one [`QueuePair`] and one [`Sequencer`]. [`Machine::run`] repeats *passes* over the
+//! agents that may progress, in (chip, TOP_SP) order:
 //!
-//! 1. every sequencer, in (chip, TOP_SP) order, steps until it is [`Action::Blocked`] or
-//!    [`Action::Done`]; each [`Action::TailInc`] rings its pair's doorbells, S2M first, then
-//!    M2S (device.md §1.2: RX posted before TX);
-//! 2. every pair, in the same order, runs until it stalls ([`QueuePair::run`]).
+//! 1. every *ready* sequencer steps until it is [`Action::Blocked`] or [`Action::Done`]; each
+//!    [`Action::TailInc`] rings its pair's doorbells, S2M first, then M2S (device.md §1.2: RX
+//!    posted before TX) and makes that pair ready;
+//! 2. every ready pair runs until it stalls ([`QueuePair::run`]; its bulk data is spread over
+//!    the machine's cores by [`super::batch`]).
 //!
-//! A round that changes nothing — no sequencer moved (its [`Sequencer::position`] is unchanged
-//! and it released nothing) and no packet executed — is final: if every sequencer is done and
-//! every ring drained, the run succeeded; otherwise it is a **hang**. There is no busy-waiting
-//! beyond this round structure: a blocked sequencer is retried once per round, and a round
-//! without change ends the run. The order never depends on timing, so results and reports are
-//! the same bits on every run.
+//! **No busy-waiting.** A blocked sequencer is not retried: it becomes ready again only when a
+//! semaphore of the block it waits on changes — a DMA write reported in
+//! [`super::dma::Progress::touched_sems`], or an increment by a sequencer. A stalled pair
+//! becomes ready only when its sequencer releases descriptors. When nothing is ready the run
+//! is over: if every sequencer is done and every ring drained it succeeded, otherwise it is a
+//! **hang**. The order never depends on timing, so results and reports are the same bits on
+//! every run.
+//!
+//! **Timeout.** What in-process detection cannot see (a run that keeps moving but never ends;
+//! with several processes, a peer that never signals) is bounded by [`Machine::timeout`]
+//! (`NEURON_RT_EXEC_TIMEOUT`, default [`DEFAULT_EXEC_TIMEOUT_S`] s, read by the runtime): a run
+//! past it fails with `NRT_EXEC_HW_ERR_COLLECTIVES` and the hang report of that moment
+//! (device.md §12.2: 1200 when a collective is in flight).
 //!
 //! **Hang report** (`NRT_EXEC_HW_ERR_COLLECTIVES`, [`ErrorKind::CollectivesHang`]): per blocked
 //! sequencer its chip, device TOP_SP (and rank, when known), cc_op entry and CTRL slot, SLOT
@@ -40,7 +49,7 @@ use std::path::{Path, PathBuf};
 
 use super::cc_context::{cc_context_image, dump_file_stem, model_name, LiveTopsp, HANG_DUMP_ENV};
 use super::dma::QueuePair;
-use super::memory::Memory;
+use super::memory::{Memory, Touched};
 use super::sema::BlockId;
 use super::topsp::{Action, SemAccess, Sequencer, Stage};
 use crate::dtype::Numerics;
@@ -91,6 +100,8 @@ struct Sems<'a> {
     mem: &'a mut Memory,
     chip: u8,
     base: u8,
+    /// (chip, device TOP_SP) of every block whose semaphores the sequencer raised.
+    touched: &'a mut Vec<(u8, u8)>,
 }
 
 impl Sems<'_> {
@@ -121,10 +132,16 @@ impl SemAccess for Sems<'_> {
     fn inc(&mut self, topsp: u8, id: u8, by: i32) {
         if let Some(b) = self.block_mut(topsp) {
             b.add(id, by);
+            self.touched
+                .push((self.chip, self.base.wrapping_add(topsp)));
         }
     }
     fn inc_addr(&mut self, addr: u64, by: u32) -> Result<()> {
-        self.mem.write(self.chip, addr, &by.to_le_bytes())?;
+        if let Touched::Sem(t) = self.mem.write(self.chip, addr, &by.to_le_bytes())? {
+            if let (true, BlockId::TopSp(d)) = (t.changed(), t.block) {
+                self.touched.push((t.chip, d));
+            }
+        }
         Ok(())
     }
 }
@@ -140,8 +157,18 @@ pub struct Machine {
     /// [`Arch::V3`] (cayman, whose EVT_SEM map device.md §5.1 gives); `runtime::device_run`
     /// sets it from the topology's generation.
     pub arch: Arch,
+    /// The execution timeout ([`DEFAULT_EXEC_TIMEOUT_S`] unless the runtime sets it from
+    /// `NEURON_RT_EXEC_TIMEOUT`; `None`: none).
+    pub timeout: Option<std::time::Duration>,
     agents: Vec<Agent>,
 }
+
+/// Default execution timeout in seconds (spec/nrt-abi.md environment table; device.md §12.2
+/// "30 s observed").
+pub const DEFAULT_EXEC_TIMEOUT_S: u64 = 30;
+
+/// The variable that sets [`Machine::timeout`] (read by the runtime, not here).
+const TIMEOUT_ENV: &str = "NEURON_RT_EXEC_TIMEOUT";
 
 impl Machine {
     /// A machine of `chips` chips with nothing mapped.
@@ -150,6 +177,7 @@ impl Machine {
             mem: Memory::new(chips),
             numerics: Numerics::default(),
             arch: Arch::V3,
+            timeout: Some(std::time::Duration::from_secs(DEFAULT_EXEC_TIMEOUT_S)),
             agents: Vec::new(),
         }
     }
@@ -200,36 +228,87 @@ impl Machine {
 
     /// Run until every sequencer is done and every ring drained (module doc).
     pub fn run(&mut self) -> Result<RunReport> {
+        let started = std::time::Instant::now();
         let mut rep = RunReport::default();
+        let n = self.agents.len();
+        // Who may progress: every sequencer at first (the host trigger), no engine.
+        let mut seq_ready = vec![true; n];
+        let mut pair_ready = vec![false; n];
+        let mut touched: Vec<(u8, u8)> = Vec::new();
         loop {
-            rep.rounds += 1;
-            let mut changed = false;
-            for a in &mut self.agents {
-                changed |= step_sequencer(a, &mut self.mem)?;
+            if !seq_ready.iter().chain(&pair_ready).any(|&r| r) {
+                break;
             }
-            for a in &mut self.agents {
+            rep.rounds += 1;
+            self.check_timeout(started)?;
+            for k in 0..n {
+                if !std::mem::take(&mut seq_ready[k]) {
+                    continue;
+                }
+                let a = &mut self.agents[k];
+                if step_sequencer(a, &mut self.mem, &mut touched)? {
+                    pair_ready[k] = true;
+                }
+            }
+            for k in 0..n {
+                if !std::mem::take(&mut pair_ready[k]) {
+                    continue;
+                }
+                let a = &mut self.agents[k];
                 let p = a
                     .pair
                     .run(&mut self.mem, a.chip, &self.numerics)
                     .map_err(Error::from)?;
-                if p.packets_done > 0 {
-                    changed = true;
-                    rep.packets += p.packets_done;
-                    rep.bytes += p.bytes;
+                rep.packets += p.packets_done;
+                rep.bytes += p.bytes;
+                touched.extend(
+                    p.touched_sems
+                        .iter()
+                        .filter(|t| t.changed())
+                        .filter_map(|t| match t.block {
+                            BlockId::TopSp(d) => Some((t.chip, d)),
+                            BlockId::Tpb(_) => None,
+                        }),
+                );
+            }
+            // A semaphore change wakes the sequencers waiting in that block.
+            touched.sort_unstable();
+            touched.dedup();
+            for (k, a) in self.agents.iter().enumerate() {
+                if let Some(w) = a.seq.position().waiting_on {
+                    if touched.binary_search(&(a.chip, a.device(w.topsp))).is_ok() {
+                        seq_ready[k] = true;
+                    }
                 }
             }
-            if changed {
-                continue;
-            }
-            let done = self.agents.iter().all(|a| a.seq.is_done());
-            let drained = self
-                .agents
-                .iter()
-                .all(|a| a.pair.m2s.pending().is_empty() && a.pair.s2m.pending().is_empty());
-            if done && drained {
-                return Ok(rep);
-            }
-            return Err(Error::new(ErrorKind::CollectivesHang, self.hang_report()));
+            touched.clear();
+        }
+        let done = self.agents.iter().all(|a| a.seq.is_done());
+        let drained = self
+            .agents
+            .iter()
+            .all(|a| a.pair.m2s.pending().is_empty() && a.pair.s2m.pending().is_empty());
+        if done && drained {
+            return Ok(rep);
+        }
+        Err(Error::new(ErrorKind::CollectivesHang, self.hang_report()))
+    }
+
+    /// The execution timeout (module doc): a run still going after [`Machine::timeout`] fails
+    /// with the hang report of the moment.
+    fn check_timeout(&self, started: std::time::Instant) -> Result<()> {
+        match self.timeout {
+            Some(t) if started.elapsed() >= t => Err(Error::new(
+                ErrorKind::CollectivesHang,
+                format!(
+                    "execution timeout: the collective ran {:.1} s, longer than {} s \
+                     ({TIMEOUT_ENV}); state now: {}",
+                    started.elapsed().as_secs_f64(),
+                    t.as_secs_f64(),
+                    self.hang_report()
+                ),
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -453,12 +532,12 @@ fn ring_desc(mem: &Memory, a: &Agent, i: u64) -> Option<Descriptor> {
     Descriptor::decode(&b, Direction::S2M).ok()
 }
 
-/// Step one sequencer until it blocks or finishes; true if it moved.
-fn step_sequencer(a: &mut Agent, mem: &mut Memory) -> Result<bool> {
+/// Step one sequencer until it blocks or finishes; true if it released descriptors (its
+/// engine has new work). Semaphores it changed itself are added to `touched`.
+fn step_sequencer(a: &mut Agent, mem: &mut Memory, touched: &mut Vec<(u8, u8)>) -> Result<bool> {
     if a.seq.is_done() {
         return Ok(false);
     }
-    let before = a.seq.position();
     let base = a.device(0);
     let mut released = false;
     loop {
@@ -466,6 +545,7 @@ fn step_sequencer(a: &mut Agent, mem: &mut Memory) -> Result<bool> {
             mem: &mut *mem,
             chip: a.chip,
             base,
+            touched: &mut *touched,
         };
         match a.seq.step(&mut sems)? {
             Action::TailInc { m2s, s2m } => {
@@ -475,12 +555,12 @@ fn step_sequencer(a: &mut Agent, mem: &mut Memory) -> Result<bool> {
                 a.pair
                     .tail_inc(a.chip, Direction::M2S, u64::from(m2s))
                     .map_err(Error::from)?;
-                released = true;
+                released |= m2s > 0 || s2m > 0;
             }
             Action::Blocked { .. } | Action::Done => break,
         }
     }
-    Ok(released || a.seq.position() != before)
+    Ok(released)
 }
 
 #[cfg(test)]

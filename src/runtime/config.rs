@@ -99,6 +99,27 @@ impl Config {
     }
 }
 
+/// The execution timeout of `NEURON_RT_EXEC_TIMEOUT` (whole seconds; spec/nrt-abi.md env table:
+/// default 30, the guide's value — older prose says 2). Choice: `0` means no timeout; a value
+/// that is not a number is an error naming the variable.
+pub fn exec_timeout(get: impl Fn(&str) -> Option<String>) -> Result<Option<std::time::Duration>> {
+    match get(EXEC_TIMEOUT_ENV) {
+        None => Ok(Some(std::time::Duration::from_secs(
+            crate::device::executor::DEFAULT_EXEC_TIMEOUT_S,
+        ))),
+        Some(v) => match v.trim().parse::<u64>() {
+            Ok(0) => Ok(None),
+            Ok(s) => Ok(Some(std::time::Duration::from_secs(s))),
+            Err(_) => Err(Error::invalid(format!(
+                "{EXEC_TIMEOUT_ENV}={v:?} is not a whole number of seconds"
+            ))),
+        },
+    }
+}
+
+/// The variable [`exec_timeout`] reads.
+pub const EXEC_TIMEOUT_ENV: &str = "NEURON_RT_EXEC_TIMEOUT";
+
 /// Parse `"n"`, `"a-b"` or a comma list of those; duplicates merge; the result must be one
 /// contiguous range (spec §5.2 step 4). Returns the sorted cores.
 pub fn parse_core_list(s: &str) -> Result<Vec<u32>> {
@@ -133,6 +154,28 @@ pub fn parse_core_list(s: &str) -> Result<Vec<u32>> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn exec_timeout_default_zero_and_errors() {
+        use std::time::Duration;
+        let t = |v: Option<&str>| {
+            super::exec_timeout(|k| {
+                (k == "NEURON_RT_EXEC_TIMEOUT")
+                    .then(|| v.map(String::from))
+                    .flatten()
+            })
+        };
+        // Default 30 s: spec/nrt-abi.md environment table.
+        assert_eq!(t(None).unwrap(), Some(Duration::from_secs(30)));
+        assert_eq!(t(Some("5")).unwrap(), Some(Duration::from_secs(5)));
+        assert_eq!(t(Some("0")).unwrap(), None);
+        let e = t(Some("soon")).unwrap_err();
+        assert!(
+            e.message().contains("NEURON_RT_EXEC_TIMEOUT"),
+            "{}",
+            e.message()
+        );
+    }
+
     use super::*;
     use std::collections::HashMap;
 

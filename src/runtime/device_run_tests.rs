@@ -251,3 +251,23 @@ fn wrapped_ring_is_refused() {
         "{e}"
     );
 }
+
+/// `Machine::timeout` (NEURON_RT_EXEC_TIMEOUT) stops a run that is still going: with a zero
+/// timeout the first pass is already late, and the error carries the state of that moment.
+#[test]
+fn exec_timeout_stops_the_run_with_a_report() {
+    let c = case(CollectiveOp::AllReduce, Dtype::Fp32, 2, 1001, true);
+    let ins: Vec<Vec<u8>> = c.inputs.iter().map(|v| enc(c.dtype, v)).collect();
+    let mut m = load(&c.prog, &c.em, &c.map, &ins).unwrap();
+    m.timeout = Some(std::time::Duration::ZERO);
+    let e = m.run().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::CollectivesHang, "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("execution timeout"), "{msg}");
+    assert!(msg.contains("NEURON_RT_EXEC_TIMEOUT"), "{msg}");
+    assert!(msg.contains("entry start (trigger)"), "{msg}");
+    // No timeout: the same machine state runs to the exact result.
+    let mut m = load(&c.prog, &c.em, &c.map, &ins).unwrap();
+    m.timeout = None;
+    m.run().unwrap();
+}
