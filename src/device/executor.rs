@@ -250,11 +250,10 @@ impl Machine {
                     pair_ready[k] = true;
                 }
             }
-            for k in 0..n {
-                if !std::mem::take(&mut pair_ready[k]) {
+            for (ready, a) in pair_ready.iter_mut().zip(&mut self.agents) {
+                if !std::mem::take(ready) {
                     continue;
                 }
-                let a = &mut self.agents[k];
                 let p = a
                     .pair
                     .run(&mut self.mem, a.chip, &self.numerics)
