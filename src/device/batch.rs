@@ -22,6 +22,9 @@
 //! * before an op that writes the engine's own rings (the only memory the engine itself reads
 //!   while the batch is pending), or a same-region copy whose ranges overlap (`memmove`);
 //! * when an op would need more than [`MAX_LEVELS`] levels;
+//! * (not a flush) an op under [`DEFER_MIN_BYTES`] that depends on nothing pending runs at
+//!   once, in order: it commutes with the pending ops, and deferring it would cost more than
+//!   its bytes;
 //! * before the engine returns, whether it stalled, finished or aborted — so sequencers and
 //!   other engines only ever see flushed memory.
 //!
@@ -42,6 +45,9 @@ use crate::isa::udma::CceOp;
 
 /// Largest piece one worker takes at a time (elements are never split).
 pub const PIECE_BYTES: usize = 256 << 10;
+
+/// Ops smaller than this that depend on nothing pending run at once instead of being deferred.
+pub const DEFER_MIN_BYTES: u64 = 16 << 10;
 
 /// Batches smaller than this run on the calling thread.
 pub const PARALLEL_MIN_BYTES: u64 = 1 << 20;
@@ -110,6 +116,10 @@ pub(crate) enum Op {
 }
 
 impl Op {
+    /// Bytes written.
+    pub fn bytes(&self) -> u64 {
+        self.dst().len as u64
+    }
     fn dst(&self) -> Span {
         match self {
             Op::Copy { dst, .. } | Op::Reduce { dst, .. } => *dst,
@@ -209,7 +219,7 @@ impl Batch {
 
     /// The level `op` would take: one above the highest level holding an op it conflicts
     /// with (0 if none). Every conflicting op is then in a lower level, so it runs first.
-    fn level_for(&self, op: &Op) -> usize {
+    pub fn level_for(&self, op: &Op) -> usize {
         self.levels
             .iter()
             .rposition(|l| l.conflicts(op))

@@ -40,6 +40,9 @@ pub const MAX_SOURCES: usize = 32;
 /// Elements per processing block: the f32 scratch of one source fits in L1.
 pub const BLOCK: usize = 1024;
 
+/// Scratch of a reduce of at most this many elements (a small packet).
+const SMALL_BLOCK: usize = 128;
+
 /// Reduce `sources` element-wise into `out` with `op` ∈ {ADD, MAX, MIN} in the default FP8 modes
 /// ([`Numerics::default`]). FMA needs scales: use [`reduce_fma`] or [`reduce_with`].
 pub fn reduce(op: CceOp, dtype: Dtype, sources: &[&[u8]], out: &mut [u8]) -> Result<()> {
@@ -206,8 +209,15 @@ impl<'s> Plan<'s> {
             )));
         }
         let n = dst.len() / size;
-        let mut acc = [0f32; BLOCK];
-        let mut x = [0f32; BLOCK];
+        // Scratch sized to the work: zeroing two full blocks would dominate small packets.
+        let (mut acc_small, mut x_small) = ([0f32; SMALL_BLOCK], [0f32; SMALL_BLOCK]);
+        let (mut acc_big, mut x_big);
+        let (acc, x): (&mut [f32], &mut [f32]) = if n <= SMALL_BLOCK {
+            (&mut acc_small, &mut x_small)
+        } else {
+            (acc_big, x_big) = ([0f32; BLOCK], [0f32; BLOCK]);
+            (&mut acc_big, &mut x_big)
+        };
         let mut start = 0;
         while start < n {
             let len = BLOCK.min(n - start);

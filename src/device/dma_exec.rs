@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{fault, Fault, Raw, Seg, TxPacket};
-use crate::device::batch::{Batch, Op, ReduceSpec, Span, SrcSpan};
+use crate::device::batch::{Batch, Op, ReduceSpec, Span, SrcSpan, DEFER_MIN_BYTES};
 use crate::device::cce;
 use crate::device::memory::{MemError, Memory, Place, SemTouch, Src, Touched};
 use crate::dtype::{Dtype, Numerics};
@@ -273,12 +273,19 @@ impl Sink<'_> {
         self.batch.flush(self.mem, self.threads);
     }
 
-    /// Defer `op` behind the pending ops it depends on (flushing first if the batch is full).
-    fn defer(&mut self, op: Op) {
+    /// Defer `op` behind the pending ops it depends on (flushing first if the batch is full),
+    /// or — when it is small and independent of everything pending — tell the caller to run it
+    /// in order right now (false): deferring a few bytes costs more than it saves, and an
+    /// independent op commutes with the pending ones.
+    fn defer(&mut self, op: Op) -> bool {
+        if op.bytes() < DEFER_MIN_BYTES && self.batch.level_for(&op) == 0 {
+            return false;
+        }
         if let Err(op) = self.batch.push(op) {
             self.flush();
             let _ = self.batch.push(op);
         }
+        true
     }
 
     /// The memory span of `(addr, n)` if an op may be deferred onto it.
@@ -310,24 +317,23 @@ pub(super) fn exec_copy(
         let (s, d) = (&src[si], &dst[di]);
         let n = (s.len - so).min(d.len - doff);
         let (sa, da) = (s.addr + so, d.addr + doff);
-        let deferred = match (
-            sink.span(da, n as usize, true),
-            sink.span(sa, n as usize, false),
-        ) {
-            (Some(dsp), Some(ssp))
-                if dsp.region != ssp.region
-                    || dsp.off + dsp.len <= ssp.off
-                    || ssp.off + ssp.len <= dsp.off =>
-            {
-                sink.defer(Op::Copy { dst: dsp, src: ssp });
-                true
+        let op = sink.span(da, n as usize, true).and_then(|dsp| {
+            let ssp = sink.span(sa, n as usize, false)?;
+            let apart = dsp.region != ssp.region
+                || dsp.off + dsp.len <= ssp.off
+                || ssp.off + ssp.len <= dsp.off;
+            apart.then_some(Op::Copy { dst: dsp, src: ssp })
+        });
+        let deferred = match op {
+            Some(op) => sink.defer(op),
+            None => {
+                if n > 0 {
+                    sink.flush();
+                }
+                false
             }
-            _ => false,
         };
         if !deferred {
-            if n > 0 {
-                sink.flush();
-            }
             let t = sink
                 .mem
                 .copy(sink.chip, da, sa, n as usize)
@@ -409,11 +415,14 @@ pub(super) fn exec_cce(
                 (segs[k].addr + o, &segs[k].raw)
             })
             .collect();
-        if let Some(op) = reduce_op(sink, &spec, d.addr + doff, n, &spots) {
-            sink.defer(op);
-            continue;
+        match reduce_op(sink, &spec, d.addr + doff, n, &spots) {
+            Some(op) => {
+                if sink.defer(op) {
+                    continue;
+                }
+            }
+            None => sink.flush(),
         }
-        sink.flush();
         let req: Vec<(u64, usize)> = spots.iter().map(|&(s, _)| (s, n)).collect();
         let split = sink
             .mem

@@ -279,6 +279,10 @@ pub struct Memory {
     /// The regions, parallel to `keys`.
     regions: Vec<Region>,
     sems: Vec<ChipSems>,
+    /// The last plain-memory lookup: `(issuer, SoC bits 63:48, target chip, region)`. Bits
+    /// 63:48 are the whole route, so an address with the same issuer and bits lands on the same
+    /// chip; a hit inside that region skips decoding and the search. Cleared by map/unmap.
+    last: std::cell::Cell<Option<(u8, u64, u8, usize)>>,
 }
 
 impl Memory {
@@ -288,6 +292,7 @@ impl Memory {
             keys: Vec::new(),
             regions: Vec::new(),
             sems: vec![ChipSems::new(); usize::from(chips)],
+            last: std::cell::Cell::new(None),
         }
     }
 
@@ -332,6 +337,7 @@ impl Memory {
         let n = usize::try_from(len).map_err(|_| bad("larger than host memory"))?;
         // `vec![0; n]` is a zeroed allocation: fresh pages, committed only when touched.
         let data = vec![0u8; n];
+        self.last.set(None);
         self.regions.insert(at, Region { chip, base, data });
         self.keys.insert(at, key(chip, base));
         Ok(())
@@ -348,6 +354,7 @@ impl Memory {
                 len: 0,
                 reason: "nothing mapped",
             })?;
+        self.last.set(None);
         self.regions.remove(at);
         self.keys.remove(at);
         Ok(())
@@ -428,6 +435,22 @@ impl Memory {
     }
 
     fn target(&self, issuer: u8, addr: u64, len: usize) -> Result<Target, MemError> {
+        if let Some((i, hi, _, r)) = self.last.get() {
+            let a = addr & (ON_CHIP_END - 1);
+            let reg = &self.regions[r];
+            if i == issuer && hi == addr >> 48 && a >= reg.base && a + len as u64 <= reg.end() {
+                return Ok(Target::Mem(r, (a - reg.base) as usize));
+            }
+        }
+        let t = self.target_slow(issuer, addr, len)?;
+        if let Target::Mem(r, _) = t {
+            let chip = self.regions[r].chip;
+            self.last.set(Some((issuer, addr >> 48, chip, r)));
+        }
+        Ok(t)
+    }
+
+    fn target_slow(&self, issuer: u8, addr: u64, len: usize) -> Result<Target, MemError> {
         let (chip, a) = self.route(issuer, addr)?;
         let len64 = len as u64;
         if a.checked_add(len64).is_none_or(|e| e > ON_CHIP_END) {
@@ -478,7 +501,14 @@ impl Memory {
         if buf.is_empty() {
             return self.route(issuer, addr).map(|_| ());
         }
-        match self.target(issuer, addr, buf.len())? {
+        let t = self.target(issuer, addr, buf.len())?;
+        self.load_at(t, buf);
+        Ok(())
+    }
+
+    /// Read a resolved target (its length is `buf.len()`).
+    fn load_at(&self, t: Target, buf: &mut [u8]) {
+        match t {
             Target::Mem(i, off) => buf.copy_from_slice(&self.regions[i].data[off..off + buf.len()]),
             Target::Sem(t) => {
                 let b = self.sems[usize::from(t.chip)]
@@ -489,7 +519,6 @@ impl Memory {
                 }
             }
         }
-        Ok(())
     }
 
     /// Write `data` at `addr` as issued by `issuer`; reports what was touched.
@@ -497,10 +526,16 @@ impl Memory {
         if data.is_empty() {
             return self.route(issuer, addr).map(|_| Touched::Memory);
         }
-        match self.target(issuer, addr, data.len())? {
+        let t = self.target(issuer, addr, data.len())?;
+        Ok(self.store_at(t, data))
+    }
+
+    /// Write a resolved target (its length is `data.len()`).
+    fn store_at(&mut self, t: Target, data: &[u8]) -> Touched {
+        match t {
             Target::Mem(i, off) => {
                 self.regions[i].data[off..off + data.len()].copy_from_slice(data);
-                Ok(Touched::Memory)
+                Touched::Memory
             }
             Target::Sem(t) => {
                 let b = self.sem_block_mut(t.chip, t.block).expect("checked block");
@@ -508,7 +543,7 @@ impl Memory {
                     let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
                     b.store(t.window, t.first + k as u8, v);
                 }
-                Ok(Touched::Sem(t))
+                Touched::Sem(t)
             }
         }
     }
@@ -613,7 +648,7 @@ impl Memory {
                 }
                 Ok(Touched::Memory)
             }
-            _ => {
+            (d, s) => {
                 // Semaphore words on either side: usually one word, so a stack buffer.
                 let mut small = [0u8; 64];
                 let mut big = Vec::new();
@@ -623,8 +658,8 @@ impl Memory {
                     big.resize(len, 0);
                     &mut big[..]
                 };
-                self.read(issuer, src, buf)?;
-                self.write(issuer, dst, buf)
+                self.load_at(s, buf);
+                Ok(self.store_at(d, buf))
             }
         }
     }
