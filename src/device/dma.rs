@@ -123,6 +123,17 @@ pub struct Progress {
     pub bytes: u64,
 }
 
+/// The producer side of a ring shorter than its descriptor stream (device.md §3.2, §4): the
+/// host copy of the whole stream (the vring), and how far it has been written into the ring.
+/// Before a doorbell makes stream indices valid, [`QueuePair::refill`] writes every one of them
+/// not yet written into its slot (`index % len`): a slot is reused only after the engine read
+/// it, since a doorbell never leaves more than `len` descriptors outstanding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Feed {
+    stream: std::sync::Arc<[[u8; DESC_BYTES]]>,
+    written: u64,
+}
+
 /// One queue: a ring and its head/tail counters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Queue {
@@ -131,6 +142,7 @@ pub struct Queue {
     len: u64,
     head: u64,
     tail: u64,
+    feed: Option<Feed>,
 }
 
 impl Queue {
@@ -150,7 +162,18 @@ impl Queue {
             len,
             head: 0,
             tail: 0,
+            feed: None,
         })
+    }
+
+    /// Attach the whole descriptor `stream` of which the loader wrote the first `written`
+    /// (at most the ring's length) into the ring: the rest is written as doorbells need it.
+    pub fn with_feed(mut self, stream: std::sync::Arc<[[u8; DESC_BYTES]]>, written: u64) -> Queue {
+        self.feed = Some(Feed {
+            written: written.min(stream.len() as u64),
+            stream,
+        });
+        self
     }
 
     /// Direction.
@@ -403,6 +426,36 @@ impl QueuePair {
             };
             self.abort(chip, f)
         })
+    }
+
+    /// The producer's writes for the doorbells rung so far: every stream index below a queue's
+    /// tail that is not in its ring yet is written into its slot ([`Feed`]). A tail past the
+    /// end of the stream leaves those slots as they are (the engine then finds stale or empty
+    /// descriptors and aborts, as hardware would).
+    pub fn refill(&mut self, mem: &mut Memory, chip: u8) -> Result<(), DmaError> {
+        for dir in [Direction::M2S, Direction::S2M] {
+            let q = match dir {
+                Direction::M2S => &mut self.m2s,
+                Direction::S2M => &mut self.s2m,
+            };
+            let Some(f) = &mut q.feed else { continue };
+            let upto = q.tail.min(f.stream.len() as u64);
+            while f.written < upto {
+                let i = f.written;
+                let slot = q.base + (i % q.len) * DESC_BYTES as u64;
+                if let Err(e) = mem.write(chip, slot, &f.stream[i as usize]) {
+                    let f = Fault {
+                        queue: dir,
+                        index: i,
+                        desc: f.stream[i as usize],
+                        reason: format!("writing the ring: {e}"),
+                    };
+                    return Err(self.abort(chip, f));
+                }
+                f.written += 1;
+            }
+        }
+        Ok(())
     }
 
     /// Execute every packet pair that is fully posted; stop at the first that is not. Bulk

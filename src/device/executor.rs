@@ -48,7 +48,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::cc_context::{cc_context_image, dump_file_stem, model_name, LiveTopsp, HANG_DUMP_ENV};
-use super::dma::QueuePair;
+use super::dma::{QueuePair, RING_GUARD};
 use super::memory::{Memory, Touched};
 use super::sema::BlockId;
 use super::topsp::{Action, SemAccess, Sequencer, Stage};
@@ -77,6 +77,10 @@ struct Agent {
     rank: Option<u32>,
     pair: QueuePair,
     seq: Sequencer,
+    /// Tail increments the sequencer issued that wait for ring space: `(m2s, s2m)` still to
+    /// ring (S2M first). The producer rule of device.md §3.2 — at most `len − 16` descriptors
+    /// outstanding — makes the TOP_SP wait here, not abort.
+    doorbell: Option<(u64, u64)>,
 }
 
 impl Agent {
@@ -206,6 +210,7 @@ impl Machine {
             rank,
             pair,
             seq,
+            doorbell: None,
         };
         let at = self
             .agents
@@ -250,14 +255,18 @@ impl Machine {
                     pair_ready[k] = true;
                 }
             }
-            for (ready, a) in pair_ready.iter_mut().zip(&mut self.agents) {
-                if !std::mem::take(ready) {
+            for (k, a) in self.agents.iter_mut().enumerate() {
+                if !std::mem::take(&mut pair_ready[k]) {
                     continue;
                 }
                 let p = a
                     .pair
                     .run(&mut self.mem, a.chip, &self.numerics)
                     .map_err(Error::from)?;
+                // Consumed slots may let a waiting doorbell through.
+                if p.packets_done > 0 && a.doorbell.is_some() {
+                    seq_ready[k] = true;
+                }
                 rep.packets += p.packets_done;
                 rep.bytes += p.bytes;
                 touched.extend(
@@ -282,7 +291,10 @@ impl Machine {
             }
             touched.clear();
         }
-        let done = self.agents.iter().all(|a| a.seq.is_done());
+        let done = self
+            .agents
+            .iter()
+            .all(|a| a.seq.is_done() && a.doorbell.is_none());
         let drained = self
             .agents
             .iter()
@@ -315,6 +327,23 @@ impl Machine {
     pub fn hang_report(&self) -> String {
         let mut s = String::from("collective hang: no TOP_SP or DMA queue can progress");
         for a in &self.agents {
+            if let Some((m2s, s2m)) = a.doorbell {
+                let (m, r) = (&a.pair.m2s, &a.pair.s2m);
+                let _ = write!(
+                    s,
+                    "\n* {}: waits for ring space to release M2S {m2s} / S2M {s2m} descriptors \
+                     (outstanding M2S {} of {}, S2M {} of {}, guard {RING_GUARD}); the engine \
+                     cannot consume M2S {:?} / S2M {:?}",
+                    a.name(),
+                    m.tail() - m.head(),
+                    m.len(),
+                    r.tail() - r.head(),
+                    r.len(),
+                    m.pending(),
+                    r.pending()
+                );
+                continue;
+            }
             if a.seq.is_done() {
                 let (m, r) = (a.pair.m2s.pending(), a.pair.s2m.pending());
                 if !m.is_empty() || !r.is_empty() {
@@ -532,14 +561,25 @@ fn ring_desc(mem: &Memory, a: &Agent, i: u64) -> Option<Descriptor> {
 }
 
 /// Step one sequencer until it blocks or finishes; true if it released descriptors (its
-/// engine has new work). Semaphores it changed itself are added to `touched`.
+/// engine has new work). Semaphores it changed itself are added to `touched`. A tail
+/// increment that does not fit its ring's free slots is kept in [`Agent::doorbell`] and the
+/// sequencer waits until its engine has consumed enough.
 fn step_sequencer(a: &mut Agent, mem: &mut Memory, touched: &mut Vec<(u8, u8)>) -> Result<bool> {
-    if a.seq.is_done() {
-        return Ok(false);
-    }
     let base = a.device(0);
     let mut released = false;
     loop {
+        if let Some((m2s, s2m)) = a.doorbell {
+            let rest = ring_doorbell(a, mem, m2s, s2m)?;
+            released |= rest != (m2s, s2m);
+            if rest != (0, 0) {
+                a.doorbell = Some(rest);
+                return Ok(released);
+            }
+            a.doorbell = None;
+        }
+        if a.seq.is_done() {
+            return Ok(released);
+        }
         let mut sems = Sems {
             mem: &mut *mem,
             chip: a.chip,
@@ -547,19 +587,38 @@ fn step_sequencer(a: &mut Agent, mem: &mut Memory, touched: &mut Vec<(u8, u8)>) 
             touched: &mut *touched,
         };
         match a.seq.step(&mut sems)? {
-            Action::TailInc { m2s, s2m } => {
-                a.pair
-                    .tail_inc(a.chip, Direction::S2M, u64::from(s2m))
-                    .map_err(Error::from)?;
-                a.pair
-                    .tail_inc(a.chip, Direction::M2S, u64::from(m2s))
-                    .map_err(Error::from)?;
-                released |= m2s > 0 || s2m > 0;
-            }
-            Action::Blocked { .. } | Action::Done => break,
+            Action::TailInc { m2s, s2m } => a.doorbell = Some((u64::from(m2s), u64::from(s2m))),
+            Action::Blocked { .. } | Action::Done => return Ok(released),
         }
     }
-    Ok(released)
+}
+
+/// Ring what fits of `(m2s, s2m)`, S2M first (RX before TX); returns what is left.
+fn ring_doorbell(a: &mut Agent, mem: &mut Memory, m2s: u64, s2m: u64) -> Result<(u64, u64)> {
+    let mut left = (m2s, s2m);
+    for dir in [Direction::S2M, Direction::M2S] {
+        let n = match dir {
+            Direction::S2M => left.1,
+            Direction::M2S => left.0,
+        };
+        let q = a.pair.queue(dir);
+        let free = q.len().saturating_sub(RING_GUARD + (q.tail() - q.head()));
+        if n == 0 {
+            continue;
+        }
+        // An increment larger than a whole ring can never fit: the doorbell rejects it.
+        if n <= free || n > q.len() - RING_GUARD {
+            a.pair.tail_inc(a.chip, dir, n).map_err(Error::from)?;
+            match dir {
+                Direction::S2M => left.1 = 0,
+                Direction::M2S => left.0 = 0,
+            }
+        } else {
+            break;
+        }
+    }
+    a.pair.refill(mem, a.chip).map_err(Error::from)?;
+    Ok(left)
 }
 
 #[cfg(test)]

@@ -11,8 +11,11 @@
 //! values, raises TRIGGER (semaphore 0) on every TOP_SP (the host trigger, device.md §8.2),
 //! runs the machine and reads every rank's output buffer.
 //!
-//! Choice: a stream longer than its ring would need the sequencer to refill slots behind the
-//! engine (the emitter's lap scheme); that is not supported yet and is an error here.
+//! A stream longer than its ring (the emitter's lap scheme: stream index `i` in slot `i % len`
+//! with the RING_ID of its lap) is loaded one lap at a time: the loader writes the first lap and
+//! attaches the stream to the queue ([`crate::device::dma::Feed`]), whose producer writes each
+//! later descriptor into its slot when a doorbell releases it — after the engine has read the
+//! slot's previous occupant (device.md §3.2: at most `len` outstanding).
 
 use crate::device::dma::{Queue, QueuePair};
 use crate::device::executor::{Machine, RunReport};
@@ -135,27 +138,26 @@ fn load_topsp(m: &mut Machine, map: &AddressMap, r: u32, chip: u8, img: &TopspIm
         m.mem.write(chip, base, bytes)?;
     }
     let (ml, sl) = (u64::from(img.m2s_ring_len), u64::from(img.s2m_ring_len));
+    let mut queues = Vec::with_capacity(2);
     for (dir, base, len, stream) in [
         (Direction::M2S, n.m2s_ring_base, ml, &img.m2s),
         (Direction::S2M, n.s2m_ring_base, sl, &img.s2m),
     ] {
-        if stream.len() as u64 > len {
-            return Err(Error::invalid(format!(
-                "device run: rank {r} TOP_SP {} {dir:?} stream of {} descriptors exceeds its \
-                 {len}-slot ring (ring wrap is not supported yet)",
-                img.topsp,
-                stream.len()
-            )));
-        }
         m.mem.map(chip, base, len * 16)?;
-        let bytes: Vec<u8> = stream.iter().flatten().copied().collect();
+        // The first lap now; a longer stream is written behind the engine as the doorbells
+        // need it (`dma::Feed`), RING_IDs as the emitter stamped them.
+        let first = (stream.len() as u64).min(len);
+        let bytes: Vec<u8> = stream[..first as usize].iter().flatten().copied().collect();
         m.mem.write(chip, base, &bytes)?;
+        let mut q = Queue::new(dir, base, len)?;
+        if stream.len() as u64 > len {
+            q = q.with_feed(stream.as_slice().into(), first);
+        }
+        queues.push(q);
     }
-    let pair = QueuePair::new(
-        img.topsp,
-        Queue::new(Direction::M2S, n.m2s_ring_base, ml)?,
-        Queue::new(Direction::S2M, n.s2m_ring_base, sl)?,
-    );
+    let s2m = queues.pop().expect("two queues");
+    let m2s = queues.pop().expect("two queues");
+    let pair = QueuePair::new(img.topsp, m2s, s2m);
     let cfg = SeqConfig {
         topsp: img.topsp,
         trigger: n.trigger,
