@@ -33,10 +33,9 @@
 //!   names, per stuck rank, the cc_op slot, the record (step), the semaphore (address, index),
 //!   its value and target, and the not-yet-executed descriptors in any ring that would write
 //!   that semaphore (their chip, TOP_SP and ring index) — status `NRT_EXEC_HW_ERR_COLLECTIVES`.
-//!   Still to do: wake waiters from `Progress::touched_sems` instead of retrying blocked
-//!   sequencers once per round, split bulk copies and reductions of large transfers over the
-//!   machine's cores (`std::thread::scope`; results must not depend on the split), ring wrap in
-//!   the loader, and `NEURON_RT_EXEC_TIMEOUT`. `runtime::device_run` loads an emitted program.
+//!   A doorbell that does not fit its ring's free slots waits (device.md §3.2); rings shorter
+//!   than their stream are fed lap by lap (`dma::Feed`). `NEURON_RT_EXEC_TIMEOUT` bounds a run.
+//!   `runtime::device_run` loads an emitted program.
 //! * `barrier` — the device barrier (a `{1,4,4,1}` step machine over BARRIER0/BARRIER1
 //!   semaphores, decoded from the 0x128-byte neff_barrier_config of `isa::barrier_cfg`) and the
 //!   host barrier (barrier_start / barrier_done), run on the machine's semaphores without
