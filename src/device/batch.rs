@@ -4,14 +4,14 @@
 //! The engine still walks its rings strictly in order and checks every packet when it reaches
 //! it (framing, lengths, addresses, CCE dtype/op: an abort is reported exactly as before). What
 //! it defers is only the byte work of plain memory-to-memory copies and CCE reduces: each is an
-//! [`Op`] on resolved region spans, collected in a [`Batch`] and executed later by
-//! [`Batch::flush`], split over the machine's cores.
+//! `Op` on resolved region spans, collected in a `Batch` and executed later by
+//! `Batch::flush`, split over the machine's cores.
 //!
 //! **Why the result cannot change.** Pending ops sit in dependency *levels*: an op goes one
 //! level above the highest level holding an op it conflicts with — one that writes bytes it
 //! reads or writes, or reads bytes it writes (reads may overlap reads) — so the ops of a level
 //! are pairwise independent and every op runs after each earlier op it conflicts with.
-//! [`Batch::flush`] runs the levels in order, each level's ops in parallel. Independent ops
+//! `Batch::flush` runs the levels in order, each level's ops in parallel. Independent ops
 //! commute, and each element of each op is computed exactly as the in-order engine computes
 //! it (the same CCE kernels, source order kept), so the bytes after a flush are those of
 //! in-order execution, whatever the split and the thread timing. (A ring step that reduces a
@@ -28,7 +28,7 @@
 //! * before the engine returns, whether it stalled, finished or aborted — so sequencers and
 //!   other engines only ever see flushed memory.
 //!
-//! **Split.** [`Batch::flush`] carves every region into disjoint destination slices and shared
+//! **Split.** `Batch::flush` carves every region into disjoint destination slices and shared
 //! gaps (safe `split_at_mut`, no `unsafe`), cuts large ops into element-aligned pieces of
 //! [`PIECE_BYTES`], and per level hands contiguous runs of pieces of about equal bytes to
 //! `threads` workers (`std::thread::scope`). Batches under [`PARALLEL_MIN_BYTES`] run on the
