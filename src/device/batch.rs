@@ -22,9 +22,9 @@
 //! * before an op that writes the engine's own rings (the only memory the engine itself reads
 //!   while the batch is pending), or a same-region copy whose ranges overlap (`memmove`);
 //! * when an op would need more than [`MAX_LEVELS`] levels;
-//! * (not a flush) an op under [`DEFER_MIN_BYTES`] that depends on nothing pending runs at
-//!   once, in order: it commutes with the pending ops, and deferring it would cost more than
-//!   its bytes;
+//! * (not a flush) outside a bulk run (fewer than `dma::BULK_DESCS` TX descriptors posted),
+//!   an op under [`DEFER_MIN_BYTES`] that depends on nothing pending runs at once, in order:
+//!   it commutes with the pending ops, and deferring it would cost more than its bytes;
 //! * before the engine returns, whether it stalled, finished or aborted — so sequencers and
 //!   other engines only ever see flushed memory.
 //!

@@ -49,6 +49,10 @@ use crate::error::{Error, ErrorKind};
 use crate::isa::memmap::MAX_RING_DESCS;
 use crate::isa::udma::{ring_id_at, CceOp, Descriptor, Direction, DESC_BYTES};
 
+/// Posted TX descriptors from which a run counts as bulk work (its small ops are deferred and
+/// spread over cores, [`crate::device::batch`]).
+pub const BULK_DESCS: u64 = 64;
+
 /// The permanent guard gap between producer and consumer (device.md §3.2).
 pub const RING_GUARD: u64 = 16;
 
@@ -492,6 +496,7 @@ impl QueuePair {
             chip,
             batch: &mut batch,
             rings,
+            bulk: self.m2s.tail - self.m2s.head >= BULK_DESCS,
             threads: device_threads(),
         };
         let mut bufs = (Vec::new(), Vec::new());

@@ -264,6 +264,9 @@ pub(super) struct Sink<'m> {
     pub batch: &'m mut Batch,
     /// Regions holding this engine's two rings: an op writing them runs in order.
     pub rings: [Option<usize>; 2],
+    /// Many descriptors were posted when the engine started: small ops are deferred too, since
+    /// together they are bulk work worth spreading.
+    pub bulk: bool,
     pub threads: usize,
 }
 
@@ -274,11 +277,11 @@ impl Sink<'_> {
     }
 
     /// Defer `op` behind the pending ops it depends on (flushing first if the batch is full),
-    /// or — when it is small and independent of everything pending — tell the caller to run it
-    /// in order right now (false): deferring a few bytes costs more than it saves, and an
-    /// independent op commutes with the pending ones.
+    /// or — outside a bulk run, when it is small and independent of everything pending — tell
+    /// the caller to run it in order right now (false): deferring a few bytes costs more than
+    /// it saves, and an independent op commutes with the pending ones.
     fn defer(&mut self, op: Op) -> bool {
-        if op.bytes() < DEFER_MIN_BYTES && self.batch.level_for(&op) == 0 {
+        if !self.bulk && op.bytes() < DEFER_MIN_BYTES && self.batch.level_for(&op) == 0 {
             return false;
         }
         if let Err(op) = self.batch.push(op) {
