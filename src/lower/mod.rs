@@ -12,6 +12,7 @@
 
 pub mod addrmap;
 pub mod cache;
+pub mod cases;
 pub mod compose;
 pub mod emit;
 pub mod emit_check;
