@@ -411,7 +411,12 @@ mod tests {
     fn lower_tells_illegal_from_legal() {
         let c = Case::new(CollectiveOp::AllToAll, Some(Algorithm::Ring), 4, 7);
         assert!(matches!(c.lower().unwrap(), Lowered::Illegal(m) if m.contains("OPENNRT_CC_ALGO")));
-        let mut c = Case::new(CollectiveOp::AllReduce, Some(Algorithm::SingleCycleRing), 4, 7);
+        let mut c = Case::new(
+            CollectiveOp::AllReduce,
+            Some(Algorithm::SingleCycleRing),
+            4,
+            7,
+        );
         assert!(matches!(c.lower().unwrap(), Lowered::Illegal(_)));
         c.topology = Some("custom:4x1x1".into());
         assert!(matches!(c.lower().unwrap(), Lowered::Program(_)));
