@@ -169,16 +169,13 @@ pub fn topologies(n: u32) -> Vec<Option<String>> {
     t
 }
 
-/// The in-place variants an op is tried with: out of place always; in place for the ops whose
-/// lowering defines it (all-to-all, permutes and send/recv are out of place only).
+/// The in-place variants an op is tried with: out of place and in place, except for the
+/// barrier (no data). In place, reduce-scatter and all-gather follow NCCL's convention (rank
+/// r's block at `r·count` of the shared storage, `lower::verify::expect::in_place_bases`).
 pub fn in_place_variants(op: CollectiveOp) -> &'static [bool] {
     match op {
-        CollectiveOp::AllReduce
-        | CollectiveOp::AllGather
-        | CollectiveOp::ReduceScatter
-        | CollectiveOp::AllToAllV
-        | CollectiveOp::PermuteReduceImplicit => &[false, true],
-        _ => &[false],
+        CollectiveOp::Barrier => &[false],
+        _ => &[false, true],
     }
 }
 
