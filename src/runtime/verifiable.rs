@@ -200,12 +200,13 @@ impl ReducePlan {
         })
     }
 
-    /// The value of term `slot` of set `set`, drawn with hash word `h`.
+    /// A term's value: drawn from `[lo, hi]` with hash word `h` (Lemire's multiply-shift, no
+    /// division) when it contributes, else the neutral value.
     #[inline]
-    fn value(&self, slot: u64, set: u64, h: u64) -> i128 {
-        if (slot % self.terms + set % self.terms) % self.terms < self.contributors {
+    fn draw(&self, contributes: bool, h: u64) -> i128 {
+        if contributes {
             let span = (self.hi - self.lo + 1) as u128;
-            self.lo + (u128::from(h) % span) as i128
+            self.lo + ((u128::from(h) * span) >> 64) as i128
         } else {
             self.neutral
         }
@@ -248,16 +249,17 @@ pub fn inputs(req: &CollectiveRequest) -> Result<Vec<Vec<u8>>> {
         .collect()
 }
 
-/// The (slot, set) of input element `idx` of `rank`: for permute-reduce the two operands
-/// `src0[e]`, `src1[e] = in[count + e]` of one rank; otherwise the ranks' elements at the same
-/// index.
-#[inline]
-fn slot_set(req: &CollectiveRequest, rank: u32, idx: u64) -> (u64, u64) {
+/// The runs of a rank's input along which `(slot + set) mod T` steps by one per element:
+/// `(first element, elements, position of the first)`. Permute-reduce: the two operands
+/// `src0[e]` (slot `rank`) and `src1[e] = in[count + e]` (slot `rank + 1`), set `e`; every
+/// other op: slot `rank`, set = the element index (the ranks' elements at one index meet).
+fn input_runs(req: &CollectiveRequest, rank: u32, elems: u64, terms: u64) -> Vec<(u64, u64, u64)> {
+    let r = u64::from(rank);
     if req.op == CollectiveOp::PermuteReduceImplicit {
-        let c = req.count.max(1);
-        (idx / c + u64::from(rank), idx % c)
+        let c = req.count;
+        vec![(0, c, r % terms), (c, c, (r + 1) % terms)]
     } else {
-        (u64::from(rank), idx)
+        vec![(0, elems, r % terms)]
     }
 }
 
@@ -270,26 +272,35 @@ fn fill_reduce_input(
     out: &mut [u8],
 ) {
     let key = rank_key(rank);
-    let value = |i: u64| {
-        let (slot, set) = slot_set(req, rank, i);
-        p.value(slot, set, word(key, i))
-    };
-    match codec {
-        Some(c) => {
-            let mut vals = [0f32; BLOCK];
-            for (b, chunk) in out.chunks_mut(BLOCK * esz).enumerate() {
-                let n = chunk.len() / esz;
-                let first = (b * BLOCK) as u64;
-                for (j, v) in vals[..n].iter_mut().enumerate() {
-                    // |value| ≤ B ≤ 2^24: exact in f32.
-                    *v = value(first + j as u64) as f32;
-                }
-                c.narrow(&vals[..n], chunk);
+    let elems = (out.len() / esz) as u64;
+    for (first, len, pos0) in input_runs(req, rank, elems, p.terms) {
+        let mut pos = pos0;
+        let mut next = |i: u64| {
+            let v = p.draw(pos < p.contributors, word(key, i));
+            pos += 1;
+            if pos == p.terms {
+                pos = 0;
             }
-        }
-        None => {
-            for (i, e) in out.chunks_exact_mut(esz).enumerate() {
-                put_int(value(i as u64), e);
+            v
+        };
+        let bytes = &mut out[(first as usize) * esz..((first + len) as usize) * esz];
+        match codec {
+            Some(c) => {
+                let mut vals = [0f32; BLOCK];
+                for (b, chunk) in bytes.chunks_mut(BLOCK * esz).enumerate() {
+                    let n = chunk.len() / esz;
+                    let at = first + (b * BLOCK) as u64;
+                    for (j, v) in vals[..n].iter_mut().enumerate() {
+                        // |value| ≤ B ≤ 2^24: exact in f32.
+                        *v = next(at + j as u64) as i64 as f32;
+                    }
+                    c.narrow(&vals[..n], chunk);
+                }
+            }
+            None => {
+                for (j, e) in bytes.chunks_exact_mut(esz).enumerate() {
+                    put_int(next(first + j as u64), e);
+                }
             }
         }
     }

@@ -234,7 +234,7 @@ pub fn perf_cmd(a: &[String]) -> i32 {
             args::op_name(s.op)
         );
     }
-    println!("#{:>47} | {:^35} | {:^35}", "", "out-of-place", "in-place");
+    println!("#{:>41} | {:^35} | {:^35}", "", "out-of-place", "in-place");
     println!(
         "#{:>11} {:>12} {:>9} {:>6} | {:>9} {:>8} {:>8} {:>7} | {:>9} {:>8} {:>8} {:>7}",
         "size",
