@@ -26,16 +26,16 @@
 //!   that meet in one output element form a *set* of `T` terms (T = N ranks; 2 for the
 //!   permute-reduce's `src0 ⊕ src1`). `K` of them *contribute*: term `slot` of set `s` does iff
 //!   `(slot + s) mod T < K`, so which ranks contribute rotates from element to element and every
-//!   rank's data decides some elements. ADD: `K = min(T, B)` contributors draw from
-//!   `[-m, m]`, `m = floor(B / K)` (unsigned: `[0, m]`), the others hold 0, so the sum of
-//!   magnitudes — and hence every partial sum, in any order and association — stays within
-//!   `B` (e.g. BF16 on 64 ranks: all 64 contribute −4..4; E5M2 on 64 ranks: 8 contribute −1..1).
-//!   MAX / MIN: `K = min(T, 3)` contributors draw from the whole `[-B, B]` and the others hold
-//!   the neutral `-B` (MAX) or `B` (MIN), so the result is the extreme of a few random values
-//!   rather than almost always the budget's edge; negative values are included wherever the
-//!   type is signed.
+//!   rank's data decides some elements. ADD: `K = min(T, B)` contributors draw from `[-m, m]`,
+//!   `m = floor(B / K)` (unsigned: `[0, m]`), the others hold 0, so the sum of magnitudes — and
+//!   hence every partial sum, in any order and association — stays within `B` (e.g. BF16 on 64
+//!   ranks: all 64 contribute −4..4; E5M2 on 64 ranks: 8 contribute −1..1). MAX / MIN (Choice:
+//!   three contributors): `K = min(T, 3)` contributors draw from the whole `[-B, B]` and the
+//!   others hold the neutral `-B` (MAX) or `B` (MIN), so the result is the extreme of a few
+//!   random values rather than almost always the budget's edge. Negative values are included
+//!   wherever the type is signed.
 //! * **Copy ops** (all-gather, all-to-all(-v), permutes, send/recv): copies move raw bytes
-//!   (device.md §11.1), so no budget applies and every element is a hashed bit pattern of its
+//!   (device.md §11.1), so no budget applies. Choice: every element is a hashed bit pattern of its
 //!   width; for float types a non-finite pattern gets its top exponent bit cleared (finite
 //!   values only, so that even a copy that went through the CCE must be exact).
 //!
@@ -58,8 +58,9 @@
 //! other ops; [`load_staged`] also writes the all-gather input at `r·count` and
 //! [`read_results`] reads the reduce-scatter result there. Output elements an op leaves
 //! untouched (all-to-all-v gaps, a permute's non-targets, the sender of send/recv) hold, in
-//! place, the rank's own input (where the input reaches) and, out of place, zero: the device
-//! maps fresh buffers zero-filled (`device::memory`).
+//! place, the rank's own input (where the input reaches) and, out of place, zero. Choice: the
+//! reference checks them (the device maps fresh buffers zero-filled, `device::memory`), so a
+//! stray write is caught too.
 
 mod reference;
 

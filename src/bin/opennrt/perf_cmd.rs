@@ -229,10 +229,19 @@ pub fn perf_cmd(a: &[String]) -> i32 {
         mem / 1e9
     );
     if !in_place {
-        println!(
-            "# {}: no in-place variant in the lowering (N/A)",
-            args::op_name(s.op)
-        );
+        println!("# {}: no in-place variant (no data)", args::op_name(s.op));
+    }
+    match s.op {
+        CollectiveOp::AllToAllV => println!(
+            "# all_to_all_v: the uneven count table of lower::cases::a2av_meta (packed receive \
+             windows); size = buffer, algbw = bytes a rank actually sends (mean) / time"
+        ),
+        CollectiveOp::Permute => println!("# permute: pairs r -> (r + 1) mod N"),
+        CollectiveOp::Send | CollectiveOp::Recv => println!(
+            "# send_recv: pairs 2k -> 2k+1, each its own 2-rank collective; time = the sum of \
+             the pairs' runs"
+        ),
+        _ => {}
     }
     println!("#{:>41} | {:^35} | {:^35}", "", "out-of-place", "in-place");
     println!(
@@ -316,4 +325,50 @@ pub fn perf_cmd(a: &[String]) -> i32 {
         ratio(last.1)
     );
     i32::from(wrong > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(op: CollectiveOp, n: u32, minb: u64, maxb: u64, step: u64) -> Opts {
+        Opts {
+            setup: Setup {
+                op,
+                n,
+                dtype: Dtype::Fp32,
+                redop: ReduceOp::Add,
+                alg: None,
+                iters: 1,
+                check: true,
+            },
+            minb,
+            maxb,
+            step,
+        }
+    }
+
+    #[test]
+    fn sizes_take_suffixes() {
+        assert_eq!(size("8"), 8);
+        assert_eq!(size("64K"), 65536);
+        assert_eq!(size("1m"), 1 << 20);
+        assert_eq!(size("2G"), 2 << 30);
+    }
+
+    /// nccl-tests' sizes → per-rank block counts: all-reduce 8 B..1 KiB ×4 of fp32 is 2, 8, 32,
+    /// 128 elements; all-gather on 4 ranks divides by 4 blocks and drops the repeats of the
+    /// 1-element minimum; a barrier has one row.
+    #[test]
+    fn counts_follow_nccl_sizes() {
+        let o = opts(CollectiveOp::AllReduce, 4, 8, 1024, 4);
+        assert_eq!(counts(&o, 4), vec![2, 8, 32, 128]);
+        let o = opts(CollectiveOp::AllGather, 4, 8, 1024, 4);
+        assert_eq!(counts(&o, 4), vec![1, 2, 8, 32]);
+        let o = opts(CollectiveOp::Barrier, 4, 8, 1024, 4);
+        assert_eq!(counts(&o, 4), vec![0]);
+        assert_eq!(perf_run::busbw_factor(CollectiveOp::AllReduce, 8), 1.75);
+        assert_eq!(perf_run::busbw_factor(CollectiveOp::AllToAll, 4), 0.75);
+        assert_eq!(perf_run::busbw_factor(CollectiveOp::Send, 2), 1.0);
+    }
 }

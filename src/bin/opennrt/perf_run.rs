@@ -3,16 +3,16 @@
 //! every element of the last run against `runtime::verifiable`.
 //!
 //! How each op is driven (choices where nccl-tests has no counterpart):
-//! * **all_to_all_v**: the deterministic uneven table of [`cases::a2av_meta`] with packed
-//!   receive windows (`send_counts[r][p]` spread over `0..=count`, one zero per rank); the
-//!   buffers hold `count · N` elements, and the bandwidth counts the bytes a rank actually sends
-//!   (mean over ranks), not the buffer.
-//! * **permute**: the pairs `r → (r + 1) mod N`; **permute_implicit** / **permute_reduce_implicit**
-//!   need no pairs (ring successor).
-//! * **send_recv**: the pairs `2k → 2k + 1`, each its own 2-rank send/recv collective (the op
-//!   is point to point), lowered on the topology of the whole world; an odd last rank idles.
-//!   The simulator runs the pairs one after another, as one machine executing all of them
-//!   would, so the row's time is the sum of the pairs' run times.
+//! * **all_to_all_v** (Choice): the deterministic uneven table of [`cases::a2av_meta`] with
+//!   packed receive windows (`send_counts[r][p]` spread over `0..=count`, one zero per rank);
+//!   the buffers hold `count · N` elements, and the bandwidth counts the bytes a rank actually
+//!   sends (mean over ranks), not the buffer.
+//! * **permute** (Choice): the pairs `r → (r + 1) mod N`; **permute_implicit** and
+//!   **permute_reduce_implicit** need no pairs (ring successor).
+//! * **send_recv** (Choice): the pairs `2k → 2k + 1`, each its own 2-rank send/recv collective
+//!   (the op is point to point), lowered on the topology of the whole world; an odd last rank
+//!   idles. The simulator runs the pairs one after another, as one machine executing all of
+//!   them would, so the row's time is the sum of the pairs' run times.
 //! * **barrier**: no data; the row is its time alone.
 //!
 //! [`Machine::run`]: opennrt::device::executor::Machine::run
