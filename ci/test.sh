@@ -48,6 +48,16 @@ for op in all_reduce all_gather reduce_scatter all_to_all; do
 done
 target/release/opennrt perf --op all_reduce --ranks 3 --dtype bf16 --redop max --maxbytes 64K --iters 1
 target/release/opennrt perf --op all_reduce --ranks 5 --dtype fp16 --redop min --maxbytes 64K --iters 1
+# every op once more, small sizes, other dtypes (out-of-place and in-place halves)
+for op in all_to_all_v permute permute_implicit send_recv barrier; do
+  target/release/opennrt perf --op "$op" --ranks 8 --dtype bf16 --maxbytes 64K --iters 1
+done
+target/release/opennrt perf --op permute_reduce_implicit --ranks 4 --dtype fp8_e4m3 --maxbytes 16K --iters 1
+target/release/opennrt perf --op reduce_scatter --ranks 16 --dtype fp8_e5m2 --redop max --maxbytes 64K --iters 1
+target/release/opennrt perf --op all_gather --ranks 4 --dtype uint64 --maxbytes 64K --iters 1
+
+step "device correctness matrix, full (release): every op x legal algorithm x dtype x redop x ranks x count x in-place"
+OPENNRT_MATRIX=full cargo test --release --test device_matrix
 
 step "ABI identity checks"
 bash ci/abi-check.sh target/release

@@ -13,6 +13,7 @@
 pub mod addrmap;
 pub mod barrier_cfg;
 pub mod cache;
+pub mod cases;
 pub mod compose;
 pub mod emit;
 pub mod emit_check;

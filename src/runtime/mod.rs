@@ -5,6 +5,8 @@
 //! * [`config`] — the environment, read once at `nrt_init` (spec/nrt-abi.md §5.10).
 //! * [`firmware`] — loading and gating `libncfw.so` (spec/ncfw.md §1.2).
 //! * [`log`] — logging under `NEURON_RT_LOG_LEVEL`.
+//! * [`device_run`] — running an emitted collective on the software device.
+//! * [`verifiable`] — verifiable data, the reference result and in-place staging for runs.
 
 pub mod config;
 pub mod device_run;
@@ -12,3 +14,4 @@ pub mod firmware;
 pub mod log;
 pub mod process;
 pub mod state;
+pub mod verifiable;

@@ -10,22 +10,8 @@ pub fn fail(cmd: &str, msg: &str) -> ! {
     std::process::exit(2)
 }
 
-/// Operation names accepted on the command line.
-pub const OPS: &[(&str, CollectiveOp)] = &[
-    ("all_reduce", CollectiveOp::AllReduce),
-    ("all_gather", CollectiveOp::AllGather),
-    ("reduce_scatter", CollectiveOp::ReduceScatter),
-    ("all_to_all", CollectiveOp::AllToAll),
-    ("all_to_all_v", CollectiveOp::AllToAllV),
-    ("permute", CollectiveOp::Permute),
-    ("permute_implicit", CollectiveOp::PermuteImplicit),
-    (
-        "permute_reduce_implicit",
-        CollectiveOp::PermuteReduceImplicit,
-    ),
-    ("send_recv", CollectiveOp::Send),
-    ("barrier", CollectiveOp::Barrier),
-];
+/// Operation names accepted on the command line (shared with the case matrix).
+pub use opennrt::lower::cases::OP_NAMES as OPS;
 
 /// Parse an operation name.
 pub fn op(cmd: &str, s: &str) -> CollectiveOp {
@@ -42,35 +28,24 @@ pub fn op(cmd: &str, s: &str) -> CollectiveOp {
 }
 
 /// The command-line name of an operation.
-pub fn op_name(o: CollectiveOp) -> &'static str {
-    OPS.iter()
-        .find(|(_, x)| *x == o)
-        .map(|(n, _)| *n)
-        .unwrap_or("recv")
-}
+pub use opennrt::lower::cases::op_name;
 
-/// Dtype names accepted on the command line.
-pub const DTYPES: &[(&str, Dtype)] = &[
-    ("bf16", Dtype::Bf16),
-    ("fp16", Dtype::Fp16),
-    ("fp32", Dtype::Fp32),
+/// Dtype names accepted on the command line (shared with the case matrix); the short FP8
+/// names `fp8_e3`, `fp8_e4`, `fp8_e5` are accepted too.
+pub use opennrt::lower::cases::DTYPE_NAMES as DTYPES;
+
+/// Short FP8 aliases.
+const DTYPE_ALIASES: &[(&str, Dtype)] = &[
     ("fp8_e3", Dtype::Fp8E3),
     ("fp8_e4", Dtype::Fp8E4),
     ("fp8_e5", Dtype::Fp8E5),
-    ("int8", Dtype::Int8),
-    ("uint8", Dtype::Uint8),
-    ("int16", Dtype::Int16),
-    ("uint16", Dtype::Uint16),
-    ("int32", Dtype::Int32),
-    ("uint32", Dtype::Uint32),
-    ("int64", Dtype::Int64),
-    ("uint64", Dtype::Uint64),
 ];
 
 /// Parse a dtype name.
 pub fn dtype(cmd: &str, s: &str) -> Dtype {
     DTYPES
         .iter()
+        .chain(DTYPE_ALIASES)
         .find(|(n, _)| n.eq_ignore_ascii_case(s))
         .map(|&(_, d)| d)
         .unwrap_or_else(|| {
@@ -127,10 +102,4 @@ pub fn pairs(cmd: &str, args: &[String], switches: &[&str]) -> Vec<(String, Stri
 }
 
 /// The command-line name of a dtype.
-pub fn dtype_name(d: Dtype) -> &'static str {
-    DTYPES
-        .iter()
-        .find(|(_, x)| *x == d)
-        .map(|(n, _)| *n)
-        .unwrap_or("?")
-}
+pub use opennrt::lower::cases::dtype_name;

@@ -5,10 +5,11 @@ use std::time::Instant;
 use opennrt::isa::ccop::{SpadCtrlEntry, SPAD_SLOT_CONTINUE_MARK};
 use opennrt::isa::enums::Dtype;
 use opennrt::lower::cache::SignatureCache;
+use opennrt::lower::cases::{self, Lowered};
 use opennrt::lower::emit::{decode_back, emit};
 use opennrt::lower::pipeline::{address_map, lower, lower_cached, LowerConfig};
 use opennrt::lower::program::{Algorithm, Program};
-use opennrt::lower::request::{A2avMeta, CollectiveOp, CollectiveRequest, ReduceOp};
+use opennrt::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
 use opennrt::lower::topology::Topology;
 use opennrt::lower::verify::verify;
 
@@ -99,7 +100,10 @@ fn build(a: &[(String, String)]) -> (CollectiveRequest, LowerConfig, Option<u32>
         r.pairs = pairs;
         if op == CollectiveOp::AllToAllV {
             // The lowering needs the counts: use the verify matrix's packed layout.
-            r.a2av = Some(a2av_meta(n, count, A2avRecv::Packed).unwrap_or_else(|e| fail(c, &e)));
+            r.a2av = Some(
+                cases::a2av_meta(n, count, cases::A2avRecv::Packed)
+                    .unwrap_or_else(|e| fail(c, e.message())),
+            );
         }
         r
     };
@@ -265,84 +269,16 @@ fn bench_cache(req: &CollectiveRequest, cfg: &LowerConfig) {
     );
 }
 
-/// How the all-to-all-v cases of the matrix place what a rank receives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum A2avRecv {
-    /// Receive counts and displacements given (src1_bitmap 0x0F): the windows are packed from
-    /// element 0 in descending peer order (so they are not in peer order), any tail untouched.
-    Packed,
-    /// Only send rows given (src1_bitmap 0x03): the block from peer p lands at
-    /// `(output / N) · p` = `count · p` (lowering.md §1.9 rule 9), gaps inside every block.
-    Derived,
-}
-
-impl A2avRecv {
-    fn name(self) -> &'static str {
-        match self {
-            A2avRecv::Packed => "packed",
-            A2avRecv::Derived => "derived",
-        }
-    }
-}
-
-/// The all-to-all-v metadata of an N-rank, `count`-element matrix case, resolved the way
-/// `request_a2av` intends (every rank's metadata rows → [`A2avMeta::with_table`]). Input and
-/// output hold `count · N` elements. Send counts are non-uniform, deterministic and never above
-/// `count` (so every layout fits): `send_counts[r][p]` is 0 for `p = r + 1 (mod N)` when N > 1
-/// (every rank has a zero and a gap), else `((r + 2p) · (count / 3 + 1) + count) mod (count + 1)`
-/// (spread over 0..=count; e.g. count 7: 7, 2, 5, 0, 3, …). Send displacements are packed in
-/// peer order.
-pub fn a2av_meta(n: u32, count: u64, recv: A2avRecv) -> Result<A2avMeta, String> {
-    let n64 = u64::from(n);
-    let send = |r: u64, p: u64| {
-        if n > 1 && p == (r + 1) % n64 {
-            0
-        } else {
-            ((r + 2 * p) * (count / 3 + 1) + count) % (count + 1)
-        }
-    };
-    let packed = |counts: &[u64], order: &mut dyn Iterator<Item = usize>| {
-        let mut displs = vec![0; counts.len()];
-        let mut at = 0;
-        for p in order {
-            displs[p] = at;
-            at += counts[p];
-        }
-        displs
-    };
-    let rows: Vec<Vec<Vec<u64>>> = (0..n64)
-        .map(|r| {
-            let counts: Vec<u64> = (0..n64).map(|p| send(r, p)).collect();
-            let displs = packed(&counts, &mut (0..n as usize));
-            let mut rows = vec![counts, displs];
-            if recv == A2avRecv::Packed {
-                let rc: Vec<u64> = (0..n64).map(|p| send(p, r)).collect();
-                let rd = packed(&rc, &mut (0..n as usize).rev());
-                rows.extend([rc, rd]);
-            }
-            rows
-        })
-        .collect();
-    let bitmap = match recv {
-        A2avRecv::Packed => 0x0F,
-        A2avRecv::Derived => 0x03,
-    };
-    A2avMeta::from_bitmap(bitmap, count * n64, count * n64, None)
-        .and_then(|m| m.with_table(n, &rows))
-        .map_err(|e| e.to_string())
-}
-
 /// `opennrt verify`: lower, verify, emit and decode back every case of the matrix; one line per
 /// case and a closing `N passed, N failed` line. Exit 1 if any case failed.
 ///
-/// The matrix: op × algorithm × ranks × count × (in place or not, where it applies) × topology;
-/// all-to-all-v also × receive layout ([`A2avRecv`]) with the counts of [`a2av_meta`].
-/// Each case is tried on three shapes of machine so that every algorithm meets a topology it is
-/// legal on: the default for the world (single node up to 32 ranks), one rank per node
-/// (`custom:Nx1x1`: single-cycle ring, inter RDH) and four ranks per node (`custom:(N/4)x1x4`:
-/// hierarchical). Forcing an algorithm that is illegal for a case is refused by the selector
-/// with an error (that refusal is itself checked: it must name `OPENNRT_CC_ALGO`), and the case
-/// is not counted.
+/// The matrix is [`cases::matrix`] (shared with the device matrix, `tests/device_matrix.rs`):
+/// op × algorithm × ranks × count × (in place or not, where it applies) × topology; all-to-all-v
+/// also × receive layout ([`cases::A2avRecv`]) with the counts of [`cases::a2av_meta`]. Each
+/// case is tried on the machines of [`cases::topologies`] so that every algorithm meets a
+/// topology it is legal on. Forcing an algorithm that is illegal for a case is refused by the
+/// selector with an error (that refusal is itself checked: it must name `OPENNRT_CC_ALGO`), and
+/// the case is not counted.
 pub fn verify_cmd(a: &[String]) -> i32 {
     let quick = a.iter().any(|x| x == "--quick");
     if let Some(bad) = a.iter().find(|x| *x != "--quick") {
@@ -361,75 +297,19 @@ pub fn verify_cmd(a: &[String]) -> i32 {
     } else {
         &[0, 1, 7, 4099, 1 << 20]
     };
-    let ops = [
-        CollectiveOp::AllReduce,
-        CollectiveOp::AllGather,
-        CollectiveOp::ReduceScatter,
-        CollectiveOp::AllToAll,
-        CollectiveOp::AllToAllV,
-        CollectiveOp::Permute,
-        CollectiveOp::PermuteImplicit,
-        CollectiveOp::PermuteReduceImplicit,
-        CollectiveOp::Send,
-        CollectiveOp::Barrier,
-    ];
     let (mut passed, mut failed, mut refused) = (0u32, 0u32, 0u32);
     let t_all = Instant::now();
-    for &op in &ops {
-        for &alg in &Algorithm::ALL {
-            for &n in ranks {
-                if op == CollectiveOp::Send && n != 2 {
-                    continue;
-                }
-                let mut topos = vec![None, Some(format!("custom:{n}x1x1"))];
-                if n >= 8 && n % 4 == 0 {
-                    topos.push(Some(format!("custom:{}x1x4", n / 4)));
-                }
-                for &count in counts {
-                    if op == CollectiveOp::Barrier && count != 0 {
-                        continue;
-                    }
-                    let places: &[bool] = match op {
-                        CollectiveOp::AllReduce
-                        | CollectiveOp::AllGather
-                        | CollectiveOp::ReduceScatter
-                        | CollectiveOp::AllToAllV
-                        | CollectiveOp::PermuteReduceImplicit => &[false, true],
-                        _ => &[false],
-                    };
-                    let layouts: &[Option<A2avRecv>] = if op == CollectiveOp::AllToAllV {
-                        &[Some(A2avRecv::Packed), Some(A2avRecv::Derived)]
-                    } else {
-                        &[None]
-                    };
-                    for (&in_place, &a2av) in places
-                        .iter()
-                        .flat_map(|p| layouts.iter().map(move |l| (p, l)))
-                    {
-                        for topo in &topos {
-                            let name = format!(
-                                "{} alg={} ranks={n} count={count}{}{} topology={}",
-                                args::op_name(op),
-                                alg.name(),
-                                a2av.map(|l| format!(" recv={}", l.name()))
-                                    .unwrap_or_default(),
-                                if in_place { " in-place" } else { "" },
-                                topo.as_deref().unwrap_or("default")
-                            );
-                            match run_case(op, alg, n, count, in_place, a2av, topo.as_deref()) {
-                                Case::Pass(ms) => {
-                                    passed += 1;
-                                    println!("ok   {name} ({ms:.1} ms)");
-                                }
-                                Case::Illegal => refused += 1,
-                                Case::Fail(why) => {
-                                    failed += 1;
-                                    println!("FAIL {name}: {why}");
-                                }
-                            }
-                        }
-                    }
-                }
+    for case in cases::matrix(ranks, counts) {
+        let name = case.name(false);
+        match run_case(&case) {
+            Case::Pass(ms) => {
+                passed += 1;
+                println!("ok   {name} ({ms:.1} ms)");
+            }
+            Case::Illegal => refused += 1,
+            Case::Fail(why) => {
+                failed += 1;
+                println!("FAIL {name}: {why}");
             }
         }
     }
@@ -447,57 +327,14 @@ enum Case {
     Fail(String),
 }
 
-fn run_case(
-    op: CollectiveOp,
-    alg: Algorithm,
-    n: u32,
-    count: u64,
-    in_place: bool,
-    a2av: Option<A2avRecv>,
-    topo: Option<&str>,
-) -> Case {
+fn run_case(case: &cases::Case) -> Case {
     let t = Instant::now();
-    let mut req = CollectiveRequest::new(
-        op,
-        Dtype::Bf16,
-        op.is_reducing().then_some(ReduceOp::Add),
-        count,
-        (0..n).collect(),
-        0,
-    );
-    req.in_place = in_place;
-    if op == CollectiveOp::Permute {
-        // A rotation by two: every rank is a source and a target once.
-        req.pairs = (0..n).map(|r| (r, (r + 2) % n)).collect();
-    }
-    if let Some(recv) = a2av {
-        req.a2av = match a2av_meta(n, count, recv) {
-            Ok(m) => Some(m),
-            Err(e) => return Case::Fail(format!("all-to-all-v metadata: {e}")),
-        };
-    }
-    let mut cfg = match LowerConfig::for_world(n) {
-        Ok(c) => c,
-        Err(e) => return Case::Fail(e.to_string()),
-    };
-    if let Some(t) = topo {
-        cfg.topology = match Topology::parse(t, n) {
-            Ok(t) => t,
-            Err(e) => return Case::Fail(format!("topology: {e}")),
-        };
-    }
-    cfg.select.forced = Some(alg);
-    let p = match lower(&req, &cfg) {
-        Ok(p) => p,
+    let (_, cfg, p) = match case.lower() {
+        Ok(Lowered::Program(b)) => *b,
         // Selection refuses algorithms that are illegal for the request or topology (§3.2); the
         // matrix only counts the legal ones.
-        Err(e)
-            if e.kind() == opennrt::ErrorKind::Invalid
-                && e.message().contains("OPENNRT_CC_ALGO") =>
-        {
-            return Case::Illegal
-        }
-        Err(e) => return Case::Fail(format!("lowering: {e}")),
+        Ok(Lowered::Illegal(_)) => return Case::Illegal,
+        Err(e) => return Case::Fail(e.to_string()),
     };
     if let Err(e) = verify(&p) {
         return Case::Fail(format!("verification: {e}"));

@@ -10,6 +10,7 @@ mod args;
 mod ctx_log_cmd;
 mod lower_cmd;
 mod perf_cmd;
+mod perf_run;
 
 const USAGE: &str = "usage: opennrt <command> [options]
 

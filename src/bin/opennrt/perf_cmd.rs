@@ -1,31 +1,45 @@
 //! `opennrt perf`: the main job (issue 4 item 7) — run a collective on N simulated ranks in one
 //! process through the lowering and the software device, nccl-tests style.
 //!
-//! Every iteration loads the emitted program into a fresh simulated machine (not timed), runs
-//! it (timed: the device executing the descriptors) and reads the outputs back; the data is
-//! verifiable (small integer values whose exact result every dtype represents), so `#wrong`
-//! must be 0. First version: all-reduce, all-gather, reduce-scatter and all-to-all, out of
-//! place, the float dtypes bf16 / fp16 / fp32 (and the integer dtypes for copy ops); the other
-//! ops, in-place rows and FP8 come with the rest of issue 4.
+//! Every size is one row with an out-of-place and an in-place half (nccl-tests prints both on
+//! one row); each half loads the emitted program into a fresh simulated machine (not timed),
+//! runs it (timed: the device executing the descriptors, [`perf_run::measure`]) and checks
+//! every element against `runtime::verifiable` (data whose exact result every dtype
+//! represents), so `#wrong` must be 0. Sizes are bytes of the per-rank buffer nccl-tests
+//! reports (all-gather's output, reduce-scatter's input, the all-to-all buffers) and take
+//! K/M/G suffixes; busbw uses nccl-tests' factors ([`perf_run::busbw_factor`]). The run opens
+//! with this machine's single-thread memcpy bandwidth, measured then, and closes with
+//! nccl-tests' `# Avg bus bandwidth` and the ratio of the largest size's busbw to memcpy.
+//!
+//! Integer reductions are refused before anything runs: the CCE has no integer datapath
+//! (spec/device.md §11.1; the compiler converts integer reductions to FP32), and the emitter
+//! would refuse the reduce descriptors anyway. With `--check 0` nothing is compared (`#wrong`
+//! prints `N/A`), which keeps large sizes cheap; the exit status is then that of the runs.
 
-use std::time::Instant;
-
-use opennrt::dtype::{FloatCodec, Numerics};
 use opennrt::isa::enums::Dtype;
-use opennrt::isa::memmap::MAX_RING_DESCS;
-use opennrt::lower::emit::{emit_with, EmitOptions};
-use opennrt::lower::pipeline::{address_map, lower, LowerConfig};
+use opennrt::lower::cases;
 use opennrt::lower::program::Algorithm;
-use opennrt::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
-use opennrt::runtime::device_run::{load, read_outputs};
+use opennrt::lower::request::{CollectiveOp, ReduceOp};
 
 use crate::args::{self, fail};
+use crate::perf_run::{self, Measured, Setup};
 
-const USAGE: &str =
-    "usage: opennrt perf --op <all_reduce|all_gather|reduce_scatter|all_to_all> --ranks N
-       [--dtype bf16|fp16|fp32|int32|...] [--redop add|max|min] [--minbytes 8] [--maxbytes 1M]
-       [--stepfactor 4] [--iters 3] [--alg ring|mesh|...] [--check 0|1]   (sizes take K/M/G)";
+const USAGE: &str = "usage: opennrt perf --op <op> --ranks N [options]
 
+  --op         all_reduce | all_gather | reduce_scatter | all_to_all | all_to_all_v | permute |
+               permute_implicit | permute_reduce_implicit | send_recv | barrier
+  --ranks N    simulated ranks (global device ids 0..N; topology from OPENNRT_TOPOLOGY)
+  --dtype T    fp32 (default), bf16, fp16, fp8_e3m4, fp8_e4m3, fp8_e5m2, int8, uint8, int16,
+               uint16, int32, uint32, int64, uint64 (reductions need a float dtype)
+  --redop R    add (default), max, min (reducing ops)
+  --minbytes A smallest size (default 8), --maxbytes B largest (default 1M), --stepfactor F
+               (default 4); sizes take K/M/G suffixes (-b/-e/-f as in nccl-tests)
+  --iters K    timed runs per size, the median is reported (default 3)
+  --alg A      force an algorithm: ring, hier, mesh, kangaring, single_cycle_ring, intra_rdh,
+               inter_rdh (as OPENNRT_CC_ALGO)
+  --check 0|1  check every element (default 1); exit 1 on any wrong element";
+
+/// A size with an optional K/M/G suffix.
 fn size(s: &str) -> u64 {
     let t = s.trim();
     let (num, mul) = match t.chars().last() {
@@ -35,20 +49,9 @@ fn size(s: &str) -> u64 {
         _ => (t, 1),
     };
     num.parse::<u64>()
-        .map(|n| n * mul)
-        .unwrap_or_else(|_| fail("perf", &format!("bad size {s:?}")))
-}
-
-/// nccl-tests' bus-bandwidth factor of an op on n ranks.
-fn busbw_factor(op: CollectiveOp, n: u32) -> f64 {
-    let n = f64::from(n);
-    match op {
-        CollectiveOp::AllReduce => 2.0 * (n - 1.0) / n,
-        CollectiveOp::AllGather | CollectiveOp::ReduceScatter | CollectiveOp::AllToAll => {
-            (n - 1.0) / n
-        }
-        _ => 1.0,
-    }
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .unwrap_or_else(|| fail("perf", &format!("bad size {s:?}")))
 }
 
 /// Single-thread memcpy bandwidth of this machine (bytes/s), measured now.
@@ -57,7 +60,7 @@ fn memcpy_bw() -> f64 {
     let src = vec![1u8; n];
     let mut dst = vec![0u8; n];
     dst.copy_from_slice(&src);
-    let t = Instant::now();
+    let t = std::time::Instant::now();
     for _ in 0..4 {
         dst.copy_from_slice(std::hint::black_box(&src));
     }
@@ -65,29 +68,14 @@ fn memcpy_bw() -> f64 {
     4.0 * n as f64 / t.elapsed().as_secs_f64()
 }
 
-/// Input value of rank r, element i: small integers, so sums over up to 64 ranks stay exact in
-/// bf16 (≤ 3·64 = 192 < 256) and in every wider type.
-fn value(r: u32, i: u64) -> f64 {
-    ((u64::from(r) * 7 + i * 3) % 4) as f64
+struct Opts {
+    setup: Setup,
+    minb: u64,
+    maxb: u64,
+    step: u64,
 }
 
-fn encode(codec: Option<&FloatCodec>, d: Dtype, v: f64, out: &mut [u8]) {
-    match codec {
-        Some(c) => c.narrow_one(v as f32, out),
-        None => {
-            let le = (v as u64).to_le_bytes();
-            let n = out.len();
-            out.copy_from_slice(&le[..n]);
-            let _ = d;
-        }
-    }
-}
-
-pub fn perf_cmd(a: &[String]) -> i32 {
-    if a.iter().any(|x| x == "-h" || x == "--help") {
-        println!("{USAGE}");
-        return 0;
-    }
+fn parse(a: &[String]) -> Opts {
     let c = "perf";
     let (mut op, mut n, mut dtype, mut redop) = (None, None, Dtype::Fp32, ReduceOp::Add);
     let (mut minb, mut maxb, mut step, mut iters, mut alg, mut check) =
@@ -100,7 +88,7 @@ pub fn perf_cmd(a: &[String]) -> i32 {
             "--redop" => redop = args::redop(c, &v),
             "--minbytes" | "-b" => minb = size(&v),
             "--maxbytes" | "-e" => maxb = size(&v),
-            "--stepfactor" | "-f" => step = args::num::<u64>(c, &k, &v).max(2),
+            "--stepfactor" | "-f" => step = args::num::<u64>(c, &k, &v),
             "--iters" => iters = args::num::<u32>(c, &k, &v).max(1),
             "--alg" => {
                 alg = Some(
@@ -108,179 +96,279 @@ pub fn perf_cmd(a: &[String]) -> i32 {
                         .unwrap_or_else(|| fail(c, &format!("unknown --alg {v:?}"))),
                 )
             }
-            "--check" => check = v != "0",
+            "--check" => {
+                check = match v.as_str() {
+                    "0" => false,
+                    "1" => true,
+                    _ => fail(c, &format!("--check {v:?}: use 0 or 1")),
+                }
+            }
             other => fail(c, &format!("unknown option {other}\n{USAGE}")),
         }
     }
     let op = op.unwrap_or_else(|| fail(c, &format!("--op is required\n{USAGE}")));
-    if !matches!(
-        op,
-        CollectiveOp::AllReduce
-            | CollectiveOp::AllGather
-            | CollectiveOp::ReduceScatter
-            | CollectiveOp::AllToAll
-    ) {
-        fail(
-            c,
-            "this first version of perf runs all_reduce, all_gather, reduce_scatter and all_to_all",
-        );
-    }
     let n = n.unwrap_or_else(|| fail(c, "--ranks is required"));
-    let esz = dtype
-        .size_bytes()
-        .unwrap_or_else(|| fail(c, "dtype has no size")) as u64;
-    let codec = FloatCodec::new(dtype, &Numerics::default()).ok();
-    if op.is_reducing() && codec.is_none() {
+    if n == 0 {
+        fail(c, "--ranks must be at least 1");
+    }
+    if matches!(op, CollectiveOp::Send | CollectiveOp::Recv) && n < 2 {
+        fail(c, "send_recv needs at least 2 ranks (pairs 2k -> 2k+1)");
+    }
+    if step < 2 {
+        fail(c, "--stepfactor must be at least 2");
+    }
+    if minb > maxb {
+        fail(c, "--minbytes is larger than --maxbytes");
+    }
+    if matches!(dtype, Dtype::Fp32r | Dtype::Invalid) {
+        fail(c, "dtype has no element size");
+    }
+    if op.is_reducing() && dtype.is_integer() {
         fail(
             c,
-            "reductions need a float dtype (the compiler converts integer reductions to FP32)",
+            &format!(
+                "{} of {} is not supported: the CCE has no integer datapath (device.md §11.1); \
+                 the compiler converts integer reductions to FP32, so use --dtype fp32",
+                args::op_name(op),
+                args::dtype_name(dtype)
+            ),
         );
     }
-    let bw = memcpy_bw();
-    println!("# opennrt perf: {} on {n} simulated ranks, {} {:?}; single-thread memcpy {:.2} GB/s (measured now)", args::op_name(op), dtype.name(), redop, bw / 1e9);
-    println!(
-        "#{:>12} {:>12} {:>8} {:>6} | {:>10} {:>8} {:>8} {:>7}",
-        "size", "count", "type", "redop", "time(us)", "algbw", "busbw", "#wrong"
-    );
-    let mut total_wrong = 0u64;
-    let mut sizes = Vec::new();
-    let mut s = minb.max(esz);
-    while s <= maxb {
-        sizes.push(s);
-        s *= step;
-    }
-    for bytes in sizes {
-        // nccl-tests' size is the per-rank buffer of the larger side; count = elements of it.
-        let total = bytes / esz;
-        let count = match op {
-            CollectiveOp::AllReduce => total,
-            _ => (total / u64::from(n)).max(1),
-        };
-        let mut req = CollectiveRequest::new(
+    Opts {
+        setup: Setup {
             op,
+            n,
             dtype,
-            op.is_reducing().then_some(redop),
-            count,
-            (0..n).collect(),
-            0,
-        );
-        req.in_place = false;
-        let mut cfg = match LowerConfig::from_env(n) {
-            Ok(c) => c,
-            Err(e) => fail(c, e.message()),
-        };
-        if alg.is_some() {
-            cfg.select.forced = alg;
+            redop,
+            alg,
+            iters,
+            check,
+        },
+        minb,
+        maxb,
+        step,
+    }
+}
+
+/// The element counts of the rows: nccl-tests' sizes from `minb` to `maxb`, turned into per-rank
+/// block counts (at least 1), without repeats. A barrier has one row, count 0.
+fn counts(o: &Opts, esz: u64) -> Vec<u64> {
+    let s = &o.setup;
+    if s.op == CollectiveOp::Barrier {
+        return vec![0];
+    }
+    let per = perf_run::blocks(s.op, s.n) * esz;
+    let mut v: Vec<u64> = Vec::new();
+    let mut b = o.minb.max(1);
+    while b <= o.maxb {
+        let c = (b / per).max(1);
+        if v.last() != Some(&c) {
+            v.push(c);
         }
-        let run = || -> opennrt::Result<(f64, u64)> {
-            let p = lower(&req, &cfg)?;
-            let map = address_map(&p, &cfg.topology)?;
-            // Rings as long as the stream (up to the memory map's 2^24 descriptors): the loader
-            // does not refill wrapped rings yet.
-            let e = emit_with(
-                &p,
-                &map,
-                &EmitOptions {
-                    max_ring: MAX_RING_DESCS,
-                },
-            )?;
-            let in_elems = req.input_elems();
-            let inputs: Vec<Vec<u8>> = (0..n)
-                .map(|r| {
-                    let mut b = vec![0u8; (in_elems * esz) as usize];
-                    for i in 0..in_elems {
-                        encode(
-                            codec.as_ref(),
-                            dtype,
-                            value(r, i),
-                            &mut b[(i * esz) as usize..((i + 1) * esz) as usize],
+        b = match b.checked_mul(o.step) {
+            Some(x) => x,
+            None => break,
+        };
+    }
+    v
+}
+
+fn half(m: &Option<Measured>, factor: f64) -> String {
+    match m {
+        None => format!("{:>9} {:>8} {:>8} {:>7}", "N/A", "N/A", "N/A", "N/A"),
+        Some(m) => {
+            let algbw = if m.time > 0.0 {
+                m.bytes / m.time / 1e9
+            } else {
+                0.0
+            };
+            let wrong = m.wrong.map_or("N/A".to_string(), |w| w.to_string());
+            format!(
+                "{:>9.1} {:>8.3} {:>8.3} {:>7}",
+                m.time * 1e6,
+                algbw,
+                algbw * factor,
+                wrong
+            )
+        }
+    }
+}
+
+fn busbw(m: &Option<Measured>, factor: f64) -> Option<f64> {
+    m.as_ref()
+        .filter(|m| m.time > 0.0)
+        .map(|m| m.bytes / m.time / 1e9 * factor)
+}
+
+pub fn perf_cmd(a: &[String]) -> i32 {
+    if a.iter().any(|x| x == "-h" || x == "--help") {
+        println!("{USAGE}");
+        return 0;
+    }
+    let o = parse(a);
+    let s = o.setup.clone();
+    let esz = s.dtype.size_bytes().unwrap_or(1) as u64;
+    let redop = if s.op.is_reducing() {
+        format!("{:?}", s.redop).to_lowercase()
+    } else {
+        "none".into()
+    };
+    let in_place = cases::in_place_variants(s.op).contains(&true);
+    let factor = perf_run::busbw_factor(s.op, s.n);
+    let mem = memcpy_bw();
+    println!(
+        "# opennrt perf: {} on {} simulated ranks, {} {redop}, {} iteration(s) per size (median), check {}",
+        args::op_name(s.op),
+        s.n,
+        args::dtype_name(s.dtype),
+        s.iters,
+        if s.check { "on" } else { "off" }
+    );
+    println!(
+        "# single-thread memcpy: {:.3} GB/s (measured now); busbw factor {factor:.4}",
+        mem / 1e9
+    );
+    if !in_place {
+        println!("# {}: no in-place variant (no data)", args::op_name(s.op));
+    }
+    match s.op {
+        CollectiveOp::AllToAllV => println!(
+            "# all_to_all_v: the uneven count table of lower::cases::a2av_meta (packed receive \
+             windows); size = buffer, algbw = bytes a rank actually sends (mean) / time"
+        ),
+        CollectiveOp::Permute => println!("# permute: pairs r -> (r + 1) mod N"),
+        CollectiveOp::Send | CollectiveOp::Recv => println!(
+            "# send_recv: pairs 2k -> 2k+1, each its own 2-rank collective; time = the sum of \
+             the pairs' runs"
+        ),
+        _ => {}
+    }
+    println!("#{:>41} | {:^35} | {:^35}", "", "out-of-place", "in-place");
+    println!(
+        "#{:>11} {:>12} {:>9} {:>6} | {:>9} {:>8} {:>8} {:>7} | {:>9} {:>8} {:>8} {:>7}",
+        "size",
+        "count",
+        "type",
+        "redop",
+        "time",
+        "algbw",
+        "busbw",
+        "#wrong",
+        "time",
+        "algbw",
+        "busbw",
+        "#wrong"
+    );
+    println!(
+        "#{:>11} {:>12} {:>9} {:>6} | {:>9} {:>8} {:>8} {:>7} | {:>9} {:>8} {:>8} {:>7}",
+        "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""
+    );
+    let (mut wrong, mut sum, mut rows) = (0u64, 0.0, 0u32);
+    let mut last = (None, None);
+    for count in counts(&o, esz) {
+        let mut inputs = Vec::new();
+        let mut halves = [None, None];
+        for (i, ip) in [false, true].into_iter().enumerate() {
+            if ip && !in_place {
+                continue;
+            }
+            match perf_run::measure(&s, count, ip, &mut inputs) {
+                Ok((m, first)) => {
+                    if let Some(f) = first {
+                        eprintln!(
+                            "opennrt perf: count {count} {}: first wrong element: {f}",
+                            if ip { "in place" } else { "out of place" }
                         );
                     }
-                    b
-                })
-                .collect();
-            let mut times = Vec::new();
-            let mut outs = Vec::new();
-            for _ in 0..iters {
-                let mut m = load(&p, &e, &map, &inputs)?;
-                let t = Instant::now();
-                m.run()?;
-                times.push(t.elapsed().as_secs_f64());
-                outs = read_outputs(&m, &map)?;
-            }
-            times.sort_by(f64::total_cmp);
-            let wrong = if check {
-                count_wrong(&req, &outs, codec.as_ref(), esz)
-            } else {
-                0
-            };
-            Ok((times[times.len() / 2], wrong))
-        };
-        match run() {
-            Ok((t, wrong)) => {
-                total_wrong += wrong;
-                let algbw = bytes as f64 / t / 1e9;
-                println!(
-                    "{:>13} {:>12} {:>8} {:>6} | {:>10.1} {:>8.3} {:>8.3} {:>7}",
-                    bytes,
-                    total,
-                    args::dtype_name(dtype),
-                    if op.is_reducing() {
-                        format!("{redop:?}").to_lowercase()
-                    } else {
-                        "none".to_string()
-                    },
-                    t * 1e6,
-                    algbw,
-                    algbw * busbw_factor(op, n),
-                    wrong
-                );
-            }
-            Err(e) => {
-                eprintln!("opennrt perf: {bytes} bytes: {e}");
-                return 1;
-            }
-        }
-    }
-    println!("# out-of-place only in this version; #wrong total {total_wrong}; busbw factors as nccl-tests (all_reduce 2(n-1)/n, others (n-1)/n)");
-    i32::from(total_wrong > 0)
-}
-
-/// Elements of every rank's output that differ from the exact result.
-fn count_wrong(
-    req: &CollectiveRequest,
-    outs: &[Vec<u8>],
-    codec: Option<&FloatCodec>,
-    esz: u64,
-) -> u64 {
-    let n = req.rank_n();
-    let c = req.count;
-    let mut wrong = 0;
-    for r in 0..n {
-        let out = &outs[r as usize];
-        for e in 0..req.output_elems() {
-            let want = match req.op {
-                CollectiveOp::AllReduce => reduce(req, (0..n).map(|q| value(q, e))),
-                CollectiveOp::ReduceScatter => {
-                    reduce(req, (0..n).map(|q| value(q, u64::from(r) * c + e)))
+                    wrong += m.wrong.unwrap_or(0);
+                    halves[i] = Some(m);
                 }
-                CollectiveOp::AllGather => value((e / c) as u32, e % c),
-                _ => value((e / c) as u32, u64::from(r) * c + e % c),
-            };
-            let mut exp = vec![0u8; esz as usize];
-            encode(codec, req.dtype, want, &mut exp);
-            if out[(e * esz) as usize..((e + 1) * esz) as usize] != exp[..] {
-                wrong += 1;
+                Err(e) => {
+                    eprintln!(
+                        "opennrt perf: count {count} {}: {e}",
+                        if ip { "in place" } else { "out of place" }
+                    );
+                    return 1;
+                }
             }
         }
+        for b in halves.iter().filter_map(|h| busbw(h, factor)) {
+            sum += b;
+            rows += 1;
+        }
+        let size = count * perf_run::blocks(s.op, s.n) * esz;
+        println!(
+            "{:>12} {:>12} {:>9} {:>6} | {} | {}",
+            size,
+            count * perf_run::blocks(s.op, s.n),
+            args::dtype_name(s.dtype),
+            redop,
+            half(&halves[0], factor),
+            half(&halves[1], factor)
+        );
+        last = (busbw(&halves[0], factor), busbw(&halves[1], factor));
     }
-    wrong
+    let checked = if s.check {
+        format!("{wrong} wrong elements")
+    } else {
+        "not checked (--check 0)".into()
+    };
+    println!("# Out of bounds values : {checked}");
+    println!(
+        "# Avg bus bandwidth    : {:.6}",
+        if rows > 0 { sum / f64::from(rows) } else { 0.0 }
+    );
+    let ratio = |b: Option<f64>| b.map_or("N/A".into(), |b| format!("{:.4}", b * 1e9 / mem));
+    println!(
+        "# largest size busbw / single-thread memcpy: out-of-place {}, in-place {}",
+        ratio(last.0),
+        ratio(last.1)
+    );
+    i32::from(wrong > 0)
 }
 
-fn reduce(req: &CollectiveRequest, vals: impl Iterator<Item = f64>) -> f64 {
-    match req.reduce {
-        Some(ReduceOp::Max) => vals.fold(f64::MIN, f64::max),
-        Some(ReduceOp::Min) => vals.fold(f64::MAX, f64::min),
-        _ => vals.sum(),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(op: CollectiveOp, n: u32, minb: u64, maxb: u64, step: u64) -> Opts {
+        Opts {
+            setup: Setup {
+                op,
+                n,
+                dtype: Dtype::Fp32,
+                redop: ReduceOp::Add,
+                alg: None,
+                iters: 1,
+                check: true,
+            },
+            minb,
+            maxb,
+            step,
+        }
+    }
+
+    #[test]
+    fn sizes_take_suffixes() {
+        assert_eq!(size("8"), 8);
+        assert_eq!(size("64K"), 65536);
+        assert_eq!(size("1m"), 1 << 20);
+        assert_eq!(size("2G"), 2 << 30);
+    }
+
+    /// nccl-tests' sizes → per-rank block counts: all-reduce 8 B..1 KiB ×4 of fp32 is 2, 8, 32,
+    /// 128 elements; all-gather on 4 ranks divides by 4 blocks and drops the repeats of the
+    /// 1-element minimum; a barrier has one row.
+    #[test]
+    fn counts_follow_nccl_sizes() {
+        let o = opts(CollectiveOp::AllReduce, 4, 8, 1024, 4);
+        assert_eq!(counts(&o, 4), vec![2, 8, 32, 128]);
+        let o = opts(CollectiveOp::AllGather, 4, 8, 1024, 4);
+        assert_eq!(counts(&o, 4), vec![1, 2, 8, 32]);
+        let o = opts(CollectiveOp::Barrier, 4, 8, 1024, 4);
+        assert_eq!(counts(&o, 4), vec![0]);
+        assert_eq!(perf_run::busbw_factor(CollectiveOp::AllReduce, 8), 1.75);
+        assert_eq!(perf_run::busbw_factor(CollectiveOp::AllToAll, 4), 0.75);
+        assert_eq!(perf_run::busbw_factor(CollectiveOp::Send, 2), 1.0);
     }
 }
