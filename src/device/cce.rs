@@ -40,8 +40,11 @@ pub const MAX_SOURCES: usize = 32;
 /// Elements per processing block: the f32 scratch of one source fits in L1.
 pub const BLOCK: usize = 1024;
 
-/// Scratch of a reduce of at most this many elements (a small packet).
-const SMALL_BLOCK: usize = 128;
+thread_local! {
+    /// The f32 accumulator and widening scratch of [`Plan::run`], one pair per thread.
+    static SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<f32>)> =
+        std::cell::RefCell::new((vec![0.0; BLOCK], vec![0.0; BLOCK]));
+}
 
 /// Reduce `sources` element-wise into `out` with `op` ∈ {ADD, MAX, MIN} in the default FP8 modes
 /// ([`Numerics::default`]). FMA needs scales: use [`reduce_fma`] or [`reduce_with`].
@@ -209,15 +212,26 @@ impl<'s> Plan<'s> {
             )));
         }
         let n = dst.len() / size;
-        // Scratch sized to the work: zeroing two full blocks would dominate small packets.
-        let (mut acc_small, mut x_small) = ([0f32; SMALL_BLOCK], [0f32; SMALL_BLOCK]);
-        let (mut acc_big, mut x_big);
-        let (acc, x): (&mut [f32], &mut [f32]) = if n <= SMALL_BLOCK {
-            (&mut acc_small, &mut x_small)
-        } else {
-            (acc_big, x_big) = ([0f32; BLOCK], [0f32; BLOCK]);
-            (&mut acc_big, &mut x_big)
-        };
+        // Per-thread scratch, allocated once: zeroing two blocks per call would cost as much
+        // as reducing a small packet.
+        SCRATCH.with(|cell| {
+            let mut guard = cell.borrow_mut();
+            let (acc, x) = &mut *guard;
+            self.run_blocks(others, inout, dst, n, acc, x)
+        })
+    }
+
+    /// [`Plan::run`] over caller-provided scratch of [`BLOCK`] elements each.
+    fn run_blocks(
+        &self,
+        others: &[&[u8]],
+        inout: Option<usize>,
+        dst: &mut [u8],
+        n: usize,
+        acc: &mut [f32],
+        x: &mut [f32],
+    ) -> Result<()> {
+        let size = self.codec.size();
         let mut start = 0;
         while start < n {
             let len = BLOCK.min(n - start);

@@ -497,6 +497,7 @@ impl QueuePair {
             batch: &mut batch,
             rings,
             bulk: self.m2s.tail - self.m2s.head >= BULK_DESCS,
+            last_spec: None,
             threads: device_threads(),
         };
         let mut bufs = (Vec::new(), Vec::new());

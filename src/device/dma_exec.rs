@@ -267,10 +267,35 @@ pub(super) struct Sink<'m> {
     /// Many descriptors were posted when the engine started: small ops are deferred too, since
     /// together they are bulk work worth spreading.
     pub bulk: bool,
+    /// The reduce parameters of the last CCE packet (consecutive packets share them).
+    pub last_spec: Option<Arc<ReduceSpec>>,
     pub threads: usize,
 }
 
 impl Sink<'_> {
+    /// The shared reduce parameters of `red`.
+    fn spec(&mut self, red: &Reduce<'_>) -> Arc<ReduceSpec> {
+        let same = |s: &ReduceSpec| {
+            s.numerics == *red.numerics
+                && s.op == red.op
+                && s.dtype == red.dtype
+                && s.scales.as_deref() == red.scales
+        };
+        match &self.last_spec {
+            Some(s) if same(s) => Arc::clone(s),
+            _ => {
+                let s = Arc::new(ReduceSpec {
+                    numerics: *red.numerics,
+                    op: red.op,
+                    dtype: red.dtype,
+                    scales: red.scales.map(Arc::from),
+                });
+                self.last_spec = Some(Arc::clone(&s));
+                s
+            }
+        }
+    }
+
     /// Execute everything deferred so far.
     pub fn flush(&mut self) {
         self.batch.flush(self.mem, self.threads);
@@ -401,12 +426,7 @@ pub(super) fn exec_cce(
     }
     cuts.sort_unstable();
     cuts.dedup();
-    let spec = Arc::new(ReduceSpec {
-        numerics: *red.numerics,
-        op: red.op,
-        dtype: red.dtype,
-        scales: red.scales.map(Arc::from),
-    });
+    let spec = sink.spec(red);
     for w in cuts.windows(2) {
         let (a, n) = (w[0], (w[1] - w[0]) as usize);
         let (dk, doff) = locate(dst, a);
