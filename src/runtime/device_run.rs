@@ -11,6 +11,11 @@
 //! values, raises TRIGGER (semaphore 0) on every TOP_SP (the host trigger, device.md §8.2),
 //! runs the machine and reads every rank's output buffer.
 //!
+//! In place, input and output are one storage and the data sits where NCCL puts it (the
+//! lowering composes for the same convention, `lower::verify::expect::in_place_bases`): an
+//! all-gather's input is written at element `r·count` of rank r's storage, a reduce-scatter's
+//! result is read from there; every other op uses offset 0.
+//!
 //! A stream longer than its ring (the emitter's lap scheme: stream index `i` in slot `i % len`
 //! with the RING_ID of its lap) is loaded one lap at a time: the loader writes the first lap and
 //! attaches the stream to the queue ([`crate::device::dma::Feed`]), whose producer writes each
@@ -27,6 +32,7 @@ use crate::isa::udma::Direction;
 use crate::lower::addrmap::AddressMap;
 use crate::lower::emit::{EmittedProgram, TopspImage};
 use crate::lower::program::{Buf, Program};
+use crate::lower::verify::expect::in_place_bases;
 
 /// Execute `emitted` (the lowering of `p` over `map`) with `inputs[r]` as rank `r`'s input
 /// bytes; returns every rank's output bytes.
@@ -48,7 +54,7 @@ pub fn execute_with_report(
 ) -> Result<(Vec<Vec<u8>>, RunReport)> {
     let mut m = load(p, emitted, map, inputs)?;
     let report = m.run()?;
-    Ok((read_outputs(&m, map)?, report))
+    Ok((read_outputs(&m, p, map)?, report))
 }
 
 /// Build the machine of [`execute`] up to the host trigger (every TOP_SP triggered, nothing
@@ -102,8 +108,9 @@ pub fn load(
                 bufs.input
             )));
         }
+        let (at, _) = byte_bases(p, r)?;
         m.mem
-            .write(chip, map.buf_on_chip(r, Buf::Input, 0)?, input)?;
+            .write(chip, map.buf_on_chip(r, Buf::Input, at)?, input)?;
     }
     for rank in &emitted.ranks {
         let chip = map.chip_id(rank.rank)?;
@@ -114,17 +121,33 @@ pub fn load(
     Ok(m)
 }
 
-/// Every rank's output buffer.
-pub fn read_outputs(m: &Machine, map: &AddressMap) -> Result<Vec<Vec<u8>>> {
+/// Every rank's output: its output buffer, or in place where the NCCL convention puts it
+/// (module doc).
+pub fn read_outputs(m: &Machine, p: &Program, map: &AddressMap) -> Result<Vec<Vec<u8>>> {
     let n = map.buffers().output as usize;
     (0..map.ranks())
         .map(|r| {
             let mut v = vec![0u8; n];
-            m.mem
-                .read(map.chip_id(r)?, map.buf_on_chip(r, Buf::Output, 0)?, &mut v)?;
+            let (_, at) = byte_bases(p, r)?;
+            m.mem.read(
+                map.chip_id(r)?,
+                map.buf_on_chip(r, Buf::Output, at)?,
+                &mut v,
+            )?;
             Ok(v)
         })
         .collect()
+}
+
+/// Byte offsets of rank `r`'s input and result in its buffers: `(0, 0)` except in place
+/// (`lower::verify::expect::in_place_bases`, NCCL's convention).
+fn byte_bases(p: &Program, r: u32) -> Result<(u64, u64)> {
+    let (i, o) = in_place_bases(&p.request, r);
+    let esz = p
+        .request
+        .elem_bytes()
+        .ok_or_else(|| Error::invalid("device run: the request's dtype has no element size"))?;
+    Ok((i * esz, o * esz))
 }
 
 /// Map and fill one TOP_SP's program area, build its queues and sequencer, raise TRIGGER.

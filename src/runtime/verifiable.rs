@@ -53,10 +53,9 @@
 //! The input is the rank's logical input ([`CollectiveRequest::input_elems`] elements) and the
 //! result its logical output. In place, input and output are one storage and the lowering
 //! follows NCCL ([`in_place_bases`]): all-gather reads rank r's input at element `r·count`,
-//! reduce-scatter leaves rank r's result at `r·count`. [`crate::runtime::device_run`] writes the
-//! input at byte 0 and reads the output at byte 0 of the storage, which only matches for the
-//! other ops; [`load_staged`] also writes the all-gather input at `r·count` and
-//! [`read_results`] reads the reduce-scatter result there. Output elements an op leaves
+//! reduce-scatter leaves rank r's result at `r·count`; [`crate::runtime::device_run`] places
+//! and reads the data there. [`load_staged`] also writes the all-gather input at byte 0 of the
+//! storage (stale bytes the collective must overwrite). Output elements an op leaves
 //! untouched (all-to-all-v gaps, a permute's non-targets, the sender of send/recv) hold, in
 //! place, the rank's own input (where the input reaches) and, out of place, zero. Choice: the
 //! reference checks them (the device maps fresh buffers zero-filled, `device::memory`), so a
@@ -361,9 +360,9 @@ fn byte_bases(req: &CollectiveRequest, rank: u32) -> Result<(u64, u64)> {
     Ok((i * esz, o * esz))
 }
 
-/// [`device_run::load`], plus the NCCL in-place staging: in-place all-gather also writes rank
-/// r's input at element `r·count` of its storage (where the lowering reads it; byte 0 then
-/// holds stale data the collective must overwrite). The machine is ready to run.
+/// [`device_run::load`] (which places in-place data by the NCCL convention), plus stale bytes
+/// where the collective must write: in-place all-gather also gets rank r's input at element 0 of
+/// its storage, which the collective must overwrite with rank 0's block.
 pub fn load_staged(
     p: &Program,
     e: &EmittedProgram,
@@ -377,7 +376,7 @@ pub fn load_staged(
             let chip = map.chip_id(r)?;
             m.mem.write(
                 chip,
-                map.buf_on_chip(r, Buf::Input, at)?,
+                map.buf_on_chip(r, Buf::Input, 0)?,
                 &inputs[r as usize],
             )?;
         }
@@ -385,24 +384,9 @@ pub fn load_staged(
     Ok(m)
 }
 
-/// Every rank's result after a run: its output buffer ([`device_run::read_outputs`]), except
-/// for in-place reduce-scatter, whose result is read at element `r·count` of the storage.
-pub fn read_results(
-    m: &Machine,
-    map: &AddressMap,
-    req: &CollectiveRequest,
-) -> Result<Vec<Vec<u8>>> {
-    let mut outs = device_run::read_outputs(m, map)?;
-    for r in 0..map.ranks() {
-        let (_, at) = byte_bases(req, r)?;
-        if at > 0 {
-            let chip = map.chip_id(r)?;
-            let out = &mut outs[r as usize];
-            m.mem
-                .read(chip, map.buf_on_chip(r, Buf::Output, at)?, out)?;
-        }
-    }
-    Ok(outs)
+/// Every rank's result after a run ([`device_run::read_outputs`]).
+pub fn read_results(m: &Machine, p: &Program, map: &AddressMap) -> Result<Vec<Vec<u8>>> {
+    device_run::read_outputs(m, p, map)
 }
 
 /// Load with [`load_staged`], run, and read with [`read_results`].
@@ -414,7 +398,7 @@ pub fn execute_staged(
 ) -> Result<Vec<Vec<u8>>> {
     let mut m = load_staged(p, e, map, inputs)?;
     m.run()?;
-    read_results(&m, map, &p.request)
+    read_results(&m, p, map)
 }
 
 #[cfg(test)]

@@ -178,7 +178,7 @@ pub fn measure(
             m.run()?;
             t += start.elapsed().as_secs_f64();
             if it + 1 == s.iters && s.check {
-                outs.push(verifiable::read_results(&m, &p.map, &p.req)?);
+                outs.push(verifiable::read_results(&m, &p.prog, &p.map)?);
             }
         }
         times.push(t);
