@@ -20,10 +20,9 @@
 use std::time::Instant;
 
 use opennrt::isa::enums::Dtype;
-use opennrt::isa::memmap::MAX_RING_DESCS;
 use opennrt::lower::addrmap::AddressMap;
 use opennrt::lower::cases;
-use opennrt::lower::emit::{emit_with, EmitOptions, EmittedProgram};
+use opennrt::lower::emit::{emit, EmittedProgram};
 use opennrt::lower::pipeline::{address_map, lower, LowerConfig};
 use opennrt::lower::program::{Algorithm, Program};
 use opennrt::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
@@ -124,15 +123,9 @@ fn prepare(s: &Setup, req: CollectiveRequest) -> Result<Prepared> {
     }
     let prog = lower(&req, &cfg)?;
     let map = address_map(&prog, &cfg.topology)?;
-    // Rings as long as the stream (up to the memory map's 2^24 descriptors): the loader does
-    // not refill wrapped rings.
-    let em = emit_with(
-        &prog,
-        &map,
-        &EmitOptions {
-            max_ring: MAX_RING_DESCS,
-        },
-    )?;
+    // The emitter's default rings (a 64 Ki-descriptor vring page, device.md §4); a longer
+    // stream runs lap by lap through the queue feed.
+    let em = emit(&prog, &map)?;
     Ok(Prepared { req, prog, em, map })
 }
 
