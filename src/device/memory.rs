@@ -343,17 +343,21 @@ impl Memory {
         Ok(())
     }
 
-    /// Remove the region mapped at exactly `base` on `chip`.
-    pub fn unmap(&mut self, chip: u8, base: u64) -> Result<(), MemError> {
-        let at = self
-            .keys
+    /// Index of the region mapped at exactly `base` on `chip`.
+    fn index_of(&self, chip: u8, base: u64) -> Result<usize, MemError> {
+        self.keys
             .binary_search(&key(chip, base))
             .map_err(|_| MemError::BadMapping {
                 chip,
                 base,
                 len: 0,
                 reason: "nothing mapped",
-            })?;
+            })
+    }
+
+    /// Remove the region mapped at exactly `base` on `chip`.
+    pub fn unmap(&mut self, chip: u8, base: u64) -> Result<(), MemError> {
+        let at = self.index_of(chip, base)?;
         self.last.set(None);
         self.regions.remove(at);
         self.keys.remove(at);
@@ -365,15 +369,7 @@ impl Memory {
     /// Device HBM is physically present; the loader prefaults data buffers, not rings (a ring
     /// is mapped for its whole capacity but touched only as far as its stream).
     pub fn prefault(&mut self, chip: u8, base: u64) -> Result<(), MemError> {
-        let at = self
-            .keys
-            .binary_search(&key(chip, base))
-            .map_err(|_| MemError::BadMapping {
-                chip,
-                base,
-                len: 0,
-                reason: "nothing mapped",
-            })?;
+        let at = self.index_of(chip, base)?;
         // `black_box`: the compiler may not assume the zeroed allocation's contents, so the
         // zero written over a zero really reaches each page.
         let data = std::hint::black_box(&mut self.regions[at].data[..]);

@@ -17,16 +17,9 @@ use super::ctx_layout::*;
 use crate::error::{Error, Result};
 use crate::isa::ccop::{pack_cc_op, CcOpFields, SPAD_CTRL_ENTRY_SIZE};
 
-/// `dma_apb_bcast` (§3.2.5): a DMA broadcast target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ApbBcast {
-    /// SoC address of the M2S broadcast tail-increment register.
-    pub m2s_tail_ptr: u64,
-    /// SoC address of the S2M one.
-    pub s2m_tail_ptr: u64,
-    /// Broadcast group / engine mask.
-    pub mask: u32,
-}
+/// The barrier structures are the wire codec's (`isa::barrier_cfg`, ncfw.md §3.2.5, §3.2.10):
+/// the context image and the device read the same bytes.
+pub use crate::isa::barrier_cfg::{ApbBcast, BarrierStep, DeviceBarrier};
 
 /// `ring_neighbor` (§3.2.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -91,46 +84,6 @@ pub struct MeshEvent {
     pub direct_trigger: u8,
     /// Flag.
     pub wait_event: u8,
-}
-
-/// One of the four device-barrier steps (§3.2.10).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct BarrierStep {
-    /// M2S value.
-    pub m2s_val: u16,
-    /// S2M value.
-    pub s2m_val: u16,
-    /// Up to four leader semaphores.
-    pub barrier_sema: [u64; 4],
-    /// Their targets.
-    pub target_sema_val: [u32; 4],
-}
-
-/// The device-barrier view of the barrier union (§3.2.10).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct DeviceBarrier {
-    /// The four steps.
-    pub steps: [BarrierStep; 4],
-    /// DMA sync semaphores.
-    pub dma_sync_sema: [u64; 4],
-    /// Broadcast target.
-    pub dma_apb_bcast: ApbBcast,
-    /// Network proxy start address.
-    pub start_network_proxy: u64,
-    /// DMA sync target.
-    pub dma_sync_sema_value: u32,
-    /// Descriptor ring base, low half.
-    pub tdrbp_low: u32,
-    /// High half.
-    pub tdrbp_high: u32,
-    /// Descriptor count.
-    pub desc_count: u32,
-    /// Not dumped.
-    pub total_desc_n: u32,
-    /// Engines.
-    pub dma_engines_bitmap: u16,
-    /// Queue.
-    pub queue_id: u8,
 }
 
 /// `dev_configs` (§3.2.12), `tsync` included.
