@@ -34,6 +34,16 @@ pub const FP16_NAN: u16 = 0x7E00;
 /// Canonical FP32 NaN of our reduce outputs (the IEEE default quiet NaN).
 pub const FP32_NAN: u32 = 0x7FC0_0000;
 
+/// The I/O dtypes the CCE reduces (device.md §11.1), narrowest-exponent FP8 last.
+pub const CCE_IO_DTYPES: [Dtype; 6] = [
+    Dtype::Bf16,
+    Dtype::Fp16,
+    Dtype::Fp32,
+    Dtype::Fp8E3,
+    Dtype::Fp8E4,
+    Dtype::Fp8E5,
+];
+
 /// Bytes per element in memory (lowering.md §1.10); an error for INVALID.
 pub fn size_bytes(d: Dtype) -> Result<usize> {
     d.size_bytes()

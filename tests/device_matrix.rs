@@ -49,14 +49,7 @@ use opennrt::runtime::verifiable;
 
 const RANKS: [u32; 8] = [1, 2, 3, 4, 5, 8, 16, 64];
 const COUNTS: [u64; 5] = [0, 1, 7, 4099, 1 << 16];
-const FLOATS: [Dtype; 6] = [
-    Dtype::Bf16,
-    Dtype::Fp16,
-    Dtype::Fp32,
-    Dtype::Fp8E3,
-    Dtype::Fp8E4,
-    Dtype::Fp8E5,
-];
+const FLOATS: [Dtype; 6] = opennrt::dtype::CCE_IO_DTYPES;
 const INTS: [Dtype; 3] = [Dtype::Int8, Dtype::Int32, Dtype::Uint64];
 const REDOPS: [ReduceOp; 3] = [ReduceOp::Add, ReduceOp::Max, ReduceOp::Min];
 /// Above this many bytes per rank buffer, a 1<<16 case takes a 1-byte dtype.

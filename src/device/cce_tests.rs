@@ -5,14 +5,7 @@ use super::*;
 use crate::dtype::{Fp8Format, FP32_NAN};
 use std::time::Instant;
 
-const FLOATS: [Dtype; 6] = [
-    Dtype::Bf16,
-    Dtype::Fp16,
-    Dtype::Fp32,
-    Dtype::Fp8E3,
-    Dtype::Fp8E4,
-    Dtype::Fp8E5,
-];
+const FLOATS: [Dtype; 6] = crate::dtype::CCE_IO_DTYPES;
 
 fn codec(d: Dtype, n: &Numerics) -> FloatCodec {
     FloatCodec::new(d, n).unwrap()

@@ -141,14 +141,7 @@ fn reduce_inputs_stay_within_budget() {
 
 #[test]
 fn copy_inputs_are_finite_and_distinct() {
-    for d in [
-        Dtype::Bf16,
-        Dtype::Fp16,
-        Dtype::Fp32,
-        Dtype::Fp8E3,
-        Dtype::Fp8E4,
-        Dtype::Fp8E5,
-    ] {
+    for d in crate::dtype::CCE_IO_DTYPES {
         let rq = req(CollectiveOp::AllGather, d, None, 3, 1000);
         let ins = inputs(&rq).unwrap();
         let cd = FloatCodec::new(d, &Numerics::default()).unwrap();
