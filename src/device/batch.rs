@@ -31,7 +31,7 @@
 //! **Split.** `Batch::flush` carves every region into disjoint destination slices and shared
 //! gaps (safe `split_at_mut`, no `unsafe`), cuts large ops into element-aligned pieces of
 //! [`PIECE_BYTES`], and per level hands contiguous runs of pieces of about equal bytes to
-//! `threads` workers (`std::thread::scope`). Batches under [`PARALLEL_MIN_BYTES`] run on the
+//! `threads` workers (`std::thread::scope`). Levels under [`PARALLEL_MIN_BYTES`] run on the
 //! calling thread: spawning costs more than it saves. The thread count is
 //! [`device_threads`]: `OPENNRT_DEVICE_THREADS` if set (1 = everything on the calling thread),
 //! else the machine's available parallelism, at most [`MAX_THREADS`].
@@ -49,7 +49,7 @@ pub const PIECE_BYTES: usize = 256 << 10;
 /// Ops smaller than this that depend on nothing pending run at once instead of being deferred.
 pub const DEFER_MIN_BYTES: u64 = 16 << 10;
 
-/// Batches smaller than this run on the calling thread.
+/// Levels smaller than this run on the calling thread.
 pub const PARALLEL_MIN_BYTES: u64 = 1 << 20;
 
 /// Most dependency levels a batch holds before it is flushed.
@@ -208,7 +208,6 @@ impl Level {
 #[derive(Debug, Default)]
 pub(crate) struct Batch {
     levels: Vec<Level>,
-    bytes: u64,
 }
 
 impl Batch {
@@ -241,21 +240,21 @@ impl Batch {
         for s in op.reads() {
             l.reads.insert(s);
         }
-        self.bytes += op.dst().len as u64;
         l.ops.push(op);
         Ok(())
     }
 
     /// Execute every pending op, level by level (module doc), and empty the batch.
     pub fn flush(&mut self, mem: &mut Memory, threads: usize) {
-        let threads = if self.bytes < PARALLEL_MIN_BYTES {
-            1
-        } else {
-            threads.max(1)
-        };
-        self.bytes = 0;
         for level in std::mem::take(&mut self.levels) {
-            run_level(mem, &level.ops, threads);
+            // Spread only a level with enough bytes to pay for the workers.
+            let bytes: u64 = level.ops.iter().map(Op::bytes).sum();
+            let t = if bytes < PARALLEL_MIN_BYTES {
+                1
+            } else {
+                threads.max(1)
+            };
+            run_level(mem, &level.ops, t);
         }
     }
 }
