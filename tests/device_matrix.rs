@@ -417,7 +417,6 @@ fn integer_reductions_are_refused() {
 /// inter single-cycle ring AR → intra ring AG), all-gather hier 64 ranks `custom:16x1x4` count
 /// 4099 (inter RDH → intra ring).
 #[test]
-#[ignore = "known failure HIER-2CH (device or emission; not fixed here)"]
 fn known_hier_two_channels() {
     let c = Case {
         topology: Some("custom:2x1x2".into()),

@@ -38,6 +38,7 @@
 
 pub mod error;
 pub mod expect;
+pub(crate) mod lanes;
 pub(crate) mod schedule;
 pub mod symbolic;
 
