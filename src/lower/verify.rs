@@ -43,7 +43,9 @@ pub(crate) mod schedule;
 pub mod symbolic;
 
 #[cfg(test)]
-mod testprog;
+mod entry_order_tests;
+#[cfg(test)]
+pub(crate) mod testprog;
 #[cfg(test)]
 mod tests;
 

@@ -29,9 +29,7 @@
 //! §4.6: wait or direct semaphore trigger, no data) on the rank's own chunk; their signals are
 //! `Local` (same core). Change [`join_step`] to label them otherwise.
 
-use crate::lower::program::{
-    Entry, Half, Primitive, Sem, Signal, SignalKind, Step, Wait,
-};
+use crate::lower::program::{Entry, Half, Primitive, Sem, Signal, SignalKind, Step, Wait};
 
 /// A data-less step of rank `rank`: an optional wait and some signals.
 pub fn join_step(rank: u32, wait: Option<Wait>, signals: Vec<Signal>) -> Step {
@@ -56,11 +54,7 @@ pub fn join_entries(prev: &mut Entry, next: &mut Entry, rank: u32, id: u8) -> us
     let mut waits = 0;
     let mut signals: Vec<Vec<Signal>> = vec![Vec::new(); prev.tapes.len()];
     for &t in &targets {
-        let sem = Sem {
-            rank,
-            topsp: t,
-            id,
-        };
+        let sem = Sem { rank, topsp: t, id };
         let from: Vec<usize> = (0..prev.tapes.len())
             .filter(|&i| prev.tapes[i].topsp != t)
             .collect();
@@ -178,5 +172,57 @@ mod tests {
         let before = (a.clone(), b.clone());
         assert_eq!(join_entries(&mut a, &mut b, 3, 9), 0);
         assert_eq!((a, b), before);
+    }
+
+    /// HIER-2CH at the lowering level: hierarchical programs whose legs use different
+    /// algorithms / channel splits on two channels (intra mesh → inter ring; ring → single-
+    /// cycle ring → ring; inter RDH → intra ring) verify with their joins and are rejected by
+    /// the verifier without them (what `opennrt verify` would have said before the fix).
+    #[test]
+    fn hier_programs_need_their_joins() {
+        use crate::lower::cases::{Case, Lowered};
+        use crate::lower::request::CollectiveOp;
+        use crate::lower::verify::verify;
+        let cases = [
+            (CollectiveOp::ReduceScatter, 4, "custom:2x1x2", 2049),
+            (CollectiveOp::AllReduce, 8, "custom:2x1x4", 65536),
+            (CollectiveOp::AllGather, 32, "custom:8x1x4", 4099),
+        ];
+        for (op, n, topo, count) in cases {
+            let c = Case {
+                topology: Some(topo.into()),
+                dtype: crate::isa::enums::Dtype::Fp32,
+                ..Case::new(op, Some(Algorithm::Hier), n, count)
+            };
+            let Ok(Lowered::Program(b)) = c.lower() else {
+                panic!("{} does not lower", c.name(false));
+            };
+            let (_, _, mut p) = *b;
+            let algs: Vec<Algorithm> = p.ranks[0].entries.iter().map(|e| e.algorithm).collect();
+            assert!(
+                algs.windows(2).any(|w| w[0] != w[1]),
+                "{}: {algs:?}",
+                c.name(false)
+            );
+            verify(&p).unwrap_or_else(|e| panic!("{}: {e}", c.name(false)));
+            let mut joins = 0;
+            for t in p
+                .ranks
+                .iter_mut()
+                .flat_map(|r| &mut r.entries)
+                .flat_map(|e| &mut e.tapes)
+            {
+                let before = t.steps.len();
+                t.steps
+                    .retain(|s| *s != join_step(s.chunk, s.wait, s.signals.clone()));
+                joins += before - t.steps.len();
+            }
+            assert!(joins > 0, "{}: no join steps", c.name(false));
+            assert!(
+                verify(&p).is_err(),
+                "{}: verifies without its joins",
+                c.name(false)
+            );
+        }
     }
 }

@@ -78,6 +78,9 @@ pub(crate) struct RankLanes {
     pub lanes: Vec<Lane>,
     /// `slot[entry][tape] = (lane, index in that lane's items)`.
     pub slot: Vec<Vec<(usize, usize)>>,
+    /// The rank-reached bits the rank starts with (its own start; a rank without tapes keeps
+    /// just these).
+    pub start: Vec<u64>,
 }
 
 impl RankLanes {
@@ -112,7 +115,11 @@ impl RankLanes {
             }
             slot.push(here);
         }
-        RankLanes { lanes, slot }
+        RankLanes {
+            lanes,
+            slot,
+            start: know.to_vec(),
+        }
     }
 
     /// True when every lane is done.
@@ -138,7 +145,7 @@ impl RankLanes {
 
     /// The rank-reached bits of the whole rank (every lane's, joined).
     pub fn know(&self) -> Vec<u64> {
-        let mut k: Vec<u64> = Vec::new();
+        let mut k = self.start.clone();
         for lane in &self.lanes {
             if k.len() < lane.know.len() {
                 k.resize(lane.know.len(), 0);

@@ -26,9 +26,9 @@
 
 use std::collections::HashMap;
 
+use crate::isa::slot::CHAIN_SEM;
 use crate::lower::program::{Buf, Loc, Program, Sem, SignalKind, Step, Transfer};
 use crate::lower::request::CollectiveOp;
-use crate::isa::slot::CHAIN_SEM;
 use crate::lower::verify::error::{At, Blocked, VerifyError};
 use crate::lower::verify::lanes::{reporter_waits, RankLanes};
 use crate::lower::verify::symbolic::{Memory, Piece, Writer};
@@ -512,7 +512,12 @@ impl<'p> Run<'p> {
             .filter_map(|&o| {
                 let ol = &rs.lanes[o];
                 let &(oe, ot) = ol.items.get(ol.pos)?;
-                let os = ol.pc.min(p.ranks[r as usize].entries[oe].tapes[ot].steps.len().checked_sub(1)?);
+                let os = ol.pc.min(
+                    p.ranks[r as usize].entries[oe].tapes[ot]
+                        .steps
+                        .len()
+                        .checked_sub(1)?,
+                );
                 Some(at(p, r, oe, ot, os))
             })
             .collect();
