@@ -69,17 +69,11 @@ fn dtypes(op: CollectiveOp) -> Vec<Dtype> {
 }
 
 /// Known-failure classes: cases of a class may fail because of a bug outside this test's reach
-/// (device or emission); each has an `#[ignore]`d reproduction below.
-fn known_failure(c: &Case) -> Option<&'static str> {
-    let hier_ring_family = matches!(
-        c.op,
-        CollectiveOp::AllReduce | CollectiveOp::ReduceScatter | CollectiveOp::AllGather
-    );
-    (hier_ring_family && c.alg == Some(Algorithm::Hier) && c.count > 2048).then_some(
-        "HIER-2CH: hierarchical programs with 2 channels lose channel 1's half of a block for \
-         some leg-algorithm mixes (the symbolic verifier and decode-back pass; see \
-         known_hier_two_channels)",
-    )
+/// (device or emission); each has an `#[ignore]`d reproduction below. None at present (HIER-2CH,
+/// hierarchical legs on two channels, was fixed by the leg joins of `compose::leg_join`; its
+/// reproduction [`known_hier_two_channels`] now runs as a regression test).
+fn known_failure(_c: &Case) -> Option<&'static str> {
+    None
 }
 
 /// What one case did.
@@ -400,17 +394,19 @@ fn integer_reductions_are_refused() {
     }
 }
 
-/// HIER-2CH, minimal: reduce-scatter forced to hier on 4 ranks of `custom:2x1x2` (2 nodes × 2
-/// ranks), FP32 ADD, count 2049, the default 2 channels. Legs: intra reduce-scatter mesh
-/// (16392 B ≤ the 32 KiB mesh cap), inter reduce-scatter ring (32784 B > the cap). The symbolic
-/// verifier proves the program and the emitted bytes decode back to it, yet on the device
-/// every rank's elements 1025..2049 — channel 1's half of its block — come out 0 (4096 wrong
-/// elements). With OPENNRT_CC_CHANNELS=1 (`cfg.channels = 1`) the same case is exact. Larger
-/// variants in the matrix: all-reduce hier 8 ranks `custom:2x1x4` count 65536 (intra ring RS →
-/// inter single-cycle ring AR → intra ring AG), all-gather hier 64 ranks `custom:16x1x4` count
-/// 4099 (inter RDH → intra ring).
+/// HIER-2CH (fixed; regression test), minimal: reduce-scatter forced to hier on 4 ranks of
+/// `custom:2x1x2` (2 nodes × 2 ranks), FP32 ADD, count 2049, the default 2 channels. Legs:
+/// intra reduce-scatter mesh (16392 B ≤ the 32 KiB mesh cap, channel 0 on TOP_SP 0 only),
+/// inter reduce-scatter ring (32784 B > the cap, channels 0 and 1 on TOP_SPs 0 and 1). The
+/// device chains entries per TOP_SP (device.md §8.3), so TOP_SP 1 used to start the ring leg
+/// at trigger time and send channel 1's half of the block (elements 1025..2049) before the
+/// mesh leg on TOP_SP 0 had written it: 4096 elements came out 0, while the verifier, which
+/// then joined all tapes at every entry boundary, accepted the program. Now the legs are
+/// joined with semaphores (`compose::leg_join`) and the verifier models the per-TOP_SP order
+/// (`verify::lanes`). Larger variants run in the full matrix: all-reduce hier 8 ranks
+/// `custom:2x1x4` count 65536 (intra ring RS → inter single-cycle ring AR → intra ring AG),
+/// all-gather hier 64 ranks `custom:16x1x4` count 4099 (inter RDH → intra ring).
 #[test]
-#[ignore = "known failure HIER-2CH (device or emission; not fixed here)"]
 fn known_hier_two_channels() {
     let c = Case {
         topology: Some("custom:2x1x2".into()),

@@ -38,11 +38,14 @@
 
 pub mod error;
 pub mod expect;
+pub(crate) mod lanes;
 pub(crate) mod schedule;
 pub mod symbolic;
 
 #[cfg(test)]
-mod testprog;
+mod entry_order_tests;
+#[cfg(test)]
+pub(crate) mod testprog;
 #[cfg(test)]
 mod tests;
 

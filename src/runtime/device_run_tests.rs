@@ -295,3 +295,30 @@ fn exec_timeout_stops_the_run_with_a_report() {
     m.timeout = None;
     m.run().unwrap();
 }
+
+/// Run a hand-built two-entry program (`lower::verify::testprog`) on the device; the number
+/// of wrong elements against the independent reference.
+fn wrong_elements(p: &Program) -> u64 {
+    use crate::runtime::verifiable;
+    let topo = LowerConfig::for_world(p.request.rank_n()).unwrap().topology;
+    let map = address_map(p, &topo).unwrap();
+    let em = emit(p, &map).unwrap();
+    let ins = verifiable::inputs(&p.request).unwrap();
+    let outs = verifiable::execute_staged(p, &em, &map, &ins).unwrap();
+    verifiable::check(&p.request, &ins, &outs).unwrap().wrong
+}
+
+/// The orders the verifier relies on between entries on two TOP_SPs (`verify::lanes`) are
+/// ones the device gives: the leg join (HIER-2CH's fix, `compose::leg_join`) and the reporter's
+/// completion wait (lowering.md §6.3). Both programs verify and are exact on the device.
+#[test]
+fn entries_on_two_topsps_run_in_the_verified_order() {
+    use crate::lower::verify::{testprog, verify};
+    for p in [
+        testprog::staged_all_gather(4099, true),
+        testprog::reporter_ordered_all_gather(4099),
+    ] {
+        verify(&p).unwrap();
+        assert_eq!(wrong_elements(&p), 0);
+    }
+}

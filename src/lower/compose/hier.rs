@@ -27,14 +27,22 @@
 //! composer scratch range after the region — a rank may start leg k+1 while a peer is still in
 //! leg k, so nothing is shared between legs.
 //!
+//! **Order between legs**: the device chains a TOP_SP's entries on that TOP_SP only (device.md
+//! §8.3, lowering.md §6.3), while leg k+1 on one TOP_SP reads what leg k wrote on another
+//! (legs differ in algorithm and channel split). So consecutive legs of a rank are joined
+//! explicitly with semaphores ([`leg_join`](super::leg_join)), one id per boundary after the
+//! legs' ranges.
+//!
 //! **Result**: [`HierComposed`]: one [`ComposedLeg`] per leg, in order, each with one entry per
 //! rank (the integrator appends `legs[i].composed.entries[rank]` to the rank's entries in leg
-//! order; entries run one after another on a rank and are chained with trigger_next /
-//! complete_prev, §6.3), plus the total scratch and semaphore use.
+//! order; each TOP_SP runs its entries one after another, chained with trigger_next /
+//! complete_prev, §6.3, and the leg joins order the TOP_SPs), plus the total scratch and
+//! semaphore use (leg joins included).
 
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
+use crate::lower::compose::leg_join::join_entries;
 use crate::lower::compose::{split_even, ComposedLeg, Leg, SemPlan, Window};
 use crate::lower::program::{Algorithm, Buf, Entry};
 use crate::lower::request::{CollectiveOp, CollectiveRequest};
@@ -312,6 +320,27 @@ pub fn compose_hier(
             scratch_base: leg_scratch,
             sem_base: leg_sem,
         });
+    }
+    // Leg joins (`leg_join`): one semaphore id per leg boundary, after every leg's range. On a
+    // rank, leg i is joined to the latest earlier leg with tapes there.
+    let join_base = sem;
+    sem += legs.len().saturating_sub(1) as u32;
+    if sem > u32::from(crate::lower::program::sem_id::LAST_FREE) + 1 {
+        return Err(sem_overflow(sem));
+    }
+    for i in 1..legs.len() {
+        let id = (join_base + i as u32 - 1) as u8;
+        let (done, rest) = legs.split_at_mut(i);
+        for (&rank, next) in rest[0].composed.entries.iter_mut() {
+            let prev = done
+                .iter_mut()
+                .rev()
+                .filter_map(|l| l.composed.entries.get_mut(&rank))
+                .find(|e| !e.tapes.is_empty());
+            if let Some(prev) = prev {
+                join_entries(prev, next, rank, id);
+            }
+        }
     }
     Ok(HierComposed {
         legs,

@@ -12,6 +12,7 @@ use crate::lower::request::{CollectiveOp, CollectiveRequest};
 
 pub mod hier;
 pub mod kangaring;
+pub mod leg_join;
 pub mod mesh;
 pub mod mesh_a2a;
 #[cfg(test)]

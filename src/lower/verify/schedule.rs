@@ -1,28 +1,36 @@
 //! The structural rules and the deterministic scheduler (design.md §2.2 (b)).
 //!
-//! Scheduling (program.rs semantics): tapes of a rank's current entry run concurrently, the
-//! entries of a rank one after the other, ranks concurrently. A step runs when its wait holds
-//! (`sem >= target`, then `sem -= consume`; ring steps consume 1, device.md §5.3; mesh events
-//! consume `wait_val`, spec/lowering.md §4.6); then its transfers, in order; then its signals.
+//! Scheduling (program.rs semantics, the device's order): every rank runs one **lane** per
+//! TOP_SP it uses ([`lanes`](super::lanes)): the lane runs its tapes one after the other —
+//! entry by entry, the entries that TOP_SP drives, and inside an entry in channel order —
+//! and lanes and ranks run concurrently. Entries are not a rank-wide barrier: the only order
+//! between lanes besides semaphores is the reporter's completion wait at the end of an entry
+//! with several TOP_SPs (lowering.md §6.3). A step runs when its wait holds (`sem >= target`,
+//! then `sem -= consume`; ring steps consume 1, device.md §5.3; mesh events consume
+//! `wait_val`, spec/lowering.md §4.6); then its transfers, in order; then its signals.
 //!
-//! The scheduler is greedy: in each round it visits ranks in order and runs every tape of the
-//! current entry until it blocks. Running ahead as far as the semaphores allow is a legal
-//! interleaving, and the one most likely to expose a missing flow-control wait (a sender that
-//! overwrites a slot its receiver has not read yet shows up as a wrong contribution). It does
-//! not prove freedom from every data race: that would need happens-before tracking per
-//! element run, which this verifier does not do.
+//! The scheduler is greedy: in each round it visits ranks in order and runs every lane until
+//! it blocks. Running ahead as far as the semaphores allow is a legal interleaving, and the
+//! one most likely to expose a missing flow-control wait (a sender that overwrites a slot its
+//! receiver has not read yet shows up as a wrong contribution) or a missing order between
+//! TOP_SPs (a lane that reads what another lane has not written yet is an uninitialised read
+//! or a wrong contribution). It does not prove freedom from every data race: that would need
+//! happens-before tracking per element run, which this verifier does not do.
 //!
-//! Causality: every tape carries the set of ranks whose start it depends on ("rank reached"
-//! bits). A signal adds the tape's set to the semaphore's; a satisfied wait adds the
-//! semaphore's set to the tape's (over-approximate: every increment seen so far, which in this
-//! schedule did happen before the wait). Entry boundaries join a rank's tapes. The barrier rule
-//! needs every rank's final set to be the whole group.
+//! Causality: every lane carries the set of ranks whose start it depends on ("rank reached"
+//! bits). A signal adds the lane's set to the semaphore's; a satisfied wait adds the
+//! semaphore's set to the lane's (over-approximate: every increment seen so far, which in this
+//! schedule did happen before the wait). The reporter's completion wait joins the other
+//! lanes' sets into the reporter's. The barrier rule needs every rank's final set (all its
+//! lanes joined) to be the whole group.
 
 use std::collections::HashMap;
 
+use crate::isa::slot::CHAIN_SEM;
 use crate::lower::program::{Buf, Loc, Program, Sem, SignalKind, Step, Transfer};
 use crate::lower::request::CollectiveOp;
 use crate::lower::verify::error::{At, Blocked, VerifyError};
+use crate::lower::verify::lanes::{reporter_waits, RankLanes};
 use crate::lower::verify::symbolic::{Memory, Piece, Writer};
 use crate::lower::verify::VerifyReport;
 
@@ -227,21 +235,13 @@ struct SemState {
     know: Vec<u64>,
 }
 
-#[derive(Debug, Default)]
-struct RankState {
-    entry: usize,
-    pcs: Vec<usize>,
-    know: Vec<u64>,
-    tape_know: Vec<Vec<u64>>,
-}
-
 /// One symbolic execution of a program.
 #[derive(Debug)]
 pub(crate) struct Run<'p> {
     p: &'p Program,
     pub mem: Memory,
     sems: HashMap<Sem, SemState>,
-    ranks: Vec<RankState>,
+    ranks: Vec<RankLanes>,
     pub report: VerifyReport,
     elem_bytes: u64,
     buf: Vec<Piece>,
@@ -257,16 +257,7 @@ impl<'p> Run<'p> {
             .map(|r| {
                 let mut know = vec![0u64; words];
                 know[r as usize / 64] |= 1u64 << (r % 64);
-                let tapes = p.ranks[r as usize]
-                    .entries
-                    .first()
-                    .map_or(0, |e| e.tapes.len());
-                RankState {
-                    entry: 0,
-                    pcs: vec![0; tapes],
-                    tape_know: vec![know.clone(); tapes],
-                    know,
-                }
+                RankLanes::new(&p.ranks[r as usize], &know)
             })
             .collect();
         Run {
@@ -384,37 +375,46 @@ impl<'p> Run<'p> {
         Ok(true)
     }
 
-    /// Run rank `r` until every tape of its current entry blocks; true if anything ran.
+    /// Run every lane of rank `r` until it blocks; true if anything ran.
     fn advance(&mut self, r: u32) -> Result<bool, VerifyError> {
         let p = self.p;
         let entries = &p.ranks[r as usize].entries;
         let mut rs = std::mem::take(&mut self.ranks[r as usize]);
         let mut progress = false;
         let result = (|| {
-            while rs.entry < entries.len() {
-                let entry = &entries[rs.entry];
-                let mut done = true;
-                for (t, tape) in entry.tapes.iter().enumerate() {
-                    while rs.pcs[t] < tape.steps.len() {
-                        if !self.step(r, rs.entry, t, rs.pcs[t], &mut rs.tape_know[t])? {
+            for l in 0..rs.lanes.len() {
+                loop {
+                    if let Some(e) = rs.lanes[l].report {
+                        if !rs.unfinished_peers(&entries[e], e, l).is_empty() {
                             break;
                         }
-                        rs.pcs[t] += 1;
+                        let joined = rs.know();
+                        join(&mut rs.lanes[l].know, &joined);
+                        rs.lanes[l].report = None;
                         progress = true;
                     }
-                    done &= rs.pcs[t] == tape.steps.len();
+                    let lane = &mut rs.lanes[l];
+                    let Some(&(e, t)) = lane.items.get(lane.pos) else {
+                        break;
+                    };
+                    let tape = &entries[e].tapes[t];
+                    while lane.pc < tape.steps.len() {
+                        if !self.step(r, e, t, lane.pc, &mut lane.know)? {
+                            break;
+                        }
+                        lane.pc += 1;
+                        progress = true;
+                    }
+                    if lane.pc < tape.steps.len() {
+                        break;
+                    }
+                    lane.pos += 1;
+                    lane.pc = 0;
+                    progress = true;
+                    if lane.entry() != Some(e) && reporter_waits(&entries[e], lane.topsp) {
+                        lane.report = Some(e);
+                    }
                 }
-                if !done {
-                    break;
-                }
-                for k in std::mem::take(&mut rs.tape_know) {
-                    join(&mut rs.know, &k);
-                }
-                rs.entry += 1;
-                let tapes = entries.get(rs.entry).map_or(0, |e| e.tapes.len());
-                rs.pcs = vec![0; tapes];
-                rs.tape_know = vec![rs.know.clone(); tapes];
-                progress = true;
             }
             Ok(())
         })();
@@ -423,7 +423,7 @@ impl<'p> Run<'p> {
     }
 
     fn finished(&self, r: u32) -> bool {
-        self.ranks[r as usize].entry >= self.p.ranks[r as usize].entries.len()
+        self.ranks[r as usize].done()
     }
 
     /// Run every rank to completion, or report the deadlock.
@@ -446,8 +446,7 @@ impl<'p> Run<'p> {
 
     /// True if step `(q, e, t, s)` has not run yet.
     fn pending(&self, q: u32, e: usize, t: usize, s: usize) -> bool {
-        let rs = &self.ranks[q as usize];
-        e > rs.entry || (e == rs.entry && s >= rs.pcs[t])
+        self.ranks[q as usize].pending(e, t, s)
     }
 
     /// Describe every blocked tape, with the signals that could still release it.
@@ -467,16 +466,21 @@ impl<'p> Run<'p> {
         }
         let mut blocked = Vec::new();
         for (r, rs) in self.ranks.iter().enumerate() {
-            let Some(entry) = p.ranks[r].entries.get(rs.entry) else {
-                continue;
-            };
-            for (t, tape) in entry.tapes.iter().enumerate() {
-                let Some(step) = tape.steps.get(rs.pcs[t]) else {
+            let entries = &p.ranks[r].entries;
+            for (l, lane) in rs.lanes.iter().enumerate() {
+                if let Some(e) = lane.report {
+                    blocked.extend(self.reporter_blocked(r as u32, rs, l, e));
+                    continue;
+                }
+                let Some(&(e, t)) = lane.items.get(lane.pos) else {
+                    continue;
+                };
+                let Some(step) = entries[e].tapes[t].steps.get(lane.pc) else {
                     continue;
                 };
                 let Some(w) = step.wait else { continue };
                 blocked.push(Blocked {
-                    at: at(p, r as u32, rs.entry, t, rs.pcs[t]),
+                    at: at(p, r as u32, e, t, lane.pc),
                     sem: w.sem,
                     value: self.sems.get(&w.sem).map_or(0, |s| s.value),
                     target: w.target,
@@ -485,6 +489,49 @@ impl<'p> Run<'p> {
             }
         }
         VerifyError::Deadlock { blocked }
+    }
+
+    /// A reporter lane stuck in its completion wait of entry `e`, named by its last step of
+    /// that entry and the completion semaphore (`CHAIN_SEM`, counted as lanes that passed
+    /// `e`); pending: where each unfinished peer lane stands. `None` if it has no step to name.
+    fn reporter_blocked(&self, r: u32, rs: &RankLanes, l: usize, e: usize) -> Option<Blocked> {
+        let p = self.p;
+        let entry = &p.ranks[r as usize].entries[e];
+        let lane = &rs.lanes[l];
+        let (t, s) = lane
+            .items
+            .iter()
+            .rev()
+            .filter(|&&(ei, t)| ei == e && !entry.tapes[t].steps.is_empty())
+            .map(|&(_, t)| (t, entry.tapes[t].steps.len() - 1))
+            .next()?;
+        let waiting = rs.unfinished_peers(entry, e, l);
+        let peers = crate::lower::spad::participants(entry).len() as u32 - 1;
+        let pending = waiting
+            .iter()
+            .filter_map(|&o| {
+                let ol = &rs.lanes[o];
+                let &(oe, ot) = ol.items.get(ol.pos)?;
+                let os = ol.pc.min(
+                    p.ranks[r as usize].entries[oe].tapes[ot]
+                        .steps
+                        .len()
+                        .checked_sub(1)?,
+                );
+                Some(at(p, r, oe, ot, os))
+            })
+            .collect();
+        Some(Blocked {
+            at: at(p, r, e, t, s),
+            sem: Sem {
+                rank: r,
+                topsp: lane.topsp,
+                id: CHAIN_SEM,
+            },
+            value: u64::from(peers) - waiting.len() as u64,
+            target: peers,
+            pending,
+        })
     }
 
     /// Every waited-on semaphore must be back at 0; a Remote/Credit increment nobody waits for
@@ -521,10 +568,10 @@ impl<'p> Run<'p> {
         }
         let n = self.p.request.rank_n();
         for (r, rs) in self.ranks.iter().enumerate() {
+            let know = rs.know();
             let missing: Vec<u32> = (0..n)
                 .filter(|&q| {
-                    rs.know
-                        .get(q as usize / 64)
+                    know.get(q as usize / 64)
                         .is_none_or(|w| w & (1u64 << (q % 64)) == 0)
                 })
                 .collect();

@@ -2,12 +2,13 @@
 //! all-reduce per spec/lowering.md §4.2 (partials pushed into the receiver's scratch, one
 //! receive semaphore per (rank, channel) as in `compose::SemPlan`), a ring all-gather (§4.3),
 //! a mesh all-reduce (§4.6: broadcast to scratch, one G-source reduce, broadcast of the
-//! result; waits consume `wait_val`), an implicit permute, and a barrier.
+//! result; waits consume `wait_val`), an implicit permute, a barrier, and two-entry programs
+//! for the order between TOP_SPs across entries (`verify::lanes`).
 
 use crate::isa::enums::Dtype;
 use crate::lower::compose::{loc, split_even, ChunkPlan, SemPlan};
 use crate::lower::program::{
-    Algorithm, Buf, Entry, Half, Primitive, Program, RankProgram, RingShape, Sem, Signal,
+    Algorithm, Buf, Entry, Half, Loc, Primitive, Program, RankProgram, RingShape, Sem, Signal,
     SignalKind, Step, Tape, Transfer, Wait,
 };
 use crate::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
@@ -382,4 +383,125 @@ pub fn barrier(n: u32) -> Program {
         })
         .collect();
     program(req, Algorithm::Mesh, 0, tapes)
+}
+
+/// A tape of `steps` on `channel`, driven by TOP_SP `channel % 2` (the pipeline's map).
+fn tape(channel: u8, steps: Vec<Step>) -> Tape {
+    Tape {
+        channel,
+        topsp: channel % 2,
+        steps,
+    }
+}
+
+/// A two-entry rank program of all-gather over ranks {0, 1}.
+fn two_entries(rank: u32, count: u64, first: Vec<Tape>, second: Vec<Tape>) -> RankProgram {
+    let entry = |leg: &str, tapes| Entry {
+        leg: leg.into(),
+        algorithm: Algorithm::Ring,
+        mesh_sub_type: None,
+        ranks: vec![0, 1],
+        tapes,
+    };
+    RankProgram {
+        rank,
+        scratch_elems: count,
+        entries: vec![entry("stage", first), entry("deliver", second)],
+    }
+}
+
+/// Rank `r` of two: send the input to the peer's scratch (data-ready semaphore `id` on the
+/// peer's TOP_SP `topsp`), then wait for the peer's.
+fn stage_steps(r: u32, count: u64, topsp: u8, id: u8) -> Vec<Step> {
+    let q = 1 - r;
+    let mut send = step(Primitive::Send, r);
+    send.transfers = vec![Transfer::Copy {
+        src: loc(r, Buf::Input, 0),
+        dst: loc(q, Buf::Scratch, 0),
+        len: count,
+    }];
+    send.signals = vec![Signal {
+        sem: Sem { rank: q, topsp, id },
+        amount: 1,
+        kind: SignalKind::Remote,
+    }];
+    let mut recv = step(Primitive::DirectRecv, q);
+    recv.wait = Some(Wait {
+        sem: Sem { rank: r, topsp, id },
+        target: 1,
+        consume: 1,
+    });
+    vec![send, recv]
+}
+
+/// `rank`'s copy of `src` into its output block `block`.
+fn deliver(rank: u32, src: Loc, block: u32, count: u64) -> Step {
+    let mut s = step(Primitive::DirectCopy, block);
+    s.transfers = vec![Transfer::Copy {
+        src,
+        dst: loc(rank, Buf::Output, u64::from(block) * count),
+        len: count,
+    }];
+    s
+}
+
+/// HIER-2CH's shape on two ranks (all-gather of `count`): entry 0 ("stage") runs on channel 0
+/// only (TOP_SP 0) and leaves the peer's input in scratch; entry 1 ("deliver") copies the own
+/// input on channel 0 (TOP_SP 0) and the staged peer input on channel 1 (TOP_SP 1). Channel
+/// 1 reads what another TOP_SP's earlier entry wrote, which the device orders only with a
+/// join (`compose::leg_join`, added when `join`).
+pub fn staged_all_gather(count: u64, join: bool) -> Program {
+    let req = request(CollectiveOp::AllGather, 2, count);
+    let ranks = (0..2u32)
+        .map(|r| {
+            let q = 1 - r;
+            let mut rp = two_entries(
+                r,
+                count,
+                vec![tape(0, stage_steps(r, count, 0, 8))],
+                vec![
+                    tape(0, vec![deliver(r, loc(r, Buf::Input, 0), r, count)]),
+                    tape(1, vec![deliver(r, loc(r, Buf::Scratch, 0), q, count)]),
+                ],
+            );
+            if join {
+                let (a, b) = rp.entries.split_at_mut(1);
+                crate::lower::compose::leg_join::join_entries(&mut a[0], &mut b[0], r, 9);
+            }
+            rp
+        })
+        .collect();
+    Program {
+        request: req,
+        selection: Vec::new(),
+        ranks,
+    }
+}
+
+/// The order the device does give between entries (lowering.md §6.3), on two ranks: entry 0
+/// ("stage") on channel 0 (TOP_SP 0, the reporter: copies the own input) and channel 1
+/// (TOP_SP 1: stages the peer's input in scratch); entry 1 ("deliver") on channel 0 only
+/// copies the staged input. No join: TOP_SP 0, reporter of entry 0, waits for TOP_SP 1's
+/// completion before it starts entry 1.
+pub fn reporter_ordered_all_gather(count: u64) -> Program {
+    let req = request(CollectiveOp::AllGather, 2, count);
+    let ranks = (0..2u32)
+        .map(|r| {
+            let q = 1 - r;
+            two_entries(
+                r,
+                count,
+                vec![
+                    tape(0, vec![deliver(r, loc(r, Buf::Input, 0), r, count)]),
+                    tape(1, stage_steps(r, count, 1, 8)),
+                ],
+                vec![tape(0, vec![deliver(r, loc(r, Buf::Scratch, 0), q, count)])],
+            )
+        })
+        .collect();
+    Program {
+        request: req,
+        selection: Vec::new(),
+        ranks,
+    }
 }
