@@ -8,7 +8,10 @@
 //! one increment per signal; it gets one SLOT record (more when its descriptor count exceeds a
 //! single tail increment, [`release_cap`]) whose first record carries the step's wait. The
 //! tapes of one TOP_SP run one after the other (a TOP_SP drives one queue pair); tapes on
-//! different TOP_SPs run concurrently.
+//! different TOP_SPs run concurrently. Entries are chained per TOP_SP (`trigger_next`), and
+//! only the reporter waits for the entry's other TOP_SPs: any other order between TOP_SPs
+//! across entries is the program's (semaphores, e.g. `compose::leg_join`), as the verifier
+//! models it (program.rs, "Order").
 //!
 //! Rings: length = smallest power of two ≥ descriptors + 16 (guard gap, device.md §3.2), at
 //! most [`EmitOptions::max_ring`]; a longer stream wraps, and RING_ID follows the lap

@@ -4,8 +4,16 @@
 //! Shape: a [`Program`] has one [`RankProgram`] per rank. A rank program is a sequence of
 //! [`Entry`]s — one per cc_op slot of the TOP_SP table (a flat algorithm has one; a hierarchical
 //! op has one per leg, chained). An entry has one [`Tape`] per channel; a tape is an ordered list
-//! of [`Step`]s in the step vocabulary of §4.0. Tapes of one entry run concurrently; entries run
-//! one after the other; ranks synchronise only through semaphores.
+//! of [`Step`]s in the step vocabulary of §4.0.
+//!
+//! Order (what the device does, device.md §8.3, lowering.md §6.3; modelled by the verifier's
+//! `lanes`): each TOP_SP of a rank runs the tapes it drives one after the other — the entries
+//! it takes part in, in order, and inside an entry in channel order; TOP_SPs and ranks run
+//! concurrently and synchronise through semaphores. Entries are **not** a rank-wide barrier:
+//! besides semaphores, the only order between TOP_SPs is that an entry's reporter (the TOP_SP
+//! of its lowest channel) waits for the entry's other TOP_SPs at its end. A program whose
+//! entry reads what another TOP_SP wrote in an earlier entry orders it with semaphores (the
+//! hierarchical legs' joins, `compose::leg_join`).
 //!
 //! Semantics of one step (what the verifier executes and the emitter encodes):
 //! 1. if `wait` is set: block until `sem >= target`, then `sem -= consume` (ring steps:

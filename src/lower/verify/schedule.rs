@@ -388,8 +388,13 @@ impl<'p> Run<'p> {
                         if !rs.unfinished_peers(&entries[e], e, l).is_empty() {
                             break;
                         }
-                        let joined = rs.know();
-                        join(&mut rs.lanes[l].know, &joined);
+                        let parts = crate::lower::spad::participants(&entries[e]);
+                        for o in 0..rs.lanes.len() {
+                            if o != l && parts.contains(&rs.lanes[o].topsp) {
+                                let k = rs.lanes[o].know.clone();
+                                join(&mut rs.lanes[l].know, &k);
+                            }
+                        }
                         rs.lanes[l].report = None;
                         progress = true;
                     }
