@@ -356,6 +356,33 @@ pub struct Entry {
     pub tapes: Vec<Tape>,
 }
 
+impl Entry {
+    /// A test entry named "t": one tape per `(channel, topsp)`, each with `steps()`.
+    #[cfg(test)]
+    pub(crate) fn for_test(
+        algorithm: Algorithm,
+        mesh_sub_type: Option<u8>,
+        ranks: Vec<u32>,
+        tapes: &[(u8, u8)],
+        steps: impl Fn() -> Vec<Step>,
+    ) -> Entry {
+        Entry {
+            leg: "t".into(),
+            algorithm,
+            mesh_sub_type,
+            ranks,
+            tapes: tapes
+                .iter()
+                .map(|&(channel, topsp)| Tape {
+                    channel,
+                    topsp,
+                    steps: steps(),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Everything one rank runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RankProgram {

@@ -151,23 +151,10 @@ pub fn build_ctrl_spad(ops: &[CcOpPlacement]) -> Result<Vec<u8>> {
 mod tests {
     use super::*;
     use crate::isa::ccop::SpadCtrlEntry;
-    use crate::lower::program::{Algorithm, Tape};
+    use crate::lower::program::Algorithm;
 
     fn entry(alg: Algorithm, tapes: &[(u8, u8)]) -> Entry {
-        Entry {
-            leg: "t".into(),
-            algorithm: alg,
-            mesh_sub_type: Some(2),
-            ranks: vec![0, 1, 2],
-            tapes: tapes
-                .iter()
-                .map(|&(channel, topsp)| Tape {
-                    channel,
-                    topsp,
-                    steps: vec![],
-                })
-                .collect(),
-        }
+        Entry::for_test(alg, Some(2), vec![0, 1, 2], tapes, Vec::new)
     }
 
     /// §6.1: channel_list bitmap, reporter on channel 0's TOP_SP, chaining flags.

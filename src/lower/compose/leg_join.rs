@@ -94,23 +94,12 @@ pub fn join_entries(prev: &mut Entry, next: &mut Entry, rank: u32, id: u8) -> us
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lower::program::{Algorithm, Tape};
+    use crate::lower::program::Algorithm;
 
     fn entry(tapes: &[(u8, u8)]) -> Entry {
-        Entry {
-            leg: "t".into(),
-            algorithm: Algorithm::Ring,
-            mesh_sub_type: None,
-            ranks: vec![3],
-            tapes: tapes
-                .iter()
-                .map(|&(channel, topsp)| Tape {
-                    channel,
-                    topsp,
-                    steps: vec![join_step(3, None, vec![])],
-                })
-                .collect(),
-        }
+        Entry::for_test(Algorithm::Ring, None, vec![3], tapes, || {
+            vec![join_step(3, None, vec![])]
+        })
     }
 
     fn waits_of(e: &Entry, channel: u8) -> Option<Wait> {

@@ -161,23 +161,10 @@ impl RankLanes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lower::program::{Algorithm, Tape};
+    use crate::lower::program::Algorithm;
 
     fn entry(tapes: &[(u8, u8)]) -> Entry {
-        Entry {
-            leg: "t".into(),
-            algorithm: Algorithm::Ring,
-            mesh_sub_type: None,
-            ranks: vec![0],
-            tapes: tapes
-                .iter()
-                .map(|&(channel, topsp)| Tape {
-                    channel,
-                    topsp,
-                    steps: vec![],
-                })
-                .collect(),
-        }
+        Entry::for_test(Algorithm::Ring, None, vec![0], tapes, Vec::new)
     }
 
     /// A TOP_SP runs only the entries it drives, its tapes in channel order (emit.rs layout).
