@@ -162,3 +162,37 @@ fn numerics_switches() {
     assert_eq!(f.e3m4.special(), Fp8Special::Extended);
     assert_eq!(n.with_e4m3_fn(true).e4m3, Fp8Format::E4M3FN_SAT);
 }
+
+/// The grouped BF16 store equals the scalar rule element by element, at every length (groups of
+/// 8 and the remainder), for ties, NaN, infinities and subnormals.
+#[test]
+fn bf16_slice_narrow_matches_the_scalar_rule() {
+    let specials = [
+        0.0f32,
+        -0.0,
+        1.0,
+        f32::from_bits(0x3F80_8000), // tie, even below: stays 0x3F80
+        f32::from_bits(0x3F81_8000), // tie, odd below: rounds up to 0x3F82
+        f32::from_bits(0x3F80_8001),
+        f32::NAN,
+        -f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MAX,
+        f32::from_bits(1),
+        -3.140_625,
+    ];
+    let codec = FloatCodec::new(Dtype::Bf16, &Numerics::default()).unwrap();
+    for len in 0..=25 {
+        let src: Vec<f32> = (0..len).map(|i| specials[i % specials.len()]).collect();
+        let mut got = vec![0u8; 2 * len];
+        codec.narrow(&src, &mut got);
+        let want: Vec<u8> = src
+            .iter()
+            .flat_map(|v| f32_to_bf16(*v).to_le_bytes())
+            .collect();
+        assert_eq!(got, want, "length {len}");
+    }
+    assert_eq!(f32_to_bf16(f32::from_bits(0x3F81_8000)), 0x3F82);
+    assert_eq!(f32_to_bf16(f32::NAN), BF16_NAN);
+}
