@@ -25,8 +25,8 @@ step "cargo build --release (libnrt.so.1, libncfw.so, opennrt)"
 cargo build --release --workspace
 shim/links.sh target/release
 
-step "cargo test (unit, property, golden, headers)"
-cargo test --workspace
+step "cargo test --release (unit, property, golden, headers; the release profile is shared with the full matrix below)"
+cargo test --release --workspace
 
 step "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p opennrt
