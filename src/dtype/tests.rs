@@ -103,14 +103,7 @@ fn probe_values() -> Vec<f32> {
 fn bulk_paths_match_one_element_functions() {
     let n = Numerics::default().with_e4m3_fn(true);
     let vals = probe_values(); // not a multiple of the scratch block
-    for d in [
-        Dtype::Bf16,
-        Dtype::Fp16,
-        Dtype::Fp32,
-        Dtype::Fp8E3,
-        Dtype::Fp8E4,
-        Dtype::Fp8E5,
-    ] {
+    for d in crate::dtype::CCE_IO_DTYPES {
         let c = FloatCodec::new(d, &n).unwrap();
         assert_eq!(c.dtype(), d);
         assert_eq!(c.size(), d.size_bytes().unwrap());

@@ -138,14 +138,7 @@ fn arb_common() -> impl Strategy<Value = Common> {
 }
 
 const REDUCE_OPS: &[AluOp] = &[AluOp::Add, AluOp::Max, AluOp::Min];
-const CCE_DTYPES: &[Dtype] = &[
-    Dtype::Bf16,
-    Dtype::Fp16,
-    Dtype::Fp32,
-    Dtype::Fp8E3,
-    Dtype::Fp8E4,
-    Dtype::Fp8E5,
-];
+const CCE_DTYPES: &[Dtype] = &crate::dtype::CCE_IO_DTYPES;
 
 /// (ctype, op, dtype) that rules 6, 10 and 12 accept.
 fn arb_kind(allow_a2av: bool) -> impl Strategy<Value = (CollectiveType, AluOp, Dtype)> {

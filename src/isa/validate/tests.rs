@@ -350,14 +350,7 @@ fn rule_10_dtype() {
     w.ctype = CollectiveType::AllGather;
     w.dtype = Dtype::Int64;
     assert_eq!(check(&w.encode(), &ctx()), Ok(()));
-    for d in [
-        Dtype::Bf16,
-        Dtype::Fp16,
-        Dtype::Fp32,
-        Dtype::Fp8E3,
-        Dtype::Fp8E4,
-        Dtype::Fp8E5,
-    ] {
+    for d in crate::dtype::CCE_IO_DTYPES {
         let mut w = c8();
         w.dtype = d;
         assert_eq!(check(&w.encode(), &ctx()), Ok(()));
