@@ -182,6 +182,16 @@ impl Sequencer {
         &self.cfg
     }
 
+    /// `(CTRL slot, algo_type)` of every cc_op entry in order: the key of the NCFW dispatch
+    /// (device.md §9.1).
+    pub fn entry_algo_types(&self) -> Vec<(usize, u8)> {
+        self.prog
+            .entries
+            .iter()
+            .map(|e| (e.slot, e.ctrl.algo_type))
+            .collect()
+    }
+
     /// Number of cc_op entries.
     pub fn entries(&self) -> usize {
         self.prog.entries.len()

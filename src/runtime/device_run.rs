@@ -33,6 +33,7 @@ use crate::lower::addrmap::AddressMap;
 use crate::lower::emit::{EmittedProgram, TopspImage};
 use crate::lower::program::{Buf, Program};
 use crate::lower::verify::expect::in_place_bases;
+use crate::ncfw::{image_for, FirmwareImage, Handler};
 
 /// Execute `emitted` (the lowering of `p` over `map`) with `inputs[r]` as rank `r`'s input
 /// bytes; returns every rank's output bytes.
@@ -112,10 +113,12 @@ pub fn load(
         m.mem
             .write(chip, map.buf_on_chip(r, Buf::Input, at)?, input)?;
     }
+    let (iram, dram) = image_for(m.arch);
+    let fw = FirmwareImage::parse(iram, dram)?;
     for rank in &emitted.ranks {
         let chip = map.chip_id(rank.rank)?;
         for img in &rank.topsps {
-            load_topsp(&mut m, map, rank.rank, chip, img)?;
+            load_topsp(&mut m, &fw, map, rank.rank, chip, img)?;
         }
     }
     Ok(m)
@@ -150,8 +153,50 @@ fn byte_bases(p: &Program, r: u32) -> Result<(u64, u64)> {
     Ok((i * esz, o * esz))
 }
 
+/// The sequencer configuration of a TOP_SP image: its neff values.
+pub fn seq_config(img: &TopspImage) -> SeqConfig {
+    let n = &img.neff;
+    SeqConfig {
+        topsp: img.topsp,
+        trigger: n.trigger,
+        trigger_next: n.trigger_next,
+        complete: n.complete,
+        complete_prev: n.complete_prev,
+        complete_prev_target: n.complete_prev_target,
+        op_num: n.op_num,
+        leader: n.leader,
+        completion_addrs: Vec::new(),
+    }
+}
+
+/// NCFW dispatch (device.md §9.1; issue 4 item 4): every cc_op entry's handler is looked up by
+/// its `algo_type` in the dispatch table of OpenNRT's firmware image for the machine's arch —
+/// the bytes `libncfw_get_image` hands out ([`image_for`]); an entry without a handler (the
+/// image's default `Fault`) is refused at load, naming rank, TOP_SP, CTRL slot and algo_type.
+/// The sequencer then walks the entry with the RING or MESH view the handler names.
+pub fn check_dispatch(seq: &Sequencer, fw: &FirmwareImage, r: u32, topsp: u8) -> Result<()> {
+    for (slot, algo_type) in seq.entry_algo_types() {
+        if fw.handler_for_algo_type(algo_type) == Handler::Fault {
+            return Err(Error::invalid(format!(
+                "device run: rank {r} TOP_SP {topsp} CTRL slot {slot}: algo_type {algo_type} has \
+                 no handler in the {:?} firmware image's dispatch table (ncfw image, device.md \
+                 §9.1)",
+                fw.arch
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Map and fill one TOP_SP's program area, build its queues and sequencer, raise TRIGGER.
-fn load_topsp(m: &mut Machine, map: &AddressMap, r: u32, chip: u8, img: &TopspImage) -> Result<()> {
+fn load_topsp(
+    m: &mut Machine,
+    fw: &FirmwareImage,
+    map: &AddressMap,
+    r: u32,
+    chip: u8,
+    img: &TopspImage,
+) -> Result<()> {
     let n = &img.neff;
     for (base, bytes) in [
         (n.ctrl_spad_base, &img.ctrl_spad),
@@ -181,18 +226,9 @@ fn load_topsp(m: &mut Machine, map: &AddressMap, r: u32, chip: u8, img: &TopspIm
     let s2m = queues.pop().expect("two queues");
     let m2s = queues.pop().expect("two queues");
     let pair = QueuePair::new(img.topsp, m2s, s2m);
-    let cfg = SeqConfig {
-        topsp: img.topsp,
-        trigger: n.trigger,
-        trigger_next: n.trigger_next,
-        complete: n.complete,
-        complete_prev: n.complete_prev,
-        complete_prev_target: n.complete_prev_target,
-        op_num: n.op_num,
-        leader: n.leader,
-        completion_addrs: Vec::new(),
-    };
+    let cfg = seq_config(img);
     let seq = Sequencer::load(&img.ctrl_spad, &img.slot_spad, cfg)?;
+    check_dispatch(&seq, fw, r, img.topsp)?;
     let dev = map.device_topsp(r, img.topsp)?;
     m.mem
         .sem_block_mut(chip, BlockId::TopSp(dev))

@@ -322,3 +322,28 @@ fn entries_on_two_topsps_run_in_the_verified_order() {
         assert_eq!(wrong_elements(&p), 0);
     }
 }
+
+/// NCFW dispatch: every cc_op entry of a real program has a handler in the firmware image of
+/// its arch; an image whose dispatch table lacks the AlgoType entries (only the default Fault
+/// is left) refuses the same sequencer, naming the slot and algo_type (device.md §9.1).
+#[test]
+fn cc_op_entries_dispatch_through_the_firmware_image() {
+    use crate::device::topsp::Sequencer;
+    use crate::ncfw::{image_for, DispatchClass, FirmwareImage};
+    let c = case(CollectiveOp::AllReduce, Dtype::Fp32, 2, 1001, true);
+    let img = &c.em.ranks[0].topsps[0];
+    let cfg = seq_config(img);
+    let seq = Sequencer::load(&img.ctrl_spad, &img.slot_spad, cfg).unwrap();
+    let arch = crate::ncfw::Arch::from_id(c.map.gen().ncfw_arch_id()).unwrap();
+    let (iram, dram) = image_for(arch);
+    let mut fw = FirmwareImage::parse(iram, dram).unwrap();
+    check_dispatch(&seq, &fw, 0, img.topsp).unwrap();
+    fw.dispatch.retain(|d| d.class != DispatchClass::AlgoType);
+    let e = check_dispatch(&seq, &fw, 0, img.topsp).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid);
+    let msg = e.to_string();
+    assert!(
+        msg.contains("CTRL slot 0: algo_type 0 has no handler"),
+        "{msg}"
+    );
+}
