@@ -62,14 +62,7 @@ fn run_all_reduce(
             mem.write(chip, page + 4 * u64::from(v), &v.to_le_bytes())
                 .unwrap();
         }
-        let mut sizes = vec![(Buf::Input, bufs.input.max(bufs.output))];
-        if !bufs.in_place {
-            sizes = vec![(Buf::Input, bufs.input), (Buf::Output, bufs.output)];
-        }
-        if bufs.scratch > 0 {
-            sizes.push((Buf::Scratch, bufs.scratch));
-        }
-        for (b, n) in sizes {
+        for (b, n) in crate::runtime::device_run::buffer_regions(&bufs) {
             let base = map.buf_on_chip(r, b, 0).unwrap();
             mem.map(chip, base, align_buf(n)).unwrap();
         }

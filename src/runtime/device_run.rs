@@ -29,7 +29,7 @@ use crate::device::topsp::{SeqConfig, Sequencer};
 use crate::error::{Error, Result};
 use crate::isa::memmap::{align_buf, CONST_PAGE_BYTES, CONST_WORDS};
 use crate::isa::udma::Direction;
-use crate::lower::addrmap::AddressMap;
+use crate::lower::addrmap::{AddressMap, BufferSizes};
 use crate::lower::emit::{EmittedProgram, TopspImage};
 use crate::lower::program::{Buf, Program};
 use crate::lower::verify::expect::in_place_bases;
@@ -87,14 +87,7 @@ pub fn load(
         m.mem.map(chip, page, CONST_PAGE_BYTES)?;
         let words: Vec<u8> = (0..CONST_WORDS).flat_map(u32::to_le_bytes).collect();
         m.mem.write(chip, page, &words)?;
-        let mut sizes = vec![(Buf::Input, bufs.input.max(bufs.output))];
-        if !bufs.in_place {
-            sizes = vec![(Buf::Input, bufs.input), (Buf::Output, bufs.output)];
-        }
-        if bufs.scratch > 0 {
-            sizes.push((Buf::Scratch, bufs.scratch));
-        }
-        for (b, n) in sizes {
+        for (b, n) in buffer_regions(&bufs) {
             if n > 0 {
                 let base = map.buf_on_chip(r, b, 0)?;
                 m.mem.map(chip, base, align_buf(n))?;
@@ -122,6 +115,19 @@ pub fn load(
         }
     }
     Ok(m)
+}
+
+/// The data buffers a rank maps and their bytes: input and output (one storage in place, sized
+/// for the larger) and scratch when the program needs it.
+pub fn buffer_regions(bufs: &BufferSizes) -> Vec<(Buf, u64)> {
+    let mut sizes = vec![(Buf::Input, bufs.input.max(bufs.output))];
+    if !bufs.in_place {
+        sizes = vec![(Buf::Input, bufs.input), (Buf::Output, bufs.output)];
+    }
+    if bufs.scratch > 0 {
+        sizes.push((Buf::Scratch, bufs.scratch));
+    }
+    sizes
 }
 
 /// Every rank's output: its output buffer, or in place where the NCCL convention puts it
