@@ -89,6 +89,17 @@ impl<A, R> Rendezvous<A, R> {
         t
     }
 
+    /// Give back `ticket` of `rank` on `key` when the collective it was taken for could not be
+    /// queued (only the most recent ticket can be given back).
+    pub fn untake(&self, key: &GroupKey, rank: u32, ticket: u64) {
+        let mut g = self.inner.lock();
+        if let Some(n) = g.next.get_mut(&(key.clone(), rank)) {
+            if *n == ticket + 1 {
+                *n = ticket;
+            }
+        }
+    }
+
     /// Arrive at instance `instance` of `key` as `rank` with `arrival`. The last arrival runs
     /// `run` over all arrivals (in rank order) outside the lock; `run` returns one result per
     /// rank. Waits at most `deadline` (None: forever) for the others.
@@ -294,6 +305,10 @@ mod tests {
         assert_eq!(rv.ticket(&key(2), 0), 1);
         assert_eq!(rv.ticket(&key(2), 1), 0);
         assert_eq!(rv.ticket(&key(3), 0), 0);
+        rv.untake(&key(2), 0, 0); // not the latest: ignored
+        assert_eq!(rv.ticket(&key(2), 0), 2);
+        rv.untake(&key(2), 0, 2);
+        assert_eq!(rv.ticket(&key(2), 0), 2);
         rv.reset();
         assert_eq!(rv.ticket(&key(2), 0), 0);
     }
