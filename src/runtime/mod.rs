@@ -7,6 +7,7 @@
 //! * [`log`] — logging under `NEURON_RT_LOG_LEVEL`.
 //! * [`device_run`] — running an emitted collective on the software device.
 //! * [`verifiable`] — verifiable data, the reference result and in-place staging for runs.
+//! * [`xu`] — execution units: async request queues, sequence ids, completion and eventfds.
 
 pub mod config;
 pub mod device_run;
@@ -15,3 +16,4 @@ pub mod log;
 pub mod process;
 pub mod state;
 pub mod verifiable;
+pub mod xu;
