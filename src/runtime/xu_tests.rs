@@ -204,6 +204,10 @@ fn exec_ret_is_written_at_completion_not_before() {
         assert_eq!(slot.get(), 42);
         assert!(is_completed(seq).unwrap());
         assert_eq!(last_completed(0, XuType::Compute, 0).unwrap(), seq);
+        // A misaligned exec_ret is refused before anything is queued.
+        let odd = ExecRet(slot.0.as_ptr().cast::<u8>().wrapping_add(1).cast());
+        let e = submit(0, XuType::Compute, 0, odd, Box::new(|| 0)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Invalid);
         // A null exec_ret is allowed.
         let s2 = submit(0, XuType::Compute, 0, ExecRet::NONE, Box::new(|| 0)).unwrap();
         drain_all();
