@@ -11,6 +11,7 @@
 //! * [`cc`] — host-driven collectives: prepare (lower, emit, cache) and run on the device.
 //! * [`host_cc`] — `nrt_barrier` and `nrt_all_gather`.
 //! * [`verifiable`] — verifiable data, the reference result and in-place staging for runs.
+//! * [`xu`] — execution units: async request queues, sequence ids, completion and eventfds.
 
 pub mod cc;
 pub mod comm;
@@ -23,3 +24,4 @@ pub mod process;
 pub mod rendezvous;
 pub mod state;
 pub mod verifiable;
+pub mod xu;
