@@ -365,6 +365,12 @@ typedef enum nrt_tensor_placement_t {
 typedef struct CaptureSettings CaptureSettings;
 
 /**
+ * A prepared collective: what `nrt_cc_context_t *` points to. The payload is taken by the
+ * schedule that queues it (and put back if queueing fails, so the caller may retry).
+ */
+typedef struct CcContext CcContext;
+
+/**
  * The object behind `nrt_profile_continuous_options_t *`.
  */
 typedef struct ContinuousOptions ContinuousOptions;
@@ -587,55 +593,100 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Create the global communicator used by NEFF-embedded collectives: this worker is
- * `g_device_id` of `g_device_count` (the largest world any NEFF will use), on logical core
- * `vnc`. Idempotent for the same world; the world cannot change once set.
+ * OpenNRT's export of the vendor-internal name behind `nrta_cc_prepare` (not exported by the
+ * vendor's 2.31 library; the prototype is OpenNRT's and equals `nrta_cc_prepare`'s). Same
+ * behaviour as `nrta_cc_prepare`.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for a bad core, a rank outside the world or a different world
- * on re-entry; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented
- * until issue 5.
+ * As `nrta_cc_prepare`.
+ *
+ * # Safety
+ * As `nrta_cc_prepare`.
+ */
+NRT_STATUS nrt_cc_prepare(nrt_cc_comm_t *comm,
+                          nrt_tensor_list_t *input,
+                          nrt_tensor_list_t *output,
+                          nrt_dtype_t dtype,
+                          nrt_op_type_t op,
+                          nrt_cc_op_type_t cc_op,
+                          nrt_cc_context_t **cc_ctx);
+
+/**
+ * OpenNRT's export of the vendor-internal name behind `nrta_cc_schedule` (prototype
+ * OpenNRT's, equal to `nrta_cc_schedule`'s). Same behaviour as `nrta_cc_schedule`.
+ *
+ * # Returns
+ * As `nrta_cc_schedule`.
+ *
+ * # Safety
+ * As `nrta_cc_schedule`.
+ */
+NRT_STATUS nrt_cc_schedule(nrt_cc_context_t **cc_ctx,
+                           int queue,
+                           NRT_STATUS *exec_ret,
+                           nrta_seq_t *req_sequence);
+
+/**
+ * Create the global communicator used by NEFF-embedded collectives (and the host barrier and
+ * all-gather): this worker is `g_device_id` of `g_device_count` (the largest world any NEFF
+ * will use), on logical core `vnc`. Idempotent for the same world; the world cannot change once
+ * set.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for a core that is not visible, a rank outside the world, a
+ * malformed `NEURON_RT_ROOT_COMM_ID`, or a different world on re-entry; `NRT_UNINITIALIZED`
+ * before `nrt_init`.
  */
 NRT_STATUS nrt_build_global_comm(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count);
 
 /**
- * Create the global communicator of the standalone (host-driven, `nrta_cc_*`) collectives.
+ * Create the global communicator of the standalone (host-driven, `nrta_cc_*`) collectives:
+ * logical core `vnc` is global rank `g_device_id` of `g_device_count`. Call it once per core
+ * before `nrta_cc_prepare`.
  *
  * # Returns
- * As `nrt_build_global_comm`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * As `nrt_build_global_comm`.
  */
 NRT_STATUS nrt_cc_global_comm_init(uint32_t vnc, uint32_t g_device_id, uint32_t g_device_count);
 
 /**
  * Let host-driven collectives run beside NEFF collectives on a separate collective stream.
+ * OpenNRT records the request (there are no NEFF collectives to split the engines with; the
+ * host-driven collectives always have their own machine). Stream ids 0–3 are accepted (the
+ * four collective streams of the pseudo-instructions, spec/lowering.md).
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for a bad stream id; `NRT_UNINITIALIZED` before `nrt_init`.
- * Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS`; `NRT_INVALID` for a stream id above 3; `NRT_UNINITIALIZED` before `nrt_init`.
  */
 NRT_STATUS nrt_cc_create_stream(uint32_t stream_id);
 
 /**
- * Block until all `g_device_count` workers have called `nrt_barrier`. The first barrier also
- * bootstraps the global communicator.
+ * Block until all `g_device_count` workers have called `nrt_barrier`. The barrier is a
+ * 128-byte all-reduce run on the (software) device, as the vendor's; the first barrier also
+ * creates the global communicator (as `nrt_build_global_comm`).
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for a bad core or rank; `NRT_TIMEOUT`; `NRT_UNINITIALIZED`
- * before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS`; `NRT_INVALID` for a core that is not visible (or `vnc` ≥ 256), a rank outside
+ * the world or a different world than before; `NRT_TIMEOUT` when a worker does not arrive
+ * within `NEURON_RT_EXEC_TIMEOUT`; `NRT_FAILURE` when the barrier's collective failed to build
+ * (sticky for the core) or returned a wrong value; `NRT_UNINITIALIZED` before `nrt_init`.
  */
 NRT_STATUS nrt_barrier(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count);
 
 /**
  * Host-memory all-gather: every worker contributes `rank_input_size` bytes from `input`;
- * `output` receives `g_device_count * rank_input_size` bytes in rank order. Blocking.
+ * `output` receives `g_device_count * rank_input_size` bytes in rank order (zeroed first, the
+ * caller's slice at `g_device_id * rank_input_size`). Blocking.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for NULL buffers or a bad rank; `NRT_TIMEOUT`;
- * `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL buffers (with a non-zero size), a core that is not
+ * visible, a rank outside the world, or workers passing different sizes (on every worker);
+ * `NRT_TIMEOUT` when a worker does not arrive within `NEURON_RT_EXEC_TIMEOUT`;
+ * `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `input` must have `rank_input_size` readable bytes and `output`
- * `g_device_count * rank_input_size` writable bytes.
+ * `g_device_count * rank_input_size` writable bytes, not overlapping `input`.
  */
 NRT_STATUS nrt_all_gather(int32_t vnc,
                           uint32_t g_device_id,
