@@ -104,7 +104,8 @@ impl Storage {
                 format!("cannot allocate {len} bytes of {mem} memory for {what}: {why}"),
             )
         };
-        let bytes = usize::try_from(len.max(1)).map_err(|_| fail("larger than the address space"))?;
+        let bytes =
+            usize::try_from(len.max(1)).map_err(|_| fail("larger than the address space"))?;
         let layout = Layout::from_size_align(bytes, STORAGE_ALIGN)
             .map_err(|_| fail("larger than isize::MAX"))?;
         // SAFETY: `layout` has a non-zero size.
@@ -199,7 +200,12 @@ impl Tensor {
     /// Allocate `size` zeroed bytes. `vnc` is the process-relative logical core: `Some` for
     /// device tensors, `None` for host tensors (anything else is `NRT_INVALID`). The caller
     /// checks the core against the visible cores (the C ABI does, against `visible_cores`).
-    pub fn allocate(placement: Placement, vnc: Option<u32>, size: u64, name: &str) -> Result<Tensor> {
+    pub fn allocate(
+        placement: Placement,
+        vnc: Option<u32>,
+        size: u64,
+        name: &str,
+    ) -> Result<Tensor> {
         match (placement, vnc) {
             (Placement::Device, None) => {
                 return Err(Error::invalid(format!(
@@ -376,7 +382,13 @@ impl Tensor {
     /// Copy `len` bytes from `src` at `src_offset` into this view at `dst_offset`. Both ranges
     /// are checked before anything is copied; they may overlap (two views of one storage).
     /// Placement rules (such as "same core" for `nrt_tensor_copy`) are the caller's.
-    pub fn copy_from(&self, dst_offset: u64, src: &Tensor, src_offset: u64, len: u64) -> Result<()> {
+    pub fn copy_from(
+        &self,
+        dst_offset: u64,
+        src: &Tensor,
+        src_offset: u64,
+        len: u64,
+    ) -> Result<()> {
         let from = src.span(src_offset, len, "copy source")?;
         let to = self.span(dst_offset, len, "copy destination")?;
         if let (Some(from), Some(to)) = (from, to) {
@@ -436,7 +448,11 @@ impl Tensor {
         while *count < expected {
             match deadline {
                 Some(d) => {
-                    if self.completion.changed.wait_until(&mut count, d).timed_out()
+                    if self
+                        .completion
+                        .changed
+                        .wait_until(&mut count, d)
+                        .timed_out()
                         && *count < expected
                     {
                         return Err(Error::new(

@@ -17,7 +17,10 @@ fn allocate_is_zeroed_aligned_and_checked() {
     assert_eq!(t.va().addr() % STORAGE_ALIGN, 0, "64-byte aligned");
     let mut out = [0xffu8; 100];
     t.read(0, &mut out).unwrap();
-    assert!(out.iter().all(|&b| b == 0), "device memory reads as 0 after allocate");
+    assert!(
+        out.iter().all(|&b| b == 0),
+        "device memory reads as 0 after allocate"
+    );
 
     let h = Tensor::allocate(Placement::Host, None, 8, "h").unwrap();
     assert_eq!((h.placement(), h.vnc()), (Placement::Host, None));
@@ -47,7 +50,10 @@ fn read_write_fill_are_bounds_checked_and_overflow_safe() {
     t.fill(10, 0xab, 6).unwrap();
     let mut out = [0u8; 16];
     t.read(0, &mut out).unwrap();
-    assert_eq!(out, [0, 0, 0, 0, 1, 2, 3, 4, 0, 0, 0xab, 0xab, 0xab, 0xab, 0xab, 0xab]);
+    assert_eq!(
+        out,
+        [0, 0, 0, 0, 1, 2, 3, 4, 0, 0, 0xab, 0xab, 0xab, 0xab, 0xab, 0xab]
+    );
     // Exactly at the end: fine, including zero bytes at offset == size.
     t.write(16, &[]).unwrap();
     let mut tail = [0u8; 4];
@@ -61,7 +67,10 @@ fn read_write_fill_are_bounds_checked_and_overflow_safe() {
         );
     }
     assert_eq!(t.write(13, &[0; 4]).unwrap_err().kind(), ErrorKind::Invalid);
-    assert_eq!(t.fill(u64::MAX, 0, 2).unwrap_err().kind(), ErrorKind::Invalid);
+    assert_eq!(
+        t.fill(u64::MAX, 0, 2).unwrap_err().kind(),
+        ErrorKind::Invalid
+    );
     let mut again = [0u8; 16];
     t.read(0, &mut again).unwrap();
     assert_eq!(again, out, "a rejected access changes nothing");
@@ -81,7 +90,10 @@ fn slices_alias_and_keep_storage_alive() {
     let ss = s.slice(4, 4, "ss").unwrap();
     assert_eq!(ss.storage_key(), (t.storage_key().0, 12));
     assert_eq!(s.slice(4, 5, "x").unwrap_err().kind(), ErrorKind::Invalid);
-    assert_eq!(s.slice(u64::MAX, 2, "x").unwrap_err().kind(), ErrorKind::Invalid);
+    assert_eq!(
+        s.slice(u64::MAX, 2, "x").unwrap_err().kind(),
+        ErrorKind::Invalid
+    );
     // The parent goes away; the slice still owns the bytes.
     drop(t);
     ss.write(0, &[9; 4]).unwrap();
@@ -99,8 +111,14 @@ fn copy_checks_both_ranges_and_allows_overlap() {
     let mut out = [0u8; 8];
     b.read(0, &mut out).unwrap();
     assert_eq!(out, [0, 0, 1, 2, 3, 4, 5, 6]);
-    assert_eq!(b.copy_from(3, &a, 0, 6).unwrap_err().kind(), ErrorKind::Invalid);
-    assert_eq!(b.copy_from(0, &a, 3, 6).unwrap_err().kind(), ErrorKind::Invalid);
+    assert_eq!(
+        b.copy_from(3, &a, 0, 6).unwrap_err().kind(),
+        ErrorKind::Invalid
+    );
+    assert_eq!(
+        b.copy_from(0, &a, 3, 6).unwrap_err().kind(),
+        ErrorKind::Invalid
+    );
     // Overlapping views of one storage behave as memmove.
     let lo = a.slice(0, 6, "lo").unwrap();
     let hi = a.slice(2, 6, "hi").unwrap();
@@ -123,7 +141,11 @@ fn empty_and_attached_storage() {
     let mut buf = vec![0u8; 24];
     // SAFETY: `buf` outlives every use of `t` below.
     unsafe { t.attach(buf.as_mut_ptr(), 24) }.unwrap();
-    assert_eq!(t.va(), buf.as_mut_ptr(), "zero-copy: the VA is the caller's buffer");
+    assert_eq!(
+        t.va(),
+        buf.as_mut_ptr(),
+        "zero-copy: the VA is the caller's buffer"
+    );
     assert_eq!((t.size(), t.placement()), (24, Placement::Host));
     t.write(20, &[5, 6, 7, 8]).unwrap();
     drop(t);
@@ -133,7 +155,10 @@ fn empty_and_attached_storage() {
     let keep = d.clone();
     // SAFETY: `buf` outlives `d`.
     unsafe { d.attach(buf.as_mut_ptr(), 4) }.unwrap();
-    assert_eq!((d.placement(), d.vnc(), d.size()), (Placement::Host, None, 4));
+    assert_eq!(
+        (d.placement(), d.vnc(), d.size()),
+        (Placement::Host, None, 4)
+    );
     assert_eq!(keep.size(), 8, "other views keep the old storage");
     // SAFETY: NULL is rejected before use.
     let e = unsafe { d.attach(std::ptr::null_mut(), 4) }.unwrap_err();
@@ -167,7 +192,9 @@ fn memcpy_to_device_accepts_only_live_device_ranges() {
         memcpy_to_device(s.va().add(8), data.as_ptr(), 8).unwrap();
         memcpy_to_device(t.va().add(56), data.as_ptr(), 8).unwrap();
         assert_eq!(
-            memcpy_to_device(t.va().add(57), data.as_ptr(), 8).unwrap_err().kind(),
+            memcpy_to_device(t.va().add(57), data.as_ptr(), 8)
+                .unwrap_err()
+                .kind(),
             ErrorKind::Invalid,
             "one byte past the end"
         );
@@ -182,8 +209,14 @@ fn memcpy_to_device_accepts_only_live_device_ranges() {
     let mut plain = [0u8; 8];
     // SAFETY: as above.
     unsafe {
-        assert!(memcpy_to_device(h.va(), data.as_ptr(), 8).is_err(), "host tensor");
-        assert!(memcpy_to_device(plain.as_mut_ptr(), data.as_ptr(), 8).is_err(), "plain memory");
+        assert!(
+            memcpy_to_device(h.va(), data.as_ptr(), 8).is_err(),
+            "host tensor"
+        );
+        assert!(
+            memcpy_to_device(plain.as_mut_ptr(), data.as_ptr(), 8).is_err(),
+            "plain memory"
+        );
     }
     // The storage lives while any view lives; after the last one it is gone.
     let va = t.va();
@@ -210,7 +243,11 @@ fn output_completion_counter() {
     t.wait_output_completions(1, None).unwrap();
     h.join().unwrap();
     assert_eq!(t.output_completions(), 1);
-    assert_eq!(t.slice(0, 4, "s").unwrap().output_completions(), 0, "own counter");
+    assert_eq!(
+        t.slice(0, 4, "s").unwrap().output_completions(),
+        0,
+        "own counter"
+    );
     t.reset_output_completions();
     assert_eq!(t.output_completions(), 0);
 }
