@@ -499,9 +499,9 @@ pub unsafe fn memcpy_to_device(dest: *mut u8, src: *const u8, size: u64) -> Resu
         .lock()
         .range(..=addr)
         .next_back()
-        .map(|(start, w)| (*start, w.upgrade()));
+        .and_then(|(_, w)| w.upgrade());
     let storage = match found {
-        Some((_, Some(st))) => st,
+        Some(st) => st,
         _ => {
             return Err(Error::invalid(format!(
                 "nrt_memcpy_to_device: {dest:p} is not inside a live device tensor"
@@ -509,14 +509,18 @@ pub unsafe fn memcpy_to_device(dest: *mut u8, src: *const u8, size: u64) -> Resu
         }
     };
     let off = (addr - storage.base.as_ptr().addr()) as u64;
-    match off.checked_add(size) {
-        Some(end) if end <= storage.len => {}
-        _ => {
-            return Err(Error::invalid(format!(
-                "nrt_memcpy_to_device: {size} bytes at {dest:p} do not fit in the live device tensor storage of {} bytes at {:p} (offset {off})",
-                storage.len, storage.base
-            )))
-        }
+    if off > storage.len || (off == storage.len && size > 0) {
+        return Err(Error::invalid(format!(
+            "nrt_memcpy_to_device: {dest:p} is not inside a live device tensor (the nearest one below ends at {:p})",
+            storage.base.as_ptr().wrapping_add(storage.len as usize)
+        )));
+    }
+    // `off <= storage.len` here, so the subtraction cannot wrap.
+    if size > storage.len - off {
+        return Err(Error::invalid(format!(
+            "nrt_memcpy_to_device: {size} bytes at {dest:p} run past the end of the live device tensor storage of {} bytes at {:p} (offset {off})",
+            storage.len, storage.base
+        )));
     }
     if size > 0 {
         // SAFETY: `off + size <= storage.len` (checked) and the `Arc` keeps the storage alive

@@ -192,6 +192,13 @@ fn memcpy_to_device_accepts_only_live_device_ranges() {
         memcpy_to_device(s.va().add(8), data.as_ptr(), 8).unwrap();
         memcpy_to_device(t.va().add(56), data.as_ptr(), 8).unwrap();
         assert_eq!(
+            memcpy_to_device(t.va().add(8), data.as_ptr(), u64::MAX)
+                .unwrap_err()
+                .kind(),
+            ErrorKind::Invalid,
+            "a size that would wrap"
+        );
+        assert_eq!(
             memcpy_to_device(t.va().add(57), data.as_ptr(), 8)
                 .unwrap_err()
                 .kind(),
@@ -220,10 +227,17 @@ fn memcpy_to_device_accepts_only_live_device_ranges() {
     }
     // The storage lives while any view lives; after the last one it is gone.
     let va = t.va();
+    let weak = Arc::downgrade(t.storage.as_ref().unwrap());
     drop(t);
     // SAFETY: the slice keeps the storage alive.
     unsafe { memcpy_to_device(va, data.as_ptr(), 8) }.unwrap();
     drop(s);
+    // The weak pointer keeps the Arc's allocation, so `ptr_eq` cannot match a newcomer.
+    assert!(weak.upgrade().is_none(), "freed with the last view");
+    assert!(
+        DEVICE_RANGES.lock().values().all(|w| !w.ptr_eq(&weak)),
+        "deregistered when freed"
+    );
     // SAFETY: rejected: the address is looked up, never written, once the storage is freed.
     let e = unsafe { memcpy_to_device(va, data.as_ptr(), 8) }.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Invalid);
