@@ -51,11 +51,6 @@ typedef enum nrta_xu_t {
 typedef struct nrt_cc_context nrt_cc_context;
 
 /**
- * Sequence id of an async request: low 48 bits counter, high 16 bits XU id.
- */
-typedef uint64_t nrta_seq_t;
-
-/**
  * Communicator of a host-driven collective (32 bytes).
  */
 typedef struct nrt_cc_comm_t {
@@ -105,6 +100,11 @@ typedef struct nrt_tensor_list_t {
 typedef struct nrt_cc_context nrt_cc_context_t;
 
 /**
+ * Sequence id of an async request: low 48 bits counter, high 16 bits XU id.
+ */
+typedef uint64_t nrta_seq_t;
+
+/**
  * Async 2.x error record (16 bytes); kept for the size assertion of the C tests.
  */
 typedef struct nrta_error_t {
@@ -126,6 +126,40 @@ typedef uint16_t nrta_xu_id_t;
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * OpenNRT's export of the vendor-internal name behind `nrta_cc_prepare` (not exported by the
+ * vendor's 2.31 library; the prototype is OpenNRT's and equals `nrta_cc_prepare`'s). Same
+ * behaviour as `nrta_cc_prepare`.
+ *
+ * # Returns
+ * As `nrta_cc_prepare`.
+ *
+ * # Safety
+ * As `nrta_cc_prepare`.
+ */
+NRT_STATUS nrt_cc_prepare(struct nrt_cc_comm_t *comm,
+                          struct nrt_tensor_list_t *input,
+                          struct nrt_tensor_list_t *output,
+                          nrt_dtype_t dtype,
+                          nrt_op_type_t op,
+                          nrt_cc_op_type_t cc_op,
+                          nrt_cc_context_t **cc_ctx);
+
+/**
+ * OpenNRT's export of the vendor-internal name behind `nrta_cc_schedule` (prototype
+ * OpenNRT's, equal to `nrta_cc_schedule`'s). Same behaviour as `nrta_cc_schedule`.
+ *
+ * # Returns
+ * As `nrta_cc_schedule`.
+ *
+ * # Safety
+ * As `nrta_cc_schedule`.
+ */
+NRT_STATUS nrt_cc_schedule(nrt_cc_context_t **cc_ctx,
+                           int queue,
+                           NRT_STATUS *exec_ret,
+                           nrta_seq_t *req_sequence);
 
 /**
  * Queue a write of `size` bytes from `buf` into `tensor` at `offset` on the tensor-op

@@ -141,7 +141,10 @@ pub unsafe extern "C" fn nrta_cc_prepare(
     cc_op: RawCcOpType,
     cc_ctx: *mut *mut nrt_cc_context_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrta_cc_prepare", Guard::Lifecycle, { not_implemented("nrta_cc_prepare") })
+    abi_entry!(status "nrta_cc_prepare", Guard::Lifecycle, {
+        // SAFETY: forwarded contract.
+        unsafe { crate::abi::cc_async::prepare(comm, input, output, dtype, op, cc_op, cc_ctx) }
+    })
 }
 
 /// Queue a prepared collective on the collectives execution unit `queue` (0–2). On success the
@@ -159,7 +162,10 @@ pub unsafe extern "C" fn nrta_cc_schedule(
     exec_ret: *mut NRT_STATUS,
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrta_cc_schedule", Guard::Lifecycle, { not_implemented("nrta_cc_schedule") })
+    abi_entry!(status "nrta_cc_schedule", Guard::Lifecycle, {
+        // SAFETY: forwarded contract.
+        unsafe { crate::abi::cc_async::schedule(cc_ctx, queue, exec_ret, req_sequence) }
+    })
 }
 
 /// Non-blocking: has the request `seq` (passed by value) completed?
@@ -247,7 +253,7 @@ mod tests {
     use std::ptr::{null, null_mut};
 
     #[test]
-    fn guarded_then_not_implemented() {
+    fn guarded_and_out_params_untouched_on_failure() {
         testing::uninit(|| {
             // SAFETY: NULL arguments are never dereferenced by these entry points.
             unsafe {
@@ -267,7 +273,7 @@ mod tests {
             unsafe {
                 assert_eq!(
                     nrta_cc_schedule(null_mut(), 0, null_mut(), &mut seq) as i32,
-                    1
+                    2
                 );
             }
             assert_eq!(seq, 77, "no out-parameter written on failure");
