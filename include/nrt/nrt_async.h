@@ -169,7 +169,6 @@ NRT_STATUS nrt_cc_schedule(nrt_cc_context_t **cc_ctx,
  * # Returns
  * `NRT_SUCCESS` (queued, `*req_sequence` set); `NRT_INVALID` for bad arguments or queue;
  * `NRT_QUEUE_FULL`; `NRT_EXEC_UNIT_UNRECOVERABLE`; `NRT_UNINITIALIZED` before `nrt_init`.
- * Currently `NRT_FAILURE`: not implemented until issue 5.
  *
  * # Safety
  * `buf` must stay readable for `size` bytes and `exec_ret` writable until completion;
@@ -188,7 +187,7 @@ NRT_STATUS nrta_tensor_write(nrt_tensor_t *tensor,
  * Queue a read of `size` bytes of `tensor` at `offset` into `buf` (see `nrta_tensor_write`).
  *
  * # Returns
- * As `nrta_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * As `nrta_tensor_write`.
  *
  * # Safety
  * `buf` must stay writable for `size` bytes and `exec_ret` until completion; `tensor` must be
@@ -207,7 +206,7 @@ NRT_STATUS nrta_tensor_read(void *buf,
  * Queue a copy of `size` bytes between two device tensors of the same device.
  *
  * # Returns
- * As `nrta_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * As `nrta_tensor_write`.
  *
  * # Safety
  * `src` and `dst` must be live tensors; `exec_ret` writable until completion; `req_sequence`
@@ -227,7 +226,7 @@ NRT_STATUS nrta_tensor_copy(nrt_tensor_t *src,
  * Queue an execution of `model` on its core's compute execution unit (`queue` must be 0).
  *
  * # Returns
- * As `nrta_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * As `nrta_tensor_write`. Currently `NRT_FAILURE`: models (NEFF loading) are not implemented.
  *
  * # Safety
  * `model`, `input` and `output` must be live handles that stay alive until completion;
@@ -246,8 +245,8 @@ NRT_STATUS nrta_execute_schedule(nrt_model_t *model,
  *
  * # Returns
  * `NRT_SUCCESS` with `*cc_ctx` set; `NRT_INVALID` for bad arguments (dtype, op, sizes,
- * communicator); `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
- * implemented until issue 5.
+ * communicator, tensors not on `comm->vnc`, a core that has not joined the host-CC world);
+ * `NRT_INVALID_HANDLE` for a freed tensor; `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `comm`, `input` and `output` must be valid for reads; their tensors live; `cc_ctx` NULL or
@@ -266,7 +265,7 @@ NRT_STATUS nrta_cc_prepare(struct nrt_cc_comm_t *comm,
  * runtime takes the context and sets `*cc_ctx` to NULL.
  *
  * # Returns
- * As `nrta_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * As `nrta_tensor_write`.
  *
  * # Safety
  * `cc_ctx` must point to a context from `nrta_cc_prepare`; `exec_ret` writable until

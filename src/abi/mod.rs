@@ -42,6 +42,7 @@ pub mod sendrecv;
 pub mod status;
 pub mod sys_trace;
 pub mod tensor;
+pub mod tensor_async;
 pub mod types;
 
 pub use cc_async::{nrt_cc_prepare, nrt_cc_schedule};
