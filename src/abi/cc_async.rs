@@ -337,3 +337,7 @@ pub unsafe extern "C" fn nrt_cc_schedule(
         unsafe { schedule(cc_ctx, queue, exec_ret, req_sequence) }
     })
 }
+
+#[cfg(test)]
+#[path = "cc_async_tests.rs"]
+mod tests;
