@@ -87,12 +87,12 @@ fn rank(c: &Case, r: u32, input: Vec<u8>, esz: u64) -> Vec<u8> {
     };
     let mut off = 0usize;
     for &t in &ins {
-        // SAFETY: live tensor; the size is the tensor's (lists) or the staged block.
         let len = if ins.len() == 1 {
             input.len()
         } else {
             input.len() / ins.len()
         };
+        // SAFETY: live tensor; the size is the tensor's (lists) or the staged block.
         let st = unsafe { nrt_tensor_write(t, input[off..].as_ptr().cast(), at as usize, len) };
         assert_eq!(st as i32, 0);
         off += len;
