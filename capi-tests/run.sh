@@ -42,7 +42,7 @@ echo "example: the README's C example ran"
 # Rust library itself is not instrumented; ASan checks every access the C side makes and the
 # buffers the library hands back). Leak checking is on: what the library keeps for the process
 # (handle table, caches) stays reachable from its globals.
-for t in cc_test; do
+for t in cc_test async_test; do
   cc "${CFLAGS[@]}" -pthread -o "$out/$t" "$root/capi-tests/$t.c" -L"$lib" -lnrt
   LD_LIBRARY_PATH="$lib" "$out/$t"
   cc "${CFLAGS[@]}" -pthread -g -fsanitize=address,undefined -fno-sanitize-recover=all \
