@@ -66,13 +66,15 @@ def _buffers(nrt: Nrt, owned: list, cc_op: CcOpType, esize: int, in_n: int, out_
         return [src], [dst]
     if cc_op == CcOpType.NRT_CC_ALLGATHER:
         whole = nrt.tensor_allocate(vnc, out_n * esize, f"ag{rank}")
+        owned.append(whole)
         part = whole.slice(rank * in_n * esize, in_n * esize, f"ag{rank}.in")
-        owned[:0] = [part, whole]
+        owned.insert(0, part)
         return [part], [whole]
     if cc_op == CcOpType.NRT_CC_REDUCESCATTER:
         whole = nrt.tensor_allocate(vnc, in_n * esize, f"rs{rank}")
+        owned.append(whole)
         part = whole.slice(rank * out_n * esize, out_n * esize, f"rs{rank}.out")
-        owned[:0] = [part, whole]
+        owned.insert(0, part)
         return [whole], [part]
     both = nrt.tensor_allocate(vnc, in_n * esize, f"ar{rank}")
     owned.append(both)
@@ -93,6 +95,7 @@ def run_collective(
     salt: int = 0,
 ) -> None:
     """Run one collective over ``group`` (global ids = vncs) through nrta_cc_prepare/schedule,
+    waiting by ``wait`` (``poll``: nrta_is_completed; ``eventfd``/``eventfd-libc``: §5.6),
     check every rank's output against :func:`numerics.oracle`, raise AssertionError on a
     mismatch (naming rank, element, got and expected)."""
     codec = CODECS[dtype_name]
@@ -113,10 +116,12 @@ def run_collective(
             pending = nrt.cc_schedule(ctx, queue)
             if ctx.handle.value:
                 raise AssertionError("nrta_cc_schedule succeeded but left *cc_ctx non-NULL")
-            if wait == "eventfd":
-                pending.wait_eventfd()
-            else:
+            if wait == "poll":
                 pending.wait_poll()
+            elif wait in ("eventfd", "eventfd-libc"):
+                pending.wait_eventfd(use_libc=wait == "eventfd-libc")
+            else:
+                raise ValueError(f"wait={wait!r}: poll, eventfd or eventfd-libc")
             return codec.unpack(outs[0].read(0, out_n * codec.size))
         finally:
             for t in owned:
