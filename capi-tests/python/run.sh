@@ -25,8 +25,12 @@ EOF
 say "using $(python3 --version 2>&1) at $(command -v python3)"
 
 has_pytest() { "$1" -c 'import pytest' >/dev/null 2>&1; }
+venv="$root/target/py-venv"
 
-if has_pytest "$py"; then
+if ! has_pytest "$py" && [ -x "$venv/bin/python" ] && has_pytest "$venv/bin/python"; then
+  py="$venv/bin/python"
+  say "using pytest from the virtual environment an earlier run made: $venv"
+elif has_pytest "$py"; then
   say "pytest $("$py" -m pytest --version 2>&1 | head -1 | awk '{print $NF}') is installed"
 else
   say "pytest is missing; installing it"
@@ -45,7 +49,6 @@ else
   # A --user install may land where this interpreter does not look (e.g. no user site).
   if [ "$installed" = 1 ] && ! has_pytest "$py"; then installed=0; fi
   if [ "$installed" = 0 ]; then
-    venv="$root/target/py-venv"
     say "+ python3 -m venv $venv && $venv/bin/pip install pytest"
     if python3 -m venv "$venv" && "$venv/bin/python" -m pip install pytest; then
       py="$venv/bin/python"
