@@ -1,81 +1,117 @@
-//! `nrt.h` host-driven collectives and communicator setup (spec/nrt-abi.md §3.5).
+//! `nrt.h` host-driven collectives and communicator setup (spec/nrt-abi.md §3.5, §5.7–§5.8),
+//! over `runtime::comm` (the worlds), `runtime::host_cc` (barrier, host all-gather).
 //!
-//! Implemented by the C ABI issue (issue 5, single process) and the multi-process issue
-//! (issue 6, bootstrap across processes); until then each entry point runs the lifecycle guard
-//! (`NRT_UNINITIALIZED` before `nrt_init`) and returns `NRT_FAILURE`, logging a WARNING once.
-
-// The parameters are named for the header; the bodies use them once issues 5 and 6 land.
-#![allow(unused_variables)]
+//! Several ranks in one process (design.md §2.6): each thread calls these with its own `vnc`
+//! and global id, and the calls of one collective meet in `runtime::rendezvous`. Ranks in other
+//! processes are the multi-process issue (6): until then a world whose ranks are not all in
+//! this process ends its collectives with `NRT_TIMEOUT` naming the ranks that never came.
 
 use std::ffi::c_void;
 
-use crate::abi::boundary::{not_implemented, Guard};
+use crate::abi::boundary::Guard;
+use crate::abi::nrt::visible_core;
 use crate::abi::types::*;
 use crate::abi_entry;
+use crate::error::Error;
+use crate::runtime::comm::{self, Slot};
+use crate::runtime::{host_cc, process};
 
-/// Create the global communicator used by NEFF-embedded collectives: this worker is
-/// `g_device_id` of `g_device_count` (the largest world any NEFF will use), on logical core
-/// `vnc`. Idempotent for the same world; the world cannot change once set.
+fn visible() -> crate::Result<u32> {
+    Ok(process::config()?.visible_cores)
+}
+
+fn root_comm_id() -> Option<String> {
+    std::env::var("NEURON_RT_ROOT_COMM_ID").ok()
+}
+
+/// Create the global communicator used by NEFF-embedded collectives (and the host barrier and
+/// all-gather): this worker is `g_device_id` of `g_device_count` (the largest world any NEFF
+/// will use), on logical core `vnc`. Idempotent for the same world; the world cannot change once
+/// set.
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for a bad core, a rank outside the world or a different world
-/// on re-entry; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented
-/// until issue 5.
+/// `NRT_SUCCESS`; `NRT_INVALID` for a core that is not visible, a rank outside the world, a
+/// malformed `NEURON_RT_ROOT_COMM_ID`, or a different world on re-entry; `NRT_UNINITIALIZED`
+/// before `nrt_init`.
 pub extern "C" fn nrt_build_global_comm(
     vnc: i32,
     g_device_id: u32,
     g_device_count: u32,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_build_global_comm", Guard::Lifecycle, {
-        not_implemented("nrt_build_global_comm")
+        let v = visible_core(i64::from(vnc), "vnc")?;
+        comm::join(Slot::Neff, v, g_device_id, g_device_count, visible()?, root_comm_id())
     })
 }
 
-/// Create the global communicator of the standalone (host-driven, `nrta_cc_*`) collectives.
+/// Create the global communicator of the standalone (host-driven, `nrta_cc_*`) collectives:
+/// logical core `vnc` is global rank `g_device_id` of `g_device_count`. Call it once per core
+/// before `nrta_cc_prepare`.
 ///
 /// # Returns
-/// As `nrt_build_global_comm`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// As `nrt_build_global_comm`.
 pub extern "C" fn nrt_cc_global_comm_init(
     vnc: u32,
     g_device_id: u32,
     g_device_count: u32,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_cc_global_comm_init", Guard::Lifecycle, {
-        not_implemented("nrt_cc_global_comm_init")
+        let v = visible_core(i64::from(vnc), "vnc")?;
+        comm::join(Slot::HostCc, v, g_device_id, g_device_count, visible()?, root_comm_id())
     })
 }
 
 /// Let host-driven collectives run beside NEFF collectives on a separate collective stream.
+/// OpenNRT records the request (there are no NEFF collectives to split the engines with; the
+/// host-driven collectives always have their own machine). Stream ids 0–3 are accepted (the
+/// four collective streams of the pseudo-instructions, spec/lowering.md).
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for a bad stream id; `NRT_UNINITIALIZED` before `nrt_init`.
-/// Currently `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_SUCCESS`; `NRT_INVALID` for a stream id above 3; `NRT_UNINITIALIZED` before `nrt_init`.
 pub extern "C" fn nrt_cc_create_stream(stream_id: u32) -> NRT_STATUS {
     abi_entry!(status "nrt_cc_create_stream", Guard::Lifecycle, {
-        not_implemented("nrt_cc_create_stream")
+        if stream_id > 3 {
+            return Err(Error::invalid(format!(
+                "stream_id {stream_id}: collective streams are 0..=3"
+            )));
+        }
+        crate::log_info!("nrt_cc_create_stream", "host-driven collectives on stream {stream_id}");
+        Ok(())
     })
 }
 
-/// Block until all `g_device_count` workers have called `nrt_barrier`. The first barrier also
-/// bootstraps the global communicator.
+/// Block until all `g_device_count` workers have called `nrt_barrier`. The barrier is a
+/// 128-byte all-reduce run on the (software) device, as the vendor's; the first barrier also
+/// creates the global communicator (as `nrt_build_global_comm`).
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for a bad core or rank; `NRT_TIMEOUT`; `NRT_UNINITIALIZED`
-/// before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_SUCCESS`; `NRT_INVALID` for a core that is not visible (or `vnc` ≥ 256), a rank outside
+/// the world or a different world than before; `NRT_TIMEOUT` when a worker does not arrive
+/// within `NEURON_RT_EXEC_TIMEOUT`; `NRT_FAILURE` when the barrier's collective failed to build
+/// (sticky for the core) or returned a wrong value; `NRT_UNINITIALIZED` before `nrt_init`.
 pub extern "C" fn nrt_barrier(vnc: i32, g_device_id: u32, g_device_count: u32) -> NRT_STATUS {
-    abi_entry!(status "nrt_barrier", Guard::Lifecycle, { not_implemented("nrt_barrier") })
+    abi_entry!(status "nrt_barrier", Guard::Lifecycle, {
+        if vnc >= 256 {
+            return Err(Error::invalid(format!("nrt_barrier: vnc {vnc} is not below 256")));
+        }
+        let v = visible_core(i64::from(vnc), "vnc")?;
+        host_cc::barrier(v, g_device_id, g_device_count, visible()?)
+    })
 }
 
 /// Host-memory all-gather: every worker contributes `rank_input_size` bytes from `input`;
-/// `output` receives `g_device_count * rank_input_size` bytes in rank order. Blocking.
+/// `output` receives `g_device_count * rank_input_size` bytes in rank order (zeroed first, the
+/// caller's slice at `g_device_id * rank_input_size`). Blocking.
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for NULL buffers or a bad rank; `NRT_TIMEOUT`;
-/// `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_SUCCESS`; `NRT_INVALID` for NULL buffers (with a non-zero size), a core that is not
+/// visible, a rank outside the world, or workers passing different sizes (on every worker);
+/// `NRT_TIMEOUT` when a worker does not arrive within `NEURON_RT_EXEC_TIMEOUT`;
+/// `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
 /// `input` must have `rank_input_size` readable bytes and `output`
-/// `g_device_count * rank_input_size` writable bytes.
+/// `g_device_count * rank_input_size` writable bytes, not overlapping `input`.
 pub unsafe extern "C" fn nrt_all_gather(
     vnc: i32,
     g_device_id: u32,
@@ -84,7 +120,29 @@ pub unsafe extern "C" fn nrt_all_gather(
     input: *mut c_void,
     output: *mut c_void,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_all_gather", Guard::Lifecycle, { not_implemented("nrt_all_gather") })
+    abi_entry!(status "nrt_all_gather", Guard::Lifecycle, {
+        let v = visible_core(i64::from(vnc), "vnc")?;
+        let size = rank_input_size as usize;
+        let total = size.checked_mul(g_device_count as usize).ok_or_else(|| {
+            Error::invalid("rank_input_size × g_device_count overflows the address space")
+        })?;
+        // SAFETY: the caller promises `rank_input_size` readable bytes at `input`.
+        let inp = unsafe { crate::abi::boundary::bytes(input.cast(), size, "input") }?;
+        if total > 0 && output.is_null() {
+            return Err(Error::invalid("output is NULL"));
+        }
+        if total > 0 && (output as usize) < (input as usize) + size && (input as usize) < (output as usize) + total {
+            return Err(Error::invalid("output overlaps input"));
+        }
+        let out: &mut [u8] = if total == 0 {
+            &mut []
+        } else {
+            // SAFETY: non-NULL, `total` writable bytes by the caller's promise, not overlapping
+            // `input` (checked above).
+            unsafe { std::slice::from_raw_parts_mut(output.cast::<u8>(), total) }
+        };
+        host_cc::all_gather(v, g_device_id, g_device_count, visible()?, inp, out)
+    })
 }
 
 #[cfg(test)]
@@ -94,18 +152,50 @@ mod tests {
     use std::ptr::null_mut;
 
     #[test]
-    fn guarded_then_not_implemented() {
+    fn guard_and_argument_errors() {
         testing::uninit(|| {
             assert_eq!(nrt_build_global_comm(0, 0, 1) as i32, 13);
             assert_eq!(nrt_cc_global_comm_init(0, 0, 1) as i32, 13);
             assert_eq!(nrt_barrier(0, 0, 1) as i32, 13);
-            // SAFETY: NULL buffers are never dereferenced by the stub.
+            // SAFETY: rejected by the guard before any pointer is used.
             let st = unsafe { nrt_all_gather(0, 0, 1, 0, null_mut(), null_mut()) };
             assert_eq!(st as i32, 13);
         });
         testing::init(|| {
-            assert_eq!(nrt_cc_create_stream(1) as i32, 1);
-            assert_eq!(nrt_barrier(0, 0, 1) as i32, 1);
+            comm::reset();
+            assert_eq!(nrt_cc_create_stream(1) as i32, 0);
+            assert_eq!(nrt_cc_create_stream(9) as i32, 2);
+            assert_eq!(nrt_cc_global_comm_init(0, 1, 1) as i32, 2); // id outside world
+            assert_eq!(nrt_cc_global_comm_init(100_000, 0, 1) as i32, 2); // not visible
+            assert_eq!(nrt_build_global_comm(-1, 0, 1) as i32, 2);
+            assert_eq!(nrt_barrier(300, 0, 1) as i32, 2);
+            assert_eq!(nrt_cc_global_comm_init(0, 0, 2) as i32, 0);
+            assert_eq!(nrt_cc_global_comm_init(0, 0, 2) as i32, 0); // idempotent
+            assert_eq!(nrt_cc_global_comm_init(1, 1, 3) as i32, 2); // immutable world
+                                                                    // A one-rank world: the barrier runs on the device, the all-gather copies.
+            assert_eq!(nrt_barrier(0, 0, 1) as i32, 0);
+            let mut input = [1u8, 2, 3];
+            let mut out = [9u8; 3];
+            // SAFETY: valid buffers of the stated sizes.
+            let st = unsafe {
+                nrt_all_gather(
+                    0,
+                    0,
+                    1,
+                    3,
+                    input.as_mut_ptr().cast(),
+                    out.as_mut_ptr().cast(),
+                )
+            };
+            assert_eq!(st as i32, 0);
+            assert_eq!(out, [1, 2, 3]);
+            // SAFETY: NULL input with a size is rejected before use.
+            let st = unsafe { nrt_all_gather(0, 0, 1, 3, null_mut(), out.as_mut_ptr().cast()) };
+            assert_eq!(st as i32, 2);
+            // SAFETY: NULL output is rejected before use.
+            let st = unsafe { nrt_all_gather(0, 0, 1, 3, input.as_mut_ptr().cast(), null_mut()) };
+            assert_eq!(st as i32, 2);
+            comm::reset();
         });
     }
 }

@@ -42,7 +42,13 @@ pub unsafe extern "C" fn nrt_init(
 /// Afterwards every call returns `NRT_UNINITIALIZED` until the next `nrt_init`.
 pub extern "C" fn nrt_close() {
     abi_entry!(void "nrt_close", Guard::None, {
-        process::close(crate::abi::profile::reset_sessions);
+        process::close(|| {
+            crate::abi::profile::reset_sessions();
+            // Pending collectives fail with NRT_CLOSED before their workers are drained.
+            crate::runtime::cc::reset();
+            crate::runtime::host_cc::reset();
+            crate::runtime::comm::reset();
+        });
         Ok(())
     })
 }

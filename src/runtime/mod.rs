@@ -6,12 +6,20 @@
 //! * [`firmware`] — loading and gating `libncfw.so` (spec/ncfw.md §1.2).
 //! * [`log`] — logging under `NEURON_RT_LOG_LEVEL`.
 //! * [`device_run`] — running an emitted collective on the software device.
+//! * [`comm`] — the global communicators (worlds) of this process.
+//! * [`rendezvous`] — where the ranks of one collective meet.
+//! * [`cc`] — host-driven collectives: prepare (lower, emit, cache) and run on the device.
+//! * [`host_cc`] — `nrt_barrier` and `nrt_all_gather`.
 //! * [`verifiable`] — verifiable data, the reference result and in-place staging for runs.
 
+pub mod cc;
+pub mod comm;
 pub mod config;
 pub mod device_run;
 pub mod firmware;
+pub mod host_cc;
 pub mod log;
 pub mod process;
+pub mod rendezvous;
 pub mod state;
 pub mod verifiable;

@@ -1,0 +1,277 @@
+//! Host-driven collectives (spec/nrt-abi.md §5.7; design.md §1): prepare lowers and emits the
+//! collective once per signature, and a run gathers every rank of the group and executes the
+//! emitted program on the software device.
+//!
+//! * [`prepare`]: the request (built by `lower::request_api` from `nrta_cc_prepare`'s
+//!   arguments) → [`Lowered`] (program of every rank, address map, emitted descriptors, cc_op
+//!   tables and semaphores), through a cache keyed by the request's signature without the rank
+//!   and the lowering configuration (the vendor's "context caching", §5.7). A cache miss also
+//!   runs the symbolic verifier on the program (design.md §2.2); `OPENNRT_CC_VERIFY=0` skips it.
+//! * [`run`]: one rank's arrival at the k-th collective of its group (`runtime::rendezvous`).
+//!   The last rank to arrive checks that every rank prepared the same collective (op, dtype,
+//!   count, group, in place, reduce op — a mismatch is an error on every rank naming both
+//!   ranks, the field and both values), gathers the inputs, runs the machine
+//!   ([`crate::runtime::device_run::execute`]) and hands every rank its output.
+//!
+//! Choice: the device's memory is loaded from the tensors before the run and the results are
+//! copied back after it (one copy each way); the device itself only ever sees the emitted
+//! bytes. A device fault or hang fails the collective on every rank with the device's report.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::lower::addrmap::AddressMap;
+use crate::lower::cache::Signature;
+use crate::lower::emit::{emit, EmittedProgram};
+use crate::lower::pipeline::{address_map, lower, LowerConfig};
+use crate::lower::program::Program;
+use crate::lower::request::CollectiveRequest;
+use crate::runtime::device_run;
+use crate::runtime::rendezvous::{GroupKey, Rendezvous};
+
+/// A collective lowered and emitted for every rank of its group.
+#[derive(Debug)]
+pub struct Lowered {
+    /// Every rank's program (the request carries rank 0).
+    pub program: Program,
+    /// Where every buffer, ring and SPAD lives.
+    pub map: AddressMap,
+    /// The bytes the device runs.
+    pub emitted: EmittedProgram,
+}
+
+/// Capacity of the prepared-collective cache.
+const CACHE_CAPACITY: usize = 64;
+
+#[derive(Debug, Default)]
+struct Cache {
+    map: HashMap<Signature, (u64, Arc<Lowered>)>,
+    tick: u64,
+}
+
+static CACHE: Lazy<Mutex<Cache>> = Lazy::new(|| Mutex::new(Cache::default()));
+
+/// Lower, verify and emit `req` for a world of `world` ranks, or reuse the cached result.
+pub fn prepare(req: &CollectiveRequest, world: u32) -> Result<Arc<Lowered>> {
+    let cfg = LowerConfig::from_env(world)?;
+    let sig = Signature::of(req, &cfg.key());
+    {
+        let mut c = CACHE.lock();
+        c.tick += 1;
+        let tick = c.tick;
+        if let Some((used, l)) = c.map.get_mut(&sig) {
+            *used = tick;
+            return Ok(l.clone());
+        }
+    }
+    let mut r = req.clone();
+    r.rank = 0;
+    let program = lower(&r, &cfg)?;
+    if std::env::var("OPENNRT_CC_VERIFY").map_or(true, |v| v.trim() != "0") {
+        crate::lower::verify::verify(&program).map_err(|e| {
+            Error::failure(format!(
+                "the lowered program failed symbolic verification (an OpenNRT bug; \
+                 OPENNRT_CC_VERIFY=0 skips the check): {e}"
+            ))
+        })?;
+    }
+    let map = address_map(&program, &cfg.topology)?;
+    let emitted = emit(&program, &map)?;
+    crate::log_debug!(
+        "cc",
+        "prepared {:?} {:?} count {} on {} ranks: {}",
+        r.op,
+        r.dtype,
+        r.count,
+        r.rank_n(),
+        program.selection.join("; ")
+    );
+    let l = Arc::new(Lowered {
+        program,
+        map,
+        emitted,
+    });
+    let mut c = CACHE.lock();
+    if c.map.len() >= CACHE_CAPACITY {
+        if let Some(k) = c
+            .map
+            .iter()
+            .min_by_key(|(_, (u, _))| *u)
+            .map(|(k, _)| k.clone())
+        {
+            c.map.remove(&k);
+        }
+    }
+    let tick = c.tick;
+    c.map.insert(sig, (tick, l.clone()));
+    Ok(l)
+}
+
+/// Where one rank's data comes from and goes to.
+pub trait RankIo: Send {
+    /// The rank's input bytes as the program reads them (`len` bytes).
+    fn input(&self, len: u64) -> Result<Vec<u8>>;
+    /// Store the rank's result (`device_run::read_outputs` form).
+    fn output(&self, data: &[u8]) -> Result<()>;
+}
+
+/// One rank arriving at a collective.
+pub struct Arrival {
+    /// The rank's own request (its rank set).
+    pub req: CollectiveRequest,
+    /// The prepared collective.
+    pub lowered: Arc<Lowered>,
+    /// The rank's data.
+    pub io: Box<dyn RankIo>,
+}
+
+impl std::fmt::Debug for Arrival {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Arrival")
+            .field("rank", &self.req.rank)
+            .finish_non_exhaustive()
+    }
+}
+
+static MEETINGS: Lazy<Rendezvous<Arrival, ()>> = Lazy::new(Rendezvous::new);
+
+/// The rendezvous of device collectives (tickets are taken at submission).
+pub fn meetings() -> &'static Rendezvous<Arrival, ()> {
+    &MEETINGS
+}
+
+/// Arrive at collective `instance` of `key` and wait until it has run on every rank.
+pub fn run(key: &GroupKey, instance: u64, arrival: Arrival) -> Result<()> {
+    let deadline = crate::runtime::config::exec_timeout(|k| std::env::var(k).ok())?;
+    let rank = arrival.req.rank;
+    MEETINGS.meet(key, instance, rank, arrival, deadline, |all| {
+        run_instance(key, instance, all)
+    })
+}
+
+/// The first field in which two ranks' requests differ, with both values.
+fn difference(
+    a: &CollectiveRequest,
+    b: &CollectiveRequest,
+) -> Option<(&'static str, String, String)> {
+    let f = |name, x: String, y: String| (x != y).then_some((name, x, y));
+    f("op", format!("{:?}", a.op), format!("{:?}", b.op))
+        .or_else(|| f("dtype", format!("{:?}", a.dtype), format!("{:?}", b.dtype)))
+        .or_else(|| f("count", a.count.to_string(), b.count.to_string()))
+        .or_else(|| {
+            f(
+                "reduce op",
+                format!("{:?}", a.reduce),
+                format!("{:?}", b.reduce),
+            )
+        })
+        .or_else(|| f("group", format!("{:?}", a.group), format!("{:?}", b.group)))
+        .or_else(|| f("in place", a.in_place.to_string(), b.in_place.to_string()))
+        .or_else(|| {
+            f(
+                "tensor lists",
+                format!("{:?}", a.io_form),
+                format!("{:?}", b.io_form),
+            )
+        })
+}
+
+/// Every rank must have prepared the same collective (issue 5: detected, both values named).
+fn check_consistent(key: &GroupKey, instance: u64, all: &[Arrival]) -> Result<()> {
+    let first = &all[0];
+    for a in &all[1..] {
+        if let Some((field, x, y)) = difference(&first.req, &a.req) {
+            return Err(Error::invalid(format!(
+                "collective #{instance} of {key}: ranks disagree on the {field}: rank {} \
+                 (global id {}) prepared {x}, rank {} (global id {}) prepared {y}",
+                first.req.rank,
+                key.group[first.req.rank as usize],
+                a.req.rank,
+                key.group[a.req.rank as usize]
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn run_instance(key: &GroupKey, instance: u64, all: Vec<Arrival>) -> Vec<Result<()>> {
+    let n = all.len();
+    let fail_all = |e: Error| (0..n).map(|_| Err(e.clone())).collect::<Vec<_>>();
+    if let Err(e) = check_consistent(key, instance, &all) {
+        crate::log_error!("cc", "{e}");
+        return fail_all(e);
+    }
+    let l = all[0].lowered.clone();
+    let want = l.map.buffers().input;
+    let inputs: Result<Vec<Vec<u8>>> = all.iter().map(|a| a.io.input(want)).collect();
+    let inputs = match inputs {
+        Ok(i) => i,
+        Err(e) => return fail_all(e.context(format!("collective #{instance} of {key}"))),
+    };
+    let start = std::time::Instant::now();
+    match device_run::execute(&l.program, &l.emitted, &l.map, &inputs) {
+        Ok(outs) => {
+            crate::log_debug!(
+                "cc",
+                "collective #{instance} of {key} ran in {:?}",
+                start.elapsed()
+            );
+            all.iter().zip(outs).map(|(a, o)| a.io.output(&o)).collect()
+        }
+        Err(e) => {
+            let e = if e.kind() == ErrorKind::Invalid {
+                Error::failure(e.message())
+            } else {
+                e
+            };
+            let e = e.context(format!(
+                "collective #{instance} of {key} on the software device"
+            ));
+            crate::log_error!("cc", "{e}");
+            fail_all(e)
+        }
+    }
+}
+
+/// Forget prepared collectives, tickets and meetings (`nrt_close`); open meetings fail.
+pub fn reset() {
+    MEETINGS.abort_all(&Error::new(
+        ErrorKind::Closed,
+        "nrt_close while the collective was pending",
+    ));
+    MEETINGS.reset();
+    CACHE.lock().map.clear();
+}
+
+/// Byte buffers as [`RankIo`] (the barrier, tests).
+#[derive(Debug)]
+pub struct VecIo {
+    /// The input.
+    pub input: Vec<u8>,
+    /// Where the output lands.
+    pub output: Arc<Mutex<Vec<u8>>>,
+}
+
+impl RankIo for VecIo {
+    fn input(&self, len: u64) -> Result<Vec<u8>> {
+        if self.input.len() as u64 != len {
+            return Err(Error::invalid(format!(
+                "the input has {} bytes, the program reads {len}",
+                self.input.len()
+            )));
+        }
+        Ok(self.input.clone())
+    }
+    fn output(&self, data: &[u8]) -> Result<()> {
+        *self.output.lock() = data.to_vec();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "cc_tests.rs"]
+mod tests;

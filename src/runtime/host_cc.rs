@@ -1,0 +1,209 @@
+//! `nrt_barrier` and `nrt_all_gather` (spec/nrt-abi.md §3.5, §5.8).
+//!
+//! * **Barrier.** The vendor runs a tiny all-reduce NEFF (128-byte payload) on the device; so
+//!   do we: every caller contributes 32 FP32 ones, the all-reduce over global ids
+//!   `0..g_device_count` is lowered, emitted and executed on the software device like any other
+//!   collective (`runtime::cc`), and each rank checks that it got `g_device_count` in every
+//!   element (a wrong value is a device fault, `NRT_FAILURE`). The first barrier creates the
+//!   slot-0 world (the vendor's "the first barrier also performs the global bootstrap"); a
+//!   failure to build the barrier's collective is sticky for the core (§3.5 **\[H\]**).
+//! * **All-gather.** Host memory, exchanged through the host rendezvous like the vendor's
+//!   bootstrap sockets (no device): `output` is zeroed, the caller's slice copied to
+//!   `output + g_device_id·size`, then every other rank's slice lands at its place. Ranks
+//!   passing different sizes fail on every rank naming both sizes.
+//!
+//! Both wait for the other ranks at most `NEURON_RT_EXEC_TIMEOUT` and then fail with
+//! `NRT_TIMEOUT` naming the ranks that never came.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::isa::enums::Dtype;
+use crate::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
+use crate::runtime::cc::{self, Arrival, VecIo};
+use crate::runtime::comm::{self, Slot};
+use crate::runtime::rendezvous::{GroupKey, Rendezvous};
+
+/// FP32 elements of the barrier's all-reduce (128 bytes, spec §3.5 **\[M\]**).
+pub const BARRIER_ELEMS: u64 = 32;
+
+/// Cores whose barrier failed to build (sticky, spec §3.5).
+static BROKEN: Lazy<Mutex<HashMap<u32, crate::error::Error>>> =
+    Lazy::new(|| Mutex::new(HashMap::new()));
+
+static GATHERS: Lazy<Rendezvous<Vec<u8>, Arc<Vec<u8>>>> = Lazy::new(Rendezvous::new);
+
+fn root_comm_id() -> Option<String> {
+    std::env::var("NEURON_RT_ROOT_COMM_ID").ok()
+}
+
+fn join_world(vnc: u32, gid: u32, count: u32, visible: u32) -> Result<GroupKey> {
+    comm::join(Slot::Neff, vnc, gid, count, visible, root_comm_id())?;
+    Ok(GroupKey {
+        kind: "",
+        slot: Slot::Neff as u8,
+        group: (0..count).collect(),
+    })
+}
+
+/// `nrt_barrier(vnc, gid, count)` on a process owning `visible` cores.
+pub fn barrier(vnc: u32, gid: u32, count: u32, visible: u32) -> Result<()> {
+    let mut key = join_world(vnc, gid, count, visible)?;
+    key.kind = "barrier";
+    if let Some(e) = BROKEN.lock().get(&vnc) {
+        return Err(e
+            .clone()
+            .context("the barrier of this core failed to build earlier (sticky)"));
+    }
+    let req = CollectiveRequest::new(
+        CollectiveOp::AllReduce,
+        Dtype::Fp32,
+        Some(ReduceOp::Add),
+        BARRIER_ELEMS,
+        key.group.clone(),
+        gid,
+    );
+    let lowered = match cc::prepare(&req, count) {
+        Ok(l) => l,
+        Err(e) => {
+            BROKEN.lock().insert(vnc, e.clone());
+            return Err(e.context("building the barrier's all-reduce"));
+        }
+    };
+    let out = Arc::new(Mutex::new(Vec::new()));
+    let io = VecIo {
+        input: (0..BARRIER_ELEMS)
+            .flat_map(|_| 1f32.to_le_bytes())
+            .collect(),
+        output: out.clone(),
+    };
+    let instance = cc::meetings().ticket(&key, gid);
+    cc::run(
+        &key,
+        instance,
+        Arrival {
+            req,
+            lowered,
+            io: Box::new(io),
+        },
+    )?;
+    let got = out.lock();
+    let want = count as f32;
+    let wrong = got
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .position(|v| v != want);
+    if got.len() as u64 != BARRIER_ELEMS * 4 || wrong.is_some() {
+        return Err(Error::failure(format!(
+            "barrier #{instance}: the device all-reduce returned a wrong value at element \
+             {wrong:?} (expected {want} in all {BARRIER_ELEMS}); device fault"
+        )));
+    }
+    Ok(())
+}
+
+/// `nrt_all_gather`: `input` of this rank; `output` receives `count · input.len()` bytes.
+pub fn all_gather(
+    vnc: u32,
+    gid: u32,
+    count: u32,
+    visible: u32,
+    input: &[u8],
+    output: &mut [u8],
+) -> Result<()> {
+    let mut key = join_world(vnc, gid, count, visible)?;
+    key.kind = "all_gather";
+    let size = input.len();
+    if output.len() != size * count as usize {
+        return Err(Error::invalid(format!(
+            "the output holds {} bytes, not g_device_count {count} × rank_input_size {size}",
+            output.len()
+        )));
+    }
+    output.fill(0);
+    let own = gid as usize * size;
+    output[own..own + size].copy_from_slice(input);
+    let deadline = crate::runtime::config::exec_timeout(|k| std::env::var(k).ok())?;
+    let instance = GATHERS.ticket(&key, gid);
+    let all = GATHERS.meet(&key, instance, gid, input.to_vec(), deadline, |parts| {
+        if let Some(r) = parts.iter().position(|p| p.len() != parts[0].len()) {
+            let e = Error::invalid(format!(
+                "nrt_all_gather #{instance}: rank 0 passed rank_input_size {}, rank {r} passed {}",
+                parts[0].len(),
+                parts[r].len()
+            ));
+            return parts.iter().map(|_| Err(e.clone())).collect();
+        }
+        let joined = Arc::new(parts.concat());
+        parts.iter().map(|_| Ok(joined.clone())).collect()
+    })?;
+    output.copy_from_slice(&all);
+    Ok(())
+}
+
+/// Forget sticky failures and meetings (`nrt_close`).
+pub fn reset() {
+    GATHERS.abort_all(&Error::new(
+        crate::error::ErrorKind::Closed,
+        "nrt_close while nrt_all_gather was pending",
+    ));
+    GATHERS.reset();
+    BROKEN.lock().clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn threads<T: Send + 'static>(n: u32, f: impl Fn(u32) -> T + Send + Sync + 'static) -> Vec<T> {
+        let f = Arc::new(f);
+        let hs: Vec<_> = (0..n)
+            .map(|r| {
+                let f = f.clone();
+                std::thread::spawn(move || f(r))
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    }
+
+    #[test]
+    fn barrier_and_all_gather_across_threads() {
+        let _s = crate::runtime::state::tests::SERIAL.lock();
+        comm::reset();
+        reset();
+        for r in threads(3, |r| barrier(r, r, 3, 4)) {
+            r.unwrap();
+        }
+        // Twice: the second barrier reuses the prepared collective and meets as instance 1.
+        for r in threads(3, |r| barrier(r, r, 3, 4)) {
+            r.unwrap();
+        }
+        let outs = threads(3, |r| {
+            let input: Vec<u8> = (0..5).map(|i| (r * 10 + i) as u8).collect();
+            let mut out = vec![0xEEu8; 15];
+            all_gather(r, r, 3, 4, &input, &mut out).map(|_| out)
+        });
+        for o in outs {
+            assert_eq!(
+                o.unwrap(),
+                vec![0, 1, 2, 3, 4, 10, 11, 12, 13, 14, 20, 21, 22, 23, 24]
+            );
+        }
+        let errs = threads(3, |r| {
+            let size = if r == 2 { 6 } else { 4 };
+            let input = vec![1u8; size];
+            let mut out = vec![0u8; 3 * size];
+            all_gather(r, r, 3, 4, &input, &mut out)
+        });
+        for e in errs {
+            let e = e.unwrap_err();
+            assert!(e.message().contains("rank 2 passed 6"), "{e}");
+        }
+        comm::reset();
+        reset();
+    }
+}
