@@ -1,7 +1,8 @@
 """pytest fixtures: one ``nrt_init`` per test process (the runtime reads its environment there,
 spec/nrt-abi.md §5.10), shared by every test through session-scoped fixtures.
 
-``nrt``   — the library, initialised with WORLD visible logical cores (``NEURON_RT_VISIBLE_CORES``).
+``nrt``   — the library, initialised with WORLD visible logical cores
+            (``NEURON_RT_VISIBLE_CORES``).
 ``world`` — additionally ``nrt_cc_global_comm_init(i, i, WORLD)`` on every core (spec §5.7).
 
 Scenarios that need another environment (before ``nrt_init``, another core count, the example)

@@ -135,7 +135,8 @@ class Framework(enum.IntEnum):
     NRT_FRAMEWORK_TYPE_PRECHECK = 5
 
 
-#: ``NRTA_SEQ_NUM_MASK``: the low 48 bits of an ``nrta_seq_t`` are the per-XU counter (§2.3, §5.5).
+#: ``NRTA_SEQ_NUM_MASK``: the low 48 bits of an ``nrta_seq_t`` are the per-XU counter
+#: (§2.3, §5.5).
 NRTA_SEQ_NUM_MASK = (1 << 48) - 1
 RT_VERSION_DETAIL_LEN = 128
 GIT_HASH_LEN = 64
@@ -269,7 +270,8 @@ class Nrt:
             fn.argtypes = argtypes
 
     # -- lifecycle and version (§3.1) ----------------------------------------------------------
-    def init(self, framework: int = Framework.NRT_FRAMEWORK_TYPE_NO_FW, fw: str = "", fal: str = ""):
+    def init(self, framework: int = Framework.NRT_FRAMEWORK_TYPE_NO_FW, fw: str = "",
+             fal: str = "") -> None:
         check("nrt_init", self.raw.nrt_init(framework, fw.encode(), fal.encode()))
 
     def close(self) -> None:
@@ -379,7 +381,8 @@ class Tensor:
 
     def write(self, data: bytes, offset: int = 0) -> None:
         buf = ctypes.create_string_buffer(bytes(data), len(data))
-        check("nrt_tensor_write", self.nrt.raw.nrt_tensor_write(self.handle, buf, offset, len(data)))
+        status = self.nrt.raw.nrt_tensor_write(self.handle, buf, offset, len(data))
+        check("nrt_tensor_write", status)
 
     def read(self, offset: int = 0, size: Optional[int] = None) -> bytes:
         size = self.size - offset if size is None else size

@@ -69,7 +69,8 @@ def test_enum_values_match_headers(enum_cls, c_name):
 def test_spec_anchor_values():
     # Values the spec states outright (§2.1, §2.2), independent of the headers.
     assert len(m.NrtStatus) == 28 and 8 not in set(m.NrtStatus) and 12 not in set(m.NrtStatus)
-    assert (m.Dtype.NRT_DTYPE_BFLOAT16, m.Dtype.NRT_DTYPE_FLOAT32, m.Dtype.NRT_DTYPE_FP8_E4) == (6, 10, 14)
+    d = m.Dtype
+    assert (d.NRT_DTYPE_BFLOAT16, d.NRT_DTYPE_FLOAT32, d.NRT_DTYPE_FP8_E4) == (6, 10, 14)
     assert (m.XuType.NRTA_XU_TENSOR_OP, m.XuType.NRTA_XU_COLLECTIVES) == (0, 2)  # GEN-B
     assert m.NRTA_SEQ_NUM_MASK == (1 << 48) - 1
 
