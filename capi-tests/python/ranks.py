@@ -47,38 +47,42 @@ def global_comm_init(nrt: Nrt, world: int) -> None:
 
 
 def _buffers(nrt: Nrt, owned: list, cc_op: CcOpType, esize: int, in_n: int, out_n: int,
-             rank: int, vnc: int, in_place: bool):
+             rank: int, vnc: int, layout: str):
     """Input and output tensor lists of one rank (the result is the whole first output).
 
-    Out of place: two fresh device tensors on the rank's core. In place: one storage, laid out
-    by NCCL's convention, which the lowering follows (lower/verify/expect.rs ``in_place_bases``):
-    * all-reduce: the same tensor is input and output (spec/nrt-abi.md §5.7);
-    * all-gather: the output tensor (N × count) and as input a slice of it at rank r's chunk;
-    * reduce-scatter: the input tensor (N × count) and as output a slice of it at rank r's chunk.
-    Choice: the spec only says "same tensor in and out"; slices (``nrt_tensor_allocate_slice``
-    aliases storage, §3.3) express the NCCL layout for the two ops whose sizes differ.
+    ``layout``:
+    * ``"separate"``: two fresh device tensors on the rank's core (out of place);
+    * ``"in-place"``: input and output start at the same byte of one storage, which is what
+      in place means at this ABI (spec/nrt-abi.md §5.7 "same tensor in and out"; OpenNRT's
+      rule, lower/request_api.rs). All-reduce: one tensor for both; all-gather: the input is
+      the first ``count`` elements (a slice) of the N × count output; reduce-scatter: the
+      output is the first ``count`` elements of the N × count input.
+    * ``"nccl"``: one storage laid out as NCCL lays out in-place buffers: the all-gather input
+      is the slice at rank r's chunk of the output, the reduce-scatter output the slice at
+      rank r's chunk of the input. The buffers overlap without starting at the same byte.
+    Slices come from ``nrt_tensor_allocate_slice``, which aliases storage (§3.3).
     """
-    if not in_place:
+    if layout == "separate":
         src = nrt.tensor_allocate(vnc, in_n * esize, f"in{rank}")
         owned.append(src)
         dst = nrt.tensor_allocate(vnc, out_n * esize, f"out{rank}")
         owned.append(dst)
         return [src], [dst]
+    if layout not in ("in-place", "nccl"):
+        raise ValueError(f"layout={layout!r}: separate, in-place or nccl")
+    if cc_op == CcOpType.NRT_CC_ALLREDUCE:
+        both = nrt.tensor_allocate(vnc, in_n * esize, f"ar{rank}")
+        owned.append(both)
+        return [both], [both]
+    whole = nrt.tensor_allocate(vnc, max(in_n, out_n) * esize, f"whole{rank}")
+    owned.append(whole)
+    part_n = min(in_n, out_n)
+    at = rank * part_n * esize if layout == "nccl" else 0
+    part = whole.slice(at, part_n * esize, f"part{rank}")
+    owned.insert(0, part)  # slices are freed before their parent
     if cc_op == CcOpType.NRT_CC_ALLGATHER:
-        whole = nrt.tensor_allocate(vnc, out_n * esize, f"ag{rank}")
-        owned.append(whole)
-        part = whole.slice(rank * in_n * esize, in_n * esize, f"ag{rank}.in")
-        owned.insert(0, part)
         return [part], [whole]
-    if cc_op == CcOpType.NRT_CC_REDUCESCATTER:
-        whole = nrt.tensor_allocate(vnc, in_n * esize, f"rs{rank}")
-        owned.append(whole)
-        part = whole.slice(rank * out_n * esize, out_n * esize, f"rs{rank}.out")
-        owned.insert(0, part)
-        return [whole], [part]
-    both = nrt.tensor_allocate(vnc, in_n * esize, f"ar{rank}")
-    owned.append(both)
-    return [both], [both]
+    return [whole], [part]
 
 
 def run_collective(
@@ -89,7 +93,7 @@ def run_collective(
     count: int,
     group: Sequence[int],
     world: int,
-    in_place: bool = False,
+    layout: str = "separate",
     wait: str = "poll",
     queue: int = 0,
     salt: int = 0,
@@ -110,7 +114,7 @@ def run_collective(
         owned: List[Tensor] = []  # freed at the end, slices first
         try:
             ins, outs = _buffers(nrt, owned, cc_op, codec.size, in_n, out_n,
-                                             rank, vnc, in_place)
+                                             rank, vnc, layout)
             ins[0].write(codec.pack(inputs[rank]))
             ctx = nrt.cc_prepare(comm, ins, outs, codec.dtype, op, cc_op)
             pending = nrt.cc_schedule(ctx, queue)
@@ -133,7 +137,7 @@ def run_collective(
             bad = [i for i, (g, e) in enumerate(zip(got[rank], expected[rank])) if g != e]
             i = bad[0] if bad else min(len(got[rank]), len(expected[rank]))
             raise AssertionError(
-                f"{cc_op.name} {op.name} {dtype_name} count={count} ranks={n} in_place={in_place}: "
+                f"{cc_op.name} {op.name} {dtype_name} count={count} ranks={n} {layout}: "
                 f"rank {rank} has {len(bad)} wrong of {len(expected[rank])}; first at element {i}: "
                 f"got {got[rank][i] if i < len(got[rank]) else None}, "
                 f"expected {expected[rank][i] if i < len(expected[rank]) else None}"

@@ -39,7 +39,14 @@ def test_collective_all_ranks(world, cc, dtype, count):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cc", [(AR, ADD), (AG, ADD), (RS, MAX)], ids=op_id)
 def test_collective_in_place(world, cc, dtype):
-    run_collective(world, cc[0], cc[1], dtype, 67, FULL, WORLD, in_place=True)
+    # Input and output start at the same byte (ranks._buffers explains the layouts).
+    run_collective(world, cc[0], cc[1], dtype, 67, FULL, WORLD, layout="in-place")
+
+
+@pytest.mark.parametrize("cc", [(AG, ADD), (RS, ADD)], ids=op_id)
+def test_collective_nccl_in_place_layout(world, cc):
+    # NCCL's in-place layout: the smaller buffer is rank r's chunk of the larger one.
+    run_collective(world, cc[0], cc[1], "bf16", 45, FULL, WORLD, layout="nccl")
 
 
 def test_all_reduce_large_count(world):
