@@ -26,6 +26,9 @@ readelf -V "$out/link_test" | grep -q 'Name: NRT_2.0.0' && readelf -V "$out/link
 echo "link_test requires libnrt.so.1 versions NRT_2.0.0 and NRT_3.0.0"
 LD_LIBRARY_PATH="$lib" "$out/link_test"
 
+cc "${CFLAGS[@]}" -o "$out/tensor_test" "$root/capi-tests/tensor_test.c" -L"$lib" -lnrt
+LD_LIBRARY_PATH="$lib" "$out/tensor_test"
+
 if [ -f "$root/capi-tests/ncfw_test.c" ]; then
   cc "${CFLAGS[@]}" -o "$out/ncfw_test" "$root/capi-tests/ncfw_test.c" -ldl
   (cd "$root/capi-tests" && "$out/ncfw_test" "$lib/libncfw.so")

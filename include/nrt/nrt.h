@@ -365,6 +365,12 @@ typedef enum nrt_tensor_placement_t {
 typedef struct CaptureSettings CaptureSettings;
 
 /**
+ * A prepared collective: what `nrt_cc_context_t *` points to. The payload is taken by the
+ * schedule that queues it (and put back if queueing fails, so the caller may retry).
+ */
+typedef struct CcContext CcContext;
+
+/**
  * The object behind `nrt_profile_continuous_options_t *`.
  */
 typedef struct ContinuousOptions ContinuousOptions;
@@ -587,55 +593,100 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Create the global communicator used by NEFF-embedded collectives: this worker is
- * `g_device_id` of `g_device_count` (the largest world any NEFF will use), on logical core
- * `vnc`. Idempotent for the same world; the world cannot change once set.
+ * OpenNRT's export of the vendor-internal name behind `nrta_cc_prepare` (not exported by the
+ * vendor's 2.31 library; the prototype is OpenNRT's and equals `nrta_cc_prepare`'s). Same
+ * behaviour as `nrta_cc_prepare`.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for a bad core, a rank outside the world or a different world
- * on re-entry; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented
- * until issue 5.
+ * As `nrta_cc_prepare`.
+ *
+ * # Safety
+ * As `nrta_cc_prepare`.
+ */
+NRT_STATUS nrt_cc_prepare(nrt_cc_comm_t *comm,
+                          nrt_tensor_list_t *input,
+                          nrt_tensor_list_t *output,
+                          nrt_dtype_t dtype,
+                          nrt_op_type_t op,
+                          nrt_cc_op_type_t cc_op,
+                          nrt_cc_context_t **cc_ctx);
+
+/**
+ * OpenNRT's export of the vendor-internal name behind `nrta_cc_schedule` (prototype
+ * OpenNRT's, equal to `nrta_cc_schedule`'s). Same behaviour as `nrta_cc_schedule`.
+ *
+ * # Returns
+ * As `nrta_cc_schedule`.
+ *
+ * # Safety
+ * As `nrta_cc_schedule`.
+ */
+NRT_STATUS nrt_cc_schedule(nrt_cc_context_t **cc_ctx,
+                           int queue,
+                           NRT_STATUS *exec_ret,
+                           nrta_seq_t *req_sequence);
+
+/**
+ * Create the global communicator used by NEFF-embedded collectives (and the host barrier and
+ * all-gather): this worker is `g_device_id` of `g_device_count` (the largest world any NEFF
+ * will use), on logical core `vnc`. Idempotent for the same world; the world cannot change once
+ * set.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for a core that is not visible, a rank outside the world, a
+ * malformed `NEURON_RT_ROOT_COMM_ID`, or a different world on re-entry; `NRT_UNINITIALIZED`
+ * before `nrt_init`.
  */
 NRT_STATUS nrt_build_global_comm(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count);
 
 /**
- * Create the global communicator of the standalone (host-driven, `nrta_cc_*`) collectives.
+ * Create the global communicator of the standalone (host-driven, `nrta_cc_*`) collectives:
+ * logical core `vnc` is global rank `g_device_id` of `g_device_count`. Call it once per core
+ * before `nrta_cc_prepare`.
  *
  * # Returns
- * As `nrt_build_global_comm`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * As `nrt_build_global_comm`.
  */
 NRT_STATUS nrt_cc_global_comm_init(uint32_t vnc, uint32_t g_device_id, uint32_t g_device_count);
 
 /**
  * Let host-driven collectives run beside NEFF collectives on a separate collective stream.
+ * OpenNRT records the request (there are no NEFF collectives to split the engines with; the
+ * host-driven collectives always have their own machine). Stream ids 0–3 are accepted (the
+ * four collective streams of the pseudo-instructions, spec/lowering.md).
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for a bad stream id; `NRT_UNINITIALIZED` before `nrt_init`.
- * Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS`; `NRT_INVALID` for a stream id above 3; `NRT_UNINITIALIZED` before `nrt_init`.
  */
 NRT_STATUS nrt_cc_create_stream(uint32_t stream_id);
 
 /**
- * Block until all `g_device_count` workers have called `nrt_barrier`. The first barrier also
- * bootstraps the global communicator.
+ * Block until all `g_device_count` workers have called `nrt_barrier`. The barrier is a
+ * 128-byte all-reduce run on the (software) device, as the vendor's; the first barrier also
+ * creates the global communicator (as `nrt_build_global_comm`).
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for a bad core or rank; `NRT_TIMEOUT`; `NRT_UNINITIALIZED`
- * before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS`; `NRT_INVALID` for a core that is not visible (or `vnc` ≥ 256), a rank outside
+ * the world or a different world than before; `NRT_TIMEOUT` when a worker does not arrive
+ * within `NEURON_RT_EXEC_TIMEOUT`; `NRT_FAILURE` when the barrier's collective failed to build
+ * (sticky for the core) or returned a wrong value; `NRT_UNINITIALIZED` before `nrt_init`.
  */
 NRT_STATUS nrt_barrier(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count);
 
 /**
  * Host-memory all-gather: every worker contributes `rank_input_size` bytes from `input`;
- * `output` receives `g_device_count * rank_input_size` bytes in rank order. Blocking.
+ * `output` receives `g_device_count * rank_input_size` bytes in rank order (zeroed first, the
+ * caller's slice at `g_device_id * rank_input_size`). Blocking.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for NULL buffers or a bad rank; `NRT_TIMEOUT`;
- * `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL buffers (with a non-zero size), a core that is not
+ * visible, a rank outside the world, or workers passing different sizes (on every worker);
+ * `NRT_TIMEOUT` when a worker does not arrive within `NEURON_RT_EXEC_TIMEOUT`;
+ * `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `input` must have `rank_input_size` readable bytes and `output`
- * `g_device_count * rank_input_size` writable bytes.
+ * `g_device_count * rank_input_size` writable bytes, not overlapping `input`.
  */
 NRT_STATUS nrt_all_gather(int32_t vnc,
                           uint32_t g_device_id,
@@ -986,13 +1037,16 @@ NRT_STATUS nrt_get_attached_efa_bdf(const void *va, char *efa_bdf, size_t *len);
 NRT_STATUS nrt_get_dmabuf_fd(uint64_t va, uint64_t size, int *fd);
 
 /**
- * Allocate a tensor of `size` bytes on logical core `vnc` (relative to the visible cores;
- * -1 for host placement). `name` is an optional debug label.
+ * Allocate a tensor of `size` bytes, zero-filled. `vnc` is relative to the process's visible
+ * logical cores (0 = the first) and must be below `nrt_get_visible_vnc_count` for DEVICE
+ * placement; it is ignored for HOST placement (the vendor's clients pass -1). `name` is an
+ * optional debug label. Device memory is host memory with a usable VA.
  *
  * # Returns
- * `NRT_SUCCESS` with `*tensor` set; `NRT_INVALID` for bad arguments; `NRT_RESOURCE` or
- * `NRT_FAIL_HOST_MEM_ALLOC` when out of memory; `NRT_UNINITIALIZED` before `nrt_init`.
- * Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS` with `*tensor` set; `NRT_INVALID` for a NULL `tensor`, a bad core, an unknown
+ * placement or `NRT_TENSOR_PLACEMENT_VIRTUAL` (removed in runtime 2.32); `NRT_RESOURCE`
+ * (device) or `NRT_FAIL_HOST_MEM_ALLOC` (host) when out of memory; `NRT_UNINITIALIZED`
+ * before `nrt_init`.
  *
  * # Safety
  * `name` must be NULL or NUL-terminated; `tensor` must be NULL or writable.
@@ -1004,11 +1058,12 @@ NRT_STATUS nrt_tensor_allocate(nrt_tensor_placement_t tensor_placement,
                                nrt_tensor_t **tensor);
 
 /**
- * Free a tensor and set `*tensor` to NULL. NULL and `*tensor == NULL` are no-ops.
- * Currently does nothing (logs once): not implemented until issue 5.
+ * Free a tensor and set `*tensor` to NULL. NULL and `*tensor == NULL` are no-ops. Slices and
+ * queued operations keep the memory they use alive. A pointer that is not a live tensor
+ * (double free) is logged and left untouched.
  *
  * # Safety
- * `tensor` must be NULL or point to a tensor handle from this library.
+ * `tensor` must be NULL or point to a readable and writable `nrt_tensor_t *`.
  */
 void nrt_tensor_free(nrt_tensor_t **tensor);
 
@@ -1017,7 +1072,7 @@ void nrt_tensor_free(nrt_tensor_t **tensor);
  *
  * # Returns
  * `NRT_SUCCESS`; `NRT_INVALID` if `offset + size` exceeds the tensor or a pointer is NULL;
- * `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_INVALID_HANDLE` for a tensor that is not live; `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `tensor` must be a live tensor; `buf` must have `size` writable bytes.
@@ -1028,7 +1083,7 @@ NRT_STATUS nrt_tensor_read(const nrt_tensor_t *tensor, void *buf, size_t offset,
  * Copy `size` bytes from `buf` into the tensor at `offset`.
  *
  * # Returns
- * As `nrt_tensor_read`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * As `nrt_tensor_read`.
  *
  * # Safety
  * `tensor` must be a live tensor; `buf` must have `size` readable bytes.
@@ -1036,11 +1091,14 @@ NRT_STATUS nrt_tensor_read(const nrt_tensor_t *tensor, void *buf, size_t offset,
 NRT_STATUS nrt_tensor_write(nrt_tensor_t *tensor, const void *buf, size_t offset, size_t size);
 
 /**
- * Run `num_batches` batches of reads (scatter from tensors into host buffers). `unsafe`
- * skips the bounds checks in the vendor runtime.
+ * Run `num_batches` batches of reads, each op copying `size` bytes at `offset` of the
+ * batch's tensor into `buffer`. Every operation is checked before any is run. Choice: `unsafe`
+ * (skip the bounds checks in the vendor runtime) is accepted and ignored; checks always run.
  *
  * # Returns
- * As `nrt_tensor_read`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL arrays or buffers or an out-of-range op (nothing is
+ * copied then); `NRT_INVALID_HANDLE` for a tensor that is not live; `NRT_UNINITIALIZED`
+ * before `nrt_init`.
  *
  * # Safety
  * `batches` must point to `num_batches` valid batch descriptors.
@@ -1050,10 +1108,11 @@ NRT_STATUS nrt_tensor_read_batch(const struct nrt_tensor_batch_t *batches,
                                  bool unsafe);
 
 /**
- * Run `num_batches` batches of writes (gather from host buffers into tensors).
+ * Run `num_batches` batches of writes, each op copying `size` bytes from `buffer` into the
+ * batch's tensor at `offset`. Checked and run as `nrt_tensor_read_batch`.
  *
  * # Returns
- * As `nrt_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * As `nrt_tensor_read_batch`.
  *
  * # Safety
  * `batches` must point to `num_batches` valid batch descriptors.
@@ -1063,11 +1122,12 @@ NRT_STATUS nrt_tensor_write_batch(const struct nrt_tensor_batch_t *batches,
                                   bool unsafe);
 
 /**
- * Copy `size` bytes from `src` at `src_offset` to `dst` at `dst_offset`.
+ * Copy `size` bytes from `src` at `src_offset` to `dst` at `dst_offset` (overlap allowed).
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for out-of-range offsets or device tensors on different cores;
- * `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL, out-of-range offsets or two device tensors on
+ * different cores; `NRT_INVALID_HANDLE` for a tensor that is not live; `NRT_UNINITIALIZED`
+ * before `nrt_init`.
  *
  * # Safety
  * `src` and `dst` must be live tensors.
@@ -1079,8 +1139,7 @@ NRT_STATUS nrt_tensor_copy(const nrt_tensor_t *src,
                            size_t size);
 
 /**
- * Size of the tensor in bytes; 0 on any error. Currently always 0: not implemented until
- * issue 5.
+ * Size of the tensor in bytes; 0 on any error (and for an empty tensor).
  *
  * # Safety
  * `tensor` must be NULL or a live tensor.
@@ -1088,10 +1147,11 @@ NRT_STATUS nrt_tensor_copy(const nrt_tensor_t *src,
 size_t nrt_tensor_get_size(const nrt_tensor_t *tensor);
 
 /**
- * Fill `size` bytes at `offset` with the byte `value`.
+ * Fill `size` bytes at `offset` with the byte `value` (converted to `unsigned char`, as
+ * `memset` does).
  *
  * # Returns
- * As `nrt_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * As `nrt_tensor_write`.
  *
  * # Safety
  * `tensor` must be a live tensor.
@@ -1099,11 +1159,12 @@ size_t nrt_tensor_get_size(const nrt_tensor_t *tensor);
 NRT_STATUS nrt_tensor_memset(nrt_tensor_t *tensor, uint64_t offset, int value, size_t size);
 
 /**
- * Allocate a tensor without storage; attach storage with `nrt_tensor_attach_buffer`.
+ * Allocate a tensor without storage (size 0, NULL VA, host placement); give it memory with
+ * `nrt_tensor_attach_buffer`.
  *
  * # Returns
  * `NRT_SUCCESS` with `*tensor` set; `NRT_INVALID` if `tensor` is NULL; `NRT_UNINITIALIZED`
- * before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * before `nrt_init`.
  *
  * # Safety
  * `name` must be NULL or NUL-terminated; `tensor` must be NULL or writable.
@@ -1112,11 +1173,12 @@ NRT_STATUS nrt_tensor_allocate_empty(const char *name, nrt_tensor_t **tensor);
 
 /**
  * Make caller memory (`size` bytes at `buffer`) the storage of `tensor` (zero-copy; the caller
- * keeps ownership and keeps it alive).
+ * keeps ownership and keeps it alive). Any previous storage is released by this tensor (slices
+ * of it keep theirs); the tensor becomes a host tensor of `size` bytes.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for NULL arguments; `NRT_UNINITIALIZED` before `nrt_init`.
- * Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS`; `NRT_INVALID` for a NULL tensor or buffer; `NRT_INVALID_HANDLE` for a tensor
+ * that is not live; `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `tensor` must be a live tensor; `buffer` must stay valid for `size` bytes while attached.
@@ -1124,12 +1186,13 @@ NRT_STATUS nrt_tensor_allocate_empty(const char *name, nrt_tensor_t **tensor);
 NRT_STATUS nrt_tensor_attach_buffer(nrt_tensor_t *tensor, void *buffer, size_t size);
 
 /**
- * Create a tensor aliasing `[offset, offset + size)` of `tensor_source` (no copy).
+ * Create a tensor aliasing `[offset, offset + size)` of `tensor_source` (no copy; same
+ * placement and core). The slice keeps the memory alive, so freeing the source first is safe.
  *
  * # Returns
  * `NRT_SUCCESS` with `*tensor_slice` set; `NRT_INVALID` for an out-of-range slice or NULL
- * arguments; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented
- * until issue 5.
+ * arguments; `NRT_INVALID_HANDLE` for a source that is not live; `NRT_UNINITIALIZED` before
+ * `nrt_init`.
  *
  * # Safety
  * `tensor_source` must be a live tensor; `name` NULL or NUL-terminated; `tensor_slice` NULL or
@@ -1142,8 +1205,9 @@ NRT_STATUS nrt_tensor_allocate_slice(const nrt_tensor_t *tensor_source,
                                      nrt_tensor_t **tensor_slice);
 
 /**
- * Host-usable virtual address of the tensor's storage; NULL on any error. Currently always
- * NULL: not implemented until issue 5.
+ * Host-usable virtual address of the tensor's first byte (device memory is host memory);
+ * NULL on any error and for an empty tensor without attached memory. Every tensor with
+ * storage has a non-NULL, unique VA, including size-0 tensors.
  *
  * # Safety
  * `tensor` must be NULL or a live tensor.
@@ -1151,11 +1215,14 @@ NRT_STATUS nrt_tensor_allocate_slice(const nrt_tensor_t *tensor_source,
 void *nrt_tensor_get_va(const nrt_tensor_t *tensor);
 
 /**
- * Describe the device allocation behind a tensor (address, size, HBM index).
+ * Describe the device memory of a tensor: `physical_address` is the address of its first
+ * byte (simulated device memory is host memory, so this equals `nrt_tensor_get_va`), `size`
+ * its size in bytes (the slice's own range for a slice), `hbm_index` 0 (OpenNRT simulates one
+ * memory per device).
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for NULL arguments or a host tensor; `NRT_UNINITIALIZED` before
- * `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL arguments or a host tensor; `NRT_INVALID_HANDLE` for a
+ * tensor that is not live; `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `tensor` must be a live tensor; `alloc_info` NULL or writable.
@@ -1164,12 +1231,15 @@ NRT_STATUS nrt_tensor_get_device_allocation_info(const nrt_tensor_t *tensor,
                                                  struct nrt_tensor_device_allocation_info_t *alloc_info);
 
 /**
- * Implicit-async companion: wait until the output tensor's completion count reaches
- * `expected_completion_count` (`timeout` in microseconds, negative = unbounded).
+ * Wait until the output tensor's completion count reaches `expected_completion_count`
+ * (`timeout` in microseconds, negative = unbounded). Implicit async was removed in runtime
+ * 2.34, so executions are synchronous: the count is the number of finished executions that
+ * wrote this tensor as an output since the last reset. 0 is reached at once; a count no
+ * execution provides times out.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_TIMEOUT`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`.
- * Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS`; `NRT_TIMEOUT` (not logged as an error); `NRT_INVALID` for NULL;
+ * `NRT_INVALID_HANDLE` for a tensor that is not live; `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `output_tensor` must be NULL or a live tensor.
@@ -1179,11 +1249,11 @@ NRT_STATUS nrt_tensor_check_output_completion(const nrt_tensor_t *output_tensor,
                                               uint64_t expected_completion_count);
 
 /**
- * Implicit-async companion: reset the output tensor's completion count.
+ * Reset the output tensor's completion count to 0.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
- * `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_INVALID_HANDLE` for a tensor that is not live;
+ * `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `output_tensor` must be NULL or a live tensor.
@@ -1192,11 +1262,12 @@ NRT_STATUS nrt_tensor_reset_output_completion(nrt_tensor_t *output_tensor);
 
 /**
  * Copy `size` host bytes to `dest`, an address inside a live device tensor (as returned by
- * `nrt_tensor_get_va`).
+ * `nrt_tensor_get_va`, plus any offset); all `size` bytes must lie inside that tensor's
+ * memory. Host tensors and attached buffers are not device memory.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` if the range is not inside a live device tensor;
- * `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS`; `NRT_INVALID` if `dest` is NULL, `src` is NULL with `size > 0`, or the range
+ * is not inside a live device tensor; `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `src` must have `size` readable bytes.
@@ -1208,7 +1279,7 @@ NRT_STATUS nrt_memcpy_to_device(void *dest, const void *src, size_t size);
  *
  * # Returns
  * `NRT_SUCCESS` with `*result` set; `NRT_INVALID` if `result` is NULL; `NRT_UNINITIALIZED`
- * before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * before `nrt_init`.
  *
  * # Safety
  * `result` must be NULL or writable.
@@ -1216,20 +1287,22 @@ NRT_STATUS nrt_memcpy_to_device(void *dest, const void *src, size_t size);
 NRT_STATUS nrt_allocate_tensor_set(nrt_tensor_set_t **result);
 
 /**
- * Free a tensor set (not its member tensors) and set `*tensor_set` to NULL. Currently does
- * nothing (logs once): not implemented until issue 5.
+ * Free a tensor set and set `*tensor_set` to NULL. Its member tensors are not freed and not
+ * even looked at (they may already be freed). NULL and `*tensor_set == NULL` are no-ops; a
+ * pointer that is not a live set (double free) is logged and left untouched.
  *
  * # Safety
- * `tensor_set` must be NULL or point to a tensor-set handle from this library.
+ * `tensor_set` must be NULL or point to a readable and writable `nrt_tensor_set_t *`.
  */
 void nrt_destroy_tensor_set(nrt_tensor_set_t **tensor_set);
 
 /**
- * Add `tensor` to the set under `tensor_name`, replacing an existing entry of that name.
+ * Add `tensor` to the set under `tensor_name`, replacing an existing entry of that name. The
+ * set stores the handle; the tensor must stay allocated while the set is used with it.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for NULL arguments; `NRT_UNINITIALIZED` before `nrt_init`.
- * Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL arguments; `NRT_INVALID_HANDLE` for a set or tensor
+ * that is not live; `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `tensor_set` must be a live set; `tensor_name` NUL-terminated; `tensor` a live tensor that
@@ -1240,11 +1313,65 @@ NRT_STATUS nrt_add_tensor_to_tensor_set(nrt_tensor_set_t *tensor_set,
                                         nrt_tensor_t *tensor);
 
 /**
- * Look up the tensor stored under `tensor_name`.
+ * Look up the tensor stored under `tensor_name`; `*tensor` is the handle that was added.
  *
  * # Returns
- * `NRT_SUCCESS` with `*tensor` set; `NRT_INVALID` for NULL arguments or an unknown name;
- * `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS` with `*tensor` set; `NRT_INVALID` for NULL arguments or a name not in the set;
+ * `NRT_INVALID_HANDLE` for a set that is not live or a member freed since it was added;
+ * `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * `tensor_set` must be a live set; `tensor_name` NUL-terminated; `tensor` NULL or writable.
+ */
+NRT_STATUS nrt_get_tensor_from_tensor_set(nrt_tensor_set_t *tensor_set,
+                                          const char *tensor_name,
+                                          nrt_tensor_t **tensor);
+
+/**
+ * Allocate an empty tensor set (a name → tensor map consumed by `nrt_execute`).
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*result` set; `NRT_INVALID` if `result` is NULL; `NRT_UNINITIALIZED`
+ * before `nrt_init`.
+ *
+ * # Safety
+ * `result` must be NULL or writable.
+ */
+NRT_STATUS nrt_allocate_tensor_set(nrt_tensor_set_t **result);
+
+/**
+ * Free a tensor set and set `*tensor_set` to NULL. Its member tensors are not freed and not
+ * even looked at (they may already be freed). NULL and `*tensor_set == NULL` are no-ops; a
+ * pointer that is not a live set (double free) is logged and left untouched.
+ *
+ * # Safety
+ * `tensor_set` must be NULL or point to a readable and writable `nrt_tensor_set_t *`.
+ */
+void nrt_destroy_tensor_set(nrt_tensor_set_t **tensor_set);
+
+/**
+ * Add `tensor` to the set under `tensor_name`, replacing an existing entry of that name. The
+ * set stores the handle; the tensor must stay allocated while the set is used with it.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL arguments; `NRT_INVALID_HANDLE` for a set or tensor
+ * that is not live; `NRT_UNINITIALIZED` before `nrt_init`.
+ *
+ * # Safety
+ * `tensor_set` must be a live set; `tensor_name` NUL-terminated; `tensor` a live tensor that
+ * outlives its use through the set.
+ */
+NRT_STATUS nrt_add_tensor_to_tensor_set(nrt_tensor_set_t *tensor_set,
+                                        const char *tensor_name,
+                                        nrt_tensor_t *tensor);
+
+/**
+ * Look up the tensor stored under `tensor_name`; `*tensor` is the handle that was added.
+ *
+ * # Returns
+ * `NRT_SUCCESS` with `*tensor` set; `NRT_INVALID` for NULL arguments or a name not in the set;
+ * `NRT_INVALID_HANDLE` for a set that is not live or a member freed since it was added;
+ * `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `tensor_set` must be a live set; `tensor_name` NUL-terminated; `tensor` NULL or writable.

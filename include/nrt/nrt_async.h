@@ -248,8 +248,7 @@ NRT_STATUS nrta_cc_schedule(nrt_cc_context_t **cc_ctx,
  *
  * # Returns
  * `NRT_SUCCESS` with `*is_completed` set; `NRT_INVALID` for a sequence id naming no execution
- * unit or a NULL pointer; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
- * implemented until issue 5.
+ * unit or a NULL pointer; `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `is_completed` must be NULL or writable.
@@ -261,8 +260,8 @@ NRT_STATUS nrta_is_completed(nrta_seq_t seq, bool *is_completed);
  * XU id (counter 0 before any completion).
  *
  * # Returns
- * `NRT_SUCCESS` with `*seq` set; `NRT_INVALID` for a bad core, XU type or queue;
- * `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS` with `*seq` set; `NRT_INVALID` for a bad core, XU type or queue or a NULL
+ * pointer; `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `seq` must be NULL or writable.
@@ -271,21 +270,23 @@ NRT_STATUS nrta_get_sequence(uint32_t lnc, nrta_xu_t xu, int queue, nrta_seq_t *
 
 /**
  * Signal the caller's eventfd `fd` (by writing 1) when `seq` completes, at once if it already
- * has; `fd = -1` deregisters.
+ * has; `fd = -1` deregisters. One fd per sequence id: registering again replaces it. The
+ * runtime never reads or closes `fd`; deregister before closing it.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for a bad sequence id or fd; `NRT_UNINITIALIZED` before
- * `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS`; `NRT_INVALID` for a sequence id naming no execution unit or an `fd` that is
+ * neither -1 nor open; `NRT_UNINITIALIZED` before `nrt_init`.
  */
 NRT_STATUS nrta_event_register_seq_id_completion(nrta_seq_t seq, int fd);
 
 /**
  * Signal the caller's eventfd `fd` every time execution unit (`lnc`, `xu`, `queue`) completes
- * a request; `fd = -1` deregisters.
+ * a request (signals may coalesce in the counter); `fd = -1` deregisters. One fd per execution
+ * unit: registering again replaces it. The runtime never reads or closes `fd`.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for a bad core, XU type, queue or fd; `NRT_UNINITIALIZED`
- * before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_SUCCESS`; `NRT_INVALID` for a bad core, XU type or queue, or an `fd` that is neither -1
+ * nor open; `NRT_UNINITIALIZED` before `nrt_init`.
  */
 NRT_STATUS nrta_event_register_xu_completion(int lnc, nrta_xu_t xu, int queue, int fd);
 

@@ -45,6 +45,10 @@ pub extern "C" fn nrt_close() {
         process::close(|| {
             crate::abi::profile::reset_sessions();
             // Pending collectives fail with NRT_CLOSED before their workers are drained.
+            crate::runtime::cc::abort();
+            crate::runtime::host_cc::abort();
+            crate::runtime::xu::drain_all();
+            crate::runtime::xu::shutdown();
             crate::runtime::cc::reset();
             crate::runtime::host_cc::reset();
             crate::runtime::comm::reset();

@@ -7,15 +7,27 @@
 //! Implemented by the C ABI issue (issue 5); until then each entry point runs the lifecycle
 //! guard (`NRT_UNINITIALIZED` before `nrt_init`) and returns `NRT_FAILURE`, logging a WARNING
 //! once. No argument is dereferenced and no out-parameter is written.
+//!
+//! Completion (`nrta_is_completed`, `nrta_get_sequence`, the two `nrta_event_register_*`) is
+//! implemented over the execution units of [`crate::runtime::xu`]. The implicit-async interlock
+//! of spec §5.3 never fires: `NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS` is warned about at
+//! `nrt_init` and ignored (runtime 2.34 behaviour), so no `nrta_*` fails with `NRT_FAILURE` for it.
 
 // The parameters are named for the header; the bodies use them once issue 5 lands.
 #![allow(unused_variables)]
 
 use std::ffi::{c_int, c_void};
 
-use crate::abi::boundary::{not_implemented, Guard};
+use crate::abi::boundary::{not_implemented, out_param, Guard};
 use crate::abi::types::*;
 use crate::abi_entry;
+use crate::error::{Error, Result};
+use crate::runtime::xu::{self, XuType};
+
+/// A queue or core index passed as C `int`: negative is `NRT_INVALID` (spec §3.6 ranges).
+fn index_arg(v: c_int, what: &str) -> Result<u32> {
+    u32::try_from(v).map_err(|_| Error::invalid(format!("{what} {v} is negative")))
+}
 
 /// Queue a write of `size` bytes from `buf` into `tensor` at `offset` on the tensor-op
 /// execution unit `queue` (0–1) of logical core `lnc_idx`. The return value is the enqueue
@@ -154,21 +166,26 @@ pub unsafe extern "C" fn nrta_cc_schedule(
 ///
 /// # Returns
 /// `NRT_SUCCESS` with `*is_completed` set; `NRT_INVALID` for a sequence id naming no execution
-/// unit or a NULL pointer; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
-/// implemented until issue 5.
+/// unit or a NULL pointer; `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
 /// `is_completed` must be NULL or writable.
 pub unsafe extern "C" fn nrta_is_completed(seq: nrta_seq_t, is_completed: *mut bool) -> NRT_STATUS {
-    abi_entry!(status "nrta_is_completed", Guard::Lifecycle, { not_implemented("nrta_is_completed") })
+    abi_entry!(status "nrta_is_completed", Guard::Lifecycle, {
+        // SAFETY: NULL or writable by the caller's contract; checked by the helper.
+        let out = unsafe { out_param(is_completed, "is_completed") }?;
+        let done = xu::is_completed(seq)?;
+        out.write(done);
+        Ok(())
+    })
 }
 
 /// The last completed sequence id of execution unit (`lnc`, `xu`, `queue`), encoded with its
 /// XU id (counter 0 before any completion).
 ///
 /// # Returns
-/// `NRT_SUCCESS` with `*seq` set; `NRT_INVALID` for a bad core, XU type or queue;
-/// `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_SUCCESS` with `*seq` set; `NRT_INVALID` for a bad core, XU type or queue or a NULL
+/// pointer; `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
 /// `seq` must be NULL or writable.
@@ -178,27 +195,35 @@ pub unsafe extern "C" fn nrta_get_sequence(
     queue: c_int,
     seq: *mut nrta_seq_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrta_get_sequence", Guard::Lifecycle, { not_implemented("nrta_get_sequence") })
+    abi_entry!(status "nrta_get_sequence", Guard::Lifecycle, {
+        // SAFETY: NULL or writable by the caller's contract; checked by the helper.
+        let out = unsafe { out_param(seq, "seq") }?;
+        let last = xu::last_completed(lnc, XuType::from_raw(xu)?, index_arg(queue, "queue")?)?;
+        out.write(last);
+        Ok(())
+    })
 }
 
 /// Signal the caller's eventfd `fd` (by writing 1) when `seq` completes, at once if it already
-/// has; `fd = -1` deregisters.
+/// has; `fd = -1` deregisters. One fd per sequence id: registering again replaces it. The
+/// runtime never reads or closes `fd`; deregister before closing it.
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for a bad sequence id or fd; `NRT_UNINITIALIZED` before
-/// `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_SUCCESS`; `NRT_INVALID` for a sequence id naming no execution unit or an `fd` that is
+/// neither -1 nor open; `NRT_UNINITIALIZED` before `nrt_init`.
 pub extern "C" fn nrta_event_register_seq_id_completion(seq: nrta_seq_t, fd: c_int) -> NRT_STATUS {
     abi_entry!(status "nrta_event_register_seq_id_completion", Guard::Lifecycle, {
-        not_implemented("nrta_event_register_seq_id_completion")
+        xu::register_seq_fd(seq, fd)
     })
 }
 
 /// Signal the caller's eventfd `fd` every time execution unit (`lnc`, `xu`, `queue`) completes
-/// a request; `fd = -1` deregisters.
+/// a request (signals may coalesce in the counter); `fd = -1` deregisters. One fd per execution
+/// unit: registering again replaces it. The runtime never reads or closes `fd`.
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for a bad core, XU type, queue or fd; `NRT_UNINITIALIZED`
-/// before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_SUCCESS`; `NRT_INVALID` for a bad core, XU type or queue, or an `fd` that is neither -1
+/// nor open; `NRT_UNINITIALIZED` before `nrt_init`.
 pub extern "C" fn nrta_event_register_xu_completion(
     lnc: c_int,
     xu: RawXu,
@@ -206,7 +231,12 @@ pub extern "C" fn nrta_event_register_xu_completion(
     fd: c_int,
 ) -> NRT_STATUS {
     abi_entry!(status "nrta_event_register_xu_completion", Guard::Lifecycle, {
-        not_implemented("nrta_event_register_xu_completion")
+        xu::register_xu_fd(
+            index_arg(lnc, "logical core")?,
+            XuType::from_raw(xu)?,
+            index_arg(queue, "queue")?,
+            fd,
+        )
     })
 }
 
@@ -235,14 +265,84 @@ mod tests {
             let mut seq: nrta_seq_t = 77;
             // SAFETY: as above; `seq` is writable.
             unsafe {
-                assert_eq!(nrta_get_sequence(0, 0, 0, &mut seq) as i32, 1);
                 assert_eq!(
                     nrta_cc_schedule(null_mut(), 0, null_mut(), &mut seq) as i32,
                     1
                 );
             }
             assert_eq!(seq, 77, "no out-parameter written on failure");
-            assert_eq!(nrta_event_register_seq_id_completion(1, -1) as i32, 1);
+        });
+    }
+
+    /// The runtime XUs are process-global: start and end with none.
+    fn with_xus<R>(f: impl FnOnce() -> R) -> R {
+        testing::init(|| {
+            xu::shutdown();
+            let r = f();
+            xu::shutdown();
+            r
+        })
+    }
+
+    fn eventfd_counter(fd: c_int) -> Option<u64> {
+        let mut v: u64 = 0;
+        // SAFETY: reads 8 bytes into a live local.
+        let n = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+        (n == 8).then_some(v)
+    }
+
+    #[test]
+    fn completion_queries_and_eventfds_follow_spec_5_4_to_5_6() {
+        with_xus(|| {
+            use crate::runtime::xu::{encode_seq, ExecRet};
+            let mut seq: nrta_seq_t = 77;
+            let mut done = false;
+            // SAFETY: out-parameters are live locals or NULL.
+            unsafe {
+                // Counter 0 before any completion, full XU id in the top bits (spec §5.5).
+                assert_eq!(nrta_get_sequence(0, 2, 1, &mut seq) as i32, 0);
+                assert_eq!(seq, 0x0012_0000_0000_0000);
+                // Bad XU type, queue (negative, beyond the type's range), NULL out: NRT_INVALID,
+                // nothing written.
+                seq = 77;
+                assert_eq!(nrta_get_sequence(0, 3, 0, &mut seq) as i32, 2);
+                assert_eq!(nrta_get_sequence(0, 1, -1, &mut seq) as i32, 2);
+                assert_eq!(nrta_get_sequence(0, 1, 1, &mut seq) as i32, 2);
+                assert_eq!(nrta_get_sequence(0, 0, 0, null_mut()) as i32, 2);
+                assert_eq!(seq, 77);
+                assert_eq!(nrta_is_completed(1, null_mut()) as i32, 2);
+                assert_eq!(nrta_is_completed(3 << 48 | 1, &mut done) as i32, 2);
+                assert!(!done);
+            }
+            // SAFETY: plain syscall wrapper.
+            let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK) };
+            assert!(fd >= 0);
+            assert_eq!(nrta_event_register_xu_completion(0, 0, 1, fd) as i32, 0);
+            assert_eq!(nrta_event_register_xu_completion(-1, 0, 1, fd) as i32, 2);
+            assert_eq!(nrta_event_register_xu_completion(0, 0, 2, fd) as i32, 2);
+            assert_eq!(nrta_event_register_seq_id_completion(1, -2) as i32, 2);
+            let mut status: i32 = -7;
+            let s =
+                xu::submit(0, XuType::TensorOp, 1, ExecRet(&mut status), Box::new(|| 5)).unwrap();
+            assert_eq!(s, encode_seq(0, XuType::TensorOp, 1, 1));
+            xu::drain_all();
+            assert_eq!(status, 5, "the job's status lands in exec_ret");
+            assert!(eventfd_counter(fd).is_some_and(|v| v >= 1));
+            // SAFETY: out-parameters are live locals.
+            unsafe {
+                assert_eq!(nrta_is_completed(s, &mut done) as i32, 0);
+                assert!(done);
+                assert_eq!(nrta_is_completed(s + 1, &mut done) as i32, 0);
+                assert!(!done);
+                assert_eq!(nrta_get_sequence(0, 0, 1, &mut seq) as i32, 0);
+                assert_eq!(seq, s);
+            }
+            // Already complete: signalled at registration; -1 deregisters.
+            assert_eq!(nrta_event_register_seq_id_completion(s, fd) as i32, 0);
+            assert_eq!(eventfd_counter(fd), Some(1));
+            assert_eq!(nrta_event_register_xu_completion(0, 0, 1, -1) as i32, 0);
+            // SAFETY: closes the descriptor created above.
+            unsafe { libc::close(fd) };
         });
     }
 }

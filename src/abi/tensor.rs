@@ -1,27 +1,90 @@
-//! `nrt.h` tensors and tensor sets, and `nrt_memcpy_to_device` (spec/nrt-abi.md §3.3).
+//! `nrt.h` tensors and tensor sets, and `nrt_memcpy_to_device` (spec/nrt-abi.md §3.3), on top of
+//! [`runtime::tensor`](crate::runtime::tensor).
 //!
-//! Every entry point here is part of the exported surface now and is implemented by the C ABI
-//! issue (issue 5): until then each runs the lifecycle guard (so `NRT_UNINITIALIZED` before
-//! `nrt_init`) and then returns `NRT_FAILURE`, logging a WARNING once per function. The two
-//! value-returning functions return NULL / 0 and the two `void` functions do nothing; none of
-//! them dereferences a pointer it is given.
-
-// The parameters are named for the header; the bodies use them once issue 5 lands.
-#![allow(unused_variables)]
+//! **Handles.** A `nrt_tensor_t *` is a registered handle ([`handle`]) of an object holding one
+//! [`Tensor`] behind a lock (`nrt_tensor_attach_buffer` replaces its storage). Other modules get
+//! the tensor with `tensor_of`, a cheap clone that keeps the storage alive even if C frees the
+//! handle while an operation is queued. A `nrt_tensor_set_t *` is a registered handle of a
+//! name → tensor-handle map ([`tensor_set`]). NULL is `NRT_INVALID`; a freed or foreign pointer is
+//! `NRT_INVALID_HANDLE` and never dereferenced, so a double free is logged, not a crash.
+//!
+//! Tensor sets live in [`tensor_set`] (a child module, re-exported here).
+//!
+//! **Lifecycle.** Every function runs the §5.1 guard (13 before `nrt_init`). Choice: handles
+//! are not reclaimed by `nrt_close`; a tensor allocated before a close stays valid and can be
+//! freed after the next `nrt_init` (the vendor releases device memory at close; OpenNRT's is
+//! host memory, so keeping it is the safe reading of a dangling-handle bug).
 
 use std::ffi::{c_char, c_int, c_void};
+use std::time::Duration;
 
-use crate::abi::boundary::{not_implemented, Guard};
+use parking_lot::RwLock;
+
+use crate::abi::boundary::{in_ref, non_null, opt_cstr, out_param, Guard};
+use crate::abi::handle::{self, Opaque};
 use crate::abi::types::*;
 use crate::abi_entry;
+use crate::error::{Error, Result};
+use crate::runtime::process;
+use crate::runtime::tensor::{self as rt, Placement, Tensor};
 
-/// Allocate a tensor of `size` bytes on logical core `vnc` (relative to the visible cores;
-/// -1 for host placement). `name` is an optional debug label.
+#[path = "tensor_set.rs"]
+pub mod tensor_set;
+pub use tensor_set::*;
+
+/// The object behind `nrt_tensor_t *`.
+#[derive(Debug)]
+struct TensorObject {
+    tensor: RwLock<Tensor>,
+}
+
+impl Opaque for TensorObject {
+    type Handle = nrt_tensor_t;
+    const KIND: &'static str = "tensor";
+}
+
+/// The tensor behind a C handle (NULL → NRT_INVALID, not live → NRT_INVALID_HANDLE), cloned.
+///
+/// # Safety
+/// If `h` is a live tensor handle, no other thread may free it during this call (C's contract).
+pub(crate) unsafe fn tensor_of(h: *const nrt_tensor_t, what: &str) -> Result<Tensor> {
+    // SAFETY: forwarded contract; the handle table checks `h` before it is dereferenced.
+    let obj = unsafe { handle::get::<TensorObject>(h, what) }?;
+    Ok(obj.tensor.read().clone())
+}
+
+/// The handle in the in/out slot of a free function (`T **`): `None` for a NULL slot or a NULL
+/// handle (both no-ops).
+///
+/// # Safety
+/// `slot` must be NULL or readable and writable.
+unsafe fn freed_slot<T>(slot: *mut *mut T, what: &str) -> Result<Option<*mut T>> {
+    if slot.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-NULL; readable by contract; alignment checked by `in_ref`.
+    let h = *unsafe { in_ref(slot.cast_const(), what) }?;
+    Ok((!h.is_null()).then_some(h))
+}
+
+/// The C host buffer of a read or write: NULL is allowed only for zero bytes.
+fn buffer(p: *const c_void, size: usize, what: &str) -> Result<()> {
+    if size > 0 {
+        non_null(p, what)?;
+    }
+    Ok(())
+}
+
+/// Allocate a tensor of `size` bytes, zero-filled. `vnc` is relative to the process's visible
+/// logical cores (0 = the first) and must be below `nrt_get_visible_vnc_count` for DEVICE
+/// placement; it is ignored for HOST placement (the vendor's clients pass -1). `name` is an
+/// optional debug label. Device memory is host memory with a usable VA.
 ///
 /// # Returns
-/// `NRT_SUCCESS` with `*tensor` set; `NRT_INVALID` for bad arguments; `NRT_RESOURCE` or
-/// `NRT_FAIL_HOST_MEM_ALLOC` when out of memory; `NRT_UNINITIALIZED` before `nrt_init`.
-/// Currently `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_SUCCESS` with `*tensor` set; `NRT_INVALID` for a NULL `tensor`, a bad core, an unknown
+/// placement or `NRT_TENSOR_PLACEMENT_VIRTUAL` (removed in runtime 2.32); `NRT_RESOURCE`
+/// (device) or `NRT_FAIL_HOST_MEM_ALLOC` (host) when out of memory; `NRT_UNINITIALIZED`
+/// before `nrt_init`.
 ///
 /// # Safety
 /// `name` must be NULL or NUL-terminated; `tensor` must be NULL or writable.
@@ -33,18 +96,60 @@ pub unsafe extern "C" fn nrt_tensor_allocate(
     tensor: *mut *mut nrt_tensor_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_tensor_allocate", Guard::Lifecycle, {
-        not_implemented("nrt_tensor_allocate")
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { out_param(tensor, "tensor") }?;
+        // SAFETY: forwarded from this function's contract.
+        let name = unsafe { opt_cstr(name) }.unwrap_or_default();
+        let placement = match tensor_placement {
+            0 => Placement::Device,
+            1 => Placement::Host,
+            2 => {
+                return Err(Error::invalid(
+                    "NRT_TENSOR_PLACEMENT_VIRTUAL (2) is not supported: virtual tensors were removed in runtime 2.32; use DEVICE (0) or HOST (1)",
+                ))
+            }
+            p => {
+                return Err(Error::invalid(format!(
+                    "unknown tensor placement {p} (DEVICE 0, HOST 1)"
+                )))
+            }
+        };
+        let core = match placement {
+            Placement::Host => None,
+            Placement::Device => {
+                let visible = process::config()?.visible_cores;
+                match u32::try_from(vnc) {
+                    Ok(c) if c < visible => Some(c),
+                    _ => {
+                        return Err(Error::invalid(format!(
+                            "vnc {vnc} is not a visible logical core of this process (0..{visible})"
+                        )))
+                    }
+                }
+            }
+        };
+        let t = Tensor::allocate(placement, core, size as u64, &name)?;
+        out.write(handle::export(TensorObject { tensor: RwLock::new(t) }));
+        Ok(())
     })
 }
 
-/// Free a tensor and set `*tensor` to NULL. NULL and `*tensor == NULL` are no-ops.
-/// Currently does nothing (logs once): not implemented until issue 5.
+/// Free a tensor and set `*tensor` to NULL. NULL and `*tensor == NULL` are no-ops. Slices and
+/// queued operations keep the memory they use alive. A pointer that is not a live tensor
+/// (double free) is logged and left untouched.
 ///
 /// # Safety
-/// `tensor` must be NULL or point to a tensor handle from this library.
+/// `tensor` must be NULL or point to a readable and writable `nrt_tensor_t *`.
 pub unsafe extern "C" fn nrt_tensor_free(tensor: *mut *mut nrt_tensor_t) {
     abi_entry!(void "nrt_tensor_free", Guard::Lifecycle, {
-        not_implemented("nrt_tensor_free")
+        // SAFETY: forwarded from this function's contract.
+        if let Some(h) = unsafe { freed_slot(tensor, "tensor") }? {
+            // SAFETY: the handle table checks `h`; no reference to the object outlives this.
+            unsafe { handle::release::<TensorObject>(h, "*tensor") }?;
+            // SAFETY: `tensor` was read above, so it is valid and aligned.
+            unsafe { tensor.write(std::ptr::null_mut()) };
+        }
+        Ok(())
     })
 }
 
@@ -52,7 +157,7 @@ pub unsafe extern "C" fn nrt_tensor_free(tensor: *mut *mut nrt_tensor_t) {
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID` if `offset + size` exceeds the tensor or a pointer is NULL;
-/// `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_INVALID_HANDLE` for a tensor that is not live; `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
 /// `tensor` must be a live tensor; `buf` must have `size` writable bytes.
@@ -62,13 +167,19 @@ pub unsafe extern "C" fn nrt_tensor_read(
     offset: usize,
     size: usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_read", Guard::Lifecycle, { not_implemented("nrt_tensor_read") })
+    abi_entry!(status "nrt_tensor_read", Guard::Lifecycle, {
+        // SAFETY: forwarded from this function's contract.
+        let t = unsafe { tensor_of(tensor, "tensor") }?;
+        buffer(buf, size, "buf")?;
+        // SAFETY: `buf` has `size` writable bytes by contract.
+        unsafe { t.read_raw(offset as u64, buf.cast(), size as u64) }
+    })
 }
 
 /// Copy `size` bytes from `buf` into the tensor at `offset`.
 ///
 /// # Returns
-/// As `nrt_tensor_read`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// As `nrt_tensor_read`.
 ///
 /// # Safety
 /// `tensor` must be a live tensor; `buf` must have `size` readable bytes.
@@ -78,14 +189,66 @@ pub unsafe extern "C" fn nrt_tensor_write(
     offset: usize,
     size: usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_write", Guard::Lifecycle, { not_implemented("nrt_tensor_write") })
+    abi_entry!(status "nrt_tensor_write", Guard::Lifecycle, {
+        // SAFETY: forwarded from this function's contract.
+        let t = unsafe { tensor_of(tensor, "tensor") }?;
+        buffer(buf, size, "buf")?;
+        // SAFETY: `buf` has `size` readable bytes by contract.
+        unsafe { t.write_raw(offset as u64, buf.cast(), size as u64) }
+    })
 }
 
-/// Run `num_batches` batches of reads (scatter from tensors into host buffers). `unsafe`
-/// skips the bounds checks in the vendor runtime.
+/// Check every batch and operation (handles, NULLs, ranges) before any byte moves, so a
+/// failing batch call changes nothing. Returns each operation with its tensor.
+///
+/// # Safety
+/// `batches` must point to `num_batches` batch descriptors whose `ops` arrays are valid.
+unsafe fn checked_batches(
+    batches: *const nrt_tensor_batch_t,
+    num_batches: u64,
+    op: &str,
+) -> Result<Vec<(Tensor, nrt_tensor_batch_op_t)>> {
+    if num_batches == 0 {
+        return Ok(Vec::new());
+    }
+    // SAFETY: checked for NULL/alignment; `num_batches` entries by contract.
+    let first = unsafe { in_ref(batches, "batches") }?;
+    let n = usize::try_from(num_batches)
+        .map_err(|_| Error::invalid(format!("num_batches {num_batches} is too large")))?;
+    // SAFETY: `first` is valid and aligned; the caller promises `n` entries.
+    let all = unsafe { std::slice::from_raw_parts(std::ptr::from_ref(first), n) };
+    let mut work = Vec::new();
+    for (i, b) in all.iter().enumerate() {
+        // SAFETY: forwarded contract; checked by the handle table.
+        let t = unsafe { tensor_of(b.tensor, &format!("batches[{i}].tensor")) }?;
+        if b.num_ops == 0 {
+            continue;
+        }
+        // SAFETY: checked for NULL/alignment; `num_ops` entries by contract.
+        let op0 = unsafe { in_ref(b.ops, &format!("batches[{i}].ops")) }?;
+        // SAFETY: as above.
+        let ops =
+            unsafe { std::slice::from_raw_parts(std::ptr::from_ref(op0), b.num_ops as usize) };
+        for (j, o) in ops.iter().enumerate() {
+            let what = format!("batches[{i}].ops[{j}]");
+            if o.size > 0 {
+                non_null(o.buffer, &format!("{what}.buffer"))?;
+            }
+            t.check_range(o.offset, o.size, &format!("{op} {what}"))?;
+            work.push((t.clone(), *o));
+        }
+    }
+    Ok(work)
+}
+
+/// Run `num_batches` batches of reads, each op copying `size` bytes at `offset` of the
+/// batch's tensor into `buffer`. Every operation is checked before any is run. Choice: `unsafe`
+/// (skip the bounds checks in the vendor runtime) is accepted and ignored; checks always run.
 ///
 /// # Returns
-/// As `nrt_tensor_read`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_SUCCESS`; `NRT_INVALID` for NULL arrays or buffers or an out-of-range op (nothing is
+/// copied then); `NRT_INVALID_HANDLE` for a tensor that is not live; `NRT_UNINITIALIZED`
+/// before `nrt_init`.
 ///
 /// # Safety
 /// `batches` must point to `num_batches` valid batch descriptors.
@@ -95,14 +258,21 @@ pub unsafe extern "C" fn nrt_tensor_read_batch(
     r#unsafe: bool,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_tensor_read_batch", Guard::Lifecycle, {
-        not_implemented("nrt_tensor_read_batch")
+        let _ = r#unsafe;
+        // SAFETY: forwarded from this function's contract.
+        for (t, o) in unsafe { checked_batches(batches, num_batches, "read") }? {
+            // SAFETY: range checked; `buffer` has `size` writable bytes by contract.
+            unsafe { t.read_raw(o.offset, o.buffer.cast(), o.size) }?;
+        }
+        Ok(())
     })
 }
 
-/// Run `num_batches` batches of writes (gather from host buffers into tensors).
+/// Run `num_batches` batches of writes, each op copying `size` bytes from `buffer` into the
+/// batch's tensor at `offset`. Checked and run as `nrt_tensor_read_batch`.
 ///
 /// # Returns
-/// As `nrt_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// As `nrt_tensor_read_batch`.
 ///
 /// # Safety
 /// `batches` must point to `num_batches` valid batch descriptors.
@@ -112,15 +282,22 @@ pub unsafe extern "C" fn nrt_tensor_write_batch(
     r#unsafe: bool,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_tensor_write_batch", Guard::Lifecycle, {
-        not_implemented("nrt_tensor_write_batch")
+        let _ = r#unsafe;
+        // SAFETY: forwarded from this function's contract.
+        for (t, o) in unsafe { checked_batches(batches, num_batches, "write") }? {
+            // SAFETY: range checked; `buffer` has `size` readable bytes by contract.
+            unsafe { t.write_raw(o.offset, o.buffer.cast_const().cast(), o.size) }?;
+        }
+        Ok(())
     })
 }
 
-/// Copy `size` bytes from `src` at `src_offset` to `dst` at `dst_offset`.
+/// Copy `size` bytes from `src` at `src_offset` to `dst` at `dst_offset` (overlap allowed).
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for out-of-range offsets or device tensors on different cores;
-/// `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_SUCCESS`; `NRT_INVALID` for NULL, out-of-range offsets or two device tensors on
+/// different cores; `NRT_INVALID_HANDLE` for a tensor that is not live; `NRT_UNINITIALIZED`
+/// before `nrt_init`.
 ///
 /// # Safety
 /// `src` and `dst` must be live tensors.
@@ -131,24 +308,39 @@ pub unsafe extern "C" fn nrt_tensor_copy(
     dst_offset: usize,
     size: usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_copy", Guard::Lifecycle, { not_implemented("nrt_tensor_copy") })
+    abi_entry!(status "nrt_tensor_copy", Guard::Lifecycle, {
+        // SAFETY: forwarded from this function's contract.
+        let (s, d) = unsafe { (tensor_of(src, "src")?, tensor_of(dst, "dst")?) };
+        if s.placement() == Placement::Device
+            && d.placement() == Placement::Device
+            && s.vnc() != d.vnc()
+        {
+            return Err(Error::invalid(format!(
+                "src is on logical core {:?} and dst on {:?}: device tensors must be on the same core (spec §3.3)",
+                s.vnc(),
+                d.vnc()
+            )));
+        }
+        d.copy_from(dst_offset as u64, &s, src_offset as u64, size as u64)
+    })
 }
 
-/// Size of the tensor in bytes; 0 on any error. Currently always 0: not implemented until
-/// issue 5.
+/// Size of the tensor in bytes; 0 on any error (and for an empty tensor).
 ///
 /// # Safety
 /// `tensor` must be NULL or a live tensor.
 pub unsafe extern "C" fn nrt_tensor_get_size(tensor: *const nrt_tensor_t) -> usize {
     abi_entry!(value "nrt_tensor_get_size", Guard::Lifecycle, 0, {
-        not_implemented("nrt_tensor_get_size").map(|()| 0)
+        // SAFETY: forwarded from this function's contract.
+        Ok(unsafe { tensor_of(tensor, "tensor") }?.size() as usize)
     })
 }
 
-/// Fill `size` bytes at `offset` with the byte `value`.
+/// Fill `size` bytes at `offset` with the byte `value` (converted to `unsigned char`, as
+/// `memset` does).
 ///
 /// # Returns
-/// As `nrt_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// As `nrt_tensor_write`.
 ///
 /// # Safety
 /// `tensor` must be a live tensor.
@@ -158,14 +350,19 @@ pub unsafe extern "C" fn nrt_tensor_memset(
     value: c_int,
     size: usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_memset", Guard::Lifecycle, { not_implemented("nrt_tensor_memset") })
+    abi_entry!(status "nrt_tensor_memset", Guard::Lifecycle, {
+        // SAFETY: forwarded from this function's contract.
+        let t = unsafe { tensor_of(tensor, "tensor") }?;
+        t.fill(offset, value as u8, size as u64)
+    })
 }
 
-/// Allocate a tensor without storage; attach storage with `nrt_tensor_attach_buffer`.
+/// Allocate a tensor without storage (size 0, NULL VA, host placement); give it memory with
+/// `nrt_tensor_attach_buffer`.
 ///
 /// # Returns
 /// `NRT_SUCCESS` with `*tensor` set; `NRT_INVALID` if `tensor` is NULL; `NRT_UNINITIALIZED`
-/// before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// before `nrt_init`.
 ///
 /// # Safety
 /// `name` must be NULL or NUL-terminated; `tensor` must be NULL or writable.
@@ -174,16 +371,23 @@ pub unsafe extern "C" fn nrt_tensor_allocate_empty(
     tensor: *mut *mut nrt_tensor_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_tensor_allocate_empty", Guard::Lifecycle, {
-        not_implemented("nrt_tensor_allocate_empty")
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { out_param(tensor, "tensor") }?;
+        // SAFETY: forwarded from this function's contract.
+        let name = unsafe { opt_cstr(name) }.unwrap_or_default();
+        let t = Tensor::empty(&name);
+        out.write(handle::export(TensorObject { tensor: RwLock::new(t) }));
+        Ok(())
     })
 }
 
 /// Make caller memory (`size` bytes at `buffer`) the storage of `tensor` (zero-copy; the caller
-/// keeps ownership and keeps it alive).
+/// keeps ownership and keeps it alive). Any previous storage is released by this tensor (slices
+/// of it keep theirs); the tensor becomes a host tensor of `size` bytes.
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for NULL arguments; `NRT_UNINITIALIZED` before `nrt_init`.
-/// Currently `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_SUCCESS`; `NRT_INVALID` for a NULL tensor or buffer; `NRT_INVALID_HANDLE` for a tensor
+/// that is not live; `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
 /// `tensor` must be a live tensor; `buffer` must stay valid for `size` bytes while attached.
@@ -193,16 +397,20 @@ pub unsafe extern "C" fn nrt_tensor_attach_buffer(
     size: usize,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_tensor_attach_buffer", Guard::Lifecycle, {
-        not_implemented("nrt_tensor_attach_buffer")
+        // SAFETY: forwarded from this function's contract; checked by the handle table.
+        let obj = unsafe { handle::get::<TensorObject>(tensor, "tensor") }?;
+        // SAFETY: the caller keeps `buffer` valid for `size` bytes while attached.
+        unsafe { obj.tensor.write().attach(buffer.cast(), size as u64) }
     })
 }
 
-/// Create a tensor aliasing `[offset, offset + size)` of `tensor_source` (no copy).
+/// Create a tensor aliasing `[offset, offset + size)` of `tensor_source` (no copy; same
+/// placement and core). The slice keeps the memory alive, so freeing the source first is safe.
 ///
 /// # Returns
 /// `NRT_SUCCESS` with `*tensor_slice` set; `NRT_INVALID` for an out-of-range slice or NULL
-/// arguments; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented
-/// until issue 5.
+/// arguments; `NRT_INVALID_HANDLE` for a source that is not live; `NRT_UNINITIALIZED` before
+/// `nrt_init`.
 ///
 /// # Safety
 /// `tensor_source` must be a live tensor; `name` NULL or NUL-terminated; `tensor_slice` NULL or
@@ -215,26 +423,46 @@ pub unsafe extern "C" fn nrt_tensor_allocate_slice(
     tensor_slice: *mut *mut nrt_tensor_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_tensor_allocate_slice", Guard::Lifecycle, {
-        not_implemented("nrt_tensor_allocate_slice")
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { out_param(tensor_slice, "tensor_slice") }?;
+        // SAFETY: forwarded from this function's contract.
+        let src = unsafe { tensor_of(tensor_source, "tensor_source") }?;
+        // SAFETY: forwarded from this function's contract.
+        let name = unsafe { opt_cstr(name) }.unwrap_or_default();
+        let t = src.slice(offset as u64, size as u64, &name)?;
+        out.write(handle::export(TensorObject { tensor: RwLock::new(t) }));
+        Ok(())
     })
 }
 
-/// Host-usable virtual address of the tensor's storage; NULL on any error. Currently always
-/// NULL: not implemented until issue 5.
+/// Host-usable virtual address of the tensor's first byte (device memory is host memory);
+/// NULL on any error and for an empty tensor without attached memory. Every tensor with
+/// storage has a non-NULL, unique VA, including size-0 tensors.
 ///
 /// # Safety
 /// `tensor` must be NULL or a live tensor.
 pub unsafe extern "C" fn nrt_tensor_get_va(tensor: *const nrt_tensor_t) -> *mut c_void {
     abi_entry!(value "nrt_tensor_get_va", Guard::Lifecycle, std::ptr::null_mut(), {
-        not_implemented("nrt_tensor_get_va").map(|()| std::ptr::null_mut())
+        // SAFETY: forwarded from this function's contract.
+        let t = unsafe { tensor_of(tensor, "tensor") }?;
+        if !t.has_storage() {
+            return Err(Error::invalid(format!(
+                "tensor {:?} has no storage (allocated empty, nothing attached)",
+                t.name()
+            )));
+        }
+        Ok(t.va().cast())
     })
 }
 
-/// Describe the device allocation behind a tensor (address, size, HBM index).
+/// Describe the device memory of a tensor: `physical_address` is the address of its first
+/// byte (simulated device memory is host memory, so this equals `nrt_tensor_get_va`), `size`
+/// its size in bytes (the slice's own range for a slice), `hbm_index` 0 (OpenNRT simulates one
+/// memory per device).
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for NULL arguments or a host tensor; `NRT_UNINITIALIZED` before
-/// `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_SUCCESS`; `NRT_INVALID` for NULL arguments or a host tensor; `NRT_INVALID_HANDLE` for a
+/// tensor that is not live; `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
 /// `tensor` must be a live tensor; `alloc_info` NULL or writable.
@@ -243,16 +471,34 @@ pub unsafe extern "C" fn nrt_tensor_get_device_allocation_info(
     alloc_info: *mut nrt_tensor_device_allocation_info_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_tensor_get_device_allocation_info", Guard::Lifecycle, {
-        not_implemented("nrt_tensor_get_device_allocation_info")
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { out_param(alloc_info, "alloc_info") }?;
+        // SAFETY: forwarded from this function's contract.
+        let t = unsafe { tensor_of(tensor, "tensor") }?;
+        if t.placement() != Placement::Device {
+            return Err(Error::invalid(format!(
+                "tensor {:?} is a host tensor; only device tensors have a device allocation",
+                t.name()
+            )));
+        }
+        out.write(nrt_tensor_device_allocation_info_t {
+            physical_address: t.va().addr() as u64,
+            size: t.size() as usize,
+            hbm_index: 0,
+        });
+        Ok(())
     })
 }
 
-/// Implicit-async companion: wait until the output tensor's completion count reaches
-/// `expected_completion_count` (`timeout` in microseconds, negative = unbounded).
+/// Wait until the output tensor's completion count reaches `expected_completion_count`
+/// (`timeout` in microseconds, negative = unbounded). Implicit async was removed in runtime
+/// 2.34, so executions are synchronous: the count is the number of finished executions that
+/// wrote this tensor as an output since the last reset. 0 is reached at once; a count no
+/// execution provides times out.
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_TIMEOUT`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`.
-/// Currently `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_SUCCESS`; `NRT_TIMEOUT` (not logged as an error); `NRT_INVALID` for NULL;
+/// `NRT_INVALID_HANDLE` for a tensor that is not live; `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
 /// `output_tensor` must be NULL or a live tensor.
@@ -261,16 +507,26 @@ pub unsafe extern "C" fn nrt_tensor_check_output_completion(
     timeout: i64,
     expected_completion_count: u64,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_check_output_completion", Guard::Lifecycle, {
-        not_implemented("nrt_tensor_check_output_completion")
+    abi_entry!(code "nrt_tensor_check_output_completion", Guard::Lifecycle, {
+        // SAFETY: forwarded from this function's contract.
+        let t = unsafe { tensor_of(output_tensor, "output_tensor") }?;
+        let limit = u64::try_from(timeout).ok().map(Duration::from_micros);
+        match t.wait_output_completions(expected_completion_count, limit) {
+            Ok(()) => Ok(nrt_status::NRT_SUCCESS),
+            Err(e) if e.kind() == crate::error::ErrorKind::Timeout => {
+                crate::log_debug!("nrt_tensor_check_output_completion", "{}", e.message());
+                Ok(nrt_status::NRT_TIMEOUT)
+            }
+            Err(e) => Err(e),
+        }
     })
 }
 
-/// Implicit-async companion: reset the output tensor's completion count.
+/// Reset the output tensor's completion count to 0.
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
-/// `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_INVALID_HANDLE` for a tensor that is not live;
+/// `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
 /// `output_tensor` must be NULL or a live tensor.
@@ -278,16 +534,19 @@ pub unsafe extern "C" fn nrt_tensor_reset_output_completion(
     output_tensor: *mut nrt_tensor_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_tensor_reset_output_completion", Guard::Lifecycle, {
-        not_implemented("nrt_tensor_reset_output_completion")
+        // SAFETY: forwarded from this function's contract.
+        unsafe { tensor_of(output_tensor, "output_tensor") }?.reset_output_completions();
+        Ok(())
     })
 }
 
 /// Copy `size` host bytes to `dest`, an address inside a live device tensor (as returned by
-/// `nrt_tensor_get_va`).
+/// `nrt_tensor_get_va`, plus any offset); all `size` bytes must lie inside that tensor's
+/// memory. Host tensors and attached buffers are not device memory.
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` if the range is not inside a live device tensor;
-/// `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_SUCCESS`; `NRT_INVALID` if `dest` is NULL, `src` is NULL with `size > 0`, or the range
+/// is not inside a live device tensor; `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
 /// `src` must have `size` readable bytes.
@@ -297,112 +556,13 @@ pub unsafe extern "C" fn nrt_memcpy_to_device(
     size: usize,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_memcpy_to_device", Guard::Lifecycle, {
-        not_implemented("nrt_memcpy_to_device")
-    })
-}
-
-/// Allocate an empty tensor set (a name → tensor map consumed by `nrt_execute`).
-///
-/// # Returns
-/// `NRT_SUCCESS` with `*result` set; `NRT_INVALID` if `result` is NULL; `NRT_UNINITIALIZED`
-/// before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
-///
-/// # Safety
-/// `result` must be NULL or writable.
-pub unsafe extern "C" fn nrt_allocate_tensor_set(result: *mut *mut nrt_tensor_set_t) -> NRT_STATUS {
-    abi_entry!(status "nrt_allocate_tensor_set", Guard::Lifecycle, {
-        not_implemented("nrt_allocate_tensor_set")
-    })
-}
-
-/// Free a tensor set (not its member tensors) and set `*tensor_set` to NULL. Currently does
-/// nothing (logs once): not implemented until issue 5.
-///
-/// # Safety
-/// `tensor_set` must be NULL or point to a tensor-set handle from this library.
-pub unsafe extern "C" fn nrt_destroy_tensor_set(tensor_set: *mut *mut nrt_tensor_set_t) {
-    abi_entry!(void "nrt_destroy_tensor_set", Guard::Lifecycle, {
-        not_implemented("nrt_destroy_tensor_set")
-    })
-}
-
-/// Add `tensor` to the set under `tensor_name`, replacing an existing entry of that name.
-///
-/// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for NULL arguments; `NRT_UNINITIALIZED` before `nrt_init`.
-/// Currently `NRT_FAILURE`: not implemented until issue 5.
-///
-/// # Safety
-/// `tensor_set` must be a live set; `tensor_name` NUL-terminated; `tensor` a live tensor that
-/// outlives its use through the set.
-pub unsafe extern "C" fn nrt_add_tensor_to_tensor_set(
-    tensor_set: *mut nrt_tensor_set_t,
-    tensor_name: *const c_char,
-    tensor: *mut nrt_tensor_t,
-) -> NRT_STATUS {
-    abi_entry!(status "nrt_add_tensor_to_tensor_set", Guard::Lifecycle, {
-        not_implemented("nrt_add_tensor_to_tensor_set")
-    })
-}
-
-/// Look up the tensor stored under `tensor_name`.
-///
-/// # Returns
-/// `NRT_SUCCESS` with `*tensor` set; `NRT_INVALID` for NULL arguments or an unknown name;
-/// `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
-///
-/// # Safety
-/// `tensor_set` must be a live set; `tensor_name` NUL-terminated; `tensor` NULL or writable.
-pub unsafe extern "C" fn nrt_get_tensor_from_tensor_set(
-    tensor_set: *mut nrt_tensor_set_t,
-    tensor_name: *const c_char,
-    tensor: *mut *mut nrt_tensor_t,
-) -> NRT_STATUS {
-    abi_entry!(status "nrt_get_tensor_from_tensor_set", Guard::Lifecycle, {
-        not_implemented("nrt_get_tensor_from_tensor_set")
+        non_null(dest.cast_const(), "dest")?;
+        buffer(src, size, "src")?;
+        // SAFETY: `src` has `size` readable bytes by contract; `dest` is checked by the callee.
+        unsafe { rt::memcpy_to_device(dest.cast(), src.cast(), size as u64) }
     })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::abi::handle::testing;
-    use std::ptr::{null, null_mut};
-
-    #[test]
-    fn guarded_before_init() {
-        testing::uninit(|| {
-            // SAFETY: NULL arguments are never dereferenced by these entry points.
-            unsafe {
-                assert_eq!(nrt_tensor_allocate(0, 0, 8, null(), null_mut()) as i32, 13);
-                assert_eq!(nrt_tensor_read(null(), null_mut(), 0, 0) as i32, 13);
-                assert_eq!(nrt_memcpy_to_device(null_mut(), null(), 0) as i32, 13);
-                assert_eq!(nrt_allocate_tensor_set(null_mut()) as i32, 13);
-                assert_eq!(nrt_tensor_get_size(null()), 0);
-                assert!(nrt_tensor_get_va(null()).is_null());
-                nrt_tensor_free(null_mut());
-                nrt_destroy_tensor_set(null_mut());
-            }
-        });
-    }
-
-    #[test]
-    fn not_implemented_after_init() {
-        testing::init(|| {
-            let mut bogus = std::ptr::without_provenance_mut::<nrt_tensor_t>(0xdead);
-            // SAFETY: the stubs never dereference their arguments.
-            unsafe {
-                assert_eq!(nrt_tensor_allocate(0, 0, 8, null(), null_mut()) as i32, 1);
-                assert_eq!(nrt_tensor_copy(null(), 0, null_mut(), 0, 0) as i32, 1);
-                assert_eq!(nrt_tensor_get_size(bogus), 0);
-                assert!(nrt_tensor_get_va(bogus).is_null());
-                nrt_tensor_free(&mut bogus);
-                assert_eq!(
-                    bogus.addr(),
-                    0xdead,
-                    "void stubs never touch their argument"
-                );
-            }
-        });
-    }
-}
+#[path = "tensor_tests.rs"]
+mod tests;

@@ -237,12 +237,18 @@ fn run_instance(key: &GroupKey, instance: u64, all: Vec<Arrival>) -> Vec<Result<
     }
 }
 
-/// Forget prepared collectives, tickets and meetings (`nrt_close`); open meetings fail.
-pub fn reset() {
+/// Fail every pending and later collective with `NRT_CLOSED` (`nrt_close`, before the XU
+/// workers are drained), until [`reset`].
+pub fn abort() {
     MEETINGS.abort_all(&Error::new(
         ErrorKind::Closed,
         "nrt_close while the collective was pending",
     ));
+}
+
+/// Forget prepared collectives, tickets and meetings (`nrt_close`, after the workers are
+/// drained).
+pub fn reset() {
     MEETINGS.reset();
     CACHE.lock().map.clear();
 }

@@ -145,12 +145,16 @@ pub fn all_gather(
     Ok(())
 }
 
-/// Forget sticky failures and meetings (`nrt_close`).
-pub fn reset() {
+/// Fail pending and later host all-gathers with `NRT_CLOSED` (`nrt_close`).
+pub fn abort() {
     GATHERS.abort_all(&Error::new(
         crate::error::ErrorKind::Closed,
         "nrt_close while nrt_all_gather was pending",
     ));
+}
+
+/// Forget sticky failures and meetings (`nrt_close`, after [`abort`]).
+pub fn reset() {
     GATHERS.reset();
     BROKEN.lock().clear();
 }

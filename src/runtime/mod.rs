@@ -5,12 +5,14 @@
 //! * [`config`] — the environment, read once at `nrt_init` (spec/nrt-abi.md §5.10).
 //! * [`firmware`] — loading and gating `libncfw.so` (spec/ncfw.md §1.2).
 //! * [`log`] — logging under `NEURON_RT_LOG_LEVEL`.
+//! * [`tensor`] — tensors: views of simulated device or host memory (spec/nrt-abi.md §3.3).
 //! * [`device_run`] — running an emitted collective on the software device.
 //! * [`comm`] — the global communicators (worlds) of this process.
 //! * [`rendezvous`] — where the ranks of one collective meet.
 //! * [`cc`] — host-driven collectives: prepare (lower, emit, cache) and run on the device.
 //! * [`host_cc`] — `nrt_barrier` and `nrt_all_gather`.
 //! * [`verifiable`] — verifiable data, the reference result and in-place staging for runs.
+//! * [`xu`] — execution units: async request queues, sequence ids, completion and eventfds.
 
 pub mod cc;
 pub mod comm;
@@ -22,4 +24,6 @@ pub mod log;
 pub mod process;
 pub mod rendezvous;
 pub mod state;
+pub mod tensor;
 pub mod verifiable;
+pub mod xu;

@@ -51,6 +51,7 @@ struct Meeting<A, R> {
 
 #[derive(Debug)]
 struct Inner<A, R> {
+    closed: Option<Error>,
     next: HashMap<(GroupKey, u32), u64>,
     meetings: HashMap<(GroupKey, u64), Meeting<A, R>>,
 }
@@ -73,6 +74,7 @@ impl<A, R> Rendezvous<A, R> {
     pub fn new() -> Self {
         Rendezvous {
             inner: Mutex::new(Inner {
+                closed: None,
                 next: HashMap::new(),
                 meetings: HashMap::new(),
             }),
@@ -87,6 +89,17 @@ impl<A, R> Rendezvous<A, R> {
         let t = *n;
         *n += 1;
         t
+    }
+
+    /// Give back `ticket` of `rank` on `key` when the collective it was taken for could not be
+    /// queued (only the most recent ticket can be given back).
+    pub fn untake(&self, key: &GroupKey, rank: u32, ticket: u64) {
+        let mut g = self.inner.lock();
+        if let Some(n) = g.next.get_mut(&(key.clone(), rank)) {
+            if *n == ticket + 1 {
+                *n = ticket;
+            }
+        }
     }
 
     /// Arrive at instance `instance` of `key` as `rank` with `arrival`. The last arrival runs
@@ -109,6 +122,9 @@ impl<A, R> Rendezvous<A, R> {
         }
         let id = (key.clone(), instance);
         let mut g = self.inner.lock();
+        if let Some(e) = &g.closed {
+            return Err(e.clone());
+        }
         let m = g.meetings.entry(id.clone()).or_insert_with(|| Meeting {
             arrived: (0..n).map(|_| None).collect(),
             results: None,
@@ -194,9 +210,11 @@ impl<A, R> Rendezvous<A, R> {
         }
     }
 
-    /// Fail every open meeting with `why` (the waiting ranks return it).
+    /// Fail every open meeting with `why` (the waiting ranks return it), and every later
+    /// arrival until [`Rendezvous::reset`].
     pub fn abort_all(&self, why: &Error) {
         let mut g = self.inner.lock();
+        g.closed = Some(why.clone());
         for m in g.meetings.values_mut() {
             if m.results.is_none() && m.failed.is_none() {
                 m.arrived.iter_mut().for_each(|a| *a = None);
@@ -209,6 +227,7 @@ impl<A, R> Rendezvous<A, R> {
     /// Forget every ticket and meeting (after `nrt_close`).
     pub fn reset(&self) {
         let mut g = self.inner.lock();
+        g.closed = None;
         g.next.clear();
         g.meetings.clear();
         self.cv.notify_all();
@@ -283,6 +302,10 @@ mod tests {
         assert!(twice.message().contains("twice"), "{twice}");
         rv.abort_all(&Error::new(ErrorKind::Closed, "nrt_close"));
         assert_eq!(w.join().unwrap().unwrap_err().kind(), ErrorKind::Closed);
+        // Closed: every later arrival fails at once, until reset.
+        let closed = rv.meet(&key(1), 0, 0, (), None, |_| vec![Ok(())]);
+        assert_eq!(closed.unwrap_err().kind(), ErrorKind::Closed);
+        rv.reset();
         assert_eq!(rv.meet(&key(1), 0, 0, (), None, |_| vec![Ok(())]), Ok(()));
         assert!(rv.meet(&k, 0, 5, (), None, |_| vec![]).is_err());
     }
@@ -294,6 +317,10 @@ mod tests {
         assert_eq!(rv.ticket(&key(2), 0), 1);
         assert_eq!(rv.ticket(&key(2), 1), 0);
         assert_eq!(rv.ticket(&key(3), 0), 0);
+        rv.untake(&key(2), 0, 0); // not the latest: ignored
+        assert_eq!(rv.ticket(&key(2), 0), 2);
+        rv.untake(&key(2), 0, 2);
+        assert_eq!(rv.ticket(&key(2), 0), 2);
         rv.reset();
         assert_eq!(rv.ticket(&key(2), 0), 0);
     }

@@ -1,0 +1,312 @@
+//! The host-driven collective path of the async API (spec/nrt-abi.md §3.6, §5.4, §5.7):
+//! `nrta_cc_prepare` / `nrta_cc_schedule`, and their internal twins `nrt_cc_prepare` /
+//! `nrt_cc_schedule` (the names the vendor's runtime uses inside; not exported by the vendor in
+//! 2.31, so their prototypes here are OpenNRT's: the same as the `nrta_` functions, bound at
+//! node `NRT_2.0.0`).
+//!
+//! Prepare reads the communicator and the two tensor lists once, checks them
+//! (`lower::request_api`), checks that the core joined the host-CC world as the communicator
+//! says, and lowers + emits the collective (`runtime::cc::prepare`, cached by signature).
+//! Choice: the vendor prepares on a background worker; OpenNRT prepares in the call, so a bad
+//! argument or a lowering refusal is the call's own status instead of a later `exec_ret`.
+//!
+//! Schedule takes the context (the handle is dead afterwards: a second schedule with a stale
+//! copy of the pointer is `NRT_INVALID_HANDLE`, with the cleared pointer `NRT_INVALID`), takes
+//! the rank's ticket — its place in the group's order of collectives — and queues the run on
+//! the collectives XU `queue` of the core. The worker meets the other ranks (`runtime::cc::run`),
+//! writes the status to `*exec_ret` and completes the sequence number.
+//!
+//! In place is the same tensor in both lists; its layout follows NCCL (`runtime::cc_tensor`):
+//! an in-place all-gather's tensor is the whole output (input = the rank's block), an in-place
+//! reduce-scatter's tensor the whole input (result = the rank's block).
+
+use std::ffi::c_int;
+
+use crate::abi::boundary::{self, in_ref, out_param, status_of};
+use crate::abi::handle::{self, Opaque};
+use crate::abi::tensor::tensor_of;
+use crate::abi::types::*;
+use crate::error::{Error, Result};
+use crate::lower::request::CollectiveRequest;
+use crate::lower::request_api::ApiComm;
+use crate::runtime::cc::{self, Arrival, Lowered};
+use crate::runtime::cc_tensor::TensorIo;
+use crate::runtime::comm::{self, Slot};
+use crate::runtime::rendezvous::GroupKey;
+use crate::runtime::tensor::{Placement, Tensor};
+use crate::runtime::xu::{self, ExecRet, XuType};
+
+/// A prepared collective: what `nrt_cc_context_t *` points to. The payload is taken by the
+/// schedule that queues it (and put back if queueing fails, so the caller may retry).
+#[derive(Debug)]
+pub struct CcContext {
+    prepared: parking_lot::Mutex<Option<Prepared>>,
+}
+
+#[derive(Debug)]
+struct Prepared {
+    req: CollectiveRequest,
+    comm: ApiComm,
+    lowered: std::sync::Arc<Lowered>,
+    inputs: Vec<Tensor>,
+    outputs: Vec<Tensor>,
+}
+
+impl Opaque for CcContext {
+    type Handle = nrt_cc_context_t;
+    const KIND: &'static str = "collective context";
+}
+
+/// The tensors of a list (NULL list → error; a NULL `tensors` array only with 0 entries).
+///
+/// # Safety
+/// `list` must be NULL or point to a valid `nrt_tensor_list_t` whose array has `num_tensors`
+/// entries.
+unsafe fn tensors_of(list: *const nrt_tensor_list_t, what: &str) -> Result<Vec<Tensor>> {
+    // SAFETY: forwarded contract.
+    let l = unsafe { in_ref(list, what) }?;
+    if l.num_tensors == 0 {
+        return Ok(Vec::new());
+    }
+    if l.num_tensors > 4096 {
+        return Err(Error::invalid(format!(
+            "{what}.num_tensors = {} is not a plausible tensor count",
+            l.num_tensors
+        )));
+    }
+    if l.tensors.is_null() {
+        return Err(Error::invalid(format!(
+            "{what}.tensors is NULL with num_tensors = {}",
+            l.num_tensors
+        )));
+    }
+    // SAFETY: non-NULL with `num_tensors` entries by the caller's promise.
+    let ptrs = unsafe { std::slice::from_raw_parts(l.tensors, l.num_tensors) };
+    ptrs.iter()
+        .enumerate()
+        // SAFETY: each handle is checked against the live table before use.
+        .map(|(i, &t)| unsafe { tensor_of(t, &format!("{what}.tensors[{i}]")) })
+        .collect()
+}
+
+/// `nrta_cc_prepare`'s body.
+///
+/// # Safety
+/// As `nrta_cc_prepare`.
+pub(crate) unsafe fn prepare(
+    comm: *const nrt_cc_comm_t,
+    input: *const nrt_tensor_list_t,
+    output: *const nrt_tensor_list_t,
+    dtype: u32,
+    op: u32,
+    cc_op: u32,
+    cc_ctx: *mut *mut nrt_cc_context_t,
+) -> Result<()> {
+    // SAFETY: forwarded contract.
+    let c = unsafe { in_ref(comm, "comm") }?;
+    // SAFETY: forwarded contract.
+    let out = unsafe { out_param(cc_ctx, "cc_ctx") }?;
+    let group: Vec<u32> = if c.rank_n == 0 {
+        Vec::new()
+    } else {
+        boundary::non_null(c.replica_group, "comm.replica_group")?;
+        if c.rank_n > 65_536 {
+            return Err(Error::invalid(format!("comm.rank_n = {} is not plausible", c.rank_n)));
+        }
+        // SAFETY: non-NULL; the caller promises `rank_n` entries.
+        unsafe { std::slice::from_raw_parts(c.replica_group, c.rank_n as usize) }.to_vec()
+    };
+    let api = ApiComm {
+        replica_group: group,
+        rank: c.rank,
+        rank_n: c.rank_n,
+        ctx_device_id: c.ctx_device_id,
+        ctx_device_count: c.ctx_device_count,
+        vnc: c.vnc,
+    };
+    // SAFETY: forwarded contract.
+    let inputs = unsafe { tensors_of(input, "input") }?;
+    // SAFETY: forwarded contract.
+    let outputs = unsafe { tensors_of(output, "output") }?;
+    for (name, list) in [("input", &inputs), ("output", &outputs)] {
+        for (i, t) in list.iter().enumerate() {
+            if t.placement() != Placement::Device || t.vnc() != Some(api.vnc) {
+                return Err(Error::invalid(format!(
+                    "{name}.tensors[{i}] ({:?}) is a {:?} tensor on vnc {:?}; a collective on \
+                     comm.vnc {} needs device tensors of that core",
+                    t.name(),
+                    t.placement(),
+                    t.vnc(),
+                    api.vnc
+                )));
+            }
+        }
+    }
+    let same = inputs.len() == 1
+        && outputs.len() == 1
+        && inputs[0].storage_key() == outputs[0].storage_key()
+        && inputs[0].size() == outputs[0].size();
+    let mut in_sizes: Vec<u64> = inputs.iter().map(Tensor::size).collect();
+    let mut out_sizes: Vec<u64> = outputs.iter().map(Tensor::size).collect();
+    if same {
+        // NCCL's in-place layout (module doc): the rank's block is the input of an all-gather
+        // and the result of a reduce-scatter.
+        let n = u64::from(api.rank_n.max(1));
+        match cc_op {
+            x if x == nrt_cc_op_type_t::NRT_CC_ALLGATHER as u32 => in_sizes[0] /= n,
+            x if x == nrt_cc_op_type_t::NRT_CC_REDUCESCATTER as u32 => out_sizes[0] /= n,
+            _ => {}
+        }
+        if (in_sizes[0] * n != inputs[0].size() && cc_op == nrt_cc_op_type_t::NRT_CC_ALLGATHER as u32)
+            || (out_sizes[0] * n != outputs[0].size()
+                && cc_op == nrt_cc_op_type_t::NRT_CC_REDUCESCATTER as u32)
+        {
+            return Err(Error::invalid(format!(
+                "in place: the tensor's {} bytes are not rank_n = {n} equal blocks",
+                inputs[0].size()
+            )));
+        }
+    }
+    let req = CollectiveRequest::from_api(&api, &in_sizes, &out_sizes, same, dtype, op, cc_op)?;
+    comm::check_member(Slot::HostCc, api.vnc, api.ctx_device_id, api.ctx_device_count)?;
+    let lowered = cc::prepare(&req, api.ctx_device_count)?;
+    let h = handle::export(CcContext {
+        prepared: parking_lot::Mutex::new(Some(Prepared {
+            req,
+            comm: api,
+            lowered,
+            inputs,
+            outputs,
+        })),
+    });
+    out.write(h);
+    Ok(())
+}
+
+/// `nrta_cc_schedule`'s body.
+///
+/// # Safety
+/// As `nrta_cc_schedule`.
+pub(crate) unsafe fn schedule(
+    cc_ctx: *mut *mut nrt_cc_context_t,
+    queue: c_int,
+    exec_ret: *mut NRT_STATUS,
+    req_sequence: *mut nrta_seq_t,
+) -> Result<()> {
+    // SAFETY: forwarded contract.
+    let slot = unsafe { out_param(cc_ctx, "cc_ctx") }?;
+    // SAFETY: `cc_ctx` is non-NULL and aligned (checked); the caller promises it holds a
+    // pointer written by prepare (or NULL after a schedule).
+    let h = unsafe { slot.assume_init_read() };
+    if h.is_null() {
+        return Err(Error::invalid(
+            "*cc_ctx is NULL: the context was already scheduled (nrta_cc_schedule consumes it)",
+        ));
+    }
+    // SAFETY: looked up in the live table before use.
+    let ctx = unsafe { handle::get::<CcContext>(h, "*cc_ctx") }?;
+    let queue = u32::try_from(queue)
+        .ok()
+        .filter(|&q| q < XuType::Collectives.queues())
+        .ok_or_else(|| Error::invalid(format!("queue {queue}: the collectives XU has queues 0..=2")))?;
+    let seq_out = if req_sequence.is_null() {
+        None
+    } else {
+        // SAFETY: non-NULL; the caller promises it is writable.
+        Some(unsafe { out_param(req_sequence, "req_sequence") }?)
+    };
+    let p = ctx.prepared.lock().take().ok_or_else(|| {
+        Error::invalid_handle("*cc_ctx was already scheduled (nrta_cc_schedule consumes it)")
+    })?;
+    let key = GroupKey {
+        kind: "cc",
+        slot: Slot::HostCc as u8,
+        group: p.req.group.clone(),
+    };
+    let (rank, lnc) = (p.req.rank, p.comm.vnc);
+    let ticket = cc::meetings().ticket(&key, rank);
+    // The payload moves into the job through this slot; a failed submit hands it back.
+    let payload = std::sync::Arc::new(parking_lot::Mutex::new(Some(p)));
+    let job_payload = payload.clone();
+    let job_key = key.clone();
+    let job = Box::new(move || {
+        let Some(Prepared {
+            req,
+            lowered,
+            inputs,
+            outputs,
+            ..
+        }) = job_payload.lock().take()
+        else {
+            return status_of(&Error::failure("collective context vanished")) as i32;
+        };
+        let io = TensorIo::new(&req, inputs, outputs);
+        match cc::run(&job_key, ticket, Arrival { req, lowered, io: Box::new(io) }) {
+            Ok(()) => 0,
+            Err(e) => {
+                crate::log_error!("nrta_cc_schedule", "rank {rank}: {e}");
+                status_of(&e) as i32
+            }
+        }
+    });
+    let seq = match xu::submit(lnc, XuType::Collectives, queue, ExecRet(exec_ret.cast()), job) {
+        Ok(s) => s,
+        Err(e) => {
+            cc::meetings().untake(&key, rank, ticket);
+            *ctx.prepared.lock() = payload.lock().take();
+            return Err(e);
+        }
+    };
+    // The context is spent: drop its handle so a stale copy of the pointer is detected.
+    // SAFETY: live (looked up above); `ctx` is not used after this.
+    unsafe { handle::release::<CcContext>(h, "*cc_ctx") }?;
+    if let Some(o) = seq_out {
+        o.write(seq);
+    }
+    slot.write(std::ptr::null_mut());
+    Ok(())
+}
+
+/// OpenNRT's export of the vendor-internal name behind `nrta_cc_prepare` (not exported by the
+/// vendor's 2.31 library; the prototype is OpenNRT's and equals `nrta_cc_prepare`'s). Same
+/// behaviour as `nrta_cc_prepare`.
+///
+/// # Returns
+/// As `nrta_cc_prepare`.
+///
+/// # Safety
+/// As `nrta_cc_prepare`.
+pub unsafe extern "C" fn nrt_cc_prepare(
+    comm: *mut nrt_cc_comm_t,
+    input: *mut nrt_tensor_list_t,
+    output: *mut nrt_tensor_list_t,
+    dtype: RawDtype,
+    op: RawOpType,
+    cc_op: RawCcOpType,
+    cc_ctx: *mut *mut nrt_cc_context_t,
+) -> NRT_STATUS {
+    crate::abi_entry!(status "nrt_cc_prepare", crate::abi::boundary::Guard::Lifecycle, {
+        // SAFETY: forwarded contract.
+        unsafe { prepare(comm, input, output, dtype, op, cc_op, cc_ctx) }
+    })
+}
+
+/// OpenNRT's export of the vendor-internal name behind `nrta_cc_schedule` (prototype
+/// OpenNRT's, equal to `nrta_cc_schedule`'s). Same behaviour as `nrta_cc_schedule`.
+///
+/// # Returns
+/// As `nrta_cc_schedule`.
+///
+/// # Safety
+/// As `nrta_cc_schedule`.
+pub unsafe extern "C" fn nrt_cc_schedule(
+    cc_ctx: *mut *mut nrt_cc_context_t,
+    queue: c_int,
+    exec_ret: *mut NRT_STATUS,
+    req_sequence: *mut nrta_seq_t,
+) -> NRT_STATUS {
+    crate::abi_entry!(status "nrt_cc_schedule", crate::abi::boundary::Guard::Lifecycle, {
+        // SAFETY: forwarded contract.
+        unsafe { schedule(cc_ctx, queue, exec_ret, req_sequence) }
+    })
+}

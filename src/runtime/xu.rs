@@ -1,0 +1,537 @@
+//! Execution units (XUs): the request queues behind the explicit async API, their sequence ids,
+//! completion, and the caller's eventfds (spec/nrt-abi.md §3.6, §5.4–§5.6; design.md §2.4).
+//!
+//! An execution unit is one FIFO identified by (logical core, [`XuType`], queue index); per
+//! logical core there are 2 tensor-op queues, 1 compute queue and 3 collectives queues (§3.6).
+//! Each XU that has ever been submitted to owns one worker thread
+//! (`opennrt-xu-<lnc>-<type>-<queue>`, type as its `nrta_xu_t` number) that runs its requests
+//! one at a time in submission order; different XUs run concurrently — that is the point of the
+//! API (overlap compute, collectives and transfers), and a collectives job blocking on its peer
+//! ranks only blocks its own XU. Ordering *across* XUs is the caller's business (§5.4).
+//!
+//! A request's life (§5.4): [`submit`] checks the core and queue, refuses a dead XU
+//! (`ExecUnitUnrecoverable`) or a full compute queue (`QueueFull`), spawns the worker on first
+//! use, assigns the next counter (first 1) and returns the encoded [`nrta_seq_t`](encode_seq).
+//! The worker runs the [`Job`], writes the job's status to the caller's `exec_ret` (if
+//! non-null), *then* advances the XU's completed counter, *then* signals the registered
+//! eventfds. So a caller that sees a request complete (by [`is_completed`], [`last_completed`] or
+//! an eventfd) also sees its status.
+//!
+//! Status numbers: the runtime may not import `abi` (design.md §3: `abi → runtime`), so a
+//! [`Job`] returns its `NRT_STATUS` as an `i32` itself; the closures are built in the ABI layer,
+//! which maps the core's `Error` with `abi::boundary::status_of`. The one status this module
+//! writes on its own is `NRT_EXEC_UNIT_UNRECOVERABLE` (101, spec §2.1) for a job that panicked
+//! and for the requests queued behind it.
+//!
+//! Dead XU: a panicking job is caught on the worker; its XU is marked dead, the job and every
+//! request still queued behind it complete with status 101 (so nothing waiting on them hangs),
+//! the worker exits, and every later [`submit`] to that XU fails with `ExecUnitUnrecoverable`
+//! until [`shutdown`] (`nrt_close`) forgets it ("restart required", §3.6).
+//!
+//! Choice (eventfds, §5.6): one seq-fd per sequence id and one XU-fd per XU; registering again
+//! replaces the previous fd. Registrations are kept under the XU's lock and signalled under it,
+//! so once a deregistration (`fd = -1`) returns the runtime never writes to that fd again and the
+//! caller may close it. [`shutdown`] drops every registration.
+//!
+//! Choice (the core byte, §5.5): the process-relative logical core (`lnc` as the caller passes
+//! it), which is what [`is_completed`] needs to find the queue; no known client decodes it.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::runtime::process;
+
+/// The GEN-B execution-unit types with their `nrta_xu_t` numbers (spec/nrt-abi.md §2.2,
+/// design.md §2.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum XuType {
+    /// `NRTA_XU_TENSOR_OP`: tensor read/write/copy (2 queues).
+    TensorOp = 0,
+    /// `NRTA_XU_COMPUTE`: model execution (1 queue, bounded).
+    Compute = 1,
+    /// `NRTA_XU_COLLECTIVES`: host-driven collectives (3 queues).
+    Collectives = 2,
+}
+
+impl XuType {
+    /// Decode an `nrta_xu_t` value; `NRTA_XU_TYPE_NUM` (3) and above are `Invalid`.
+    pub fn from_raw(v: u32) -> Result<XuType> {
+        match v {
+            0 => Ok(XuType::TensorOp),
+            1 => Ok(XuType::Compute),
+            2 => Ok(XuType::Collectives),
+            _ => Err(Error::invalid(format!(
+                "nrta_xu_t {v} is not an execution-unit type (0 TENSOR_OP, 1 COMPUTE, 2 COLLECTIVES)"
+            ))),
+        }
+    }
+
+    /// Queues per logical core (spec §3.6): tensor-op 2, compute 1, collectives 3.
+    pub fn queues(self) -> u32 {
+        match self {
+            XuType::TensorOp => 2,
+            XuType::Compute => 1,
+            XuType::Collectives => 3,
+        }
+    }
+
+    /// The vendor's enumerator name, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            XuType::TensorOp => "NRTA_XU_TENSOR_OP",
+            XuType::Compute => "NRTA_XU_COMPUTE",
+            XuType::Collectives => "NRTA_XU_COLLECTIVES",
+        }
+    }
+}
+
+/// Where a request's own status goes at completion (C's `NRT_STATUS *exec_ret`); may be null.
+#[derive(Debug, Clone, Copy)]
+pub struct ExecRet(pub *mut i32);
+
+// SAFETY: the pointer is only written once, by the XU worker, when the request completes; the
+// async API contract (spec §3.6) makes the caller keep `*exec_ret` valid and untouched until
+// then, which is what makes handing it to the worker thread sound.
+unsafe impl Send for ExecRet {}
+
+impl ExecRet {
+    /// No status wanted.
+    pub const NONE: ExecRet = ExecRet(std::ptr::null_mut());
+
+    fn store(self, status: i32) {
+        if !self.0.is_null() {
+            // SAFETY: non-null and aligned (checked by `submit`); valid until completion by the
+            // caller's promise (see the `Send` impl). Volatile: C callers may poll it.
+            unsafe { self.0.write_volatile(status) }
+        }
+    }
+}
+
+/// A request body: runs on the XU's worker thread; the returned `NRT_STATUS` number (0 for
+/// success) is written to the request's `exec_ret`. The ABI layer builds these closures and maps
+/// `Error`s with `abi::boundary::status_of` inside them (see the module doc).
+pub type Job = Box<dyn FnOnce() -> i32 + Send + 'static>;
+
+/// Bits of the per-XU counter in an `nrta_seq_t` (spec §2.3, §5.5).
+pub const SEQ_COUNTER_BITS: u32 = 48;
+/// Mask of the counter (`NRTA_SEQ_NUM_MASK`).
+pub const SEQ_COUNTER_MASK: u64 = (1u64 << SEQ_COUNTER_BITS) - 1;
+/// The vendor asserts the counter stays below `2^48 − 2` and never wraps (spec §5.5); a submit
+/// that would reach it is refused with `Resource`.
+const SEQ_COUNTER_LIMIT: u64 = SEQ_COUNTER_MASK - 1;
+/// The core byte of the XU id holds 8 bits (spec §5.5).
+const MAX_ENCODABLE_LNC: u32 = 0xFF;
+
+/// The compute queue's depth variable (spec §5.4).
+pub const COMPUTE_MAX_QUEUED_ENV: &str = "NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS";
+/// Its default (spec §5.4, confidence M).
+pub const DEFAULT_COMPUTE_MAX_QUEUED: u64 = 8;
+/// `NRT_EXEC_UNIT_UNRECOVERABLE` (spec §2.1), written for requests of a dead XU.
+const STATUS_EXEC_UNIT_UNRECOVERABLE: i32 = 101;
+
+/// The depth limit of the compute queue from `get` (the environment in production): requests
+/// submitted and not yet completed, the running one included (Choice: counting outstanding rather
+/// than waiting requests makes the limit independent of when the worker picks a request up).
+/// Default 8; a value that is not a positive whole number is `Invalid`, naming the variable.
+pub fn compute_queue_limit(get: impl Fn(&str) -> Option<String>) -> Result<u64> {
+    match get(COMPUTE_MAX_QUEUED_ENV) {
+        None => Ok(DEFAULT_COMPUTE_MAX_QUEUED),
+        Some(v) => match v.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(Error::invalid(format!(
+                "{COMPUTE_MAX_QUEUED_ENV}={v:?} is not a positive whole number of requests"
+            ))),
+        },
+    }
+}
+
+/// Encode an `nrta_seq_t` exactly as spec §5.5's table:
+/// `lnc << 56 | (queue & 0xF) << 52 | (xu & 0xF) << 48 | counter` (counter masked to 48 bits).
+pub fn encode_seq(lnc: u32, xu: XuType, queue: u32, counter: u64) -> u64 {
+    (u64::from(lnc & MAX_ENCODABLE_LNC) << 56)
+        | (u64::from(queue & 0xF) << 52)
+        | ((xu as u64 & 0xF) << 48)
+        | (counter & SEQ_COUNTER_MASK)
+}
+
+/// One execution unit's address, checked against the process's cores and the queue ranges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct XuId {
+    /// Process-relative logical core.
+    pub lnc: u32,
+    /// Type.
+    pub xu: XuType,
+    /// Queue index within the type.
+    pub queue: u32,
+}
+
+impl XuId {
+    /// Check `lnc` against the visible cores (`NRT_INVALID` beyond, and beyond the 8-bit core byte
+    /// of §5.5) and `queue` against the ranges of §3.6.
+    pub fn new(lnc: u32, xu: XuType, queue: u32) -> Result<XuId> {
+        if queue >= xu.queues() {
+            return Err(Error::invalid(format!(
+                "queue {queue} is out of range for {} ({} queue{} per logical core: 0..={})",
+                xu.name(),
+                xu.queues(),
+                if xu.queues() == 1 { "" } else { "s" },
+                xu.queues() - 1
+            )));
+        }
+        let visible = process::config()?.visible_cores;
+        if lnc >= visible || lnc > MAX_ENCODABLE_LNC {
+            return Err(Error::invalid(format!(
+                "logical core {lnc} is out of range: this process owns {visible} logical cores (0..{visible})"
+            )));
+        }
+        Ok(XuId { lnc, xu, queue })
+    }
+
+    /// Split an encoded sequence id into its XU and counter; `Invalid` if it names no XU.
+    pub fn decode(seq: u64) -> Result<(XuId, u64)> {
+        let id = Self::new(
+            (seq >> 56) as u32,
+            XuType::from_raw(((seq >> 48) & 0xF) as u32)?,
+            ((seq >> 52) & 0xF) as u32,
+        )
+        .map_err(|e| {
+            e.context(format_args!(
+                "sequence id {seq:#018x} names no execution unit"
+            ))
+        })?;
+        Ok((id, seq & SEQ_COUNTER_MASK))
+    }
+
+    /// The sequence id of this XU's request `counter`.
+    pub fn seq(self, counter: u64) -> u64 {
+        encode_seq(self.lnc, self.xu, self.queue, counter)
+    }
+
+    /// The 16-bit XU id (`NRTA_SEQ_GET_XU_ID`), the registry key.
+    fn key(self) -> u16 {
+        (self.seq(0) >> SEQ_COUNTER_BITS) as u16
+    }
+
+    fn thread_name(self) -> String {
+        format!("opennrt-xu-{}-{}-{}", self.lnc, self.xu as u32, self.queue)
+    }
+}
+
+impl std::fmt::Display for XuId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "XU (lnc {}, {}, queue {})",
+            self.lnc,
+            self.xu.name(),
+            self.queue
+        )
+    }
+}
+
+struct Request {
+    counter: u64,
+    exec_ret: ExecRet,
+    job: Job,
+}
+
+/// What one XU's lock protects.
+#[derive(Default)]
+struct XuState {
+    /// Submitted, not yet taken by the worker.
+    pending: VecDeque<Request>,
+    /// Last counter handed out (0 before any).
+    submitted: u64,
+    /// Last counter completed (0 before any); `completed <= submitted`.
+    completed: u64,
+    /// Outstanding-request limit (compute only), fixed when the worker starts.
+    limit: Option<u64>,
+    worker: Option<JoinHandle<()>>,
+    dead: bool,
+    stop: bool,
+    /// Counter → the fd to signal once when it completes.
+    seq_fds: BTreeMap<u64, i32>,
+    /// The fd to signal at every completion.
+    xu_fd: Option<i32>,
+}
+
+struct Xu {
+    id: XuId,
+    state: Mutex<XuState>,
+    /// Wakes the worker: a request was queued or `stop` was set.
+    work: Condvar,
+    /// Wakes drainers: `completed` advanced.
+    progress: Condvar,
+}
+
+/// Every XU this runtime has touched, by 16-bit XU id.
+static XUS: Mutex<BTreeMap<u16, Arc<Xu>>> = Mutex::new(BTreeMap::new());
+
+fn unit(id: XuId) -> Arc<Xu> {
+    XUS.lock()
+        .entry(id.key())
+        .or_insert_with(|| {
+            Arc::new(Xu {
+                id,
+                state: Mutex::new(XuState::default()),
+                work: Condvar::new(),
+                progress: Condvar::new(),
+            })
+        })
+        .clone()
+}
+
+fn existing(id: XuId) -> Option<Arc<Xu>> {
+    XUS.lock().get(&id.key()).cloned()
+}
+
+/// Enqueue `job` on XU (`lnc`, `xu`, `queue`) and return its encoded sequence id (spec §5.4).
+///
+/// Errors: `Invalid` for a core or queue out of range or a misaligned `exec_ret`;
+/// `ExecUnitUnrecoverable` once a job of this XU panicked; `QueueFull` when the compute queue has
+/// [`compute_queue_limit`] requests outstanding (tensor-op and collectives queues are unbounded,
+/// as the growable queues of 2.31, §5.4); `Closed` while [`shutdown`] stops this XU; `Resource`
+/// if the worker thread cannot be spawned. On error `job` is dropped without running.
+pub fn submit(lnc: u32, xu: XuType, queue: u32, exec_ret: ExecRet, job: Job) -> Result<u64> {
+    let id = XuId::new(lnc, xu, queue)?;
+    if !exec_ret.0.is_aligned() {
+        return Err(Error::invalid("exec_ret is not aligned for NRT_STATUS"));
+    }
+    let unit = unit(id);
+    let mut st = unit.state.lock();
+    if st.dead {
+        return Err(Error::new(
+            ErrorKind::ExecUnitUnrecoverable,
+            format!("{id} is dead (a request failed unrecoverably); restart required: nrt_close, then nrt_init"),
+        ));
+    }
+    if st.stop {
+        return Err(Error::new(
+            ErrorKind::Closed,
+            format!("{id} is shutting down"),
+        ));
+    }
+    if st.worker.is_none() {
+        st.limit = match xu {
+            XuType::Compute => Some(compute_queue_limit(|k| std::env::var(k).ok())?),
+            XuType::TensorOp | XuType::Collectives => None,
+        };
+        let worker_unit = unit.clone();
+        let handle = std::thread::Builder::new()
+            .name(id.thread_name())
+            .spawn(move || serve(worker_unit))
+            .map_err(|e| Error::resource(format!("cannot start the worker of {id}: {e}")))?;
+        st.worker = Some(handle);
+    }
+    let outstanding = st.submitted - st.completed;
+    if let Some(limit) = st.limit {
+        if outstanding >= limit {
+            return Err(Error::new(
+                ErrorKind::QueueFull,
+                format!("{id} has {outstanding} requests outstanding (limit {limit}, {COMPUTE_MAX_QUEUED_ENV}); wait for a completion and retry"),
+            ));
+        }
+    }
+    if st.submitted >= SEQ_COUNTER_LIMIT {
+        return Err(Error::resource(format!("{id}: sequence counter exhausted")));
+    }
+    st.submitted += 1;
+    let counter = st.submitted;
+    st.pending.push_back(Request {
+        counter,
+        exec_ret,
+        job,
+    });
+    drop(st);
+    unit.work.notify_one();
+    Ok(id.seq(counter))
+}
+
+/// The worker of one XU: serve the FIFO until told to stop (queue empty) or the XU dies.
+fn serve(unit: Arc<Xu>) {
+    loop {
+        let req = {
+            let mut st = unit.state.lock();
+            loop {
+                if let Some(r) = st.pending.pop_front() {
+                    break r;
+                }
+                if st.stop {
+                    return;
+                }
+                unit.work.wait(&mut st);
+            }
+        };
+        let outcome = catch_unwind(AssertUnwindSafe(req.job));
+        let status = *outcome.as_ref().unwrap_or(&STATUS_EXEC_UNIT_UNRECOVERABLE);
+        req.exec_ret.store(status);
+        let mut st = unit.state.lock();
+        complete(&mut st, unit.id, req.counter);
+        if let Err(payload) = outcome {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic payload".into());
+            crate::log_error!(
+                "xu",
+                "{} died: request {} panicked ({what}); it and the {} request(s) queued behind it complete with NRT_EXEC_UNIT_UNRECOVERABLE, later submits are refused until nrt_close",
+                unit.id,
+                req.counter,
+                st.pending.len()
+            );
+            st.dead = true;
+            while let Some(r) = st.pending.pop_front() {
+                r.exec_ret.store(STATUS_EXEC_UNIT_UNRECOVERABLE);
+                complete(&mut st, unit.id, r.counter);
+            }
+        }
+        let dead = st.dead;
+        drop(st);
+        unit.progress.notify_all();
+        if dead {
+            return;
+        }
+    }
+}
+
+/// Advance `completed` to `counter` and signal the fds that are due (spec §5.6).
+fn complete(st: &mut XuState, id: XuId, counter: u64) {
+    st.completed = counter;
+    if let Some(fd) = st.xu_fd {
+        signal(fd, id);
+    }
+    let later = st.seq_fds.split_off(&(counter + 1));
+    for (_, fd) in std::mem::replace(&mut st.seq_fds, later) {
+        signal(fd, id);
+    }
+}
+
+/// `write(fd, &1u64, 8)`: an eventfd counter increment (spec §5.6). `EAGAIN` (a saturated
+/// non-blocking counter) is fine — the fd is readable already; `EINTR` retries; anything else is
+/// logged and otherwise ignored (the fd is the caller's; we never read or close it).
+fn signal(fd: i32, id: XuId) {
+    let one: u64 = 1;
+    loop {
+        // SAFETY: writes 8 bytes from a live local; `fd` is only a number to the kernel.
+        let n = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+        if n == 8 {
+            return;
+        }
+        let err = std::io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EAGAIN) => return,
+            _ => {
+                crate::log_warn!("xu", "{id}: signalling completion fd {fd} failed: {err}");
+                return;
+            }
+        }
+    }
+}
+
+/// An fd argument of the registration functions: -1 (deregister) or an open descriptor.
+fn check_fd(fd: i32) -> Result<()> {
+    if fd == -1 {
+        return Ok(());
+    }
+    // SAFETY: F_GETFD only queries the descriptor table.
+    if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+        return Err(Error::invalid(format!(
+            "fd {fd} is not an open file descriptor (pass an eventfd, or -1 to deregister)"
+        )));
+    }
+    Ok(())
+}
+
+/// Has request `seq` completed? (spec §5.4: its XU's completed counter ≥ its counter.)
+/// `Invalid` for a seq that decodes to no XU. Choice: a well-formed id of an XU never used
+/// counts as that XU with nothing completed (as the vendor's per-core XU tables exist from init).
+pub fn is_completed(seq: u64) -> Result<bool> {
+    let (id, counter) = XuId::decode(seq)?;
+    let completed = existing(id).map_or(0, |u| u.state.lock().completed);
+    Ok(completed >= counter)
+}
+
+/// The last completed request of XU (`lnc`, `xu`, `queue`), encoded with its XU id; counter 0
+/// before any completion (spec §5.5).
+pub fn last_completed(lnc: u32, xu: XuType, queue: u32) -> Result<u64> {
+    let id = XuId::new(lnc, xu, queue)?;
+    let completed = existing(id).map_or(0, |u| u.state.lock().completed);
+    Ok(id.seq(completed))
+}
+
+/// Signal `fd` once when `seq` completes — at once if it already has; `fd = -1` deregisters
+/// (spec §5.6). A later registration for the same `seq` replaces the fd.
+pub fn register_seq_fd(seq: u64, fd: i32) -> Result<()> {
+    check_fd(fd)?;
+    let (id, counter) = XuId::decode(seq)?;
+    let unit = unit(id);
+    let mut st = unit.state.lock();
+    if fd == -1 {
+        st.seq_fds.remove(&counter);
+    } else if st.completed >= counter {
+        signal(fd, id);
+    } else {
+        st.seq_fds.insert(counter, fd);
+    }
+    Ok(())
+}
+
+/// Signal `fd` at every completion of XU (`lnc`, `xu`, `queue`) (signals may coalesce in the
+/// eventfd counter); `fd = -1` deregisters; a later registration replaces the fd (spec §5.6).
+pub fn register_xu_fd(lnc: u32, xu: XuType, queue: u32, fd: i32) -> Result<()> {
+    check_fd(fd)?;
+    let id = XuId::new(lnc, xu, queue)?;
+    unit(id).state.lock().xu_fd = (fd != -1).then_some(fd);
+    Ok(())
+}
+
+/// Block until everything submitted so far on every XU has completed (`nrt_close`, tests).
+/// Must not be called from a job (it would wait for itself).
+pub fn drain_all() {
+    let units: Vec<Arc<Xu>> = XUS.lock().values().cloned().collect();
+    for unit in units {
+        let mut st = unit.state.lock();
+        let target = st.submitted;
+        while st.completed < target {
+            unit.progress.wait(&mut st);
+        }
+    }
+}
+
+/// Stop all workers (after draining them) and forget all XUs, their counters and fd
+/// registrations: `nrt_close` calls it, so a later `nrt_init` starts afresh (counters from 1, a
+/// dead XU alive again).
+pub fn shutdown() {
+    let units: Vec<Arc<Xu>> = std::mem::take(&mut *XUS.lock()).into_values().collect();
+    for unit in units {
+        let handle = {
+            let mut st = unit.state.lock();
+            while st.completed < st.submitted {
+                unit.progress.wait(&mut st);
+            }
+            st.stop = true;
+            st.seq_fds.clear();
+            st.xu_fd = None;
+            st.worker.take()
+        };
+        unit.work.notify_all();
+        if let Some(h) = handle {
+            if h.thread().id() != std::thread::current().id() {
+                // The worker catches job panics, so joining only fails if the runtime itself
+                // panicked there; that was logged by the panic hook already.
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "xu_tests.rs"]
+mod tests;
