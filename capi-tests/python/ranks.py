@@ -48,41 +48,43 @@ def global_comm_init(nrt: Nrt, world: int) -> None:
 
 def _buffers(nrt: Nrt, owned: list, cc_op: CcOpType, esize: int, in_n: int, out_n: int,
              rank: int, vnc: int, layout: str):
-    """Input and output tensor lists of one rank (the result is the whole first output).
+    """One rank's tensor lists, and the byte offsets of its input in ``ins[0]`` and of its
+    result in ``outs[0]``.
 
     ``layout``:
     * ``"separate"``: two fresh device tensors on the rank's core (out of place);
-    * ``"in-place"``: input and output start at the same byte of one storage, which is what
-      in place means at this ABI (spec/nrt-abi.md §5.7 "same tensor in and out"; OpenNRT's
-      rule, lower/request_api.rs). All-reduce: one tensor for both; all-gather: the input is
-      the first ``count`` elements (a slice) of the N × count output; reduce-scatter: the
-      output is the first ``count`` elements of the N × count input.
-    * ``"nccl"``: one storage laid out as NCCL lays out in-place buffers: the all-gather input
-      is the slice at rank r's chunk of the output, the reduce-scatter output the slice at
-      rank r's chunk of the input. The buffers overlap without starting at the same byte.
-    Slices come from ``nrt_tensor_allocate_slice``, which aliases storage (§3.3).
+    * ``"in-place"``: the same tensor in both lists (spec/nrt-abi.md §5.7: "same tensor in and
+      out"), laid out by NCCL's convention, which OpenNRT follows (abi/cc_async.rs,
+      runtime/cc_tensor.rs): all-reduce reads and writes the whole tensor; an all-gather's
+      tensor is the whole N × count output with the rank's input at block r; a
+      reduce-scatter's tensor is the whole N × count input with the rank's result at block r;
+    * ``"nccl"``: two different tensors over one storage, overlapping as NCCL's in-place
+      buffers do: the all-gather input is a slice at block r of the output, the reduce-scatter
+      output a slice at block r of the input (``nrt_tensor_allocate_slice`` aliases storage,
+      §3.3). Not "the same tensor", so the library must get it right as out of place.
     """
     if layout == "separate":
         src = nrt.tensor_allocate(vnc, in_n * esize, f"in{rank}")
         owned.append(src)
         dst = nrt.tensor_allocate(vnc, out_n * esize, f"out{rank}")
         owned.append(dst)
-        return [src], [dst]
+        return [src], [dst], 0, 0
     if layout not in ("in-place", "nccl"):
         raise ValueError(f"layout={layout!r}: separate, in-place or nccl")
-    if cc_op == CcOpType.NRT_CC_ALLREDUCE:
-        both = nrt.tensor_allocate(vnc, in_n * esize, f"ar{rank}")
-        owned.append(both)
-        return [both], [both]
     whole = nrt.tensor_allocate(vnc, max(in_n, out_n) * esize, f"whole{rank}")
     owned.append(whole)
-    part_n = min(in_n, out_n)
-    at = rank * part_n * esize if layout == "nccl" else 0
-    part = whole.slice(at, part_n * esize, f"part{rank}")
+    block = rank * min(in_n, out_n) * esize
+    if cc_op == CcOpType.NRT_CC_ALLREDUCE:
+        return [whole], [whole], 0, 0
+    if layout == "in-place":
+        if cc_op == CcOpType.NRT_CC_ALLGATHER:
+            return [whole], [whole], block, 0
+        return [whole], [whole], 0, block
+    part = whole.slice(block, min(in_n, out_n) * esize, f"block{rank}")
     owned.insert(0, part)  # slices are freed before their parent
     if cc_op == CcOpType.NRT_CC_ALLGATHER:
-        return [part], [whole]
-    return [whole], [part]
+        return [part], [whole], 0, 0
+    return [whole], [part], 0, 0
 
 
 def run_collective(
@@ -113,9 +115,9 @@ def run_collective(
         comm = Comm(group, rank, ctx_device_id=vnc, ctx_device_count=world, vnc=vnc)
         owned: List[Tensor] = []  # freed at the end, slices first
         try:
-            ins, outs = _buffers(nrt, owned, cc_op, codec.size, in_n, out_n,
-                                             rank, vnc, layout)
-            ins[0].write(codec.pack(inputs[rank]))
+            ins, outs, in_at, out_at = _buffers(nrt, owned, cc_op, codec.size, in_n, out_n,
+                                                rank, vnc, layout)
+            ins[0].write(codec.pack(inputs[rank]), in_at)
             ctx = nrt.cc_prepare(comm, ins, outs, codec.dtype, op, cc_op)
             pending = nrt.cc_schedule(ctx, queue)
             if ctx.handle.value:
@@ -126,7 +128,7 @@ def run_collective(
                 pending.wait_eventfd(use_libc=wait == "eventfd-libc")
             else:
                 raise ValueError(f"wait={wait!r}: poll, eventfd or eventfd-libc")
-            return codec.unpack(outs[0].read(0, out_n * codec.size))
+            return codec.unpack(outs[0].read(out_at, out_n * codec.size))
         finally:
             for t in owned:
                 t.free()

@@ -39,7 +39,7 @@ def test_collective_all_ranks(world, cc, dtype, count):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cc", [(AR, ADD), (AG, ADD), (RS, MAX)], ids=op_id)
 def test_collective_in_place(world, cc, dtype):
-    # Input and output start at the same byte (ranks._buffers explains the layouts).
+    # The same tensor in both lists (ranks._buffers explains the layouts).
     run_collective(world, cc[0], cc[1], dtype, 67, FULL, WORLD, layout="in-place")
 
 
