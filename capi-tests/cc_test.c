@@ -182,7 +182,10 @@ static void errors(void) {
   CHECK(nrta_cc_prepare(&comm, &la, &la, NRT_DTYPE_FLOAT32, NRT_OP_FMA, NRT_CC_ALLREDUCE, &ctx) == NRT_INVALID, "FMA all-reduce: NRT_INVALID");
   CHECK(nrta_cc_prepare(&comm, &la, &la, NRT_DTYPE_FLOAT32, NRT_OP_ADD, (nrt_cc_op_type_t)7, &ctx) == NRT_INVALID, "unknown cc_op: NRT_INVALID");
   CHECK(nrta_cc_prepare(&comm, &la, &lb, NRT_DTYPE_FLOAT32, NRT_OP_ADD, NRT_CC_ALLREDUCE, &ctx) == NRT_INVALID, "all-reduce with input 64 B, output 128 B: NRT_INVALID");
-  CHECK(nrta_cc_prepare(&comm, &la, &la, NRT_DTYPE_FLOAT32, NRT_OP_ADD, NRT_CC_ALLGATHER, &ctx) == NRT_INVALID, "all-gather output not rank_n x input: NRT_INVALID");
+  CHECK(nrta_cc_prepare(&comm, &lb, &la, NRT_DTYPE_FLOAT32, NRT_OP_ADD, NRT_CC_ALLGATHER, &ctx) == NRT_INVALID, "all-gather output not rank_n x input: NRT_INVALID");
+  CHECK(nrta_cc_prepare(&comm, &la, &la, NRT_DTYPE_FLOAT32, NRT_OP_ADD, NRT_CC_REDUCESCATTER, &ctx) == NRT_SUCCESS && ctx != NULL,
+        "in-place reduce-scatter prepares (the tensor is the whole input)");
+  ctx = NULL;
   comm.rank = 2;
   CHECK(nrta_cc_prepare(&comm, &la, &la, NRT_DTYPE_FLOAT32, NRT_OP_ADD, NRT_CC_ALLREDUCE, &ctx) == NRT_INVALID, "rank outside the group: NRT_INVALID");
   comm.rank = 0;

@@ -29,6 +29,29 @@ LD_LIBRARY_PATH="$lib" "$out/link_test"
 cc "${CFLAGS[@]}" -o "$out/tensor_test" "$root/capi-tests/tensor_test.c" -L"$lib" -lnrt
 LD_LIBRARY_PATH="$lib" "$out/tensor_test"
 
+# The README's C example: the text in README.md must be capi-tests/example.c, which must build
+# warning-free and run (it checks its own result).
+awk '/^<!-- example.c -->$/ {getline; f=1; next} f && /^```$/ {exit} f' "$root/README.md" > "$out/readme_example.c"
+diff -u "$root/capi-tests/example.c" "$out/readme_example.c" \
+  || { echo "README.md's C example differs from capi-tests/example.c" >&2; exit 1; }
+cc "${CFLAGS[@]}" -pthread -o "$out/example" "$root/capi-tests/example.c" -L"$lib" -lnrt
+LD_LIBRARY_PATH="$lib" "$out/example"
+echo "example: the README's C example ran"
+
+# The collective tests: plain, then under AddressSanitizer + UndefinedBehaviorSanitizer (the
+# Rust library itself is not instrumented; ASan checks every access the C side makes and the
+# buffers the library hands back). Leak checking is on: what the library keeps for the process
+# (handle table, caches) stays reachable from its globals.
+for t in cc_test; do
+  cc "${CFLAGS[@]}" -pthread -o "$out/$t" "$root/capi-tests/$t.c" -L"$lib" -lnrt
+  LD_LIBRARY_PATH="$lib" "$out/$t"
+  cc "${CFLAGS[@]}" -pthread -g -fsanitize=address,undefined -fno-sanitize-recover=all \
+    -o "$out/${t}_asan" "$root/capi-tests/$t.c" -L"$lib" -lnrt
+  echo "+ $t under ASan/UBSan"
+  LD_LIBRARY_PATH="$lib" ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$out/${t}_asan"
+done
+
 if [ -f "$root/capi-tests/ncfw_test.c" ]; then
   cc "${CFLAGS[@]}" -o "$out/ncfw_test" "$root/capi-tests/ncfw_test.c" -ldl
   (cd "$root/capi-tests" && "$out/ncfw_test" "$lib/libncfw.so")

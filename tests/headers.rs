@@ -55,7 +55,7 @@ const HEADERS: &[Header] = &[
     },
     Header {
         path: "nrt/nrt_async.h",
-        declares: |n| n.starts_with("nrta_"),
+        declares: |n| n.starts_with("nrta_") || matches!(n, "nrt_cc_prepare" | "nrt_cc_schedule"),
         owns: &[
             "nrta_xu_t",
             "RawXu",

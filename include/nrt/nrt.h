@@ -593,40 +593,6 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * OpenNRT's export of the vendor-internal name behind `nrta_cc_prepare` (not exported by the
- * vendor's 2.31 library; the prototype is OpenNRT's and equals `nrta_cc_prepare`'s). Same
- * behaviour as `nrta_cc_prepare`.
- *
- * # Returns
- * As `nrta_cc_prepare`.
- *
- * # Safety
- * As `nrta_cc_prepare`.
- */
-NRT_STATUS nrt_cc_prepare(nrt_cc_comm_t *comm,
-                          nrt_tensor_list_t *input,
-                          nrt_tensor_list_t *output,
-                          nrt_dtype_t dtype,
-                          nrt_op_type_t op,
-                          nrt_cc_op_type_t cc_op,
-                          nrt_cc_context_t **cc_ctx);
-
-/**
- * OpenNRT's export of the vendor-internal name behind `nrta_cc_schedule` (prototype
- * OpenNRT's, equal to `nrta_cc_schedule`'s). Same behaviour as `nrta_cc_schedule`.
- *
- * # Returns
- * As `nrta_cc_schedule`.
- *
- * # Safety
- * As `nrta_cc_schedule`.
- */
-NRT_STATUS nrt_cc_schedule(nrt_cc_context_t **cc_ctx,
-                           int queue,
-                           NRT_STATUS *exec_ret,
-                           nrta_seq_t *req_sequence);
-
-/**
  * Create the global communicator used by NEFF-embedded collectives (and the host barrier and
  * all-gather): this worker is `g_device_id` of `g_device_count` (the largest world any NEFF
  * will use), on logical core `vnc`. Idempotent for the same world; the world cannot change once

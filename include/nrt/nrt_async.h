@@ -51,11 +51,6 @@ typedef enum nrta_xu_t {
 typedef struct nrt_cc_context nrt_cc_context;
 
 /**
- * Sequence id of an async request: low 48 bits counter, high 16 bits XU id.
- */
-typedef uint64_t nrta_seq_t;
-
-/**
  * Communicator of a host-driven collective (32 bytes).
  */
 typedef struct nrt_cc_comm_t {
@@ -105,6 +100,11 @@ typedef struct nrt_tensor_list_t {
 typedef struct nrt_cc_context nrt_cc_context_t;
 
 /**
+ * Sequence id of an async request: low 48 bits counter, high 16 bits XU id.
+ */
+typedef uint64_t nrta_seq_t;
+
+/**
  * Async 2.x error record (16 bytes); kept for the size assertion of the C tests.
  */
 typedef struct nrta_error_t {
@@ -128,6 +128,40 @@ extern "C" {
 #endif // __cplusplus
 
 /**
+ * OpenNRT's export of the vendor-internal name behind `nrta_cc_prepare` (not exported by the
+ * vendor's 2.31 library; the prototype is OpenNRT's and equals `nrta_cc_prepare`'s). Same
+ * behaviour as `nrta_cc_prepare`.
+ *
+ * # Returns
+ * As `nrta_cc_prepare`.
+ *
+ * # Safety
+ * As `nrta_cc_prepare`.
+ */
+NRT_STATUS nrt_cc_prepare(struct nrt_cc_comm_t *comm,
+                          struct nrt_tensor_list_t *input,
+                          struct nrt_tensor_list_t *output,
+                          nrt_dtype_t dtype,
+                          nrt_op_type_t op,
+                          nrt_cc_op_type_t cc_op,
+                          nrt_cc_context_t **cc_ctx);
+
+/**
+ * OpenNRT's export of the vendor-internal name behind `nrta_cc_schedule` (prototype
+ * OpenNRT's, equal to `nrta_cc_schedule`'s). Same behaviour as `nrta_cc_schedule`.
+ *
+ * # Returns
+ * As `nrta_cc_schedule`.
+ *
+ * # Safety
+ * As `nrta_cc_schedule`.
+ */
+NRT_STATUS nrt_cc_schedule(nrt_cc_context_t **cc_ctx,
+                           int queue,
+                           NRT_STATUS *exec_ret,
+                           nrta_seq_t *req_sequence);
+
+/**
  * Queue a write of `size` bytes from `buf` into `tensor` at `offset` on the tensor-op
  * execution unit `queue` (0–1) of logical core `lnc_idx`. The return value is the enqueue
  * status; the operation's own status is written to `*exec_ret` when it completes.
@@ -135,7 +169,6 @@ extern "C" {
  * # Returns
  * `NRT_SUCCESS` (queued, `*req_sequence` set); `NRT_INVALID` for bad arguments or queue;
  * `NRT_QUEUE_FULL`; `NRT_EXEC_UNIT_UNRECOVERABLE`; `NRT_UNINITIALIZED` before `nrt_init`.
- * Currently `NRT_FAILURE`: not implemented until issue 5.
  *
  * # Safety
  * `buf` must stay readable for `size` bytes and `exec_ret` writable until completion;
@@ -154,7 +187,7 @@ NRT_STATUS nrta_tensor_write(nrt_tensor_t *tensor,
  * Queue a read of `size` bytes of `tensor` at `offset` into `buf` (see `nrta_tensor_write`).
  *
  * # Returns
- * As `nrta_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * As `nrta_tensor_write`.
  *
  * # Safety
  * `buf` must stay writable for `size` bytes and `exec_ret` until completion; `tensor` must be
@@ -173,7 +206,7 @@ NRT_STATUS nrta_tensor_read(void *buf,
  * Queue a copy of `size` bytes between two device tensors of the same device.
  *
  * # Returns
- * As `nrta_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * As `nrta_tensor_write`.
  *
  * # Safety
  * `src` and `dst` must be live tensors; `exec_ret` writable until completion; `req_sequence`
@@ -193,7 +226,7 @@ NRT_STATUS nrta_tensor_copy(nrt_tensor_t *src,
  * Queue an execution of `model` on its core's compute execution unit (`queue` must be 0).
  *
  * # Returns
- * As `nrta_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * As `nrta_tensor_write`. Currently `NRT_FAILURE`: models (NEFF loading) are not implemented.
  *
  * # Safety
  * `model`, `input` and `output` must be live handles that stay alive until completion;
@@ -212,8 +245,8 @@ NRT_STATUS nrta_execute_schedule(nrt_model_t *model,
  *
  * # Returns
  * `NRT_SUCCESS` with `*cc_ctx` set; `NRT_INVALID` for bad arguments (dtype, op, sizes,
- * communicator); `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
- * implemented until issue 5.
+ * communicator, tensors not on `comm->vnc`, a core that has not joined the host-CC world);
+ * `NRT_INVALID_HANDLE` for a freed tensor; `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `comm`, `input` and `output` must be valid for reads; their tensors live; `cc_ctx` NULL or
@@ -232,7 +265,7 @@ NRT_STATUS nrta_cc_prepare(struct nrt_cc_comm_t *comm,
  * runtime takes the context and sets `*cc_ctx` to NULL.
  *
  * # Returns
- * As `nrta_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * As `nrta_tensor_write`.
  *
  * # Safety
  * `cc_ctx` must point to a context from `nrta_cc_prepare`; `exec_ret` writable until

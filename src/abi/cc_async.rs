@@ -111,7 +111,10 @@ pub(crate) unsafe fn prepare(
     } else {
         boundary::non_null(c.replica_group, "comm.replica_group")?;
         if c.rank_n > 65_536 {
-            return Err(Error::invalid(format!("comm.rank_n = {} is not plausible", c.rank_n)));
+            return Err(Error::invalid(format!(
+                "comm.rank_n = {} is not plausible",
+                c.rank_n
+            )));
         }
         // SAFETY: non-NULL; the caller promises `rank_n` entries.
         unsafe { std::slice::from_raw_parts(c.replica_group, c.rank_n as usize) }.to_vec()
@@ -132,11 +135,11 @@ pub(crate) unsafe fn prepare(
         for (i, t) in list.iter().enumerate() {
             if t.placement() != Placement::Device || t.vnc() != Some(api.vnc) {
                 return Err(Error::invalid(format!(
-                    "{name}.tensors[{i}] ({:?}) is a {:?} tensor on vnc {:?}; a collective on \
-                     comm.vnc {} needs device tensors of that core",
+                    "{name}.tensors[{i}] ({:?}) is a {:?} tensor{}; a collective on comm.vnc {} \
+                     needs device tensors of that core",
                     t.name(),
                     t.placement(),
-                    t.vnc(),
+                    t.vnc().map_or(String::new(), |v| format!(" on vnc {v}")),
                     api.vnc
                 )));
             }
@@ -157,7 +160,8 @@ pub(crate) unsafe fn prepare(
             x if x == nrt_cc_op_type_t::NRT_CC_REDUCESCATTER as u32 => out_sizes[0] /= n,
             _ => {}
         }
-        if (in_sizes[0] * n != inputs[0].size() && cc_op == nrt_cc_op_type_t::NRT_CC_ALLGATHER as u32)
+        if (in_sizes[0] * n != inputs[0].size()
+            && cc_op == nrt_cc_op_type_t::NRT_CC_ALLGATHER as u32)
             || (out_sizes[0] * n != outputs[0].size()
                 && cc_op == nrt_cc_op_type_t::NRT_CC_REDUCESCATTER as u32)
         {
@@ -168,7 +172,12 @@ pub(crate) unsafe fn prepare(
         }
     }
     let req = CollectiveRequest::from_api(&api, &in_sizes, &out_sizes, same, dtype, op, cc_op)?;
-    comm::check_member(Slot::HostCc, api.vnc, api.ctx_device_id, api.ctx_device_count)?;
+    comm::check_member(
+        Slot::HostCc,
+        api.vnc,
+        api.ctx_device_id,
+        api.ctx_device_count,
+    )?;
     let lowered = cc::prepare(&req, api.ctx_device_count)?;
     let h = handle::export(CcContext {
         prepared: parking_lot::Mutex::new(Some(Prepared {
@@ -208,7 +217,11 @@ pub(crate) unsafe fn schedule(
     let queue = u32::try_from(queue)
         .ok()
         .filter(|&q| q < XuType::Collectives.queues())
-        .ok_or_else(|| Error::invalid(format!("queue {queue}: the collectives XU has queues 0..=2")))?;
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "queue {queue}: the collectives XU has queues 0..=2"
+            ))
+        })?;
     let seq_out = if req_sequence.is_null() {
         None
     } else {
@@ -241,7 +254,15 @@ pub(crate) unsafe fn schedule(
             return status_of(&Error::failure("collective context vanished")) as i32;
         };
         let io = TensorIo::new(&req, inputs, outputs);
-        match cc::run(&job_key, ticket, Arrival { req, lowered, io: Box::new(io) }) {
+        match cc::run(
+            &job_key,
+            ticket,
+            Arrival {
+                req,
+                lowered,
+                io: Box::new(io),
+            },
+        ) {
             Ok(()) => 0,
             Err(e) => {
                 crate::log_error!("nrta_cc_schedule", "rank {rank}: {e}");
@@ -249,7 +270,13 @@ pub(crate) unsafe fn schedule(
             }
         }
     });
-    let seq = match xu::submit(lnc, XuType::Collectives, queue, ExecRet(exec_ret.cast()), job) {
+    let seq = match xu::submit(
+        lnc,
+        XuType::Collectives,
+        queue,
+        ExecRet(exec_ret.cast()),
+        job,
+    ) {
         Ok(s) => s,
         Err(e) => {
             cc::meetings().untake(&key, rank, ticket);
@@ -310,3 +337,7 @@ pub unsafe extern "C" fn nrt_cc_schedule(
         unsafe { schedule(cc_ctx, queue, exec_ret, req_sequence) }
     })
 }
+
+#[cfg(test)]
+#[path = "cc_async_tests.rs"]
+mod tests;

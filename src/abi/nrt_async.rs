@@ -4,16 +4,16 @@
 //! functions, `nrta_xu_t` numbered TENSOR_OP 0 / COMPUTE 1 / COLLECTIVES 2, and the 2.32
 //! event-fd registration pair.
 //!
-//! Implemented by the C ABI issue (issue 5); until then each entry point runs the lifecycle
-//! guard (`NRT_UNINITIALIZED` before `nrt_init`) and returns `NRT_FAILURE`, logging a WARNING
-//! once. No argument is dereferenced and no out-parameter is written.
+//! The tensor transfers run on the tensor-op XUs (`abi::tensor_async`), the collectives on the
+//! collectives XUs (`abi::cc_async`). `nrta_execute_schedule` needs a loaded NEFF (out of scope
+//! so far): it runs the lifecycle guard and returns `NRT_FAILURE`, logging a WARNING once.
 //!
 //! Completion (`nrta_is_completed`, `nrta_get_sequence`, the two `nrta_event_register_*`) is
 //! implemented over the execution units of [`crate::runtime::xu`]. The implicit-async interlock
 //! of spec §5.3 never fires: `NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS` is warned about at
 //! `nrt_init` and ignored (runtime 2.34 behaviour), so no `nrta_*` fails with `NRT_FAILURE` for it.
 
-// The parameters are named for the header; the bodies use them once issue 5 lands.
+// `nrta_execute_schedule`'s parameters are named for the header and unused until NEFF loading.
 #![allow(unused_variables)]
 
 use std::ffi::{c_int, c_void};
@@ -36,7 +36,6 @@ fn index_arg(v: c_int, what: &str) -> Result<u32> {
 /// # Returns
 /// `NRT_SUCCESS` (queued, `*req_sequence` set); `NRT_INVALID` for bad arguments or queue;
 /// `NRT_QUEUE_FULL`; `NRT_EXEC_UNIT_UNRECOVERABLE`; `NRT_UNINITIALIZED` before `nrt_init`.
-/// Currently `NRT_FAILURE`: not implemented until issue 5.
 ///
 /// # Safety
 /// `buf` must stay readable for `size` bytes and `exec_ret` writable until completion;
@@ -52,13 +51,20 @@ pub unsafe extern "C" fn nrta_tensor_write(
     exec_ret: *mut NRT_STATUS,
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrta_tensor_write", Guard::Lifecycle, { not_implemented("nrta_tensor_write") })
+    abi_entry!(status "nrta_tensor_write", Guard::Lifecycle, {
+        // SAFETY: forwarded contract.
+        unsafe {
+            crate::abi::tensor_async::write(
+                tensor, buf, offset, size, lnc_idx, queue, exec_ret, req_sequence,
+            )
+        }
+    })
 }
 
 /// Queue a read of `size` bytes of `tensor` at `offset` into `buf` (see `nrta_tensor_write`).
 ///
 /// # Returns
-/// As `nrta_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// As `nrta_tensor_write`.
 ///
 /// # Safety
 /// `buf` must stay writable for `size` bytes and `exec_ret` until completion; `tensor` must be
@@ -74,13 +80,20 @@ pub unsafe extern "C" fn nrta_tensor_read(
     exec_ret: *mut NRT_STATUS,
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrta_tensor_read", Guard::Lifecycle, { not_implemented("nrta_tensor_read") })
+    abi_entry!(status "nrta_tensor_read", Guard::Lifecycle, {
+        // SAFETY: forwarded contract.
+        unsafe {
+            crate::abi::tensor_async::read(
+                buf, tensor, offset, size, lnc_idx, queue, exec_ret, req_sequence,
+            )
+        }
+    })
 }
 
 /// Queue a copy of `size` bytes between two device tensors of the same device.
 ///
 /// # Returns
-/// As `nrta_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// As `nrta_tensor_write`.
 ///
 /// # Safety
 /// `src` and `dst` must be live tensors; `exec_ret` writable until completion; `req_sequence`
@@ -97,13 +110,20 @@ pub unsafe extern "C" fn nrta_tensor_copy(
     exec_ret: *mut NRT_STATUS,
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrta_tensor_copy", Guard::Lifecycle, { not_implemented("nrta_tensor_copy") })
+    abi_entry!(status "nrta_tensor_copy", Guard::Lifecycle, {
+        // SAFETY: forwarded contract.
+        unsafe {
+            crate::abi::tensor_async::copy(
+                src, src_offset, dst, dst_offset, size, lnc_idx, queue, exec_ret, req_sequence,
+            )
+        }
+    })
 }
 
 /// Queue an execution of `model` on its core's compute execution unit (`queue` must be 0).
 ///
 /// # Returns
-/// As `nrta_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// As `nrta_tensor_write`. Currently `NRT_FAILURE`: models (NEFF loading) are not implemented.
 ///
 /// # Safety
 /// `model`, `input` and `output` must be live handles that stay alive until completion;
@@ -126,8 +146,8 @@ pub unsafe extern "C" fn nrta_execute_schedule(
 ///
 /// # Returns
 /// `NRT_SUCCESS` with `*cc_ctx` set; `NRT_INVALID` for bad arguments (dtype, op, sizes,
-/// communicator); `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
-/// implemented until issue 5.
+/// communicator, tensors not on `comm->vnc`, a core that has not joined the host-CC world);
+/// `NRT_INVALID_HANDLE` for a freed tensor; `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
 /// `comm`, `input` and `output` must be valid for reads; their tensors live; `cc_ctx` NULL or
@@ -141,14 +161,17 @@ pub unsafe extern "C" fn nrta_cc_prepare(
     cc_op: RawCcOpType,
     cc_ctx: *mut *mut nrt_cc_context_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrta_cc_prepare", Guard::Lifecycle, { not_implemented("nrta_cc_prepare") })
+    abi_entry!(status "nrta_cc_prepare", Guard::Lifecycle, {
+        // SAFETY: forwarded contract.
+        unsafe { crate::abi::cc_async::prepare(comm, input, output, dtype, op, cc_op, cc_ctx) }
+    })
 }
 
 /// Queue a prepared collective on the collectives execution unit `queue` (0–2). On success the
 /// runtime takes the context and sets `*cc_ctx` to NULL.
 ///
 /// # Returns
-/// As `nrta_tensor_write`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// As `nrta_tensor_write`.
 ///
 /// # Safety
 /// `cc_ctx` must point to a context from `nrta_cc_prepare`; `exec_ret` writable until
@@ -159,7 +182,10 @@ pub unsafe extern "C" fn nrta_cc_schedule(
     exec_ret: *mut NRT_STATUS,
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrta_cc_schedule", Guard::Lifecycle, { not_implemented("nrta_cc_schedule") })
+    abi_entry!(status "nrta_cc_schedule", Guard::Lifecycle, {
+        // SAFETY: forwarded contract.
+        unsafe { crate::abi::cc_async::schedule(cc_ctx, queue, exec_ret, req_sequence) }
+    })
 }
 
 /// Non-blocking: has the request `seq` (passed by value) completed?
@@ -247,7 +273,7 @@ mod tests {
     use std::ptr::{null, null_mut};
 
     #[test]
-    fn guarded_then_not_implemented() {
+    fn guarded_and_out_params_untouched_on_failure() {
         testing::uninit(|| {
             // SAFETY: NULL arguments are never dereferenced by these entry points.
             unsafe {
@@ -267,7 +293,7 @@ mod tests {
             unsafe {
                 assert_eq!(
                     nrta_cc_schedule(null_mut(), 0, null_mut(), &mut seq) as i32,
-                    1
+                    2
                 );
             }
             assert_eq!(seq, 77, "no out-parameter written on failure");

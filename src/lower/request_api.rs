@@ -10,7 +10,8 @@
 //! Choices (the spec leaves them open):
 //! * `op` is ignored for all-gather (a copy; callers pass anything), like the instruction
 //!   path ignores the ALU op of copy ops (lowering.md §1.9 rule 6).
-//! * FP32R is accepted for all-gather (a copy of 4-byte elements is exact) and rejected for
+//! * FP32R is accepted for all-gather (a copy of 4-byte elements is exact; the request carries
+//!   FP32, whose copy moves the same bytes) and rejected for
 //!   the reducing ops (an accumulation type, not an I/O type: design.md §2.9), the same as
 //!   rule 10 on the instruction path.
 //! * In-place (`same_tensor`) means input and output start at the same byte; it is refused with
@@ -266,6 +267,9 @@ impl CollectiveRequest {
                 tout * esize
             ));
         }
+        // An FP32R all-gather moves 4-byte words: it is lowered as the FP32 copy (the DMA has
+        // no FP32R element size, device.md §5.1; the bytes are identical).
+        let d = if d == Dtype::Fp32r { Dtype::Fp32 } else { d };
         let mut req =
             CollectiveRequest::new(cop, d, reduce, count, comm.replica_group.clone(), comm.rank);
         req.in_place = same_tensor;

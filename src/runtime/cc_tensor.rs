@@ -59,7 +59,9 @@ impl RankIo for TensorIo {
         for t in &self.inputs {
             let n = t.size() as usize;
             let dst = v.get_mut(at..at + n).ok_or_else(|| {
-                Error::invalid(format!("the input tensors hold more than the {len} bytes the program reads"))
+                Error::invalid(format!(
+                    "the input tensors hold more than the {len} bytes the program reads"
+                ))
             })?;
             t.read(0, dst)?;
             at += n;

@@ -10,11 +10,13 @@
 //! * [`comm`] — the global communicators (worlds) of this process.
 //! * [`rendezvous`] — where the ranks of one collective meet.
 //! * [`cc`] — host-driven collectives: prepare (lower, emit, cache) and run on the device.
+//! * [`cc_tensor`] — a rank's tensors as the data of a device collective.
 //! * [`host_cc`] — `nrt_barrier` and `nrt_all_gather`.
 //! * [`verifiable`] — verifiable data, the reference result and in-place staging for runs.
 //! * [`xu`] — execution units: async request queues, sequence ids, completion and eventfds.
 
 pub mod cc;
+pub mod cc_tensor;
 pub mod comm;
 pub mod config;
 pub mod device_run;

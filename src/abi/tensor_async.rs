@@ -1,0 +1,256 @@
+//! The tensor-op path of the async API (spec/nrt-abi.md §3.6, §5.4; GEN-B with `lnc_idx`):
+//! `nrta_tensor_write`, `nrta_tensor_read`, `nrta_tensor_copy` queue their transfer on the
+//! tensor-op execution unit `queue` (0–1) of logical core `lnc_idx`.
+//!
+//! Producer side as the vendor's (§5.4): guard, argument checks (NULL pointers, bounds,
+//! overflow; for copy two device tensors on the same core), then the XU resolves the queue and
+//! assigns the sequence number. Checking the bounds at enqueue makes a bad request the call's
+//! own `NRT_INVALID` rather than a later `exec_ret`; the worker checks them again (the tensor
+//! views are cloned into the request, so the storage outlives an early `nrt_tensor_free`).
+//! Choice: `lnc_idx` must be a core of this process but need not own the tensor (the vendor
+//! routes by `lnc_idx`; a host tensor has no core).
+
+use std::ffi::{c_int, c_void};
+
+use crate::abi::boundary::{out_param, status_of};
+use crate::abi::tensor::tensor_of;
+use crate::abi::types::*;
+use crate::error::{Error, Result};
+use crate::runtime::tensor::{Placement, Tensor};
+use crate::runtime::xu::{self, ExecRet, XuType};
+
+/// A caller's buffer travelling to the worker (the async contract keeps it valid and untouched
+/// until the request completes).
+#[derive(Debug, Clone, Copy)]
+struct HostPtr(usize);
+
+fn index(v: c_int, what: &str) -> Result<u32> {
+    u32::try_from(v).map_err(|_| Error::invalid(format!("{what} {v} is negative")))
+}
+
+/// Queue `job` on the tensor-op XU and write `*req_sequence`.
+///
+/// # Safety
+/// `req_sequence` NULL or writable; `exec_ret` NULL or writable until completion.
+unsafe fn submit(
+    lnc_idx: c_int,
+    queue: c_int,
+    exec_ret: *mut NRT_STATUS,
+    req_sequence: *mut nrta_seq_t,
+    job: impl FnOnce() -> Result<()> + Send + 'static,
+) -> Result<()> {
+    let lnc = index(lnc_idx, "lnc_idx")?;
+    let queue = index(queue, "queue")?;
+    let seq_out = if req_sequence.is_null() {
+        None
+    } else {
+        // SAFETY: forwarded contract.
+        Some(unsafe { out_param(req_sequence, "req_sequence") }?)
+    };
+    let body = Box::new(move || match job() {
+        Ok(()) => 0,
+        Err(e) => {
+            crate::log_error!("nrta_tensor", "{e}");
+            status_of(&e) as i32
+        }
+    });
+    let seq = xu::submit(lnc, XuType::TensorOp, queue, ExecRet(exec_ret.cast()), body)?;
+    if let Some(o) = seq_out {
+        o.write(seq);
+    }
+    Ok(())
+}
+
+fn host_ptr(p: *const c_void, size: u64, what: &str) -> Result<HostPtr> {
+    if p.is_null() && size > 0 {
+        return Err(Error::invalid(format!("{what} is NULL")));
+    }
+    Ok(HostPtr(p as usize))
+}
+
+/// `nrta_tensor_write`'s body.
+///
+/// # Safety
+/// As `nrta_tensor_write`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn write(
+    tensor: *mut nrt_tensor_t,
+    buf: *const c_void,
+    offset: u64,
+    size: u64,
+    lnc_idx: c_int,
+    queue: c_int,
+    exec_ret: *mut NRT_STATUS,
+    req_sequence: *mut nrta_seq_t,
+) -> Result<()> {
+    // SAFETY: looked up in the handle table.
+    let t: Tensor = unsafe { tensor_of(tensor, "tensor") }?;
+    t.check_range(offset, size, "nrta_tensor_write")?;
+    let src = host_ptr(buf, size, "buf")?;
+    let job = move || {
+        // SAFETY: the caller keeps `buf` readable for `size` bytes until completion.
+        unsafe { t.write_raw(offset, src.0 as *const u8, size) }
+    };
+    // SAFETY: forwarded contract.
+    unsafe { submit(lnc_idx, queue, exec_ret, req_sequence, job) }
+}
+
+/// `nrta_tensor_read`'s body.
+///
+/// # Safety
+/// As `nrta_tensor_read`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn read(
+    buf: *mut c_void,
+    tensor: *mut nrt_tensor_t,
+    offset: u64,
+    size: u64,
+    lnc_idx: c_int,
+    queue: c_int,
+    exec_ret: *mut NRT_STATUS,
+    req_sequence: *mut nrta_seq_t,
+) -> Result<()> {
+    // SAFETY: looked up in the handle table.
+    let t: Tensor = unsafe { tensor_of(tensor, "tensor") }?;
+    t.check_range(offset, size, "nrta_tensor_read")?;
+    let dst = host_ptr(buf, size, "buf")?;
+    let job = move || {
+        // SAFETY: the caller keeps `buf` writable for `size` bytes until completion.
+        unsafe { t.read_raw(offset, dst.0 as *mut u8, size) }
+    };
+    // SAFETY: forwarded contract.
+    unsafe { submit(lnc_idx, queue, exec_ret, req_sequence, job) }
+}
+
+/// `nrta_tensor_copy`'s body: two device tensors of the same core (spec §5.4).
+///
+/// # Safety
+/// As `nrta_tensor_copy`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn copy(
+    src: *mut nrt_tensor_t,
+    src_offset: u64,
+    dst: *mut nrt_tensor_t,
+    dst_offset: u64,
+    size: u64,
+    lnc_idx: c_int,
+    queue: c_int,
+    exec_ret: *mut NRT_STATUS,
+    req_sequence: *mut nrta_seq_t,
+) -> Result<()> {
+    // SAFETY: looked up in the handle table.
+    let s: Tensor = unsafe { tensor_of(src, "src") }?;
+    // SAFETY: looked up in the handle table.
+    let d: Tensor = unsafe { tensor_of(dst, "dst") }?;
+    if s.placement() != Placement::Device || d.placement() != Placement::Device {
+        return Err(Error::invalid(
+            "nrta_tensor_copy needs two device tensors (spec/nrt-abi.md §5.4)",
+        ));
+    }
+    if s.vnc() != d.vnc() {
+        return Err(Error::invalid(format!(
+            "nrta_tensor_copy: src is on vnc {:?}, dst on vnc {:?}; both must be on the same core",
+            s.vnc(),
+            d.vnc()
+        )));
+    }
+    s.check_range(src_offset, size, "nrta_tensor_copy source")?;
+    d.check_range(dst_offset, size, "nrta_tensor_copy destination")?;
+    let job = move || d.copy_from(dst_offset, &s, src_offset, size);
+    // SAFETY: forwarded contract.
+    unsafe { submit(lnc_idx, queue, exec_ret, req_sequence, job) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::handle::testing;
+    use crate::abi::nrt_async::{nrta_tensor_copy, nrta_tensor_read, nrta_tensor_write};
+    use crate::abi::tensor::{nrt_tensor_allocate, nrt_tensor_free};
+    use std::ptr::null_mut;
+
+    fn alloc(vnc: i32, size: usize) -> *mut nrt_tensor_t {
+        let mut t = null_mut();
+        // SAFETY: valid out-pointer, NUL-terminated name.
+        let st = unsafe { nrt_tensor_allocate(0, vnc, size, c"t".as_ptr(), &mut t) };
+        assert_eq!(st as i32, 0);
+        t
+    }
+
+    #[test]
+    fn write_copy_read_in_queue_order() {
+        testing::init(|| {
+            xu::shutdown();
+            let (a, b, c) = (alloc(0, 16), alloc(0, 16), alloc(1, 16));
+            let data: Vec<u8> = (1..=16).collect();
+            let mut back = vec![0u8; 16];
+            let mut rets = [NRT_STATUS::NRT_FAILURE; 3];
+            let mut seqs = [0u64; 3];
+            let [r0, r1, r2] = &mut rets;
+            let [s0, s1, s2] = &mut seqs;
+            // SAFETY: live tensors, buffers outlive the drain below.
+            unsafe {
+                assert_eq!(
+                    nrta_tensor_write(a, data.as_ptr().cast(), 0, 16, 0, 1, r0, s0) as i32,
+                    0
+                );
+                assert_eq!(nrta_tensor_copy(a, 4, b, 0, 8, 0, 1, r1, s1) as i32, 0);
+                assert_eq!(
+                    nrta_tensor_read(back.as_mut_ptr().cast(), b, 0, 8, 0, 1, r2, s2) as i32,
+                    0
+                );
+            }
+            xu::drain_all();
+            assert!(
+                rets.iter().all(|r| *r == NRT_STATUS::NRT_SUCCESS),
+                "{rets:?}"
+            );
+            assert_eq!(&back[..8], &data[4..12]);
+            assert_eq!(seqs[1] & 0xFFFF_FFFF_FFFF, (seqs[0] & 0xFFFF_FFFF_FFFF) + 1);
+            assert_eq!(
+                seqs[0] >> 48,
+                (1 << 4) | XuType::TensorOp as u64,
+                "queue 1, tensor-op"
+            );
+            let mut seq = 99u64;
+            let mut ret = NRT_STATUS::NRT_SUCCESS;
+            // SAFETY: every call below is rejected before anything is queued.
+            unsafe {
+                assert_eq!(
+                    nrta_tensor_write(a, data.as_ptr().cast(), 8, 9, 0, 0, &mut ret, &mut seq)
+                        as i32,
+                    2
+                );
+                assert_eq!(
+                    nrta_tensor_write(a, std::ptr::null(), 0, 4, 0, 0, &mut ret, &mut seq) as i32,
+                    2
+                );
+                assert_eq!(
+                    nrta_tensor_read(back.as_mut_ptr().cast(), a, 0, 4, 0, 2, &mut ret, &mut seq)
+                        as i32,
+                    2
+                );
+                assert_eq!(
+                    nrta_tensor_read(back.as_mut_ptr().cast(), a, 0, 4, -1, 0, &mut ret, &mut seq)
+                        as i32,
+                    2
+                );
+                assert_eq!(
+                    nrta_tensor_copy(a, 0, c, 0, 4, 0, 0, &mut ret, &mut seq) as i32,
+                    2
+                );
+            }
+            assert_eq!(seq, 99, "no sequence written on failure");
+            for mut t in [a, b, c] {
+                // SAFETY: live handles.
+                unsafe { nrt_tensor_free(&mut t) };
+            }
+            // SAFETY: a freed handle is detected, not dereferenced.
+            let st = unsafe {
+                nrta_tensor_read(back.as_mut_ptr().cast(), a, 0, 4, 0, 0, &mut ret, &mut seq)
+            };
+            assert_eq!(st as i32, 3, "NRT_INVALID_HANDLE");
+            xu::shutdown();
+        });
+    }
+}
