@@ -99,11 +99,21 @@ CODECS: Dict[str, Codec] = {
 }
 
 
+def _mix32(x: int) -> int:
+    """A 32-bit integer hash (two multiply-xorshift rounds)."""
+    x &= 0xFFFF_FFFF
+    x = ((x ^ (x >> 16)) * 0x45D9F3B) & 0xFFFF_FFFF
+    x = ((x ^ (x >> 16)) * 0x45D9F3B) & 0xFFFF_FFFF
+    return x ^ (x >> 16)
+
+
 def rank_values(rank: int, count: int, amplitude: int, salt: int = 0) -> List[float]:
-    """Deterministic integer-valued inputs in [-amplitude, amplitude], different per rank."""
+    """Deterministic integer-valued inputs in [-amplitude, amplitude], hashed from (salt, rank,
+    index): no rank's inputs are a shift of another's, so a misplaced chunk shows up as wrong
+    elements."""
     span = 2 * amplitude + 1
-    return [float(((rank * 7919 + j * 104729 + salt * 31) % span) - amplitude)
-            for j in range(count)]
+    base = _mix32(salt * 0x9E37 + rank * 0x10001 + 1) << 20
+    return [float(_mix32(base + j) % span - amplitude) for j in range(count)]
 
 
 REDUCE = {
