@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite (the README's test command). Fails on the first error.
 #   format and lints → release build of both libraries → Rust tests (unit, property, headers)
-#   → ABI identity checks → C tests against the built libraries.
+#   → ABI identity checks → C tests against the built libraries → Python ctypes tests → the swap.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -64,5 +64,11 @@ bash ci/abi-check.sh target/release
 
 step "C tests"
 bash capi-tests/run.sh target/release
+
+step "Python ctypes tests (multi-rank collectives in one process, one thread per core)"
+bash capi-tests/python/run.sh target/release
+
+step "library swap: a program linked against a stand-in libnrt.so.1 runs on OpenNRT via shim/opennrt-run"
+bash capi-tests/swap/run.sh target/release
 
 step "done: all checks passed"

@@ -1,0 +1,540 @@
+"""ctypes bindings for OpenNRT's ``libnrt.so`` (the collectives subset of the NRT C ABI).
+
+Why ctypes: it is how Python clients (and the vendor's own tooling) reach ``libnrt.so``; it binds
+the default ``@@`` definition of each symbol, so symbol versions do not matter here
+(spec/nrt-abi.md §1.1). Everything below mirrors the generated headers in ``include/nrt/``:
+struct layouts (§2.4), enum values (§2.1, §2.2) and prototypes (§3.1, §3.3, §3.5, §3.6).
+
+The library is ``$OPENNRT_LIB_DIR/libnrt.so`` (default ``<repo>/target/release``), loaded with
+``RTLD_GLOBAL`` so that the ``libncfw.so`` it ``dlopen``s later resolves against the same process
+image. Every ``NRT_STATUS``-returning call is checked: a non-zero status raises :class:`NrtError`
+carrying the number and its name.
+
+Async requests (``nrta_cc_schedule``) write their own status into an ``NRT_STATUS`` the caller
+owns until completion (§3.6). :class:`Pending` owns that integer and keeps it referenced from a
+module-level registry until completion has been observed, so it can never be freed while the
+runtime may still write it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+import os
+import select
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+REPO = Path(__file__).resolve().parents[2]
+
+# ---------------------------------------------------------------------------------------------
+# Enums (numeric values are ABI).
+
+
+class NrtStatus(enum.IntEnum):
+    """``NRT_STATUS`` (spec/nrt-abi.md §2.1): 28 enumerators, 8 and 12 unused."""
+
+    NRT_SUCCESS = 0
+    NRT_FAILURE = 1
+    NRT_INVALID = 2
+    NRT_INVALID_HANDLE = 3
+    NRT_RESOURCE = 4
+    NRT_TIMEOUT = 5
+    NRT_HW_ERROR = 6
+    NRT_QUEUE_FULL = 7
+    NRT_LOAD_NOT_ENOUGH_NC = 9
+    NRT_UNSUPPORTED_NEFF_VERSION = 10
+    NRT_FAIL_HOST_MEM_ALLOC = 11
+    NRT_UNINITIALIZED = 13
+    NRT_CLOSED = 14
+    NRT_QUEUE_EMPTY = 15
+    NRT_EXEC_UNIT_UNRECOVERABLE = 101
+    NRT_EXEC_BAD_INPUT = 1002
+    NRT_EXEC_COMPLETED_WITH_NUM_ERR = 1003
+    NRT_EXEC_COMPLETED_WITH_ERR = 1004
+    NRT_EXEC_NC_BUSY = 1005
+    NRT_EXEC_OOB = 1006
+    NRT_COLL_PENDING = 1100
+    NRT_EXEC_HW_ERR_COLLECTIVES = 1200
+    NRT_EXEC_HW_ERR_HBM_UE = 1201
+    NRT_EXEC_HW_ERR_NC_UE = 1202
+    NRT_EXEC_HW_ERR_DMA_ABORT = 1203
+    NRT_EXEC_SW_NQ_OVERFLOW = 1204
+    NRT_EXEC_HW_ERR_REPAIRABLE_HBM_UE = 1205
+    NRT_NETWORK_PROXY_FAILURE = 1206
+
+
+class Dtype(enum.IntEnum):
+    """``nrt_dtype_t`` (spec/nrt-abi.md §2.2; sparse, note the ordering)."""
+
+    NRT_DTYPE_UNKNOWN = 0
+    NRT_DTYPE_UINT64 = 1
+    NRT_DTYPE_INT8 = 2
+    NRT_DTYPE_UINT8 = 3
+    NRT_DTYPE_INT16 = 4
+    NRT_DTYPE_UINT16 = 5
+    NRT_DTYPE_BFLOAT16 = 6
+    NRT_DTYPE_FLOAT16 = 7
+    NRT_DTYPE_INT32 = 8
+    NRT_DTYPE_UINT32 = 9
+    NRT_DTYPE_FLOAT32 = 10
+    NRT_DTYPE_FP32R = 11
+    NRT_DTYPE_INT64 = 12
+    NRT_DTYPE_FP8_E3 = 13
+    NRT_DTYPE_FP8_E4 = 14
+    NRT_DTYPE_FP8_E5 = 15
+
+
+class OpType(enum.IntEnum):
+    """``nrt_op_type_t``, the reduction (spec/nrt-abi.md §2.2)."""
+
+    NRT_OP_ADD = 0
+    NRT_OP_FMA = 1
+    NRT_OP_MAX = 2
+    NRT_OP_MIN = 3
+    NRT_OP_INVALID = 15
+
+
+class CcOpType(enum.IntEnum):
+    """``nrt_cc_op_type_t`` (spec/nrt-abi.md §2.2)."""
+
+    NRT_CC_ALLGATHER = 0
+    NRT_CC_ALLREDUCE = 1
+    NRT_CC_REDUCESCATTER = 2
+
+
+class XuType(enum.IntEnum):
+    """``nrta_xu_t``, GEN-B numbering of runtime 2.31+ (spec/nrt-abi.md §2.2, design.md §2.4)."""
+
+    NRTA_XU_TENSOR_OP = 0
+    NRTA_XU_COMPUTE = 1
+    NRTA_XU_COLLECTIVES = 2
+    NRTA_XU_TYPE_NUM = 3
+
+
+class Placement(enum.IntEnum):
+    """``nrt_tensor_placement_t`` (spec/nrt-abi.md §2.2)."""
+
+    NRT_TENSOR_PLACEMENT_DEVICE = 0
+    NRT_TENSOR_PLACEMENT_HOST = 1
+    NRT_TENSOR_PLACEMENT_VIRTUAL = 2
+
+
+class Framework(enum.IntEnum):
+    """``nrt_framework_type_t`` (spec/nrt-abi.md §2.2)."""
+
+    NRT_FRAMEWORK_TYPE_INVALID = 0
+    NRT_FRAMEWORK_TYPE_NO_FW = 1
+    NRT_FRAMEWORK_TYPE_TENSORFLOW = 2
+    NRT_FRAMEWORK_TYPE_PYTORCH = 3
+    NRT_FRAMEWORK_TYPE_MXNET = 4
+    NRT_FRAMEWORK_TYPE_PRECHECK = 5
+
+
+#: ``NRTA_SEQ_NUM_MASK``: the low 48 bits of an ``nrta_seq_t`` are the per-XU counter
+#: (§2.3, §5.5).
+NRTA_SEQ_NUM_MASK = (1 << 48) - 1
+RT_VERSION_DETAIL_LEN = 128
+GIT_HASH_LEN = 64
+
+# ---------------------------------------------------------------------------------------------
+# Structs (spec/nrt-abi.md §2.4; LP64).
+
+
+class NrtVersion(ctypes.Structure):
+    """``nrt_version_t``, 224 bytes (§2.4)."""
+
+    _fields_ = [
+        ("rt_major", ctypes.c_uint64),
+        ("rt_minor", ctypes.c_uint64),
+        ("rt_patch", ctypes.c_uint64),
+        ("rt_maintenance", ctypes.c_uint64),
+        ("rt_detail", ctypes.c_char * RT_VERSION_DETAIL_LEN),
+        ("git_hash", ctypes.c_char * GIT_HASH_LEN),
+    ]
+
+
+class NrtCcComm(ctypes.Structure):
+    """``nrt_cc_comm_t``, 32 bytes with 4 bytes of tail padding (§2.4; meaning in §5.7)."""
+
+    _fields_ = [
+        ("replica_group", ctypes.POINTER(ctypes.c_uint32)),
+        ("rank", ctypes.c_uint32),
+        ("rank_n", ctypes.c_uint32),
+        ("ctx_device_id", ctypes.c_uint32),
+        ("ctx_device_count", ctypes.c_uint32),
+        ("vnc", ctypes.c_uint32),
+    ]
+
+
+class NrtTensorList(ctypes.Structure):
+    """``nrt_tensor_list_t``, 16 bytes (§2.4): ``nrt_tensor_t **tensors; size_t num_tensors``."""
+
+    _fields_ = [
+        ("tensors", ctypes.POINTER(ctypes.c_void_p)),
+        ("num_tensors", ctypes.c_size_t),
+    ]
+
+
+# Opaque handles (nrt_tensor_t *, nrt_cc_context_t *) travel as void pointers.
+_handle = ctypes.c_void_p
+_handle_p = ctypes.POINTER(ctypes.c_void_p)
+_status = ctypes.c_int  # all enums are 4 bytes (§2.4)
+_u32, _i32, _u64, _size = ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64, ctypes.c_size_t
+
+#: Every function this module calls: name → (restype, argtypes), copied from include/nrt/*.h.
+PROTOTYPES = {
+    "nrt_init": (_status, [_status, ctypes.c_char_p, ctypes.c_char_p]),
+    "nrt_close": (None, []),
+    "nrt_get_version": (_status, [ctypes.POINTER(NrtVersion), _size]),
+    "nrt_get_visible_vnc_count": (_status, [ctypes.POINTER(_u32)]),
+    "nrt_tensor_allocate": (_status, [_status, ctypes.c_int, _size, ctypes.c_char_p, _handle_p]),
+    "nrt_tensor_free": (None, [_handle_p]),
+    "nrt_tensor_read": (_status, [_handle, ctypes.c_void_p, _size, _size]),
+    "nrt_tensor_write": (_status, [_handle, ctypes.c_void_p, _size, _size]),
+    "nrt_tensor_get_size": (_size, [_handle]),
+    "nrt_tensor_allocate_slice": (_status, [_handle, _size, _size, ctypes.c_char_p, _handle_p]),
+    "nrt_cc_global_comm_init": (_status, [_u32, _u32, _u32]),
+    "nrt_barrier": (_status, [_i32, _u32, _u32]),
+    "nrt_all_gather": (_status, [_i32, _u32, _u32, _u32, ctypes.c_void_p, ctypes.c_void_p]),
+    "nrta_cc_prepare": (
+        _status,
+        [
+            ctypes.POINTER(NrtCcComm),
+            ctypes.POINTER(NrtTensorList),
+            ctypes.POINTER(NrtTensorList),
+            _status,
+            _status,
+            _status,
+            _handle_p,
+        ],
+    ),
+    "nrta_cc_schedule": (
+        _status,
+        [_handle_p, ctypes.c_int, ctypes.POINTER(_status), ctypes.POINTER(_u64)],
+    ),
+    "nrta_is_completed": (_status, [_u64, ctypes.POINTER(ctypes.c_bool)]),
+    "nrta_get_sequence": (_status, [_u32, _status, ctypes.c_int, ctypes.POINTER(_u64)]),
+    "nrta_event_register_seq_id_completion": (_status, [_u64, ctypes.c_int]),
+}
+
+
+class NrtError(Exception):
+    """A call returned a status other than ``NRT_SUCCESS``."""
+
+    def __init__(self, call: str, status: int):
+        self.call = call
+        self.status = int(status)
+        self.name = status_name(status)
+        super().__init__(f"{call} returned {self.status} ({self.name})")
+
+
+def status_name(status: int) -> str:
+    """The enumerator name of a status number (the vendor does not export
+    ``nrt_get_status_as_str``, §1.1, so the table lives here)."""
+    try:
+        return NrtStatus(status).name
+    except ValueError:
+        return f"<unknown NRT_STATUS {status}>"
+
+
+def library_path() -> Path:
+    """``$OPENNRT_LIB_DIR/libnrt.so``, default ``<repo>/target/release/libnrt.so``."""
+    return Path(os.environ.get("OPENNRT_LIB_DIR", REPO / "target" / "release")) / "libnrt.so"
+
+
+def check(call: str, status: int) -> None:
+    """Raise :class:`NrtError` unless ``status`` is ``NRT_SUCCESS``."""
+    if status != NrtStatus.NRT_SUCCESS:
+        raise NrtError(call, status)
+
+
+class Nrt:
+    """The loaded library with every prototype of :data:`PROTOTYPES` declared.
+
+    ``raw`` is the ``ctypes.CDLL`` for calls whose status a test wants to see unchecked.
+    """
+
+    def __init__(self, path: Optional[os.PathLike] = None):
+        self.path = Path(path) if path else library_path()
+        if not self.path.exists():
+            raise FileNotFoundError(f"{self.path} not found: run `cargo build --release` first")
+        self.raw = ctypes.CDLL(str(self.path), mode=ctypes.RTLD_GLOBAL)
+        for name, (restype, argtypes) in PROTOTYPES.items():
+            fn = getattr(self.raw, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
+
+    # -- lifecycle and version (§3.1) ----------------------------------------------------------
+    def init(self, framework: int = Framework.NRT_FRAMEWORK_TYPE_NO_FW, fw: str = "",
+             fal: str = "") -> None:
+        check("nrt_init", self.raw.nrt_init(framework, fw.encode(), fal.encode()))
+
+    def close(self) -> None:
+        self.raw.nrt_close()
+
+    def version(self) -> NrtVersion:
+        ver = NrtVersion()
+        check("nrt_get_version", self.raw.nrt_get_version(ctypes.byref(ver), ctypes.sizeof(ver)))
+        return ver
+
+    def visible_vnc_count(self) -> int:
+        n = _u32()
+        check("nrt_get_visible_vnc_count", self.raw.nrt_get_visible_vnc_count(ctypes.byref(n)))
+        return n.value
+
+    # -- tensors (§3.3) ------------------------------------------------------------------------
+    def tensor_allocate(self, vnc: int, size: int, name: str = "", placement=None) -> "Tensor":
+        placement = Placement.NRT_TENSOR_PLACEMENT_DEVICE if placement is None else placement
+        h = _handle()
+        check(
+            "nrt_tensor_allocate",
+            self.raw.nrt_tensor_allocate(placement, vnc, size, name.encode(), ctypes.byref(h)),
+        )
+        if not h.value:
+            raise AssertionError("nrt_tensor_allocate returned NRT_SUCCESS with a NULL tensor")
+        return Tensor(self, h, size)
+
+    # -- host-driven collectives (§3.5) --------------------------------------------------------
+    def cc_global_comm_init(self, vnc: int, g_device_id: int, g_device_count: int) -> None:
+        check(
+            "nrt_cc_global_comm_init",
+            self.raw.nrt_cc_global_comm_init(vnc, g_device_id, g_device_count),
+        )
+
+    def barrier(self, vnc: int, g_device_id: int, g_device_count: int) -> None:
+        check("nrt_barrier", self.raw.nrt_barrier(vnc, g_device_id, g_device_count))
+
+    def all_gather(self, vnc: int, g_device_id: int, g_device_count: int, data: bytes) -> bytes:
+        """Host-memory all-gather: returns the ``g_device_count * len(data)`` gathered bytes."""
+        inp = ctypes.create_string_buffer(bytes(data), len(data))
+        out = ctypes.create_string_buffer(g_device_count * len(data))
+        check(
+            "nrt_all_gather",
+            self.raw.nrt_all_gather(vnc, g_device_id, g_device_count, len(data), inp, out),
+        )
+        return out.raw
+
+    # -- explicit async (§3.6) -----------------------------------------------------------------
+    def cc_prepare(
+        self,
+        comm: "Comm",
+        inputs: Sequence["Tensor"],
+        outputs: Sequence["Tensor"],
+        dtype: int,
+        op: int,
+        cc_op: int,
+    ) -> "CcContext":
+        """``nrta_cc_prepare``; the tensors are kept referenced by the returned context."""
+        in_list, in_keep = tensor_list(inputs)
+        out_list, out_keep = tensor_list(outputs)
+        ctx = _handle()
+        check(
+            "nrta_cc_prepare",
+            self.raw.nrta_cc_prepare(
+                ctypes.byref(comm.c), ctypes.byref(in_list), ctypes.byref(out_list),
+                dtype, op, cc_op, ctypes.byref(ctx),
+            ),
+        )
+        if not ctx.value:
+            raise AssertionError("nrta_cc_prepare returned NRT_SUCCESS with a NULL context")
+        return CcContext(ctx, (in_keep, out_keep, list(inputs), list(outputs)))
+
+    def cc_schedule(self, ctx: "CcContext", queue: int = 0) -> "Pending":
+        """``nrta_cc_schedule``: on success the runtime owns the context and sets it to NULL."""
+        pending = Pending(self, keep=ctx.keep)
+        status = self.raw.nrta_cc_schedule(
+            ctypes.byref(ctx.handle), queue, ctypes.byref(pending.exec_ret),
+            ctypes.byref(pending.seq_c),
+        )
+        check("nrta_cc_schedule", status)
+        pending.seq = pending.seq_c.value
+        _register_inflight(pending)
+        return pending
+
+    def is_completed(self, seq: int) -> bool:
+        done = ctypes.c_bool(False)
+        check("nrta_is_completed", self.raw.nrta_is_completed(seq, ctypes.byref(done)))
+        return bool(done.value)
+
+    def get_sequence(self, lnc: int, xu: int, queue: int) -> int:
+        seq = _u64()
+        check("nrta_get_sequence", self.raw.nrta_get_sequence(lnc, xu, queue, ctypes.byref(seq)))
+        return seq.value
+
+    def register_seq_fd(self, seq: int, fd: int) -> None:
+        check(
+            "nrta_event_register_seq_id_completion",
+            self.raw.nrta_event_register_seq_id_completion(seq, fd),
+        )
+
+
+class Tensor:
+    """An ``nrt_tensor_t *`` with its size; ``free`` is idempotent (the C side NULLs the handle)."""
+
+    def __init__(self, nrt: Nrt, handle: ctypes.c_void_p, size: int):
+        self.nrt, self.handle, self.size = nrt, handle, size
+
+    def write(self, data: bytes, offset: int = 0) -> None:
+        buf = ctypes.create_string_buffer(bytes(data), len(data))
+        status = self.nrt.raw.nrt_tensor_write(self.handle, buf, offset, len(data))
+        check("nrt_tensor_write", status)
+
+    def read(self, offset: int = 0, size: Optional[int] = None) -> bytes:
+        size = self.size - offset if size is None else size
+        buf = ctypes.create_string_buffer(size)
+        check("nrt_tensor_read", self.nrt.raw.nrt_tensor_read(self.handle, buf, offset, size))
+        return buf.raw
+
+    def slice(self, offset: int, size: int, name: str = "") -> "Tensor":
+        """``nrt_tensor_allocate_slice``: a tensor aliasing ``size`` bytes at ``offset`` (§3.3)."""
+        h = _handle()
+        check(
+            "nrt_tensor_allocate_slice",
+            self.nrt.raw.nrt_tensor_allocate_slice(
+                self.handle, offset, size, name.encode(), ctypes.byref(h)
+            ),
+        )
+        return Tensor(self.nrt, h, size)
+
+    def free(self) -> None:
+        if self.handle.value:
+            self.nrt.raw.nrt_tensor_free(ctypes.byref(self.handle))
+            if self.handle.value:
+                raise AssertionError("nrt_tensor_free did not set *tensor to NULL (§3.3)")
+
+
+def tensor_list(tensors: Sequence[Tensor]):
+    """An ``nrt_tensor_list_t`` over ``tensors`` and the array it points into (keep both alive)."""
+    arr = (ctypes.c_void_p * max(1, len(tensors)))(*[t.handle.value for t in tensors])
+    lst = NrtTensorList(ctypes.cast(arr, ctypes.POINTER(ctypes.c_void_p)), len(tensors))
+    return lst, arr
+
+
+class Comm:
+    """An ``nrt_cc_comm_t`` and the ``uint32_t`` replica-group array it points to (§5.7)."""
+
+    def __init__(self, replica_group: Iterable[int], rank: int, ctx_device_id: int,
+                 ctx_device_count: int, vnc: int):
+        group = list(replica_group)
+        self.group = (ctypes.c_uint32 * max(1, len(group)))(*group)
+        self.c = NrtCcComm(
+            ctypes.cast(self.group, ctypes.POINTER(ctypes.c_uint32)),
+            rank, len(group), ctx_device_id, ctx_device_count, vnc,
+        )
+
+
+@dataclass
+class CcContext:
+    """A prepared collective. ``handle`` is the ``nrt_cc_context_t *`` that ``nrta_cc_schedule``
+    reads through ``&handle`` and sets to NULL once it owns the context."""
+
+    handle: ctypes.c_void_p
+    keep: tuple
+
+
+# Pending requests whose exec_ret the runtime may still write: referenced here until completion
+# has been observed (spec/nrt-abi.md §3.6: "exec_ret must stay valid until then").
+_INFLIGHT: set = set()
+_INFLIGHT_LOCK = threading.Lock()
+
+
+def _register_inflight(p: "Pending") -> None:
+    with _INFLIGHT_LOCK:
+        _INFLIGHT.add(p)
+
+
+def _release_inflight(p: "Pending") -> None:
+    with _INFLIGHT_LOCK:
+        _INFLIGHT.discard(p)
+
+
+class Pending:
+    """A scheduled request: its sequence id and the ``NRT_STATUS`` the runtime writes at
+    completion. Wait by polling ``nrta_is_completed`` or by an eventfd."""
+
+    def __init__(self, nrt: Nrt, keep=None):
+        self.nrt = nrt
+        self.exec_ret = _status(-1)  # -1 is no NRT_STATUS: proves the runtime wrote it
+        self.seq_c = _u64(0)
+        self.seq = 0
+        self.keep = keep
+
+    def completed(self) -> bool:
+        return self.nrt.is_completed(self.seq)
+
+    def _finish(self, raise_on_error: bool) -> int:
+        _release_inflight(self)
+        status = self.exec_ret.value
+        if raise_on_error:
+            check(f"collective (exec_ret of seq {self.seq:#x})", status)
+        return status
+
+    def wait_poll(self, timeout: float = 60.0, raise_on_error: bool = True) -> int:
+        """Poll ``nrta_is_completed`` (with a short sleep) until done; return ``exec_ret``."""
+        deadline = time.monotonic() + timeout
+        while not self.completed():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"seq {self.seq:#x} not completed after {timeout} s")
+            time.sleep(0.0005)
+        return self._finish(raise_on_error)
+
+    def wait_eventfd(self, timeout: float = 60.0, raise_on_error: bool = True,
+                     use_libc: bool = False) -> int:
+        """Register an eventfd for the sequence (§5.6), ``poll`` it, deregister, close it.
+        ``use_libc`` forces the libc ``eventfd`` path that Python < 3.10 takes."""
+        fd = libc_eventfd(0, _EFD_NONBLOCK | _EFD_CLOEXEC) if use_libc else eventfd_nonblocking()
+        try:
+            self.nrt.register_seq_fd(self.seq, fd)
+            try:
+                p = select.poll()
+                p.register(fd, select.POLLIN)
+                if not p.poll(int(timeout * 1000)):
+                    raise TimeoutError(f"eventfd of seq {self.seq:#x} silent after {timeout} s")
+                count = int.from_bytes(os.read(fd, 8), sys.byteorder)
+                if count < 1:
+                    raise AssertionError(f"eventfd read {count}, expected >= 1")
+            finally:
+                self.nrt.register_seq_fd(self.seq, -1)  # deregister before close (§5.6)
+        finally:
+            os.close(fd)
+        if not self.completed():
+            raise AssertionError(f"eventfd fired but nrta_is_completed({self.seq:#x}) is false")
+        return self._finish(raise_on_error)
+
+
+_EFD_NONBLOCK = os.O_NONBLOCK  # Linux: EFD_NONBLOCK == O_NONBLOCK, EFD_CLOEXEC == O_CLOEXEC
+_EFD_CLOEXEC = getattr(os, "O_CLOEXEC", 0o2000000)
+
+
+def eventfd_nonblocking() -> int:
+    """A non-blocking eventfd: ``os.eventfd`` on Python >= 3.10, else libc's ``eventfd``."""
+    if hasattr(os, "eventfd"):
+        return os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+    return libc_eventfd(0, _EFD_NONBLOCK | _EFD_CLOEXEC)
+
+
+def libc_eventfd(initval: int, flags: int) -> int:
+    """``eventfd(2)`` through libc (the path for Python < 3.10)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.eventfd.argtypes = [ctypes.c_uint, ctypes.c_int]
+    libc.eventfd.restype = ctypes.c_int
+    fd = libc.eventfd(initval, flags)
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"eventfd: {os.strerror(err)}")
+    return fd
+
+
+def seq_counter(seq: int) -> int:
+    """``NRTA_SEQ_GET_SEQ_NUM``: the per-XU counter (§2.3)."""
+    return seq & NRTA_SEQ_NUM_MASK
+
+
+def seq_xu_id(seq: int) -> int:
+    """``NRTA_SEQ_GET_XU_ID``: the 16-bit XU id (§2.3)."""
+    return seq >> 48
