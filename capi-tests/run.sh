@@ -37,6 +37,9 @@ diff -u "$root/capi-tests/example.c" "$out/readme_example.c" \
 cc "${CFLAGS[@]}" -pthread -o "$out/example" "$root/capi-tests/example.c" -L"$lib" -lnrt
 LD_LIBRARY_PATH="$lib" "$out/example"
 echo "example: the README's C example ran"
+awk '/^<!-- example.py -->$/ {getline; f=1; next} f && /^```$/ {exit} f' "$root/README.md" > "$out/readme_example.py"
+diff -u "$root/capi-tests/python/example.py" "$out/readme_example.py" \
+  || { echo "README.md's Python example differs from capi-tests/python/example.py" >&2; exit 1; }
 
 # The collective tests: plain, then under AddressSanitizer + UndefinedBehaviorSanitizer (the
 # Rust library itself is not instrumented; ASan checks every access the C side makes and the

@@ -21,7 +21,7 @@ fn visible() -> crate::Result<u32> {
 }
 
 fn root_comm_id() -> Option<String> {
-    std::env::var("NEURON_RT_ROOT_COMM_ID").ok()
+    process::config().ok().and_then(|c| c.root_comm_id)
 }
 
 /// Create the global communicator used by NEFF-embedded collectives (and the host barrier and

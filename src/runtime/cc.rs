@@ -146,7 +146,7 @@ pub fn meetings() -> &'static Rendezvous<Arrival, ()> {
 
 /// Arrive at collective `instance` of `key` and wait until it has run on every rank.
 pub fn run(key: &GroupKey, instance: u64, arrival: Arrival) -> Result<()> {
-    let deadline = crate::runtime::config::exec_timeout(|k| std::env::var(k).ok())?;
+    let deadline = crate::runtime::process::config()?.exec_timeout()?;
     let rank = arrival.req.rank;
     MEETINGS.meet(key, instance, rank, arrival, deadline, |all| {
         run_instance(key, instance, all)

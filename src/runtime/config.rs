@@ -21,12 +21,21 @@ pub struct Config {
     pub first_core: u32,
     /// Number of logical cores owned by this process.
     pub visible_cores: u32,
+    /// `NEURON_RT_ROOT_COMM_ID` as read (validated when a world is created).
+    pub root_comm_id: Option<String>,
+    /// `NEURON_RT_EXEC_TIMEOUT` as read (parsed by [`Config::exec_timeout`]).
+    pub exec_timeout_raw: Option<String>,
 }
 
 impl Config {
     /// Logical cores on the whole instance.
     pub fn total_cores(&self) -> u32 {
         self.instance.devices * self.instance.cores_per_device / self.lnc
+    }
+
+    /// The execution timeout as read at `nrt_init` (see [`exec_timeout`]).
+    pub fn exec_timeout(&self) -> Result<Option<std::time::Duration>> {
+        exec_timeout(|_| self.exec_timeout_raw.clone())
     }
 
     /// Read the process environment.
@@ -95,6 +104,8 @@ impl Config {
             lnc,
             first_core,
             visible_cores,
+            root_comm_id: get("NEURON_RT_ROOT_COMM_ID"),
+            exec_timeout_raw: get(EXEC_TIMEOUT_ENV),
         })
     }
 }

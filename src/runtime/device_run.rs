@@ -80,7 +80,7 @@ pub fn load(
         .collect::<Result<Vec<_>>>()?;
     let mut m = Machine::new(chips.iter().copied().max().unwrap_or(0) + 1);
     m.arch = crate::ncfw::Arch::from_id(map.gen().ncfw_arch_id()).unwrap_or(m.arch);
-    m.timeout = crate::runtime::config::exec_timeout(|k| std::env::var(k).ok())?;
+    m.timeout = crate::runtime::process::config()?.exec_timeout()?;
     for r in 0..world {
         let chip = chips[r as usize];
         let page = map.const_addr(r, 0)?;

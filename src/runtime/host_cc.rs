@@ -38,7 +38,9 @@ static BROKEN: Lazy<Mutex<HashMap<u32, crate::error::Error>>> =
 static GATHERS: Lazy<Rendezvous<Vec<u8>, Arc<Vec<u8>>>> = Lazy::new(Rendezvous::new);
 
 fn root_comm_id() -> Option<String> {
-    std::env::var("NEURON_RT_ROOT_COMM_ID").ok()
+    crate::runtime::process::config()
+        .ok()
+        .and_then(|c| c.root_comm_id)
 }
 
 fn join_world(vnc: u32, gid: u32, count: u32, visible: u32) -> Result<GroupKey> {
@@ -127,7 +129,7 @@ pub fn all_gather(
     output.fill(0);
     let own = gid as usize * size;
     output[own..own + size].copy_from_slice(input);
-    let deadline = crate::runtime::config::exec_timeout(|k| std::env::var(k).ok())?;
+    let deadline = crate::runtime::process::config()?.exec_timeout()?;
     let instance = GATHERS.ticket(&key, gid);
     let all = GATHERS.meet(&key, instance, gid, input.to_vec(), deadline, |parts| {
         if let Some(r) = parts.iter().position(|p| p.len() != parts[0].len()) {
