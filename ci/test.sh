@@ -70,5 +70,6 @@ bash capi-tests/python/run.sh target/release
 
 step "library swap: a program linked against a stand-in libnrt.so.1 runs on OpenNRT via shim/opennrt-run"
 bash capi-tests/swap/run.sh target/release
+bash capi-tests/mp/run.sh target/release
 
 step "done: all checks passed"
