@@ -185,9 +185,9 @@ static mp_proc *add(mp_proc *procs, int *n, const char *name, const char *root, 
 }
 
 /* Check an ERROR line in p's log that names `number` (and contains `word`); print it. */
-static void check_error_line(const mp_proc *p, long number, const char *word, const char *what) {
+static void check_error_line(const mp_proc *p, long number, int as_rank, const char *word, const char *what) {
   char line[600] = "";
-  int found = mp_error_line(p, number, word, line, sizeof line);
+  int found = mp_error_line(p, number, as_rank, word, line, sizeof line);
   mp_check(found, "%s: an ERROR log line %s", p->name, what);
   if (found) mp_say("      %s", line);
   else mp_print_stderr(p);
@@ -212,7 +212,7 @@ void mp_test_kill(void) {
   mp_run(procs, n, 2 * MP_EXEC_TIMEOUT_S + 20);
   mp_check_ends(procs, n);
   for (int i = 0; i < n; i++)
-    if (!procs[i].expect_signal) check_error_line(&procs[i], procs[i].arg, NULL, "names the missing rank");
+    if (!procs[i].expect_signal) check_error_line(&procs[i], procs[i].arg, 1, NULL, "names the missing rank");
   mp_check_shm_clean(port[0], "kill rank 1");
   mp_check_shm_clean(port[1], "kill rank 0 (the root)");
   mp_cleanup_logs(procs, n);
@@ -271,15 +271,15 @@ void mp_test_errors(void) {
   if (lsock >= 0) close(lsock);
   mp_check_ends(procs, n);
   /* The log lines: each refused or failed rank says what happened. */
-  check_error_line(&procs[first[0] + 2], 1, NULL, "names the duplicated global id 1");
-  check_error_line(&procs[first[0]], -1, NULL, "explains the failed collective");
-  check_error_line(&procs[first[1] + 1], 3, NULL, "names the offending world size 3");
-  check_error_line(&procs[first[1]], -1, NULL, "explains the failed collective");
-  check_error_line(&procs[first[2] + 1], -1, VERSION_OVERRIDE, "names the announced version " VERSION_OVERRIDE);
-  check_error_line(&procs[first[3] + 1], -1, "version", "says the versions differ");
-  check_error_line(&procs[first[4]], -1, NULL, "explains the count mismatch");
-  check_error_line(&procs[first[5]], port[5], NULL, "names the port in use");
-  check_error_line(&procs[first[6]], -1, NULL, "explains the bootstrap timeout");
+  check_error_line(&procs[first[0] + 2], 1, 1, NULL, "names the duplicated global id 1");
+  check_error_line(&procs[first[0]], -1, 0, NULL, "explains the failed collective");
+  check_error_line(&procs[first[1] + 1], 3, 0, NULL, "names the offending world size 3");
+  check_error_line(&procs[first[1]], -1, 0, NULL, "explains the failed collective");
+  check_error_line(&procs[first[2] + 1], -1, 0, VERSION_OVERRIDE, "names the announced version " VERSION_OVERRIDE);
+  check_error_line(&procs[first[3] + 1], -1, 0, "version", "says the versions differ");
+  check_error_line(&procs[first[4]], -1, 0, NULL, "explains the count mismatch");
+  check_error_line(&procs[first[5]], port[5], 0, NULL, "names the port in use");
+  check_error_line(&procs[first[6]], -1, 0, NULL, "explains the bootstrap timeout");
   for (int j = 0; j < 7; j++) {
     char job[32];
     snprintf(job, sizeof job, "errors job %d", j);

@@ -97,6 +97,7 @@ static void child_main(mp_proc *procs, int n, int me, int ready_w, int go_r, pid
   mp_proc *p = &procs[me];
   char num[16];
   int i, fd;
+  signal(SIGPIPE, SIG_DFL); /* the parent ignores it (mp_run); a rank gets the default */
   /* Die with the parent: a killed harness must not leave ranks behind. */
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(2);
@@ -194,6 +195,8 @@ static void print_lines(const char *path, const char *prefix) {
 int mp_run(mp_proc *procs, int n, int deadline_s) {
   double t0 = mp_now(), end = t0 + deadline_s, cond_since[MP_MAX_PROCS];
   int i, left = n, ok = 1;
+  /* A go byte for a child that already ended must be an EPIPE, not the harness's death. */
+  signal(SIGPIPE, SIG_IGN);
   for (i = 0; i < n; i++) {
     procs[i].pid = 0;
     procs[i].started = procs[i].ready = procs[i].go_sent = procs[i].exited = procs[i].timed_out = 0;
@@ -315,7 +318,33 @@ static int names_number(const char *s, long number) {
   return 0;
 }
 
-int mp_error_line(const mp_proc *p, long number, const char *word, char *out, size_t n) {
+/* 1 if `s` names rank `number`: "rank", "ranks", "id", "ids" or "gid" (any case), then
+ * spaces or one of =:[( and a comma-separated list of numbers containing it ("rank 1",
+ * "global id 1", "gid=1", "ranks [0, 1]"). */
+static int names_rank(const char *s, long number) {
+  static const char *words[] = {"ranks", "rank", "ids", "gid", "id"};
+  for (const char *c = s; *c; c++) {
+    if (c > s && isalnum((unsigned char)c[-1])) continue;
+    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
+      size_t l = strlen(words[w]);
+      const char *q = c + l;
+      if (strncasecmp(c, words[w], l) != 0 || isalnum((unsigned char)*q)) continue;
+      while (*q == ' ' || *q == '=' || *q == ':' || *q == '[' || *q == '(') q++;
+      while (isdigit((unsigned char)*q)) {
+        char *end;
+        if (strtol(q, &end, 10) == number) return 1;
+        q = end;
+        if (*q != ',') break;
+        q++;
+        while (*q == ' ') q++;
+      }
+      break;
+    }
+  }
+  return 0;
+}
+
+int mp_error_line(const mp_proc *p, long number, int as_rank, const char *word, char *out, size_t n) {
   FILE *f = p->started ? fopen(p->err_path, "r") : NULL;
   char line[2048];
   int found = 0;
@@ -325,7 +354,7 @@ int mp_error_line(const mp_proc *p, long number, const char *word, char *out, si
     if (!msg || !lvl || lvl > msg) continue;
     msg = strchr(msg, ' '); /* skip the target */
     if (!msg) continue;
-    if (number >= 0 && !names_number(msg, number)) continue;
+    if (number >= 0 && !(as_rank ? names_rank(msg, number) : names_number(msg, number))) continue;
     if (word && !strcasestr(msg, word)) continue;
     line[strcspn(line, "\n")] = 0;
     snprintf(out, n, "%s", line);

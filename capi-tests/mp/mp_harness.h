@@ -85,10 +85,11 @@ int mp_run(mp_proc *procs, int n, int deadline_s);
 void mp_check_ends(mp_proc *procs, int n);
 /* 1 if proc p's stderr log contains `needle` (case-insensitive). */
 int mp_log_contains(const mp_proc *p, const char *needle);
-/* Copy into `line` the first ERROR log line of proc p whose message names `number` (as a
- * whole decimal number) and, if `word` is not NULL, contains `word` (case-insensitive).
+/* Copy into `line` the first ERROR log line of proc p whose message names `number` and, if
+ * `word` is not NULL, contains `word` (case-insensitive). as_rank 0: `number` anywhere as a
+ * whole decimal number; 1: as a rank or id ("rank 1", "global id 1", "gid=1", "ranks [0, 1]").
  * number < 0: any ERROR line. Returns 1 if found. */
-int mp_error_line(const mp_proc *p, long number, const char *word, char *line, size_t n);
+int mp_error_line(const mp_proc *p, long number, int as_rank, const char *word, char *line, size_t n);
 /* Print proc p's stderr log (indented), for diagnosis of a failure. */
 void mp_print_stderr(const mp_proc *p);
 /* mp_check that /dev/shm holds no object named opennrt-<port>-*; removes any it finds (so a
