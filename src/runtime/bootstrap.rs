@@ -70,6 +70,7 @@ struct Member {
     pending: Mutex<HashMap<u64, Sender<Msg>>>,
     failed: Mutex<Option<Error>>,
     closing: AtomicBool,
+    root_left: AtomicBool,
     next_id: AtomicU64,
     staging: Mutex<HashMap<u32, Arc<Segment>>>,
 }
@@ -81,6 +82,7 @@ enum Job {
 }
 
 static JOB: Mutex<Option<Job>> = Mutex::new(None);
+static CONNECTING: Mutex<()> = Mutex::new(());
 
 fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>> {
     let addrs: Vec<SocketAddr> = (host, port)
@@ -114,21 +116,23 @@ pub fn join(slot: u8, gid: u32, count: u32, root_id: &str) -> Result<()> {
             Some(Job::Member(m)) => return m.join(slot, gid, count),
             None => {}
         }
+        // One connection per process: threads of this process wait for each other here.
+        let guard = CONNECTING.lock();
+        if JOB.lock().is_some() {
+            continue;
+        }
         match connect(&host, port) {
             Ok(m) => {
                 let mut job = JOB.lock();
-                let m = match job.clone() {
-                    Some(Job::Member(existing)) => existing,
-                    Some(Job::Root(r)) => {
-                        drop(job);
-                        return r.register_local(slot, gid, count);
-                    }
-                    None => {
-                        *job = Some(Job::Member(m.clone()));
-                        m
-                    }
-                };
+                if let Some(Job::Root(r)) = job.clone() {
+                    // This process became the root while connecting (to itself): drop the link.
+                    drop(job);
+                    m.discard();
+                    return r.register_local(slot, gid, count);
+                }
+                *job = Some(Job::Member(m.clone()));
                 drop(job);
+                drop(guard);
                 return m.join(slot, gid, count);
             }
             Err(e) if e.kind() == ErrorKind::Timeout && Instant::now() < deadline => {
@@ -220,6 +224,7 @@ fn connect(host: &str, port: u16) -> Result<Arc<Member>> {
         pending: Mutex::new(HashMap::new()),
         failed: Mutex::new(None),
         closing: AtomicBool::new(false),
+        root_left: AtomicBool::new(false),
         next_id: AtomicU64::new(1),
         staging: Mutex::new(HashMap::new()),
     });
@@ -245,11 +250,19 @@ impl Member {
                         let _ = tx.send(m);
                     }
                 }
+                Ok(Some(Msg::Bye)) => self.root_left.store(true, Ordering::SeqCst),
                 Ok(Some(other)) => {
                     crate::log_warn!("bootstrap", "unexpected message from the root: {other:?}")
                 }
                 Ok(None) | Err(_) => {
-                    if !self.closing.load(Ordering::SeqCst) {
+                    if self.root_left.load(Ordering::SeqCst) {
+                        let e = Error::failure(
+                            "the job's root process (global id 0) left the job (nrt_close)",
+                        );
+                        crate::log_info!("bootstrap", "{e}");
+                        self.failed.lock().get_or_insert(e);
+                        self.pending.lock().clear();
+                    } else if !self.closing.load(Ordering::SeqCst) {
                         self.fail(Error::new(
                             ErrorKind::CollectivesHang,
                             "the job's root process (global id 0) is gone: its connection ended",
@@ -259,6 +272,12 @@ impl Member {
                 }
             }
         }
+    }
+
+    /// Close a link that is not needed (never used for a join).
+    fn discard(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+        let _ = self.writer.lock().shutdown(std::net::Shutdown::Both);
     }
 
     /// Fail the job for this process: pending calls get `e`, later ones too.

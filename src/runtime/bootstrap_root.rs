@@ -284,7 +284,6 @@ impl Root {
         if self.stopping.load(Ordering::SeqCst) {
             return;
         }
-        shm::unlink_pid(self.port, pid);
         let gids: Vec<(u8, u32)> = self
             .worlds
             .lock()
@@ -296,6 +295,9 @@ impl Root {
                     .map(move |(&g, _)| (slot, g))
             })
             .collect();
+        if !gids.is_empty() {
+            shm::unlink_pid(self.port, pid);
+        }
         for (slot, gid) in gids {
             let e = if said_bye {
                 Error::failure(format!(
@@ -395,6 +397,7 @@ impl Root {
         self.stopping.store(true, Ordering::SeqCst);
         let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
         for p in self.procs.lock().drain().map(|(_, p)| p) {
+            let _ = wire::send(&mut *p.writer.lock(), &Msg::Bye);
             let _ = p.reader.shutdown(std::net::Shutdown::Both);
         }
         shm::unlink_job(self.port);
