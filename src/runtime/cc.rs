@@ -42,6 +42,8 @@ pub struct Lowered {
     pub map: AddressMap,
     /// The bytes the device runs.
     pub emitted: EmittedProgram,
+    /// The world size it was prepared for.
+    pub world: u32,
 }
 
 /// Capacity of the prepared-collective cache.
@@ -94,6 +96,7 @@ pub fn prepare(req: &CollectiveRequest, world: u32) -> Result<Arc<Lowered>> {
         program,
         map,
         emitted,
+        world,
     });
     let mut c = CACHE.lock();
     if c.map.len() >= CACHE_CAPACITY {
@@ -144,8 +147,31 @@ pub fn meetings() -> &'static Rendezvous<Arrival, ()> {
     &MEETINGS
 }
 
-/// Arrive at collective `instance` of `key` and wait until it has run on every rank.
+/// Arrive at collective `instance` of `key` and wait until it has run on every rank. In a
+/// member process of a multi-process job the meeting is at the root
+/// (`runtime::bootstrap::remote_run`); otherwise it is here ([`meet_here`]).
 pub fn run(key: &GroupKey, instance: u64, arrival: Arrival) -> Result<()> {
+    if crate::runtime::bootstrap::is_member() {
+        let deadline = crate::runtime::process::config()?.exec_timeout()?;
+        let bufs = arrival.lowered.map.buffers();
+        let a = crate::runtime::bootstrap::RemoteArrival {
+            kind: key.kind,
+            slot: key.slot,
+            group: &key.group,
+            instance,
+            rank: arrival.req.rank,
+            req: Some(crate::runtime::wire::WireRequest::of(&arrival.req)?),
+            world: arrival.lowered.world,
+            in_len: bufs.input,
+            out_len: bufs.output,
+        };
+        return crate::runtime::bootstrap::remote_run(&a, arrival.io.as_ref(), deadline);
+    }
+    meet_here(key, instance, arrival)
+}
+
+/// Arrive at a meeting held in this process (single process, or the root of a job).
+pub fn meet_here(key: &GroupKey, instance: u64, arrival: Arrival) -> Result<()> {
     let deadline = crate::runtime::process::config()?.exec_timeout()?;
     let rank = arrival.req.rank;
     MEETINGS.meet(key, instance, rank, arrival, deadline, |all| {

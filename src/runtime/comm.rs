@@ -14,9 +14,9 @@
 //! * `NEURON_RT_ROOT_COMM_ID` is optional while every rank of the world lives in this process
 //!   (the rendezvous is in memory); when set it is validated (`host:port`, `[v6]:port`, port
 //!   1–65535) and recorded, and it is what the multi-process bootstrap (issue 6) binds.
-//! * A world larger than this process's cores is accepted here: the other ranks may be other
-//!   processes. Until the multi-process bootstrap exists, a collective whose peers never
-//!   arrive ends with `NRT_TIMEOUT` naming them (`runtime::rendezvous`).
+//! * A world larger than this process's cores is multi-process: the join also registers the
+//!   core's global id with the job's root (`runtime::bootstrap`), which needs
+//!   `NEURON_RT_ROOT_COMM_ID`.
 
 use std::collections::BTreeMap;
 
@@ -115,12 +115,46 @@ pub fn join(
     if let Some(r) = &root {
         parse_root_comm_id(r)?;
     }
+    // The local rules first; the bootstrap (which may wait for the root) runs without the lock
+    // so the other cores of this process can join meanwhile.
+    if check_local(slot, vnc, gid, count)? {
+        return Ok(());
+    }
+    if count > visible_cores {
+        let r = root.as_deref().ok_or_else(|| {
+            Error::invalid(format!(
+                "a world of {count} ranks, but this process owns {visible_cores} logical                  core(s): the other ranks are other processes, which needs                  NEURON_RT_ROOT_COMM_ID=host:port (spec/nrt-abi.md §5.10)"
+            ))
+        })?;
+        crate::runtime::bootstrap::join(slot as u8, gid, count, r)?;
+    }
     let mut worlds = WORLDS.lock();
     let w = worlds.entry(slot).or_insert_with(|| World {
         count,
         members: BTreeMap::new(),
         root_comm_id: root.clone(),
     });
+    if let Some(other) = w.vnc_of(gid).filter(|&v| v != vnc) {
+        return Err(Error::invalid(format!(
+            "global id {gid} is already held by vnc {other} of this process"
+        )));
+    }
+    w.members.insert(vnc, gid);
+    crate::log_info!(
+        "comm",
+        "vnc {vnc} joined the {slot:?} world as rank {gid} of {count} (root comm id {:?})",
+        w.root_comm_id
+    );
+    Ok(())
+}
+
+/// The rules a join must pass in this process; `Ok(true)` when the core already joined as
+/// this id (idempotent).
+fn check_local(slot: Slot, vnc: u32, gid: u32, count: u32) -> Result<bool> {
+    let worlds = WORLDS.lock();
+    let Some(w) = worlds.get(&slot) else {
+        return Ok(false);
+    };
     if w.count != count {
         return Err(Error::invalid(format!(
             "the {slot:?} world has {} ranks; it cannot be re-created with {count} \
@@ -129,7 +163,7 @@ pub fn join(
         )));
     }
     match w.members.get(&vnc) {
-        Some(&g) if g == gid => return Ok(()),
+        Some(&g) if g == gid => return Ok(true),
         Some(&g) => {
             return Err(Error::invalid(format!(
                 "vnc {vnc} already joined the {slot:?} world as global id {g}, not {gid}"
@@ -142,13 +176,7 @@ pub fn join(
             "global id {gid} is already held by vnc {other} of this process"
         )));
     }
-    w.members.insert(vnc, gid);
-    crate::log_info!(
-        "comm",
-        "vnc {vnc} joined the {slot:?} world as rank {gid} of {count} (root comm id {:?})",
-        w.root_comm_id
-    );
-    Ok(())
+    Ok(false)
 }
 
 /// The world of `slot`, if created.

@@ -129,9 +129,50 @@ pub fn all_gather(
     output.fill(0);
     let own = gid as usize * size;
     output[own..own + size].copy_from_slice(input);
-    let deadline = crate::runtime::process::config()?.exec_timeout()?;
     let instance = GATHERS.ticket(&key, gid);
-    let all = GATHERS.meet(&key, instance, gid, input.to_vec(), deadline, |parts| {
+    if crate::runtime::bootstrap::is_member() {
+        let deadline = crate::runtime::process::config()?.exec_timeout()?;
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let io = VecIo {
+            input: input.to_vec(),
+            output: out.clone(),
+        };
+        let a = crate::runtime::bootstrap::RemoteArrival {
+            kind: "all_gather",
+            slot: key.slot,
+            group: &key.group,
+            instance,
+            rank: gid,
+            req: None,
+            world: count,
+            in_len: size as u64,
+            out_len: output.len() as u64,
+        };
+        crate::runtime::bootstrap::remote_run(&a, &io, deadline)?;
+        output.copy_from_slice(&out.lock());
+        return Ok(());
+    }
+    let all = gather_here(&key, instance, gid, input.to_vec())?;
+    output.copy_from_slice(&all);
+    Ok(())
+}
+
+/// The rendezvous of host all-gathers.
+pub fn gathers() -> &'static Rendezvous<Vec<u8>, Arc<Vec<u8>>> {
+    &GATHERS
+}
+
+/// Arrive with `input` at host all-gather `instance` of `key` held in this process; returns
+/// every rank's input concatenated in rank order. Ranks passing different sizes fail on every
+/// rank naming both sizes.
+pub fn gather_here(
+    key: &GroupKey,
+    instance: u64,
+    rank: u32,
+    input: Vec<u8>,
+) -> Result<Arc<Vec<u8>>> {
+    let deadline = crate::runtime::process::config()?.exec_timeout()?;
+    GATHERS.meet(key, instance, rank, input, deadline, |parts| {
         if let Some(r) = parts.iter().position(|p| p.len() != parts[0].len()) {
             let e = Error::invalid(format!(
                 "nrt_all_gather #{instance}: rank 0 passed rank_input_size {}, rank {r} passed {}",
@@ -142,9 +183,7 @@ pub fn all_gather(
         }
         let joined = Arc::new(parts.concat());
         parts.iter().map(|_| Ok(joined.clone())).collect()
-    })?;
-    output.copy_from_slice(&all);
-    Ok(())
+    })
 }
 
 /// Fail pending and later host all-gathers with `NRT_CLOSED` (`nrt_close`).

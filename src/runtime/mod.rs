@@ -12,9 +12,13 @@
 //! * [`cc`] — host-driven collectives: prepare (lower, emit, cache) and run on the device.
 //! * [`cc_tensor`] — a rank's tensors as the data of a device collective.
 //! * [`host_cc`] — `nrt_barrier` and `nrt_all_gather`.
+//! * [`bootstrap`] — one rank per process: the job's root, members, remote arrivals.
+//! * [`shm`] — named shared memory of a job.
+//! * [`wire`] — the private protocol between the processes of a job.
 //! * [`verifiable`] — verifiable data, the reference result and in-place staging for runs.
 //! * [`xu`] — execution units: async request queues, sequence ids, completion and eventfds.
 
+pub mod bootstrap;
 pub mod cc;
 pub mod cc_tensor;
 pub mod comm;
@@ -25,7 +29,9 @@ pub mod host_cc;
 pub mod log;
 pub mod process;
 pub mod rendezvous;
+pub mod shm;
 pub mod state;
 pub mod tensor;
 pub mod verifiable;
+pub mod wire;
 pub mod xu;

@@ -52,6 +52,7 @@ struct Meeting<A, R> {
 #[derive(Debug)]
 struct Inner<A, R> {
     closed: Option<Error>,
+    dead: HashMap<u32, Error>,
     next: HashMap<(GroupKey, u32), u64>,
     meetings: HashMap<(GroupKey, u64), Meeting<A, R>>,
 }
@@ -75,6 +76,7 @@ impl<A, R> Rendezvous<A, R> {
         Rendezvous {
             inner: Mutex::new(Inner {
                 closed: None,
+                dead: HashMap::new(),
                 next: HashMap::new(),
                 meetings: HashMap::new(),
             }),
@@ -140,6 +142,14 @@ impl<A, R> Rendezvous<A, R> {
             )));
         }
         m.arrived[rank as usize] = Some(arrival);
+        if let Some(e) = Self::dead_missing(&g.dead, key, &g.meetings[&id].arrived) {
+            let m = g.meetings.get_mut(&id).expect("just inserted");
+            m.arrived.iter_mut().for_each(|a| *a = None);
+            m.failed = Some(e.clone());
+            self.cv.notify_all();
+            return Err(e);
+        }
+        let m = g.meetings.get_mut(&id).expect("just inserted");
         if m.arrived.iter().all(Option::is_some) {
             let all: Vec<A> = m
                 .arrived
@@ -224,10 +234,43 @@ impl<A, R> Rendezvous<A, R> {
         self.cv.notify_all();
     }
 
+    /// The error of a dead rank that has not arrived at a meeting, if any.
+    fn dead_missing(
+        dead: &HashMap<u32, Error>,
+        key: &GroupKey,
+        arrived: &[Option<A>],
+    ) -> Option<Error> {
+        key.group.iter().zip(arrived).find_map(|(g, a)| {
+            if a.is_none() {
+                dead.get(g).cloned()
+            } else {
+                None
+            }
+        })
+    }
+
+    /// Global id `gid` is gone (its process died or left): every open meeting it has not
+    /// arrived at fails with `why`, and so does every later meeting of a group holding it.
+    pub fn mark_dead(&self, gid: u32, why: &Error) {
+        let mut g = self.inner.lock();
+        g.dead.insert(gid, why.clone());
+        let Inner { dead, meetings, .. } = &mut *g;
+        for ((key, _), m) in meetings.iter_mut() {
+            if m.results.is_none() && m.failed.is_none() {
+                if let Some(e) = Self::dead_missing(dead, key, &m.arrived) {
+                    m.arrived.iter_mut().for_each(|a| *a = None);
+                    m.failed = Some(e);
+                }
+            }
+        }
+        self.cv.notify_all();
+    }
+
     /// Forget every ticket and meeting (after `nrt_close`).
     pub fn reset(&self) {
         let mut g = self.inner.lock();
         g.closed = None;
+        g.dead.clear();
         g.next.clear();
         g.meetings.clear();
         self.cv.notify_all();

@@ -1,0 +1,447 @@
+//! One rank per process (issue 6; spec/nrt-abi.md §5.10–§5.11; design.md §2.6–§2.7): the
+//! job's processes, their connection to the root, and collectives whose ranks live in several
+//! processes.
+//!
+//! A world larger than the process's visible cores is multi-process. The process owning global
+//! id 0 is the job's **root**: it binds `NEURON_RT_ROOT_COMM_ID` ("rank 0's process binds the
+//! root port", §5.11) and every other process connects to it, retrying until
+//! `OPENNRT_BOOTSTRAP_TIMEOUT` (seconds, default 30). The hello is checked (magic, OpenNRT
+//! version); each core's join is checked by the root against the world it knows (size,
+//! duplicate global ids) and refused with a message naming both sides. A refusal that breaks
+//! the world (two processes claiming one id) fails every process: the root broadcasts it.
+//!
+//! **Collectives.** The root is the meeting place: its own ranks meet in its in-memory
+//! rendezvous as in one process, and a rank of another process arrives with a message
+//! ([`remote_run`]) whose data sits in that process's shared-memory staging segment
+//! (`runtime::shm`). The root's handler maps the segment, joins the meeting with it, and the
+//! last arrival runs the emitted program of all ranks on the software device (checking first
+//! that every rank prepared the same collective), writing each rank's result into its segment;
+//! the member then copies it into its tensors. Choice (first stage of design.md §2.7): the
+//! device runs in the root process, and only the staging memory is shared; the simulated HBM,
+//! semaphores and queues are not yet shared between processes.
+//!
+//! **Faults.** A member's connection ending without its goodbye means the process died: the root
+//! unlinks its shared-memory names and fails every open and later meeting in which one of its
+//! ranks had not arrived with `NRT_EXEC_HW_ERR_COLLECTIVES`, naming the rank, its process and
+//! the collective. A member whose connection to the root ends fails its pending collectives the
+//! same way. A live rank that never arrives is the rendezvous timeout (`NRT_TIMEOUT`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::runtime::cc::RankIo;
+use crate::runtime::comm::parse_root_comm_id;
+use crate::runtime::shm::{self, Segment};
+use crate::runtime::wire::{self, Msg, WireError, WireRequest};
+
+#[path = "bootstrap_root.rs"]
+mod root;
+
+/// The bootstrap deadline variable and its default (seconds).
+pub const BOOTSTRAP_TIMEOUT_ENV: &str = "OPENNRT_BOOTSTRAP_TIMEOUT";
+const BOOTSTRAP_TIMEOUT_S: u64 = 30;
+
+/// The version a process announces (`OPENNRT_VERSION_OVERRIDE` replaces it, for tests).
+pub fn version() -> String {
+    std::env::var("OPENNRT_VERSION_OVERRIDE")
+        .unwrap_or_else(|_| env!("CARGO_PKG_VERSION").to_string())
+}
+
+fn bootstrap_timeout() -> Duration {
+    let s = std::env::var(BOOTSTRAP_TIMEOUT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(BOOTSTRAP_TIMEOUT_S);
+    Duration::from_secs(s)
+}
+
+/// A member process's link to the root.
+#[derive(Debug)]
+struct Member {
+    port: u16,
+    writer: Mutex<TcpStream>,
+    pending: Mutex<HashMap<u64, Sender<Msg>>>,
+    failed: Mutex<Option<Error>>,
+    closing: AtomicBool,
+    root_left: AtomicBool,
+    next_id: AtomicU64,
+    staging: Mutex<HashMap<u32, Arc<Segment>>>,
+}
+
+#[derive(Debug, Clone)]
+enum Job {
+    Root(Arc<root::Root>),
+    Member(Arc<Member>),
+}
+
+static JOB: Mutex<Option<Job>> = Mutex::new(None);
+static CONNECTING: Mutex<()> = Mutex::new(());
+
+fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| {
+            Error::invalid(format!(
+                "NEURON_RT_ROOT_COMM_ID: cannot resolve {host:?}: {e}"
+            ))
+        })?
+        .collect();
+    if addrs.is_empty() {
+        return Err(Error::invalid(format!(
+            "NEURON_RT_ROOT_COMM_ID: {host:?} resolves to no address"
+        )));
+    }
+    Ok(addrs)
+}
+
+/// Register core's global id `gid` of a `count`-rank world `slot` with the job at `root`
+/// (`host:port`), becoming the root when `gid` is 0 or connecting to it otherwise.
+pub fn join(slot: u8, gid: u32, count: u32, root_id: &str) -> Result<()> {
+    let (host, port) = parse_root_comm_id(root_id)?;
+    if gid == 0 {
+        let r = become_root(&host, port)?;
+        return r.register_local(slot, gid, count);
+    }
+    let deadline = Instant::now() + bootstrap_timeout();
+    loop {
+        match JOB.lock().clone() {
+            Some(Job::Root(r)) => return r.register_local(slot, gid, count),
+            Some(Job::Member(m)) => return m.join(slot, gid, count),
+            None => {}
+        }
+        // One connection per process: threads of this process wait for each other here.
+        let guard = CONNECTING.lock();
+        if JOB.lock().is_some() {
+            continue;
+        }
+        match connect(&host, port) {
+            Ok(m) => {
+                let mut job = JOB.lock();
+                if let Some(Job::Root(r)) = job.clone() {
+                    // This process became the root while connecting (to itself): drop the link.
+                    drop(job);
+                    m.discard();
+                    return r.register_local(slot, gid, count);
+                }
+                *job = Some(Job::Member(m.clone()));
+                drop(job);
+                drop(guard);
+                return m.join(slot, gid, count);
+            }
+            Err(e) if e.kind() == ErrorKind::Timeout && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) if e.kind() == ErrorKind::Timeout => {
+                return Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "no root at {root_id} after {:?} ({BOOTSTRAP_TIMEOUT_ENV}): the process \
+                         owning global id 0 never listened",
+                        bootstrap_timeout()
+                    ),
+                ))
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn become_root(host: &str, port: u16) -> Result<Arc<root::Root>> {
+    let mut job = JOB.lock();
+    match job.clone() {
+        Some(Job::Root(r)) => return Ok(r),
+        Some(Job::Member(_)) => {
+            return Err(Error::invalid(
+                "global id 0 joins a process that already joined the job as a member: the \
+                 process owning global id 0 is the root and must be the one listening",
+            ))
+        }
+        None => {}
+    }
+    let mut last = None;
+    for a in resolve(host, port)? {
+        match TcpListener::bind(a) {
+            Ok(l) => {
+                let r = root::Root::start(l, port)?;
+                *job = Some(Job::Root(r.clone()));
+                return Ok(r);
+            }
+            Err(e) => last = Some((a, e)),
+        }
+    }
+    let (a, e) = last.expect("resolve returns at least one address");
+    Err(Error::invalid(format!(
+        "cannot listen on NEURON_RT_ROOT_COMM_ID {host}:{port} ({a}): {e}{}",
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            " — the port is in use (another job on this port?)"
+        } else {
+            ""
+        }
+    )))
+}
+
+/// Connect to the root and say hello. `Timeout` kind = nobody listening yet (retry).
+fn connect(host: &str, port: u16) -> Result<Arc<Member>> {
+    let mut stream = None;
+    for a in resolve(host, port)? {
+        if let Ok(s) = TcpStream::connect_timeout(&a, Duration::from_secs(2)) {
+            stream = Some(s);
+            break;
+        }
+    }
+    let mut s = stream.ok_or_else(|| Error::new(ErrorKind::Timeout, "root not listening"))?;
+    s.set_nodelay(true).ok();
+    wire::send(
+        &mut s,
+        &Msg::Hello {
+            magic: wire::MAGIC,
+            version: version(),
+            pid: std::process::id(),
+        },
+    )?;
+    match wire::recv(&mut s)? {
+        Some(Msg::Welcome) => {}
+        Some(Msg::Reject { reason }) => return Err(Error::invalid(reason)),
+        other => {
+            return Err(Error::failure(format!(
+                "the root at {host}:{port} answered the hello with {other:?}"
+            )))
+        }
+    }
+    let reader = s
+        .try_clone()
+        .map_err(|e| Error::failure(format!("socket: {e}")))?;
+    let m = Arc::new(Member {
+        port,
+        writer: Mutex::new(s),
+        pending: Mutex::new(HashMap::new()),
+        failed: Mutex::new(None),
+        closing: AtomicBool::new(false),
+        root_left: AtomicBool::new(false),
+        next_id: AtomicU64::new(1),
+        staging: Mutex::new(HashMap::new()),
+    });
+    let m2 = m.clone();
+    std::thread::Builder::new()
+        .name("opennrt-member".into())
+        .spawn(move || m2.read_loop(reader))
+        .map_err(|e| Error::resource(format!("spawn: {e}")))?;
+    Ok(m)
+}
+
+impl Member {
+    fn read_loop(&self, mut r: TcpStream) {
+        loop {
+            match wire::recv(&mut r) {
+                Ok(Some(Msg::WorldFailed { error })) => self.fail(error.error()),
+                Ok(Some(m @ (Msg::Joined { .. } | Msg::Done { .. }))) => {
+                    let id = match &m {
+                        Msg::Joined { id, .. } | Msg::Done { id, .. } => *id,
+                        _ => unreachable!(),
+                    };
+                    if let Some(tx) = self.pending.lock().remove(&id) {
+                        let _ = tx.send(m);
+                    }
+                }
+                Ok(Some(Msg::Bye)) => self.root_left.store(true, Ordering::SeqCst),
+                Ok(Some(other)) => {
+                    crate::log_warn!("bootstrap", "unexpected message from the root: {other:?}")
+                }
+                Ok(None) | Err(_) => {
+                    if self.root_left.load(Ordering::SeqCst) {
+                        let e = Error::failure(
+                            "the job's root process (global id 0) left the job (nrt_close)",
+                        );
+                        crate::log_info!("bootstrap", "{e}");
+                        self.failed.lock().get_or_insert(e);
+                        self.pending.lock().clear();
+                    } else if !self.closing.load(Ordering::SeqCst) {
+                        self.fail(Error::new(
+                            ErrorKind::CollectivesHang,
+                            "the job's root process (global id 0) is gone: its connection ended",
+                        ));
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Close a link that is not needed (never used for a join).
+    fn discard(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+        let _ = self.writer.lock().shutdown(std::net::Shutdown::Both);
+    }
+
+    /// Fail the job for this process: pending calls get `e`, later ones too.
+    fn fail(&self, e: Error) {
+        crate::log_error!("bootstrap", "{e}");
+        self.failed.lock().get_or_insert(e);
+        self.pending.lock().clear(); // dropping the senders wakes the waiters
+        for (_, s) in self.staging.lock().drain() {
+            s.unlink();
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        match &*self.failed.lock() {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Send `m` (built with a fresh id) and wait for its answer.
+    fn ask(&self, build: impl FnOnce(u64) -> Msg, wait: Option<Duration>) -> Result<Msg> {
+        self.check()?;
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = channel();
+        self.pending.lock().insert(id, tx);
+        if let Err(e) = wire::send(&mut *self.writer.lock(), &build(id)) {
+            self.pending.lock().remove(&id);
+            return Err(e);
+        }
+        let got = match wait {
+            Some(d) => rx.recv_timeout(d).map_err(|_| ()),
+            None => rx.recv().map_err(|_| ()),
+        };
+        match got {
+            Ok(m) => Ok(m),
+            Err(()) => {
+                self.pending.lock().remove(&id);
+                self.check()?;
+                Err(Error::new(
+                    ErrorKind::Timeout,
+                    "the root did not answer in time",
+                ))
+            }
+        }
+    }
+
+    fn join(&self, slot: u8, gid: u32, count: u32) -> Result<()> {
+        let msg = |id| Msg::Join {
+            id,
+            slot,
+            gid,
+            count,
+        };
+        match self.ask(msg, Some(bootstrap_timeout()))? {
+            Msg::Joined { error: None, .. } => Ok(()),
+            Msg::Joined { error: Some(e), .. } => Err(e.error()),
+            other => Err(Error::failure(format!(
+                "unexpected answer to a join: {other:?}"
+            ))),
+        }
+    }
+
+    /// This rank's staging segment, at least `len` bytes.
+    fn staging(&self, gid: u32, len: usize) -> Result<Arc<Segment>> {
+        let mut st = self.staging.lock();
+        if let Some(s) = st.get(&gid) {
+            if s.len() >= len {
+                return Ok(s.clone());
+            }
+            s.unlink();
+        }
+        let cap = len.max(64 << 10).next_power_of_two();
+        let n = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let name = format!("{}g{gid}-{n}", shm::prefix(self.port, std::process::id()));
+        let s = Arc::new(Segment::create(&name, cap)?);
+        st.insert(gid, s.clone());
+        Ok(s)
+    }
+}
+
+/// What a rank of a member process brings to a collective run at the root.
+#[derive(Debug)]
+pub struct RemoteArrival<'a> {
+    /// "cc", "barrier" or "all_gather".
+    pub kind: &'static str,
+    /// World slot.
+    pub slot: u8,
+    /// Global ids in rank order.
+    pub group: &'a [u32],
+    /// The collective's number on the group.
+    pub instance: u64,
+    /// The rank (index in `group`).
+    pub rank: u32,
+    /// The request of device collectives.
+    pub req: Option<WireRequest>,
+    /// The world size it was prepared for.
+    pub world: u32,
+    /// Input bytes.
+    pub in_len: u64,
+    /// Output bytes.
+    pub out_len: u64,
+}
+
+/// Whether collectives of this process run through a root in another process.
+pub fn is_member() -> bool {
+    matches!(&*JOB.lock(), Some(Job::Member(_)))
+}
+
+/// Run one rank's part of a collective whose meeting is at the root: stage the input, arrive,
+/// wait for the result (`deadline` plus a margin), store it through `io`.
+pub fn remote_run(a: &RemoteArrival, io: &dyn RankIo, deadline: Option<Duration>) -> Result<()> {
+    let m = match JOB.lock().clone() {
+        Some(Job::Member(m)) => m,
+        _ => return Err(Error::failure("remote_run outside a member process")),
+    };
+    let gid = a.group[a.rank as usize];
+    let seg = m.staging(gid, a.in_len.max(a.out_len) as usize)?;
+    seg.write(0, &io.input(a.in_len)?)?;
+    let build = |id| Msg::Arrive {
+        id,
+        kind: a.kind.to_string(),
+        slot: a.slot,
+        group: a.group.to_vec(),
+        instance: a.instance,
+        rank: a.rank,
+        req: a.req.clone(),
+        world: a.world,
+        shm: seg.name().to_string(),
+        shm_len: seg.len() as u64,
+        in_len: a.in_len,
+    };
+    let wait = deadline.map(|d| d + Duration::from_secs(10));
+    match m.ask(build, wait) {
+        Ok(Msg::Done { error: None, .. }) => {
+            let mut out = vec![0u8; a.out_len as usize];
+            seg.read(0, &mut out)?;
+            io.output(&out)
+        }
+        Ok(Msg::Done { error: Some(e), .. }) => Err(e.error()),
+        Ok(other) => Err(Error::failure(format!(
+            "unexpected answer to an arrival: {other:?}"
+        ))),
+        Err(e) => {
+            seg.unlink();
+            Err(e)
+        }
+    }
+}
+
+/// Leave the job (`nrt_close`): a member says goodbye and unlinks its names; the root stops
+/// listening, drops its peers and unlinks every name of the job.
+pub fn shutdown() {
+    let job = JOB.lock().take();
+    match job {
+        Some(Job::Member(m)) => {
+            m.closing.store(true, Ordering::SeqCst);
+            let mut w = m.writer.lock();
+            let _ = wire::send(&mut *w, &Msg::Bye);
+            let _ = w.shutdown(std::net::Shutdown::Both);
+            drop(w);
+            m.staging.lock().clear();
+            shm::unlink_pid(m.port, std::process::id());
+        }
+        Some(Job::Root(r)) => r.stop(),
+        None => {}
+    }
+}

@@ -1,0 +1,405 @@
+//! The job's root process (see `runtime::bootstrap`): listens on the root port, checks every
+//! process and join, and is the meeting place of every collective.
+
+use super::*;
+use crate::runtime::cc::{self, Arrival};
+use crate::runtime::host_cc;
+use crate::runtime::rendezvous::GroupKey;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    Local,
+    Proc(u64, u32),
+}
+
+impl Owner {
+    fn describe(self) -> String {
+        match self {
+            Owner::Local => format!("the root process (pid {})", std::process::id()),
+            Owner::Proc(_, pid) => format!("process {pid}"),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct World {
+    count: u32,
+    owners: BTreeMap<u32, Owner>,
+}
+
+#[derive(Debug)]
+struct Proc {
+    writer: Arc<Mutex<TcpStream>>,
+    reader: TcpStream,
+    segs: HashMap<String, Arc<Segment>>,
+}
+
+/// The root of a job.
+#[derive(Debug)]
+pub(super) struct Root {
+    port: u16,
+    addr: SocketAddr,
+    stopping: AtomicBool,
+    next_conn: AtomicU64,
+    procs: Mutex<HashMap<u64, Proc>>,
+    worlds: Mutex<BTreeMap<u8, World>>,
+    failed: Mutex<Option<Error>>,
+}
+
+/// A rank's staging segment as the data of the meeting.
+#[derive(Debug)]
+struct ShmIo {
+    seg: Arc<Segment>,
+    in_len: u64,
+}
+
+impl RankIo for ShmIo {
+    fn input(&self, len: u64) -> Result<Vec<u8>> {
+        if len != self.in_len {
+            return Err(Error::invalid(format!(
+                "the remote rank staged {} input bytes, the program reads {len}",
+                self.in_len
+            )));
+        }
+        let mut v = vec![0u8; len as usize];
+        self.seg.read(0, &mut v)?;
+        Ok(v)
+    }
+    fn output(&self, data: &[u8]) -> Result<()> {
+        self.seg.write(0, data)
+    }
+}
+
+fn kind_of(k: &str) -> Result<&'static str> {
+    match k {
+        "cc" => Ok("cc"),
+        "barrier" => Ok("barrier"),
+        "all_gather" => Ok("all_gather"),
+        other => Err(Error::failure(format!("unknown collective kind {other:?}"))),
+    }
+}
+
+impl Root {
+    pub(super) fn start(l: TcpListener, port: u16) -> Result<Arc<Root>> {
+        let stale = shm::unlink_job(port);
+        if stale > 0 {
+            crate::log_warn!(
+                "bootstrap",
+                "removed {stale} shared-memory object(s) an earlier job on port {port} left"
+            );
+        }
+        let addr = l
+            .local_addr()
+            .map_err(|e| Error::failure(format!("listener: {e}")))?;
+        let r = Arc::new(Root {
+            port,
+            addr,
+            stopping: AtomicBool::new(false),
+            next_conn: AtomicU64::new(1),
+            procs: Mutex::new(HashMap::new()),
+            worlds: Mutex::new(BTreeMap::new()),
+            failed: Mutex::new(None),
+        });
+        let r2 = r.clone();
+        std::thread::Builder::new()
+            .name("opennrt-root".into())
+            .spawn(move || r2.accept_loop(l))
+            .map_err(|e| Error::resource(format!("spawn: {e}")))?;
+        crate::log_info!("bootstrap", "root of the job listening on {addr}");
+        Ok(r)
+    }
+
+    fn accept_loop(self: Arc<Self>, l: TcpListener) {
+        for s in l.incoming() {
+            if self.stopping.load(Ordering::SeqCst) {
+                return;
+            }
+            let Ok(s) = s else { continue };
+            s.set_nodelay(true).ok();
+            let r = self.clone();
+            let _ = std::thread::Builder::new()
+                .name("opennrt-root-conn".into())
+                .spawn(move || r.serve(s));
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        match &*self.failed.lock() {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Break the world: every process and every pending or later collective fails with `e`.
+    fn fail_world(&self, e: Error) {
+        crate::log_error!("bootstrap", "{e}");
+        self.failed.lock().get_or_insert(e.clone());
+        for p in self.procs.lock().values() {
+            let _ = wire::send(
+                &mut *p.writer.lock(),
+                &Msg::WorldFailed {
+                    error: WireError::of(&e),
+                },
+            );
+        }
+        cc::meetings().abort_all(&e);
+        host_cc::gathers().abort_all(&e);
+    }
+
+    fn register(&self, slot: u8, gid: u32, count: u32, owner: Owner) -> Result<()> {
+        self.check()?;
+        let mut worlds = self.worlds.lock();
+        let w = worlds.entry(slot).or_insert_with(|| World {
+            count,
+            owners: BTreeMap::new(),
+        });
+        if w.count != count {
+            return Err(Error::invalid(format!(
+                "{} joins world slot {slot} as global id {gid} of {count} ranks, but the job's \
+                 world has {} ranks",
+                owner.describe(),
+                w.count
+            )));
+        }
+        match w.owners.get(&gid) {
+            Some(&o) if o == owner => Ok(()),
+            Some(&o) => {
+                let e = Error::invalid(format!(
+                    "global id {gid} (world slot {slot}) is claimed by {} and by {}: each rank \
+                     must be one core of one process",
+                    o.describe(),
+                    owner.describe()
+                ));
+                drop(worlds);
+                self.fail_world(e.clone());
+                Err(e)
+            }
+            None => {
+                w.owners.insert(gid, owner);
+                Ok(())
+            }
+        }
+    }
+
+    pub(super) fn register_local(&self, slot: u8, gid: u32, count: u32) -> Result<()> {
+        self.register(slot, gid, count, Owner::Local)
+    }
+
+    fn serve(self: Arc<Self>, mut s: TcpStream) {
+        let conn = self.next_conn.fetch_add(1, Ordering::SeqCst);
+        let pid = match wire::recv(&mut s) {
+            Ok(Some(Msg::Hello {
+                magic,
+                version: v,
+                pid,
+            })) => {
+                let ours = version();
+                let why = if magic != wire::MAGIC {
+                    Some(format!(
+                        "a peer (pid {pid}) sent bootstrap magic {magic:#x}, not {:#x}",
+                        wire::MAGIC
+                    ))
+                } else if v != ours {
+                    Some(format!(
+                        "process {pid} runs OpenNRT {v}, the root (pid {}) runs OpenNRT {ours}: \
+                         every process of a job must run the same version",
+                        std::process::id()
+                    ))
+                } else {
+                    None
+                };
+                if let Some(reason) = why {
+                    let _ = wire::send(
+                        &mut s,
+                        &Msg::Reject {
+                            reason: reason.clone(),
+                        },
+                    );
+                    self.fail_world(Error::invalid(reason));
+                    return;
+                }
+                pid
+            }
+            _ => return, // not one of ours (or a wake-up connection)
+        };
+        let (Ok(writer), Ok(reader)) = (s.try_clone(), s.try_clone()) else {
+            return;
+        };
+        let writer = Arc::new(Mutex::new(writer));
+        self.procs.lock().insert(
+            conn,
+            Proc {
+                writer: writer.clone(),
+                reader,
+                segs: HashMap::new(),
+            },
+        );
+        if wire::send(&mut *writer.lock(), &Msg::Welcome).is_err() {
+            return;
+        }
+        if let Some(e) = self.failed.lock().clone() {
+            let _ = wire::send(
+                &mut *writer.lock(),
+                &Msg::WorldFailed {
+                    error: WireError::of(&e),
+                },
+            );
+        }
+        let owner = Owner::Proc(conn, pid);
+        let mut said_bye = false;
+        loop {
+            match wire::recv(&mut s) {
+                Ok(Some(Msg::Join {
+                    id,
+                    slot,
+                    gid,
+                    count,
+                })) => {
+                    let error = self
+                        .register(slot, gid, count, owner)
+                        .err()
+                        .map(|e| WireError::of(&e));
+                    let _ = wire::send(&mut *writer.lock(), &Msg::Joined { id, error });
+                }
+                Ok(Some(a @ Msg::Arrive { .. })) => {
+                    let (r, w) = (self.clone(), writer.clone());
+                    let _ = std::thread::Builder::new()
+                        .name("opennrt-root-arrival".into())
+                        .spawn(move || r.arrival(conn, a, w));
+                }
+                Ok(Some(Msg::Bye)) => said_bye = true,
+                Ok(Some(other)) => crate::log_warn!(
+                    "bootstrap",
+                    "unexpected message from process {pid}: {other:?}"
+                ),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        self.gone(conn, pid, said_bye);
+    }
+
+    /// A process's connection ended: without a goodbye it died.
+    fn gone(&self, conn: u64, pid: u32, said_bye: bool) {
+        self.procs.lock().remove(&conn);
+        if self.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let gids: Vec<(u8, u32)> = self
+            .worlds
+            .lock()
+            .iter()
+            .flat_map(|(&slot, w)| {
+                w.owners
+                    .iter()
+                    .filter(|(_, &o)| o == Owner::Proc(conn, pid))
+                    .map(move |(&g, _)| (slot, g))
+            })
+            .collect();
+        if !gids.is_empty() {
+            shm::unlink_pid(self.port, pid);
+        }
+        for (slot, gid) in gids {
+            let e = if said_bye {
+                Error::failure(format!(
+                    "global id {gid} left the job (its process {pid} called nrt_close)"
+                ))
+            } else {
+                Error::new(
+                    ErrorKind::CollectivesHang,
+                    format!("global id {gid} is gone: its process {pid} died (connection to the root ended without nrt_close)"),
+                )
+            };
+            if !said_bye {
+                crate::log_error!("bootstrap", "world slot {slot}: {}", e.message());
+            }
+            cc::meetings().mark_dead(gid, &e);
+            host_cc::gathers().mark_dead(gid, &e);
+        }
+    }
+
+    fn arrival(&self, conn: u64, a: Msg, w: Arc<Mutex<TcpStream>>) {
+        let Msg::Arrive { id, .. } = a else { return };
+        let r = self.run_arrival(conn, a);
+        let error = r.err().map(|e| WireError::of(&e));
+        let _ = wire::send(
+            &mut *w.lock(),
+            &Msg::Done {
+                id,
+                out_len: 0,
+                error,
+            },
+        );
+    }
+
+    fn segment(&self, conn: u64, name: &str, len: u64) -> Result<Arc<Segment>> {
+        let mut procs = self.procs.lock();
+        let p = procs
+            .get_mut(&conn)
+            .ok_or_else(|| Error::failure("the arriving process is gone"))?;
+        if let Some(s) = p.segs.get(name) {
+            return Ok(s.clone());
+        }
+        let s = Arc::new(Segment::open(name, len as usize)?);
+        s.unlink(); // both sides hold it now: nothing stays in /dev/shm
+        let stem = name.rsplit_once('-').map_or(name, |(a, _)| a).to_string();
+        p.segs.retain(|n, _| !n.starts_with(&format!("{stem}-")));
+        p.segs.insert(name.to_string(), s.clone());
+        Ok(s)
+    }
+
+    fn run_arrival(&self, conn: u64, a: Msg) -> Result<()> {
+        self.check()?;
+        let Msg::Arrive {
+            kind,
+            slot,
+            group,
+            instance,
+            rank,
+            req,
+            world,
+            shm,
+            shm_len,
+            in_len,
+            ..
+        } = a
+        else {
+            unreachable!()
+        };
+        let seg = self.segment(conn, &shm, shm_len)?;
+        let key = GroupKey {
+            kind: kind_of(&kind)?,
+            slot,
+            group,
+        };
+        if key.kind == "all_gather" {
+            let mut input = vec![0u8; in_len as usize];
+            seg.read(0, &mut input)?;
+            let all = host_cc::gather_here(&key, instance, rank, input)?;
+            return seg.write(0, &all);
+        }
+        let req = req
+            .ok_or_else(|| Error::failure("a device collective arrived without its request"))?
+            .request()?;
+        let lowered = cc::prepare(&req, world)?;
+        let io = ShmIo { seg, in_len };
+        cc::meet_here(
+            &key,
+            instance,
+            Arrival {
+                req,
+                lowered,
+                io: Box::new(io),
+            },
+        )
+    }
+
+    pub(super) fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
+        for p in self.procs.lock().drain().map(|(_, p)| p) {
+            let _ = wire::send(&mut *p.writer.lock(), &Msg::Bye);
+            let _ = p.reader.shutdown(std::net::Shutdown::Both);
+        }
+        shm::unlink_job(self.port);
+    }
+}

@@ -1,0 +1,239 @@
+//! Named POSIX shared memory (`shm_open` + `mmap`) for data that crosses processes of one job
+//! (issue 6; design.md §2.7).
+//!
+//! Every name is `/opennrt-<port>-<pid>-<what>`: the root port of the job keeps two jobs on one
+//! host apart, and the creating process's pid lets the job's root remove what a dead process
+//! left ([`unlink_pid`]). A name lives only until the peer that needs it has mapped it: the
+//! mapping survives `shm_unlink`, so the object disappears from `/dev/shm` as soon as both
+//! sides hold it, and the kernel frees the memory when the last mapping goes — a job that dies
+//! leaves nothing behind except names nobody opened yet, which the root (or, if the root died,
+//! the creator) unlinks. [`unlink_job`] clears a whole job's prefix (a root starting on a port
+//! removes the leftovers of a killed earlier job on that port).
+
+use std::ffi::CString;
+
+use crate::error::{Error, Result};
+
+/// A mapped shared-memory object.
+#[derive(Debug)]
+pub struct Segment {
+    name: String,
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared bytes; concurrent access follows the protocol of its
+// users (one writer at a time, handed over by messages), like device memory.
+unsafe impl Send for Segment {}
+// SAFETY: as above; `&Segment` only hands out raw copies through `read`/`write`.
+unsafe impl Sync for Segment {}
+
+fn cname(name: &str) -> Result<CString> {
+    CString::new(name).map_err(|_| Error::invalid(format!("shm name {name:?} contains NUL")))
+}
+
+fn os_err(what: &str, name: &str) -> Error {
+    Error::resource(format!(
+        "{what} {name:?}: {}",
+        std::io::Error::last_os_error()
+    ))
+}
+
+/// The name prefix of a job (root port) and process.
+pub fn prefix(port: u16, pid: u32) -> String {
+    format!("/opennrt-{port}-{pid}-")
+}
+
+impl Segment {
+    /// Create `name` (exclusive) with `len` bytes and map it.
+    pub fn create(name: &str, len: usize) -> Result<Segment> {
+        let c = cname(name)?;
+        // SAFETY: valid C string; flags and mode are plain integers.
+        let fd = unsafe {
+            libc::shm_open(
+                c.as_ptr(),
+                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+                0o600,
+            )
+        };
+        if fd < 0 {
+            return Err(os_err("shm_open(create)", name));
+        }
+        // SAFETY: `fd` is ours.
+        if unsafe { libc::ftruncate(fd, len.max(1) as libc::off_t) } != 0 {
+            let e = os_err("ftruncate", name);
+            // SAFETY: closing and unlinking what we created.
+            unsafe {
+                libc::close(fd);
+                libc::shm_unlink(c.as_ptr());
+            }
+            return Err(e);
+        }
+        // SAFETY: maps `fd` (closed right after; the mapping keeps the object).
+        let r = unsafe { Self::map(fd, name, len) };
+        if r.is_err() {
+            // SAFETY: unlinking what we created.
+            unsafe { libc::shm_unlink(c.as_ptr()) };
+        }
+        r
+    }
+
+    /// Open and map an existing `name` of `len` bytes.
+    pub fn open(name: &str, len: usize) -> Result<Segment> {
+        let c = cname(name)?;
+        // SAFETY: valid C string.
+        let fd = unsafe { libc::shm_open(c.as_ptr(), libc::O_RDWR, 0) };
+        if fd < 0 {
+            return Err(os_err("shm_open", name));
+        }
+        // SAFETY: maps `fd`, which we own.
+        unsafe { Self::map(fd, name, len) }
+    }
+
+    /// # Safety
+    /// `fd` must be an open shared-memory descriptor of at least `len` bytes; it is closed.
+    unsafe fn map(fd: libc::c_int, name: &str, len: usize) -> Result<Segment> {
+        // SAFETY: the caller's contract; a fresh shared read/write mapping.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len.max(1),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        // SAFETY: the mapping (if any) holds its own reference.
+        unsafe { libc::close(fd) };
+        if p == libc::MAP_FAILED {
+            return Err(os_err("mmap", name));
+        }
+        Ok(Segment {
+            name: name.to_string(),
+            ptr: p.cast(),
+            len,
+        })
+    }
+
+    /// The object's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Bytes mapped.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the segment has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Remove the name (the mapping stays valid).
+    pub fn unlink(&self) {
+        unlink(&self.name);
+    }
+
+    /// Copy `data` to byte `at`.
+    pub fn write(&self, at: usize, data: &[u8]) -> Result<()> {
+        self.check(at, data.len())?;
+        // SAFETY: in bounds (checked); raw copy into shared memory.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(at), data.len()) };
+        Ok(())
+    }
+
+    /// Copy `out.len()` bytes from byte `at`.
+    pub fn read(&self, at: usize, out: &mut [u8]) -> Result<()> {
+        self.check(at, out.len())?;
+        // SAFETY: in bounds (checked); raw copy out of shared memory.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(at), out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    fn check(&self, at: usize, n: usize) -> Result<()> {
+        match at.checked_add(n) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(Error::invalid(format!(
+                "shared segment {}: {n} bytes at {at} exceed its {} bytes",
+                self.name, self.len
+            ))),
+        }
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: unmapping our own mapping once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len.max(1)) };
+    }
+}
+
+/// Remove `name` if it exists.
+pub fn unlink(name: &str) {
+    if let Ok(c) = cname(name) {
+        // SAFETY: valid C string.
+        unsafe { libc::shm_unlink(c.as_ptr()) };
+    }
+}
+
+/// Names in `/dev/shm` starting with `prefix` (given with its leading `/`).
+pub fn list(prefix: &str) -> Vec<String> {
+    let want = prefix.trim_start_matches('/');
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with(want))
+                .map(|n| format!("/{n}"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Unlink everything a process `pid` of the job on `port` left.
+pub fn unlink_pid(port: u16, pid: u32) -> usize {
+    let names = list(&prefix(port, pid));
+    names.iter().for_each(|n| unlink(n));
+    names.len()
+}
+
+/// Unlink everything of the job on `port`.
+pub fn unlink_job(port: u16) -> usize {
+    let names = list(&format!("/opennrt-{port}-"));
+    names.iter().for_each(|n| unlink(n));
+    names.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_open_share_and_unlink() {
+        let port = 1;
+        let pid = std::process::id();
+        let name = format!("{}test", prefix(port, pid));
+        unlink(&name);
+        let a = Segment::create(&name, 4096).unwrap();
+        assert!(Segment::create(&name, 4096).is_err(), "exclusive create");
+        let b = Segment::open(&name, 4096).unwrap();
+        a.write(100, b"hello").unwrap();
+        let mut got = [0u8; 5];
+        b.read(100, &mut got).unwrap();
+        assert_eq!(&got, b"hello");
+        assert!(a.write(4095, b"xy").is_err());
+        assert_eq!(list(&prefix(port, pid)), vec![name.clone()]);
+        b.unlink();
+        assert!(list(&prefix(port, pid)).is_empty());
+        // Still mapped on both sides after the unlink.
+        b.write(0, b"z").unwrap();
+        a.read(0, &mut got[..1]).unwrap();
+        assert_eq!(got[0], b'z');
+        let n2 = format!("{}left", prefix(port, pid));
+        let _c = Segment::create(&n2, 10).unwrap();
+        assert_eq!(unlink_pid(port, pid), 1);
+        assert!(Segment::open(&n2, 10).is_err());
+    }
+}

@@ -1,0 +1,338 @@
+//! The private protocol between the processes of one job (issue 6; spec/nrt-abi.md §5.11: "the
+//! wire protocol is private and can be our own, since every rank of a job runs the same
+//! library").
+//!
+//! One TCP connection per process to the job's root (the process owning global id 0, listening
+//! on `NEURON_RT_ROOT_COMM_ID`). Messages are a 4-byte little-endian length and a JSON body
+//! ([`Msg`]). The connection is also the liveness signal: end of stream means the peer process
+//! is gone. The hello carries the vendor's sanity magic (`0x61796c69`, "ilya", §5.11) and
+//! OpenNRT's version, which must match.
+//!
+//! Collective data does not travel on the socket: it is staged in a named shared-memory
+//! segment of the owning process (`runtime::shm`), whose name the arrival carries.
+
+use std::io::{Read, Write};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::isa::enums::Dtype;
+use crate::lower::request::{nrt_cc_op, nrt_op, CollectiveOp, CollectiveRequest, IoForm, ReduceOp};
+
+/// The bootstrap sanity magic of the vendor's hello (spec/nrt-abi.md §5.11).
+pub const MAGIC: u32 = 0x6179_6c69;
+
+/// Largest message body accepted.
+const MAX_BODY: u32 = 16 << 20;
+
+/// A request as it crosses processes: the API-level fields (every collective that crosses
+/// processes comes from the API path: `nrta_cc_*`, the barrier, the host all-gather).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireRequest {
+    /// `nrt_cc_op_type_t` value.
+    pub op: u32,
+    /// ISA / `nrt_dtype_t` value.
+    pub dtype: u8,
+    /// `nrt_op_type_t` value of the reduction, if any.
+    pub reduce: Option<u32>,
+    /// Elements per rank (the request's count).
+    pub count: u64,
+    /// Global ids in rank order.
+    pub group: Vec<u32>,
+    /// The sender's rank in `group`.
+    pub rank: u32,
+    /// Same tensor in and out.
+    pub in_place: bool,
+    /// 0 single, 1 output blocks, 2 input blocks.
+    pub io_form: u8,
+}
+
+impl WireRequest {
+    /// The wire form of an API-level request.
+    pub fn of(r: &CollectiveRequest) -> Result<WireRequest> {
+        let op = match r.op {
+            CollectiveOp::AllGather => nrt_cc_op::ALLGATHER,
+            CollectiveOp::AllReduce => nrt_cc_op::ALLREDUCE,
+            CollectiveOp::ReduceScatter => nrt_cc_op::REDUCESCATTER,
+            other => {
+                return Err(Error::invalid(format!(
+                    "{other:?} cannot cross processes (only API-level collectives do)"
+                )))
+            }
+        };
+        Ok(WireRequest {
+            op,
+            dtype: r.dtype.as_u8(),
+            reduce: r.reduce.map(|x| match x {
+                ReduceOp::Add => nrt_op::ADD,
+                ReduceOp::Max => nrt_op::MAX,
+                ReduceOp::Min => nrt_op::MIN,
+            }),
+            count: r.count,
+            group: r.group.clone(),
+            rank: r.rank,
+            in_place: r.in_place,
+            io_form: match r.io_form {
+                IoForm::Single => 0,
+                IoForm::OutputBlocks => 1,
+                IoForm::InputBlocks => 2,
+            },
+        })
+    }
+
+    /// The request it describes.
+    pub fn request(&self) -> Result<CollectiveRequest> {
+        let bad = |w: &str| Error::invalid(format!("wire request: bad {w}"));
+        let op = match self.op {
+            nrt_cc_op::ALLGATHER => CollectiveOp::AllGather,
+            nrt_cc_op::ALLREDUCE => CollectiveOp::AllReduce,
+            nrt_cc_op::REDUCESCATTER => CollectiveOp::ReduceScatter,
+            _ => return Err(bad("op")),
+        };
+        let dtype = Dtype::from_u8(self.dtype).ok_or_else(|| bad("dtype"))?;
+        let reduce = self
+            .reduce
+            .map(|v| ReduceOp::from_nrt_op(v, "wire request"))
+            .transpose()?;
+        let mut r =
+            CollectiveRequest::new(op, dtype, reduce, self.count, self.group.clone(), self.rank);
+        r.in_place = self.in_place;
+        r.io_form = match self.io_form {
+            0 => IoForm::Single,
+            1 => IoForm::OutputBlocks,
+            2 => IoForm::InputBlocks,
+            _ => return Err(bad("io_form")),
+        };
+        Ok(r)
+    }
+}
+
+/// An error as it crosses processes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireError {
+    /// `ErrorKind` by name.
+    pub kind: String,
+    /// The message.
+    pub message: String,
+}
+
+const KINDS: [ErrorKind; 16] = [
+    ErrorKind::Failure,
+    ErrorKind::NotImplemented,
+    ErrorKind::Invalid,
+    ErrorKind::InvalidHandle,
+    ErrorKind::Resource,
+    ErrorKind::Timeout,
+    ErrorKind::QueueFull,
+    ErrorKind::NotEnoughCores,
+    ErrorKind::UnsupportedNeffVersion,
+    ErrorKind::HostAlloc,
+    ErrorKind::Uninitialized,
+    ErrorKind::Closed,
+    ErrorKind::ExecBadInput,
+    ErrorKind::CollectivesHang,
+    ErrorKind::DmaAbort,
+    ErrorKind::ExecUnitUnrecoverable,
+];
+
+impl WireError {
+    /// The wire form of `e`.
+    pub fn of(e: &Error) -> WireError {
+        WireError {
+            kind: format!("{:?}", e.kind()),
+            message: e.message().to_string(),
+        }
+    }
+
+    /// Back to an error (an unknown kind is a failure).
+    pub fn error(&self) -> Error {
+        let kind = KINDS
+            .iter()
+            .copied()
+            .find(|k| format!("{k:?}") == self.kind)
+            .unwrap_or(ErrorKind::Failure);
+        Error::new(kind, self.message.clone())
+    }
+}
+
+/// One message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "t")]
+pub enum Msg {
+    /// First message of a member process.
+    Hello {
+        /// [`MAGIC`].
+        magic: u32,
+        /// OpenNRT version.
+        version: String,
+        /// Process id (names its shared-memory objects).
+        pid: u32,
+    },
+    /// The root accepts the process.
+    Welcome,
+    /// The root refuses the process or a join; the connection closes.
+    Reject {
+        /// Why.
+        reason: String,
+    },
+    /// A core of the process joins world `slot` as `gid` of `count`.
+    Join {
+        /// Matches the answer.
+        id: u64,
+        /// World slot.
+        slot: u8,
+        /// Global id.
+        gid: u32,
+        /// World size.
+        count: u32,
+    },
+    /// The root's answer to a join (`error` None = accepted).
+    Joined {
+        /// The join.
+        id: u64,
+        /// Why not.
+        error: Option<WireError>,
+    },
+    /// A rank arrives at a collective; its data is in shared memory.
+    Arrive {
+        /// Matches the answer.
+        id: u64,
+        /// "cc", "barrier" or "all_gather".
+        kind: String,
+        /// World slot.
+        slot: u8,
+        /// Global ids in rank order.
+        group: Vec<u32>,
+        /// The collective's number on this group.
+        instance: u64,
+        /// The rank.
+        rank: u32,
+        /// The request (device collectives).
+        req: Option<WireRequest>,
+        /// The world size the request was prepared for.
+        world: u32,
+        /// The staging segment.
+        shm: String,
+        /// Its bytes.
+        shm_len: u64,
+        /// Input bytes at offset 0.
+        in_len: u64,
+    },
+    /// The collective ran (or failed) for arrival `id`; the output is in its segment.
+    Done {
+        /// The arrival.
+        id: u64,
+        /// Output bytes written at offset 0.
+        out_len: u64,
+        /// Failure, if any.
+        error: Option<WireError>,
+    },
+    /// The process leaves the job (`nrt_close`): its ranks are gone, not dead.
+    Bye,
+    /// The world cannot go on (a duplicate id, a dead process, …): every rank fails.
+    WorldFailed {
+        /// Why (kind and message).
+        error: WireError,
+    },
+}
+
+/// Write one message.
+pub fn send(w: &mut impl Write, m: &Msg) -> Result<()> {
+    let body = serde_json::to_vec(m).map_err(|e| Error::failure(format!("encode {m:?}: {e}")))?;
+    let mut buf = Vec::with_capacity(body.len() + 4);
+    buf.extend((body.len() as u32).to_le_bytes());
+    buf.extend(body);
+    w.write_all(&buf)
+        .and_then(|_| w.flush())
+        .map_err(|e| Error::failure(format!("send to peer: {e}")))
+}
+
+/// Read one message; `Ok(None)` at end of stream (the peer is gone).
+pub fn recv(r: &mut impl Read) -> Result<Option<Msg>> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(None),
+        Err(e) => return Err(Error::failure(format!("receive from peer: {e}"))),
+    }
+    let n = u32::from_le_bytes(len);
+    if n > MAX_BODY {
+        return Err(Error::failure(format!(
+            "peer sent a {n}-byte message (limit {MAX_BODY})"
+        )));
+    }
+    let mut body = vec![0u8; n as usize];
+    match r.read_exact(&mut body) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(Error::failure(format!("receive from peer: {e}"))),
+    }
+    serde_json::from_slice(&body)
+        .map(Some)
+        .map_err(|e| Error::failure(format!("peer sent a malformed message: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip_and_eof_is_none() {
+        let req = CollectiveRequest::new(
+            CollectiveOp::ReduceScatter,
+            Dtype::Bf16,
+            Some(ReduceOp::Max),
+            77,
+            vec![3, 1, 2],
+            1,
+        );
+        let w = WireRequest::of(&req).unwrap();
+        assert_eq!(w.request().unwrap(), req);
+        let msgs = vec![
+            Msg::Hello {
+                magic: MAGIC,
+                version: "x".into(),
+                pid: 7,
+            },
+            Msg::Arrive {
+                id: 1,
+                kind: "cc".into(),
+                slot: 1,
+                group: vec![0, 1],
+                instance: 4,
+                rank: 1,
+                req: Some(w),
+                world: 2,
+                shm: "/opennrt-1-2-g1".into(),
+                shm_len: 4096,
+                in_len: 154,
+            },
+            Msg::Done {
+                id: 1,
+                out_len: 0,
+                error: Some(WireError::of(&Error::new(
+                    ErrorKind::CollectivesHang,
+                    "stuck",
+                ))),
+            },
+        ];
+        let mut buf = Vec::new();
+        for m in &msgs {
+            send(&mut buf, m).unwrap();
+        }
+        let mut r = &buf[..];
+        for m in &msgs {
+            assert_eq!(recv(&mut r).unwrap().as_ref(), Some(m));
+        }
+        assert_eq!(recv(&mut r).unwrap(), None);
+        let e = WireError::of(&Error::new(ErrorKind::CollectivesHang, "stuck")).error();
+        assert_eq!(e.kind(), ErrorKind::CollectivesHang);
+        let mut half = &buf[..6];
+        assert_eq!(
+            recv(&mut half).unwrap(),
+            None,
+            "a cut message is end of stream"
+        );
+    }
+}
