@@ -11,7 +11,10 @@
  *   and exit 0, and /dev/shm is clean. Three jobs at once: victim rank 1; victim rank 0 (the
  *   root's process), where NRT_TIMEOUT (5) is accepted too and reported; and victim rank 2
  *   dying right after scheduling its own all-reduce (during the collective: that one may
- *   succeed, exactly, or fail with 1200; the next one must fail with 1200).
+ *   succeed, exactly, or fail with 1200; the next one must fail with 1200). Two more jobs
+ *   where the survivors wait in the blocking nrt_barrier and nrt_all_gather, which must return
+ *   1200 themselves. And a live rank that never arrives: NRT_TIMEOUT (5) after
+ *   NEURON_RT_EXEC_TIMEOUT (2 s for that job).
  * errors, all at once on their own ports and cores (each must end on every rank, none hang):
  *   - duplicate global id (world 3: ranks 0 and 1 join and wait in an all-reduce, then a third
  *     process claims global id 1): the offender's nrt_cc_global_comm_init and the others'
@@ -56,10 +59,11 @@ static int init_or_fail(const mp_proc *p) {
 /* p->arg = victim + 10 * mode. Mode 0: the victim dies instead of scheduling (before the
  * collective). Mode 1: the victim schedules the all-reduce and dies at once, so it may or may
  * not have arrived (during the collective): that all-reduce may then succeed (exact) or fail
- * with 1200, but the next one must fail with 1200. */
+ * with 1200, but the next one must fail with 1200. Modes 2 and 3: the others wait in the
+ * blocking nrt_barrier (2) or nrt_all_gather (3), which must return 1200 itself. */
 static void kill_body(const mp_proc *p) {
   mp_rank r = {0, (uint32_t)p->gid, (uint32_t)p->world, p->name};
-  int victim = p->arg % 10, during = p->arg / 10, joined;
+  int victim = p->arg % 10, mode = p->arg / 10, during = mode == 1, joined, exact;
   mp_cc c;
   NRT_STATUS st;
   if (!init_or_fail(p)) return;
@@ -67,13 +71,26 @@ static void kill_body(const mp_proc *p) {
   mp_check(st == NRT_SUCCESS, "%s: nrt_cc_global_comm_init -> NRT_SUCCESS (got %d)", p->name, st);
   joined = mp_rank_barrier(&r, "(every rank joined)");
   if (p->gid == victim && !during) {
-    mp_say("%s: raising SIGKILL in 300 ms instead of scheduling the all-reduce", p->name);
+    mp_say("%s: raising SIGKILL in 300 ms instead of %s", p->name,
+           mode == 0 ? "scheduling the all-reduce" : mode == 2 ? "calling nrt_barrier" : "calling nrt_all_gather");
     usleep(300000);
     raise(SIGKILL);
   }
   if (!joined) { /* fail fast: without a world the all-reduce would only time out */
     if (p->gid == victim) raise(SIGKILL);
     nrt_close();
+    return;
+  }
+  if (mode >= 2) {
+    double t0 = mp_now(), dt;
+    st = mode == 2 ? nrt_barrier(0, r.gid, r.world) : mp_rank_all_gather(&r, 0, 0, &exact);
+    dt = mp_now() - t0;
+    mp_check(st == NRT_EXEC_HW_ERR_COLLECTIVES, "%s: rank %d's death -> %s returns NRT_EXEC_HW_ERR_COLLECTIVES (1200) (got %d)",
+             p->name, victim, mode == 2 ? "nrt_barrier" : "nrt_all_gather", st);
+    mp_check(dt < MP_EXEC_TIMEOUT_S, "%s: ... within NEURON_RT_EXEC_TIMEOUT (%.2f s < %d s)", p->name, dt,
+             MP_EXEC_TIMEOUT_S);
+    nrt_close();
+    mp_say("%s: nrt_close returned", p->name);
     return;
   }
   for (int round = 0; round < 1 + during; round++) {
@@ -104,6 +121,36 @@ static void kill_body(const mp_proc *p) {
                c.elapsed, MP_EXEC_TIMEOUT_S);
     }
     mp_cc_free(&c);
+  }
+  nrt_close();
+  mp_say("%s: nrt_close returned", p->name);
+}
+
+/* A live rank that never arrives (spec §5.8: a missing participant surfaces as a timeout):
+ * NEURON_RT_EXEC_TIMEOUT=2 for this job. p->arg 0: the straggler (global id 0, the root),
+ * which joins and then waits for the go the harness sends once the other is done; 1: the
+ * other, whose all-reduce must end with *exec_ret NRT_TIMEOUT (5). */
+static void straggler_body(const mp_proc *p) {
+  mp_rank r = {0, (uint32_t)p->gid, (uint32_t)p->world, p->name};
+  mp_cc c;
+  NRT_STATUS st;
+  if (!init_or_fail(p)) return;
+  st = nrt_cc_global_comm_init(0, r.gid, r.world);
+  mp_check(st == NRT_SUCCESS, "%s: nrt_cc_global_comm_init -> NRT_SUCCESS (got %d)", p->name, st);
+  if (p->arg == 0) {
+    mp_say("%s: alive, but calls nothing until the other rank's all-reduce has ended", p->name);
+    mp_wait_go();
+  } else {
+    st = mp_cc_start(&c, &r, NRT_CC_ALLREDUCE, NRT_DTYPE_BFLOAT16, COUNT, 0, 0);
+    if (mp_check(st == NRT_SUCCESS, "%s: all-reduce prepared and scheduled (status %d)", p->name, st)) {
+      mp_cc_wait(&c, 1, 2 + 10);
+      mp_say("%s: all-reduce ended %.2f s after scheduling, exec_ret %d (NEURON_RT_EXEC_TIMEOUT=2)", p->name,
+             c.elapsed, c.exec_ret);
+      mp_check(c.exec_ret == NRT_TIMEOUT, "%s: rank 0 alive but never arriving -> *exec_ret NRT_TIMEOUT (5) (got %d)",
+               p->name, c.exec_ret);
+      mp_cc_free(&c);
+    }
+    mp_ready();
   }
   nrt_close();
   mp_say("%s: nrt_close returned", p->name);
@@ -212,29 +259,42 @@ static void check_error_line(const mp_proc *p, long number, int as_rank, const c
 
 void mp_test_kill(void) {
   static const struct {
-    int victim, during;
+    int victim, mode;
     const char *what;
-  } runs[3] = {{1, 0, "rank 1 dies before"}, {0, 0, "rank 0 (the root) dies before"}, {2, 1, "rank 2 dies during"}};
-  mp_proc procs[9];
-  int n = 0, port[3];
+  } runs[5] = {{1, 0, "rank 1 dies before an all-reduce"},
+               {0, 0, "rank 0 (the root) dies before an all-reduce"},
+               {2, 1, "rank 2 dies during an all-reduce"},
+               {1, 2, "rank 1 dies before nrt_barrier"},
+               {2, 3, "rank 2 dies before nrt_all_gather"}};
+  mp_proc procs[17];
+  int n = 0, port[6], first_straggler;
   char root[64], name[48];
-  for (int v = 0; v < 3; v++) {
-    port[v] = mp_free_port();
-    mp_root_id(root, sizeof root, v, port[v]);
+  for (int v = 0; v < 6; v++) port[v] = mp_free_port();
+  for (int v = 0; v < 5; v++) {
+    mp_root_id(root, sizeof root, v % 3, port[v]);
     for (int g = 0; g < 3; g++) {
-      snprintf(name, sizeof name, "kill-%d%s: rank %d", runs[v].victim, runs[v].during ? "-during" : "", g);
-      add(procs, &n, name, root, kill_body, g, 3, runs[v].victim + 10 * runs[v].during)->expect_signal =
+      snprintf(name, sizeof name, "kill-%d-%s: rank %d", runs[v].victim,
+               (const char *[]){"before", "during", "barrier", "all_gather"}[runs[v].mode], g);
+      add(procs, &n, name, root, kill_body, g, 3, runs[v].victim + 10 * runs[v].mode)->expect_signal =
           g == runs[v].victim ? SIGKILL : 0;
     }
   }
-  mp_say("\n== kill, three R=3 jobs at once: rank 1's process SIGKILLed instead of scheduling (port %d); rank 0's, the "
-         "root's (port %d); rank 2's right after it scheduled (port %d)",
-         port[0], port[1], port[2]);
+  mp_root_id(root, sizeof root, 0, port[5]);
+  first_straggler = n;
+  add(procs, &n, "straggler: rank 0", root, straggler_body, 0, 2, 0)->env[0] = "NEURON_RT_EXEC_TIMEOUT=2";
+  add(procs, &n, "straggler: rank 1", root, straggler_body, 1, 2, 1)->env[0] = "NEURON_RT_EXEC_TIMEOUT=2";
+  procs[first_straggler].go_after = 1u << (first_straggler + 1);
+  mp_say("\n== kill, five R=3 jobs at once (ports %d-%d): SIGKILL of rank 1 instead of scheduling an all-reduce; of "
+         "rank 0, the root; of rank 2 right after it scheduled; of rank 1 while the others wait in nrt_barrier; of "
+         "rank 2 while they wait in nrt_all_gather. And a live rank 0 that never arrives (port %d)",
+         port[0], port[4], port[5]);
   mp_run(procs, n, 2 * MP_EXEC_TIMEOUT_S + 20);
   mp_check_ends(procs, n);
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < first_straggler; i++)
     if (!procs[i].expect_signal) check_error_line(&procs[i], procs[i].arg % 10, 1, NULL, "names the missing rank");
-  for (int v = 0; v < 3; v++) mp_check_shm_clean(port[v], runs[v].what);
+  check_error_line(&procs[first_straggler + 1], 0, 1, NULL, "names the rank that never arrived");
+  for (int v = 0; v < 5; v++) mp_check_shm_clean(port[v], runs[v].what);
+  mp_check_shm_clean(port[5], "straggler");
   mp_cleanup_logs(procs, n);
 }
 

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define MP_MAX_PROCS 16
+#define MP_MAX_PROCS 24
 #define MP_MAX_ENV 4
 
 /* NEURON_RT_EXEC_TIMEOUT given to every rank (seconds). */
