@@ -8,7 +8,7 @@
  *   survivors' pending collective must complete with *exec_ret = NRT_EXEC_HW_ERR_COLLECTIVES
  *   (1200) within NEURON_RT_EXEC_TIMEOUT (20 s; the time is measured and printed, and only
  *   "< timeout" is asserted), with an ERROR log line naming the missing rank; they nrt_close
- *   and exit 0, and /dev/shm is clean. Three jobs at once: victim rank 1; victim rank 0 (the
+ *   and exit 0, and /dev/shm is clean. All jobs at once: victim rank 1; victim rank 0 (the
  *   root's process), where NRT_TIMEOUT (5) is accepted too and reported; and victim rank 2
  *   dying right after scheduling its own all-reduce (during the collective: that one may
  *   succeed, exactly, or fail with 1200; the next one must fail with 1200). Two more jobs
