@@ -44,6 +44,11 @@ pub(super) struct Root {
     procs: Mutex<HashMap<u64, Proc>>,
     worlds: Mutex<BTreeMap<u8, World>>,
     failed: Mutex<Option<Error>>,
+    /// The first death seen (told to the members when the root leaves).
+    death: Mutex<Option<Error>>,
+    /// Arrivals still to be answered, and a signal when one is.
+    in_flight: Mutex<usize>,
+    answered: parking_lot::Condvar,
 }
 
 /// A rank's staging segment as the data of the meeting.
@@ -99,6 +104,9 @@ impl Root {
             procs: Mutex::new(HashMap::new()),
             worlds: Mutex::new(BTreeMap::new()),
             failed: Mutex::new(None),
+            death: Mutex::new(None),
+            in_flight: Mutex::new(0),
+            answered: parking_lot::Condvar::new(),
         });
         let r2 = r.clone();
         std::thread::Builder::new()
@@ -154,12 +162,15 @@ impl Root {
             owners: BTreeMap::new(),
         });
         if w.count != count {
-            return Err(Error::invalid(format!(
+            let e = Error::invalid(format!(
                 "{} joins world slot {slot} as global id {gid} of {count} ranks, but the job's \
                  world has {} ranks",
                 owner.describe(),
                 w.count
-            )));
+            ));
+            drop(worlds);
+            self.fail_world(e.clone());
+            return Err(e);
         }
         match w.owners.get(&gid) {
             Some(&o) if o == owner => Ok(()),
@@ -262,10 +273,16 @@ impl Root {
                     let _ = wire::send(&mut *writer.lock(), &Msg::Joined { id, error });
                 }
                 Ok(Some(a @ Msg::Arrive { .. })) => {
+                    *self.in_flight.lock() += 1;
                     let (r, w) = (self.clone(), writer.clone());
-                    let _ = std::thread::Builder::new()
+                    let spawned = std::thread::Builder::new()
                         .name("opennrt-root-arrival".into())
                         .spawn(move || r.arrival(conn, a, w));
+                    if spawned.is_err() {
+                        // The arrival is lost with the closure: uncount it (its member times out).
+                        crate::log_error!("bootstrap", "cannot spawn an arrival thread");
+                        *self.in_flight.lock() -= 1;
+                    }
                 }
                 Ok(Some(Msg::Bye)) => said_bye = true,
                 Ok(Some(other)) => crate::log_warn!(
@@ -311,24 +328,27 @@ impl Root {
             };
             if !said_bye {
                 crate::log_error!("bootstrap", "world slot {slot}: {}", e.message());
+                self.death.lock().get_or_insert(e.clone());
             }
             cc::meetings().mark_dead(gid, &e);
             host_cc::gathers().mark_dead(gid, &e);
         }
     }
 
+    /// Answer one arrival (counted in `in_flight` by the caller, uncounted here).
     fn arrival(&self, conn: u64, a: Msg, w: Arc<Mutex<TcpStream>>) {
-        let Msg::Arrive { id, .. } = a else { return };
-        let r = self.run_arrival(conn, a);
-        let error = r.err().map(|e| WireError::of(&e));
-        let _ = wire::send(
-            &mut *w.lock(),
-            &Msg::Done {
+        if let Msg::Arrive { id, .. } = a {
+            let r = self.run_arrival(conn, a);
+            let error = r.err().map(|e| WireError::of(&e));
+            let done = Msg::Done {
                 id,
                 out_len: 0,
                 error,
-            },
-        );
+            };
+            let _ = wire::send(&mut *w.lock(), &done);
+        }
+        *self.in_flight.lock() -= 1;
+        self.answered.notify_all();
     }
 
     fn segment(&self, conn: u64, name: &str, len: u64) -> Result<Arc<Segment>> {
@@ -393,8 +413,27 @@ impl Root {
         )
     }
 
+    /// Leave the job. Arrivals already in progress are answered first (collectives that ran
+    /// give their results; open ones were failed by `nrt_close` before this), for at most 10 s;
+    /// then the members hear the first death (if any) and the goodbye.
     pub(super) fn stop(&self) {
+        let until = Instant::now() + Duration::from_secs(10);
+        let mut n = self.in_flight.lock();
+        while *n > 0 && Instant::now() < until {
+            self.answered.wait_until(&mut n, until);
+        }
+        drop(n);
         self.stopping.store(true, Ordering::SeqCst);
+        if let Some(e) = self.death.lock().clone() {
+            for p in self.procs.lock().values() {
+                let _ = wire::send(
+                    &mut *p.writer.lock(),
+                    &Msg::WorldFailed {
+                        error: WireError::of(&e),
+                    },
+                );
+            }
+        }
         let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
         for p in self.procs.lock().drain().map(|(_, p)| p) {
             let _ = wire::send(&mut *p.writer.lock(), &Msg::Bye);

@@ -124,9 +124,6 @@ impl<A, R> Rendezvous<A, R> {
         }
         let id = (key.clone(), instance);
         let mut g = self.inner.lock();
-        if let Some(e) = &g.closed {
-            return Err(e.clone());
-        }
         let m = g.meetings.entry(id.clone()).or_insert_with(|| Meeting {
             arrived: (0..n).map(|_| None).collect(),
             results: None,
@@ -142,7 +139,9 @@ impl<A, R> Rendezvous<A, R> {
             )));
         }
         m.arrived[rank as usize] = Some(arrival);
-        if let Some(e) = Self::dead_missing(&g.dead, key, &g.meetings[&id].arrived) {
+        // A dead peer names the failure even while closing (it is the cause).
+        let dead = Self::dead_missing(&g.dead, key, &g.meetings[&id].arrived);
+        if let Some(e) = dead.or_else(|| g.closed.clone()) {
             let m = g.meetings.get_mut(&id).expect("just inserted");
             m.arrived.iter_mut().for_each(|a| *a = None);
             m.failed = Some(e.clone());
@@ -162,7 +161,13 @@ impl<A, R> Rendezvous<A, R> {
                 Err(Error::failure("the collective returned no result"))
             });
             let mut g = self.inner.lock();
-            let m = g.meetings.get_mut(&id).expect("meeting stays until taken");
+            let Some(m) = g.meetings.get_mut(&id) else {
+                // Reset (nrt_close) while the collective ran.
+                return Err(Error::new(
+                    ErrorKind::Closed,
+                    "nrt_close while the collective ran",
+                ));
+            };
             let mut res: Vec<Option<Result<R>>> = results.into_iter().map(Some).collect();
             let own = res[rank as usize].take().expect("own result");
             m.results = Some(res);
@@ -175,7 +180,12 @@ impl<A, R> Rendezvous<A, R> {
         }
         let start = Instant::now();
         loop {
-            let m = g.meetings.get_mut(&id).expect("meeting stays until taken");
+            let Some(m) = g.meetings.get_mut(&id) else {
+                return Err(Error::new(
+                    ErrorKind::Closed,
+                    "nrt_close while the collective was pending",
+                ));
+            };
             if let Some(res) = &mut m.results {
                 let own = res[rank as usize].take().expect("own result taken once");
                 m.taken += 1;
@@ -225,10 +235,12 @@ impl<A, R> Rendezvous<A, R> {
     pub fn abort_all(&self, why: &Error) {
         let mut g = self.inner.lock();
         g.closed = Some(why.clone());
-        for m in g.meetings.values_mut() {
+        let Inner { dead, meetings, .. } = &mut *g;
+        for ((key, _), m) in meetings.iter_mut() {
             if m.results.is_none() && m.failed.is_none() {
+                let e = Self::dead_missing(dead, key, &m.arrived).unwrap_or_else(|| why.clone());
                 m.arrived.iter_mut().for_each(|a| *a = None);
-                m.failed = Some(why.clone());
+                m.failed = Some(e);
             }
         }
         self.cv.notify_all();
