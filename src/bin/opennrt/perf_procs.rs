@@ -103,8 +103,8 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
     }
 }
 
-/// Start the processes of one mode (`procs` processes, `--procs` job), wait for them (closing
-/// the root's stdin once every other process has exited), and collect their lines.
+/// Start the processes of one mode (`procs` processes, `--procs` job), wait for them
+/// ([`wait_all`]) and collect their lines.
 fn run_mode(template: &RankJob, procs: u32, o: &Opts, deadline: Duration) -> Outcome {
     let mut out = Outcome::default();
     let mode = mode_name(procs);
@@ -179,11 +179,29 @@ fn run_mode(template: &RankJob, procs: u32, o: &Opts, deadline: Duration) -> Out
             }
         }
     }
-    let started = Instant::now();
-    let mut failed_at: Option<Instant> = None;
-    if ps.len() < procs as usize {
-        failed_at = Some(started);
+    let incomplete = ps.len() < procs as usize;
+    wait_all(&mut ps, &mode, k, deadline, incomplete, &mut out);
+    for p in &mut ps {
+        if let Some(r) = p.reader.take() {
+            out.lines.extend(r.join().unwrap_or_default());
+        }
     }
+    out
+}
+
+/// Wait until every process has exited: close the root's stdin once every other process has
+/// exited, record each failure, and kill what still runs after the deadline or [`GRACE`] after
+/// the first failure (`incomplete`: not every process could be started, which is one).
+fn wait_all(
+    ps: &mut [Proc],
+    mode: &str,
+    k: u32,
+    deadline: Duration,
+    incomplete: bool,
+    out: &mut Outcome,
+) {
+    let started = Instant::now();
+    let mut failed_at = incomplete.then_some(started);
     loop {
         for p in ps.iter_mut().filter(|p| !p.done) {
             match p.child.try_wait() {
@@ -237,12 +255,6 @@ fn run_mode(template: &RankJob, procs: u32, o: &Opts, deadline: Duration) -> Out
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    for p in &mut ps {
-        if let Some(r) = p.reader.take() {
-            out.lines.extend(r.join().unwrap_or_default());
-        }
-    }
-    out
 }
 
 fn mode_name(procs: u32) -> String {

@@ -545,43 +545,5 @@ pub fn perf_rank_cmd(a: &[String]) -> i32 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The parent's command line parses back into the same job.
-    #[test]
-    fn job_round_trips_through_its_command_line() {
-        let j = RankJob {
-            op: CollectiveOp::ReduceScatter,
-            n: 8,
-            procs: 4,
-            proc_index: 3,
-            dtype: Dtype::Bf16,
-            redop: ReduceOp::Max,
-            counts: vec![1, 16, 4096],
-            iters: 5,
-            check: false,
-            wait_stdin: true,
-        };
-        let a = j.to_args();
-        assert_eq!(a[0], "perf-rank");
-        assert_eq!(RankJob::parse(&a[1..]), j);
-        assert_eq!(j.per_proc(), 2);
-        assert_eq!(
-            j.request(16).input_elems(),
-            128,
-            "reduce-scatter input is N blocks"
-        );
-    }
-
-    #[test]
-    fn only_the_c_api_ops_map() {
-        assert_eq!(cc_op_of(CollectiveOp::AllReduce).map(|o| o as u32), Some(1));
-        assert_eq!(cc_op_of(CollectiveOp::AllGather).map(|o| o as u32), Some(0));
-        assert_eq!(
-            cc_op_of(CollectiveOp::ReduceScatter).map(|o| o as u32),
-            Some(2)
-        );
-        assert!(cc_op_of(CollectiveOp::AllToAll).is_none());
-    }
-}
+#[path = "perf_rank_tests.rs"]
+mod tests;
