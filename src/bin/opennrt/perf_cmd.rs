@@ -15,6 +15,9 @@
 //! (spec/device.md §11.1; the compiler converts integer reductions to FP32), and the emitter
 //! would refuse the reduce descriptors anyway. With `--check 0` nothing is compared (`#wrong`
 //! prints `N/A`), which keeps large sizes cheap; the exit status is then that of the runs.
+//!
+//! `--procs P` hands the whole run to [`crate::perf_procs`]: the same sizes through the C API,
+//! in one process and in P processes, compared row by row (issue 6 item 7).
 
 use opennrt::isa::enums::Dtype;
 use opennrt::lower::cases;
