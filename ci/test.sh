@@ -55,6 +55,8 @@ done
 target/release/opennrt perf --op permute_reduce_implicit --ranks 4 --dtype fp8_e4m3 --maxbytes 16K --iters 1
 target/release/opennrt perf --op reduce_scatter --ranks 16 --dtype fp8_e5m2 --redop max --maxbytes 64K --iters 1
 target/release/opennrt perf --op all_gather --ranks 4 --dtype uint64 --maxbytes 64K --iters 1
+# the C API in 1 process and in 2 processes of 2 ranks (opennrt perf --procs; every rank checked)
+for op in all_reduce all_gather reduce_scatter; do target/release/opennrt perf --op "$op" --ranks 4 --procs 2 --maxbytes 64K --iters 2; done
 
 step "device correctness matrix, full (release): every op x legal algorithm x dtype x redop x ranks x count x in-place"
 OPENNRT_MATRIX=full cargo test --release --test device_matrix

@@ -4,19 +4,24 @@
 //!   table and descriptor counts (or the IR as JSON);
 //! * `opennrt verify` — verify a matrix of (op, algorithm, ranks, count) programs;
 //! * `opennrt ctx-log` — dump a CC context as `libncfw_ctx_log` does;
+//! * `opennrt perf` — a collective on N simulated ranks, nccl-tests style; with `--procs P`
+//!   through the C API in one process and in P processes (hidden helper: `opennrt perf-rank`);
 //! * `opennrt version`.
 
 mod args;
 mod ctx_log_cmd;
 mod lower_cmd;
 mod perf_cmd;
+mod perf_procs;
+mod perf_rank;
 mod perf_run;
 
 const USAGE: &str = "usage: opennrt <command> [options]
 
 commands:
   perf       run a collective on N simulated ranks, nccl-tests style:
-             opennrt perf --op all_reduce --ranks 8 [--dtype bf16] [--maxbytes 4M] (--help for more)
+             opennrt perf --op all_reduce --ranks 8 [--dtype bf16] [--maxbytes 4M] (--help for more);
+             with --procs P the same through the C API in 1 process and in P processes
   lower      lower one collective: opennrt lower --op <op> --ranks N [options] (--help for more)
   verify     verify the lowering over a matrix of cases: opennrt verify [--quick]
   ctx-log    dump a CC context: opennrt ctx-log --arch <5|12|20|28> [--ctx <file>] [--model <name>]
@@ -34,6 +39,8 @@ fn main() {
         Some("lower") => lower_cmd::lower_cmd(rest),
         Some("verify") => lower_cmd::verify_cmd(rest),
         Some("perf") => perf_cmd::perf_cmd(rest),
+        // Hidden: one process of `opennrt perf --procs P` (started by that command).
+        Some("perf-rank") => perf_rank::perf_rank_cmd(rest),
         Some("-h") | Some("--help") | Some("help") => {
             println!("{USAGE}");
             0

@@ -15,6 +15,9 @@
 //! (spec/device.md §11.1; the compiler converts integer reductions to FP32), and the emitter
 //! would refuse the reduce descriptors anyway. With `--check 0` nothing is compared (`#wrong`
 //! prints `N/A`), which keeps large sizes cheap; the exit status is then that of the runs.
+//!
+//! `--procs P` hands the whole run to [`crate::perf_procs`]: the same sizes through the C API,
+//! in one process and in P processes, compared row by row (issue 6 item 7).
 
 use opennrt::isa::enums::Dtype;
 use opennrt::lower::cases;
@@ -37,7 +40,12 @@ const USAGE: &str = "usage: opennrt perf --op <op> --ranks N [options]
   --iters K    timed runs per size, the median is reported (default 3)
   --alg A      force an algorithm: ring, hier, mesh, kangaring, single_cycle_ring, intra_rdh,
                inter_rdh (as OPENNRT_CC_ALGO)
-  --check 0|1  check every element (default 1); exit 1 on any wrong element";
+  --check 0|1  check every element (default 1); exit 1 on any wrong element
+  --procs P    run through the C API instead, twice: all N ranks in one process, then in P
+               processes of N/P ranks (P divides N; all_reduce, all_gather, reduce_scatter;
+               out-of-place only) — one row per size with both and their busbw ratio
+  --deadline S with --procs: kill the processes of a mode still running after S seconds
+               (default 600)";
 
 /// A size with an optional K/M/G suffix.
 fn size(s: &str) -> u64 {
@@ -55,7 +63,7 @@ fn size(s: &str) -> u64 {
 }
 
 /// Single-thread memcpy bandwidth of this machine (bytes/s), measured now.
-fn memcpy_bw() -> f64 {
+pub(crate) fn memcpy_bw() -> f64 {
     let n = 64 << 20;
     let src = vec![1u8; n];
     let mut dst = vec![0u8; n];
@@ -68,11 +76,15 @@ fn memcpy_bw() -> f64 {
     4.0 * n as f64 / t.elapsed().as_secs_f64()
 }
 
-struct Opts {
-    setup: Setup,
+pub(crate) struct Opts {
+    pub(crate) setup: Setup,
     minb: u64,
     maxb: u64,
     step: u64,
+    /// `--procs P`: the C API comparison of [`crate::perf_procs`].
+    procs: Option<u32>,
+    /// `--deadline S` of `--procs`.
+    deadline: std::time::Duration,
 }
 
 fn parse(a: &[String]) -> Opts {
@@ -80,6 +92,7 @@ fn parse(a: &[String]) -> Opts {
     let (mut op, mut n, mut dtype, mut redop) = (None, None, Dtype::Fp32, ReduceOp::Add);
     let (mut minb, mut maxb, mut step, mut iters, mut alg, mut check) =
         (8u64, 1u64 << 20, 4u64, 3u32, None, true);
+    let (mut procs, mut deadline) = (None, 600u64);
     for (k, v) in args::pairs(c, a, &[]) {
         match k.as_str() {
             "--op" => op = Some(args::op(c, &v)),
@@ -103,6 +116,8 @@ fn parse(a: &[String]) -> Opts {
                     _ => fail(c, &format!("--check {v:?}: use 0 or 1")),
                 }
             }
+            "--procs" => procs = Some(args::num::<u32>(c, &k, &v)),
+            "--deadline" => deadline = args::num::<u64>(c, &k, &v),
             other => fail(c, &format!("unknown option {other}\n{USAGE}")),
         }
     }
@@ -147,12 +162,14 @@ fn parse(a: &[String]) -> Opts {
         minb,
         maxb,
         step,
+        procs,
+        deadline: std::time::Duration::from_secs(deadline),
     }
 }
 
 /// The element counts of the rows: nccl-tests' sizes from `minb` to `maxb`, turned into per-rank
 /// block counts (at least 1), without repeats. A barrier has one row, count 0.
-fn counts(o: &Opts, esz: u64) -> Vec<u64> {
+pub(crate) fn counts(o: &Opts, esz: u64) -> Vec<u64> {
     let s = &o.setup;
     if s.op == CollectiveOp::Barrier {
         return vec![0];
@@ -173,7 +190,7 @@ fn counts(o: &Opts, esz: u64) -> Vec<u64> {
     v
 }
 
-fn half(m: &Option<Measured>, factor: f64) -> String {
+pub(crate) fn half(m: &Option<Measured>, factor: f64) -> String {
     match m {
         None => format!("{:>9} {:>8} {:>8} {:>7}", "N/A", "N/A", "N/A", "N/A"),
         Some(m) => {
@@ -194,7 +211,7 @@ fn half(m: &Option<Measured>, factor: f64) -> String {
     }
 }
 
-fn busbw(m: &Option<Measured>, factor: f64) -> Option<f64> {
+pub(crate) fn busbw(m: &Option<Measured>, factor: f64) -> Option<f64> {
     m.as_ref()
         .filter(|m| m.time > 0.0)
         .map(|m| m.bytes / m.time / 1e9 * factor)
@@ -206,6 +223,9 @@ pub fn perf_cmd(a: &[String]) -> i32 {
         return 0;
     }
     let o = parse(a);
+    if let Some(p) = o.procs {
+        return crate::perf_procs::perf_procs(&o, p, o.deadline);
+    }
     let s = o.setup.clone();
     let esz = s.dtype.size_bytes().unwrap_or(1) as u64;
     let redop = if s.op.is_reducing() {
@@ -345,6 +365,8 @@ mod tests {
             minb,
             maxb,
             step,
+            procs: None,
+            deadline: std::time::Duration::from_secs(600),
         }
     }
 
