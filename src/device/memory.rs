@@ -251,6 +251,12 @@ struct Region {
     data: Vec<u8>,
 }
 
+impl Drop for Region {
+    fn drop(&mut self) {
+        super::buffer_pool::give(std::mem::take(&mut self.data));
+    }
+}
+
 impl Region {
     fn end(&self) -> u64 {
         self.base + self.data.len() as u64
@@ -335,8 +341,9 @@ impl Memory {
             return Err(bad("larger than MAX_REGION_BYTES"));
         }
         let n = usize::try_from(len).map_err(|_| bad("larger than host memory"))?;
-        // `vec![0; n]` is a zeroed allocation: fresh pages, committed only when touched.
-        let data = vec![0u8; n];
+        // Zeroed: fresh pages committed only when touched, or a recycled buffer of this size
+        // zeroed again (`device::buffer_pool`).
+        let data = super::buffer_pool::take(n);
         self.last.set(None);
         self.regions.insert(at, Region { chip, base, data });
         self.keys.insert(at, key(chip, base));

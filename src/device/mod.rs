@@ -10,6 +10,7 @@
 //! * `memory` — the machine's memory by SoC address: regions mapped by the loader (HBM windows,
 //!   program areas, the constant page), EVT_SEM windows routed to `sema`. Bad addresses are
 //!   errors the DMA engine turns into an abort (`NRT_EXEC_HW_ERR_DMA_ABORT`), never a panic.
+//! * `buffer_pool` — large regions recycled between machines (zeroed on reuse).
 //! * `sema` — per (chip, TOP_SP) 256 semaphores + 256 events, and the exact comparison of every
 //!   wait kind (device.md §5.3).
 //! * `cce` — the in-transfer reduce kernels (device.md §2.3, §11), over `crate::dtype`.
@@ -48,6 +49,7 @@
 
 pub mod barrier;
 pub mod batch;
+pub mod buffer_pool;
 pub mod cc_context;
 pub mod cce;
 pub mod dma;

@@ -59,16 +59,15 @@ struct ShmIo {
 }
 
 impl RankIo for ShmIo {
-    fn input(&self, len: u64) -> Result<Vec<u8>> {
-        if len != self.in_len {
+    fn input_into(&self, dst: &mut [u8]) -> Result<()> {
+        if dst.len() as u64 != self.in_len {
             return Err(Error::invalid(format!(
-                "the remote rank staged {} input bytes, the program reads {len}",
-                self.in_len
+                "the remote rank staged {} input bytes, the program reads {}",
+                self.in_len,
+                dst.len()
             )));
         }
-        let mut v = vec![0u8; len as usize];
-        self.seg.read(0, &mut v)?;
-        Ok(v)
+        self.seg.read(0, dst)
     }
     fn output(&self, data: &[u8]) -> Result<()> {
         self.seg.write(0, data)

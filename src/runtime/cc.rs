@@ -116,8 +116,14 @@ pub fn prepare(req: &CollectiveRequest, world: u32) -> Result<Arc<Lowered>> {
 
 /// Where one rank's data comes from and goes to.
 pub trait RankIo: Send {
-    /// The rank's input bytes as the program reads them (`len` bytes).
-    fn input(&self, len: u64) -> Result<Vec<u8>>;
+    /// Write the rank's input, as the program reads it, into `dst` (exactly its bytes).
+    fn input_into(&self, dst: &mut [u8]) -> Result<()>;
+    /// The rank's input as a new buffer of `len` bytes.
+    fn input(&self, len: u64) -> Result<Vec<u8>> {
+        let mut v = vec![0u8; len as usize];
+        self.input_into(&mut v)?;
+        Ok(v)
+    }
     /// Store the rank's result (`device_run::read_outputs` form).
     fn output(&self, data: &[u8]) -> Result<()>;
 }
@@ -232,21 +238,34 @@ fn run_instance(key: &GroupKey, instance: u64, all: Vec<Arrival>) -> Vec<Result<
         return fail_all(e);
     }
     let l = all[0].lowered.clone();
-    let want = l.map.buffers().input;
-    let inputs: Result<Vec<Vec<u8>>> = all.iter().map(|a| a.io.input(want)).collect();
-    let inputs = match inputs {
-        Ok(i) => i,
-        Err(e) => return fail_all(e.context(format!("collective #{instance} of {key}"))),
-    };
     let start = std::time::Instant::now();
-    match device_run::execute(&l.program, &l.emitted, &l.map, &inputs) {
-        Ok(outs) => {
+    // Inputs go straight from each rank's data into its device buffer and results straight
+    // back out (no intermediate copies).
+    let ran = device_run::load_from(&l.program, &l.emitted, &l.map, &|r, dst| {
+        all[r as usize].io.input_into(dst)
+    })
+    .map_err(|e| {
+        e.context(format!(
+            "collective #{instance} of {key}: loading the inputs"
+        ))
+    })
+    .and_then(|mut m| m.run().map(|_| m));
+    match ran {
+        Ok(m) => {
             crate::log_debug!(
                 "cc",
                 "collective #{instance} of {key} ran in {:?}",
                 start.elapsed()
             );
-            all.iter().zip(outs).map(|(a, o)| a.io.output(&o)).collect()
+            let mut res: Vec<Result<()>> = Vec::with_capacity(n);
+            let read = device_run::for_each_output(&m, &l.program, &l.map, &mut |r, o| {
+                res.push(all[r as usize].io.output(o));
+                Ok(())
+            });
+            match read {
+                Ok(()) => res,
+                Err(e) => fail_all(e),
+            }
         }
         Err(e) => {
             let e = if e.kind() == ErrorKind::Invalid {
@@ -272,11 +291,12 @@ pub fn abort() {
     ));
 }
 
-/// Forget prepared collectives, tickets and meetings (`nrt_close`, after the workers are
-/// drained).
+/// Forget prepared collectives, tickets and meetings, and free the device's recycled buffers
+/// (`nrt_close`, after the workers are drained).
 pub fn reset() {
     MEETINGS.reset();
     CACHE.lock().map.clear();
+    crate::device::buffer_pool::clear();
 }
 
 /// Byte buffers as [`RankIo`] (the barrier, tests).
@@ -289,14 +309,16 @@ pub struct VecIo {
 }
 
 impl RankIo for VecIo {
-    fn input(&self, len: u64) -> Result<Vec<u8>> {
-        if self.input.len() as u64 != len {
+    fn input_into(&self, dst: &mut [u8]) -> Result<()> {
+        if self.input.len() != dst.len() {
             return Err(Error::invalid(format!(
-                "the input has {} bytes, the program reads {len}",
-                self.input.len()
+                "the input has {} bytes, the program reads {}",
+                self.input.len(),
+                dst.len()
             )));
         }
-        Ok(self.input.clone())
+        dst.copy_from_slice(&self.input);
+        Ok(())
     }
     fn output(&self, data: &[u8]) -> Result<()> {
         *self.output.lock() = data.to_vec();

@@ -49,11 +49,10 @@ impl TensorIo {
 }
 
 impl RankIo for TensorIo {
-    fn input(&self, len: u64) -> Result<Vec<u8>> {
-        let mut v = vec![0u8; len as usize];
+    fn input_into(&self, v: &mut [u8]) -> Result<()> {
+        let len = v.len();
         if self.input_at > 0 || self.inputs.len() == 1 {
-            self.inputs[0].read(self.input_at, &mut v)?;
-            return Ok(v);
+            return self.inputs[0].read(self.input_at, v);
         }
         let mut at = 0usize;
         for t in &self.inputs {
@@ -66,7 +65,7 @@ impl RankIo for TensorIo {
             t.read(0, dst)?;
             at += n;
         }
-        Ok(v)
+        Ok(())
     }
 
     fn output(&self, data: &[u8]) -> Result<()> {

@@ -66,11 +66,39 @@ pub fn load(
     map: &AddressMap,
     inputs: &[Vec<u8>],
 ) -> Result<Machine> {
-    let world = map.ranks();
-    if inputs.len() != world as usize || p.ranks.len() != world as usize {
+    if inputs.len() != map.ranks() as usize {
         return Err(Error::invalid(format!(
-            "device run: {} inputs and {} rank programs for {world} ranks",
+            "device run: {} inputs for {} ranks",
             inputs.len(),
+            map.ranks()
+        )));
+    }
+    load_from(p, emitted, map, &|r, dst| {
+        let input = &inputs[r as usize];
+        if input.len() != dst.len() {
+            return Err(Error::invalid(format!(
+                "device run: rank {r} input has {} bytes, the program reads {}",
+                input.len(),
+                dst.len()
+            )));
+        }
+        dst.copy_from_slice(input);
+        Ok(())
+    })
+}
+
+/// [`load`] with each rank's input written by `input(rank, dst)` straight into the rank's
+/// device buffer (`dst` has the program's input bytes): no intermediate copy.
+pub fn load_from(
+    p: &Program,
+    emitted: &EmittedProgram,
+    map: &AddressMap,
+    input: &dyn Fn(u32, &mut [u8]) -> Result<()>,
+) -> Result<Machine> {
+    let world = map.ranks();
+    if p.ranks.len() != world as usize {
+        return Err(Error::invalid(format!(
+            "device run: {} rank programs for {world} ranks",
             p.ranks.len()
         )));
     }
@@ -94,17 +122,13 @@ pub fn load(
                 m.mem.prefault(chip, base)?;
             }
         }
-        let input = &inputs[r as usize];
-        if input.len() as u64 != bufs.input {
-            return Err(Error::invalid(format!(
-                "device run: rank {r} input has {} bytes, the program reads {}",
-                input.len(),
-                bufs.input
-            )));
-        }
         let (at, _) = byte_bases(p, r)?;
-        m.mem
-            .write(chip, map.buf_on_chip(r, Buf::Input, at)?, input)?;
+        let dst = m.mem.slice_mut(
+            chip,
+            map.buf_on_chip(r, Buf::Input, at)?,
+            bufs.input as usize,
+        )?;
+        input(r, dst)?;
     }
     let (iram, dram) = image_for(m.arch);
     let fw = FirmwareImage::parse(iram, dram)?;
@@ -133,19 +157,31 @@ pub fn buffer_regions(bufs: &BufferSizes) -> Vec<(Buf, u64)> {
 /// Every rank's output: its output buffer, or in place where the NCCL convention puts it
 /// (module doc).
 pub fn read_outputs(m: &Machine, p: &Program, map: &AddressMap) -> Result<Vec<Vec<u8>>> {
+    let mut outs = Vec::with_capacity(map.ranks() as usize);
+    for_each_output(m, p, map, &mut |_, o| {
+        outs.push(o.to_vec());
+        Ok(())
+    })?;
+    Ok(outs)
+}
+
+/// Hand every rank's output, in rank order, to `f(rank, bytes)` straight from the device
+/// buffer (the [`read_outputs`] bytes without copying them first).
+pub fn for_each_output(
+    m: &Machine,
+    p: &Program,
+    map: &AddressMap,
+    f: &mut dyn FnMut(u32, &[u8]) -> Result<()>,
+) -> Result<()> {
     let n = map.buffers().output as usize;
-    (0..map.ranks())
-        .map(|r| {
-            let mut v = vec![0u8; n];
-            let (_, at) = byte_bases(p, r)?;
-            m.mem.read(
-                map.chip_id(r)?,
-                map.buf_on_chip(r, Buf::Output, at)?,
-                &mut v,
-            )?;
-            Ok(v)
-        })
-        .collect()
+    for r in 0..map.ranks() {
+        let (_, at) = byte_bases(p, r)?;
+        let out = m
+            .mem
+            .slice(map.chip_id(r)?, map.buf_on_chip(r, Buf::Output, at)?, n)?;
+        f(r, out)?;
+    }
+    Ok(())
 }
 
 /// Byte offsets of rank `r`'s input and result in its buffers: `(0, 0)` except in place
