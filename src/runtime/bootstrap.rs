@@ -395,7 +395,7 @@ pub fn remote_run(a: &RemoteArrival, io: &dyn RankIo, deadline: Option<Duration>
     };
     let gid = a.group[a.rank as usize];
     let seg = m.staging(gid, a.in_len.max(a.out_len) as usize)?;
-    seg.write(0, &io.input(a.in_len)?)?;
+    seg.with_mut(0, a.in_len as usize, |dst| io.input_into(dst))??;
     let build = |id| Msg::Arrive {
         id,
         kind: a.kind.to_string(),
@@ -412,9 +412,7 @@ pub fn remote_run(a: &RemoteArrival, io: &dyn RankIo, deadline: Option<Duration>
     let wait = deadline.map(|d| d + Duration::from_secs(10));
     match m.ask(build, wait) {
         Ok(Msg::Done { error: None, .. }) => {
-            let mut out = vec![0u8; a.out_len as usize];
-            seg.read(0, &mut out)?;
-            io.output(&out)
+            seg.with_mut(0, a.out_len as usize, |out| io.output(out))?
         }
         Ok(Msg::Done { error: Some(e), .. }) => Err(e.error()),
         Ok(other) => Err(Error::failure(format!(

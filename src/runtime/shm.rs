@@ -152,6 +152,18 @@ impl Segment {
         Ok(())
     }
 
+    /// Run `f` over bytes `[at, at + n)` as a mutable slice (no copy).
+    ///
+    /// The staging protocol hands a segment to one side at a time (the member fills it before
+    /// it arrives and reads it after the root's answer; the root uses it in between), so no other
+    /// access overlaps the call.
+    pub fn with_mut<R>(&self, at: usize, n: usize, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
+        self.check(at, n)?;
+        // SAFETY: in bounds (checked); exclusive by the staging protocol (above).
+        let s = unsafe { std::slice::from_raw_parts_mut(self.ptr.add(at), n) };
+        Ok(f(s))
+    }
+
     fn check(&self, at: usize, n: usize) -> Result<()> {
         match at.checked_add(n) {
             Some(end) if end <= self.len => Ok(()),
