@@ -14,9 +14,10 @@
 //! * `NEURON_RT_ROOT_COMM_ID` is optional while every rank of the world lives in this process
 //!   (the rendezvous is in memory); when set it is validated (`host:port`, `[v6]:port`, port
 //!   1–65535) and recorded, and it is what the multi-process bootstrap (issue 6) binds.
-//! * A world larger than this process's cores is multi-process: the join also registers the
-//!   core's global id with the job's root (`runtime::bootstrap`), which needs
-//!   `NEURON_RT_ROOT_COMM_ID`.
+//! * With `NEURON_RT_ROOT_COMM_ID` set, every join also registers the core's global id with the
+//!   job's root (`runtime::bootstrap`; the process owning global id 0 is the root, so a job whose
+//!   ranks are all here stays in memory). Without it the world must fit in this process's
+//!   cores.
 
 use std::collections::BTreeMap;
 
@@ -120,13 +121,19 @@ pub fn join(
     if check_local(slot, vnc, gid, count)? {
         return Ok(());
     }
-    if count > visible_cores {
-        let r = root.as_deref().ok_or_else(|| {
-            Error::invalid(format!(
-                "a world of {count} ranks, but this process owns {visible_cores} logical                  core(s): the other ranks are other processes, which needs                  NEURON_RT_ROOT_COMM_ID=host:port (spec/nrt-abi.md §5.10)"
-            ))
-        })?;
-        crate::runtime::bootstrap::join(slot as u8, gid, count, r)?;
+    // With a root comm id the job may span processes (each process owning cores of its own,
+    // even when its visible cores could hold the world): the join goes through the job's root,
+    // which is this process when it owns global id 0. Without one, the world must fit here.
+    match root.as_deref() {
+        Some(r) => crate::runtime::bootstrap::join(slot as u8, gid, count, r)?,
+        None if count > visible_cores => {
+            return Err(Error::invalid(format!(
+                "a world of {count} ranks, but this process owns {visible_cores} logical \
+                 core(s): the other ranks are other processes, which needs \
+                 NEURON_RT_ROOT_COMM_ID=host:port (spec/nrt-abi.md §5.10)"
+            )))
+        }
+        None => {}
     }
     let mut worlds = WORLDS.lock();
     let w = worlds.entry(slot).or_insert_with(|| World {
@@ -259,7 +266,7 @@ mod tests {
         assert!(join(Slot::HostCc, 8, 1, 4, 8, None).is_err()); // not our core
         assert!(join(Slot::HostCc, 1, 4, 4, 8, None).is_err()); // id outside the world
         assert!(join(Slot::HostCc, 1, 1, 4, 8, Some("nohost".into())).is_err());
-        join(Slot::HostCc, 1, 1, 4, 8, Some("127.0.0.1:9".into())).unwrap();
+        join(Slot::HostCc, 1, 1, 4, 8, None).unwrap();
         check_member(Slot::HostCc, 1, 1, 4).unwrap();
         assert!(check_member(Slot::HostCc, 1, 2, 4).is_err());
         assert!(check_member(Slot::HostCc, 2, 2, 4).is_err());
