@@ -153,22 +153,21 @@ pub(crate) unsafe fn prepare(
     let mut out_sizes: Vec<u64> = outputs.iter().map(Tensor::size).collect();
     if same {
         // NCCL's in-place layout (module doc): the rank's block is the input of an all-gather
-        // and the result of a reduce-scatter.
+        // and the result of a reduce-scatter, so that side is one of rank_n equal blocks.
         let n = u64::from(api.rank_n.max(1));
-        match cc_op {
-            x if x == nrt_cc_op_type_t::NRT_CC_ALLGATHER as u32 => in_sizes[0] /= n,
-            x if x == nrt_cc_op_type_t::NRT_CC_REDUCESCATTER as u32 => out_sizes[0] /= n,
-            _ => {}
-        }
-        if (in_sizes[0] * n != inputs[0].size()
-            && cc_op == nrt_cc_op_type_t::NRT_CC_ALLGATHER as u32)
-            || (out_sizes[0] * n != outputs[0].size()
-                && cc_op == nrt_cc_op_type_t::NRT_CC_REDUCESCATTER as u32)
-        {
-            return Err(Error::invalid(format!(
-                "in place: the tensor's {} bytes are not rank_n = {n} equal blocks",
-                inputs[0].size()
-            )));
+        let block = match cc_op {
+            x if x == nrt_cc_op_type_t::NRT_CC_ALLGATHER as u32 => Some(&mut in_sizes[0]),
+            x if x == nrt_cc_op_type_t::NRT_CC_REDUCESCATTER as u32 => Some(&mut out_sizes[0]),
+            _ => None,
+        };
+        if let Some(b) = block {
+            if *b % n != 0 {
+                return Err(Error::invalid(format!(
+                    "in place: the tensor's {} bytes are not rank_n = {n} equal blocks",
+                    inputs[0].size()
+                )));
+            }
+            *b /= n;
         }
     }
     let req = CollectiveRequest::from_api(&api, &in_sizes, &out_sizes, same, dtype, op, cc_op)?;

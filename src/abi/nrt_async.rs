@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::runtime::xu::{self, XuType};
 
 /// A queue or core index passed as C `int`: negative is `NRT_INVALID` (spec §3.6 ranges).
-fn index_arg(v: c_int, what: &str) -> Result<u32> {
+pub(crate) fn index_arg(v: c_int, what: &str) -> Result<u32> {
     u32::try_from(v).map_err(|_| Error::invalid(format!("{what} {v} is negative")))
 }
 

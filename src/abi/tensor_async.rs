@@ -13,6 +13,7 @@
 use std::ffi::{c_int, c_void};
 
 use crate::abi::boundary::{out_param, status_of};
+use crate::abi::nrt_async::index_arg;
 use crate::abi::tensor::tensor_of;
 use crate::abi::types::*;
 use crate::error::{Error, Result};
@@ -23,10 +24,6 @@ use crate::runtime::xu::{self, ExecRet, XuType};
 /// until the request completes).
 #[derive(Debug, Clone, Copy)]
 struct HostPtr(usize);
-
-fn index(v: c_int, what: &str) -> Result<u32> {
-    u32::try_from(v).map_err(|_| Error::invalid(format!("{what} {v} is negative")))
-}
 
 /// Queue `job` on the tensor-op XU and write `*req_sequence`.
 ///
@@ -39,8 +36,8 @@ unsafe fn submit(
     req_sequence: *mut nrta_seq_t,
     job: impl FnOnce() -> Result<()> + Send + 'static,
 ) -> Result<()> {
-    let lnc = index(lnc_idx, "lnc_idx")?;
-    let queue = index(queue, "queue")?;
+    let lnc = index_arg(lnc_idx, "lnc_idx")?;
+    let queue = index_arg(queue, "queue")?;
     let seq_out = if req_sequence.is_null() {
         None
     } else {

@@ -339,11 +339,7 @@ impl Root {
         if let Msg::Arrive { id, .. } = a {
             let r = self.run_arrival(conn, a);
             let error = r.err().map(|e| WireError::of(&e));
-            let done = Msg::Done {
-                id,
-                out_len: 0,
-                error,
-            };
+            let done = Msg::Done { id, error };
             let _ = wire::send(&mut *w.lock(), &done);
         }
         *self.in_flight.lock() -= 1;

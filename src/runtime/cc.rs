@@ -118,12 +118,6 @@ pub fn prepare(req: &CollectiveRequest, world: u32) -> Result<Arc<Lowered>> {
 pub trait RankIo: Send {
     /// Write the rank's input, as the program reads it, into `dst` (exactly its bytes).
     fn input_into(&self, dst: &mut [u8]) -> Result<()>;
-    /// The rank's input as a new buffer of `len` bytes.
-    fn input(&self, len: u64) -> Result<Vec<u8>> {
-        let mut v = vec![0u8; len as usize];
-        self.input_into(&mut v)?;
-        Ok(v)
-    }
     /// Store the rank's result (`device_run::read_outputs` form).
     fn output(&self, data: &[u8]) -> Result<()>;
 }

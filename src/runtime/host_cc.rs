@@ -43,10 +43,17 @@ fn root_comm_id() -> Option<String> {
         .and_then(|c| c.root_comm_id)
 }
 
-fn join_world(vnc: u32, gid: u32, count: u32, visible: u32) -> Result<GroupKey> {
+/// Join the slot-0 world and name the `kind` exchange over all of its ranks.
+fn join_world(
+    kind: &'static str,
+    vnc: u32,
+    gid: u32,
+    count: u32,
+    visible: u32,
+) -> Result<GroupKey> {
     comm::join(Slot::Neff, vnc, gid, count, visible, root_comm_id())?;
     Ok(GroupKey {
-        kind: "",
+        kind,
         slot: Slot::Neff as u8,
         group: (0..count).collect(),
     })
@@ -54,8 +61,7 @@ fn join_world(vnc: u32, gid: u32, count: u32, visible: u32) -> Result<GroupKey> 
 
 /// `nrt_barrier(vnc, gid, count)` on a process owning `visible` cores.
 pub fn barrier(vnc: u32, gid: u32, count: u32, visible: u32) -> Result<()> {
-    let mut key = join_world(vnc, gid, count, visible)?;
-    key.kind = "barrier";
+    let key = join_world("barrier", vnc, gid, count, visible)?;
     if let Some(e) = BROKEN.lock().get(&vnc) {
         return Err(e
             .clone()
@@ -117,8 +123,7 @@ pub fn all_gather(
     input: &[u8],
     output: &mut [u8],
 ) -> Result<()> {
-    let mut key = join_world(vnc, gid, count, visible)?;
-    key.kind = "all_gather";
+    let key = join_world("all_gather", vnc, gid, count, visible)?;
     let size = input.len();
     if output.len() != size * count as usize {
         return Err(Error::invalid(format!(

@@ -222,8 +222,6 @@ pub enum Msg {
     Done {
         /// The arrival.
         id: u64,
-        /// Output bytes written at offset 0.
-        out_len: u64,
         /// Failure, if any.
         error: Option<WireError>,
     },
@@ -310,7 +308,6 @@ mod tests {
             },
             Msg::Done {
                 id: 1,
-                out_len: 0,
                 error: Some(WireError::of(&Error::new(
                     ErrorKind::CollectivesHang,
                     "stuck",
