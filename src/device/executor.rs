@@ -50,6 +50,7 @@ use std::path::{Path, PathBuf};
 use super::cc_context::{cc_context_image, dump_file_stem, model_name, LiveTopsp, HANG_DUMP_ENV};
 use super::dma::{QueuePair, RING_GUARD};
 use super::memory::{Memory, Touched};
+use super::peers::{Peers, POLL};
 use super::sema::BlockId;
 use super::topsp::{Action, SemAccess, Sequencer, Stage};
 use crate::dtype::Numerics;
@@ -164,6 +165,9 @@ pub struct Machine {
     /// The execution timeout ([`DEFAULT_EXEC_TIMEOUT_S`] unless the runtime sets it from
     /// `NEURON_RT_EXEC_TIMEOUT`; `None`: none).
     pub timeout: Option<std::time::Duration>,
+    /// The other executors of the run when the ranks run in several (`None`: this machine
+    /// holds every TOP_SP of the run; [`super::peers`]).
+    pub peers: Option<std::sync::Arc<dyn Peers>>,
     agents: Vec<Agent>,
 }
 
@@ -182,6 +186,7 @@ impl Machine {
             numerics: Numerics::default(),
             arch: Arch::V3,
             timeout: Some(std::time::Duration::from_secs(DEFAULT_EXEC_TIMEOUT_S)),
+            peers: None,
             agents: Vec::new(),
         }
     }
@@ -231,8 +236,20 @@ impl Machine {
             .map(|a| &a.pair)
     }
 
-    /// Run until every sequencer is done and every ring drained (module doc).
+    /// Run until every sequencer is done and every ring drained (module doc). With
+    /// [`Machine::peers`], the peers hear how it ended ([`Peers::done`] / [`Peers::failed`]).
     pub fn run(&mut self) -> Result<RunReport> {
+        let r = self.run_agents();
+        if let Some(p) = &self.peers {
+            match &r {
+                Ok(_) => p.done(),
+                Err(e) => p.failed(e.message()),
+            }
+        }
+        r
+    }
+
+    fn run_agents(&mut self) -> Result<RunReport> {
         let started = std::time::Instant::now();
         let mut rep = RunReport::default();
         let n = self.agents.len();
@@ -240,9 +257,35 @@ impl Machine {
         let mut seq_ready = vec![true; n];
         let mut pair_ready = vec![false; n];
         let mut touched: Vec<(u8, u8)> = Vec::new();
+        // The peers' epoch this machine has caught up with (shared runs only).
+        let mut seen: Option<u32> = None;
+        let mut job_hang: Option<String> = None;
         loop {
             if !seq_ready.iter().chain(&pair_ready).any(|&r| r) {
-                break;
+                let Some(p) = self.peers.clone() else { break };
+                if self.finished() {
+                    break;
+                }
+                // Only a peer can unblock us: catch up with its writes once, then sleep.
+                let e = p.epoch();
+                if seen != Some(e) {
+                    seen = Some(e);
+                    p.running();
+                    for (k, a) in self.agents.iter().enumerate() {
+                        seq_ready[k] =
+                            a.seq.position().waiting_on.is_some() || a.doorbell.is_some();
+                    }
+                    continue;
+                }
+                p.blocked(e);
+                if let Some(states) = p.all_blocked(e) {
+                    job_hang = Some(states);
+                    break;
+                }
+                p.check()?;
+                self.check_timeout(started)?;
+                p.wait(e, POLL);
+                continue;
             }
             rep.rounds += 1;
             self.check_timeout(started)?;
@@ -291,6 +334,20 @@ impl Machine {
             }
             touched.clear();
         }
+        if self.finished() {
+            return Ok(rep);
+        }
+        let mut report = self.hang_report();
+        if let Some(states) = job_hang {
+            report.push_str(&format!(
+                "\n* every rank of the run is blocked or done, none can signal again: {states}"
+            ));
+        }
+        Err(Error::new(ErrorKind::CollectivesHang, report))
+    }
+
+    /// Every sequencer done and every ring drained.
+    fn finished(&self) -> bool {
         let done = self
             .agents
             .iter()
@@ -299,10 +356,7 @@ impl Machine {
             .agents
             .iter()
             .all(|a| a.pair.m2s.pending().is_empty() && a.pair.s2m.pending().is_empty());
-        if done && drained {
-            return Ok(rep);
-        }
-        Err(Error::new(ErrorKind::CollectivesHang, self.hang_report()))
+        done && drained
     }
 
     /// The execution timeout (module doc): a run still going after [`Machine::timeout`] fails

@@ -25,7 +25,9 @@
 
 use std::fmt;
 
-use super::sema::{BlockId, ChipSems, SemBlock};
+use std::sync::Arc;
+
+use super::sema::{BlockId, ChipSems, ExternalBytes, SemBlock};
 use crate::isa::evtsem::{Route, SemWindow, SocAddr};
 use crate::isa::memmap;
 
@@ -248,12 +250,61 @@ pub(crate) enum Place {
 struct Region {
     chip: u8,
     base: u64,
-    data: Vec<u8>,
+    data: Backing,
+}
+
+/// Where a region's bytes live: the machine's own (recycled through `device::buffer_pool`), or
+/// a window of memory owned elsewhere — a shared-memory segment that other processes map, so
+/// that their DMA engines write into this chip's HBM (design.md §2.7).
+enum Backing {
+    Heap(Vec<u8>),
+    External {
+        ptr: *mut u8,
+        len: usize,
+        _keep: Arc<dyn ExternalBytes>,
+    },
+}
+
+// SAFETY: `ptr` points into the mapping `_keep` holds alive (ExternalBytes: Send + Sync).
+unsafe impl Send for Backing {}
+
+impl fmt::Debug for Backing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Backing::Heap(v) => write!(f, "Heap({} bytes)", v.len()),
+            Backing::External { len, _keep, .. } => write!(f, "External({len} bytes of {_keep:?})"),
+        }
+    }
+}
+
+impl std::ops::Deref for Backing {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Backing::Heap(v) => v,
+            // SAFETY: in bounds of the live mapping (checked by `Memory::map_external`).
+            Backing::External { ptr, len, .. } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
+        }
+    }
+}
+
+impl std::ops::DerefMut for Backing {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            Backing::Heap(v) => v,
+            // SAFETY: as above; `&mut self` makes this the only view through this machine.
+            Backing::External { ptr, len, .. } => unsafe {
+                std::slice::from_raw_parts_mut(*ptr, *len)
+            },
+        }
+    }
 }
 
 impl Drop for Region {
     fn drop(&mut self) {
-        super::buffer_pool::give(std::mem::take(&mut self.data));
+        if let Backing::Heap(v) = &mut self.data {
+            super::buffer_pool::give(std::mem::take(v));
+        }
     }
 }
 
@@ -309,6 +360,55 @@ impl Memory {
 
     /// Map `len` zeroed bytes at on-chip address `base` (bits 47:0) of `chip`.
     pub fn map(&mut self, chip: u8, base: u64, len: u64) -> Result<(), MemError> {
+        let at = self.free_slot(chip, base, len)?;
+        // Zeroed: fresh pages committed only when touched, or a recycled buffer of this size
+        // zeroed again (`device::buffer_pool`).
+        let data = Backing::Heap(super::buffer_pool::take(len as usize));
+        self.insert(at, Region { chip, base, data });
+        Ok(())
+    }
+
+    /// Map the `len` bytes at byte `off` of `mem` (a shared-memory segment, used as it is, not
+    /// zeroed) at on-chip address `base` of `chip`: what this machine writes there, every
+    /// other mapping of `mem` sees (design.md §2.7).
+    pub fn map_external(
+        &mut self,
+        chip: u8,
+        base: u64,
+        mem: Arc<dyn ExternalBytes>,
+        off: usize,
+        len: u64,
+    ) -> Result<(), MemError> {
+        let at = self.free_slot(chip, base, len)?;
+        let n = len as usize;
+        if off.checked_add(n).is_none_or(|e| e > mem.len()) {
+            return Err(MemError::BadMapping {
+                chip,
+                base,
+                len,
+                reason: "beyond the end of the external memory",
+            });
+        }
+        // SAFETY: in bounds (checked above) of a mapping valid while `mem` lives.
+        let ptr = unsafe { mem.base_ptr().add(off) };
+        let data = Backing::External {
+            ptr,
+            len: n,
+            _keep: mem,
+        };
+        self.insert(at, Region { chip, base, data });
+        Ok(())
+    }
+
+    fn insert(&mut self, at: usize, r: Region) {
+        self.last.set(None);
+        self.keys.insert(at, key(r.chip, r.base));
+        self.regions.insert(at, r);
+    }
+
+    /// Where a new region `(chip, base, len)` goes in the sorted table, after the checks every
+    /// mapping passes.
+    fn free_slot(&self, chip: u8, base: u64, len: u64) -> Result<usize, MemError> {
         let bad = |reason| MemError::BadMapping {
             chip,
             base,
@@ -340,14 +440,8 @@ impl Memory {
         if len > MAX_REGION_BYTES {
             return Err(bad("larger than MAX_REGION_BYTES"));
         }
-        let n = usize::try_from(len).map_err(|_| bad("larger than host memory"))?;
-        // Zeroed: fresh pages committed only when touched, or a recycled buffer of this size
-        // zeroed again (`device::buffer_pool`).
-        let data = super::buffer_pool::take(n);
-        self.last.set(None);
-        self.regions.insert(at, Region { chip, base, data });
-        self.keys.insert(at, key(chip, base));
-        Ok(())
+        usize::try_from(len).map_err(|_| bad("larger than host memory"))?;
+        Ok(at)
     }
 
     /// Index of the region mapped at exactly `base` on `chip`.
@@ -406,6 +500,23 @@ impl Memory {
     /// The EVT_SEM blocks of `chip`, mutably (the sequencer's waits and direct updates).
     pub fn sems_mut(&mut self, chip: u8) -> Option<&mut ChipSems> {
         self.sems.get_mut(usize::from(chip))
+    }
+
+    /// Put EVT_SEM block `id` of `chip` in shared memory (`b`, [`SemBlock::external`]).
+    pub fn attach_sem_block(&mut self, chip: u8, id: BlockId, b: SemBlock) -> Result<(), MemError> {
+        let done = self
+            .sems
+            .get_mut(usize::from(chip))
+            .is_some_and(|c| c.attach(id, b));
+        match done {
+            true => Ok(()),
+            false => Err(MemError::BadMapping {
+                chip,
+                base: 0,
+                len: 0,
+                reason: "no such EVT_SEM block",
+            }),
+        }
     }
 
     /// One block.

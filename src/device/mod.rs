@@ -55,5 +55,6 @@ pub mod cce;
 pub mod dma;
 pub mod executor;
 pub mod memory;
+pub mod peers;
 pub mod sema;
 pub mod topsp;

@@ -16,6 +16,8 @@
 //!   0x04 is strictly greater and 0x05 is greater-or-equal.
 
 use std::fmt;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
 
 use crate::isa::enums::{UpdateMode, WaitMode};
 use crate::isa::evtsem::{SemWindow, MAX_TOPSPS, SEMS_PER_TOPSP};
@@ -55,21 +57,98 @@ pub fn is_event_wait(mode: WaitMode) -> bool {
     )
 }
 
-/// One EVT_SEM block: 256 × i32 semaphores and 256 event bits (device.md §5.1).
-#[derive(Clone, PartialEq, Eq)]
+/// The words of one EVT_SEM block as they sit in memory: 256 × i32 semaphores and 256 event
+/// bits (device.md §5.1). Atomic because a block may live in shared memory that another
+/// process's DMA engine increments while this one's sequencer waits on it (design.md §2.7);
+/// every access is `SeqCst`, which also orders the data a DMA wrote before its semaphore
+/// write ("data then signal", device.md §6.4) before the waiter's reads.
+#[repr(C)]
+pub struct SemWords {
+    values: [AtomicI32; SEMS],
+    events: [AtomicU64; SEMS / 64],
+}
+
+impl fmt::Debug for SemWords {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SemWords").finish_non_exhaustive()
+    }
+}
+
+/// Bytes of one [`SemWords`] (the size a shared-memory layout reserves per block).
+pub const SEM_WORDS_BYTES: usize = std::mem::size_of::<SemWords>();
+
+/// Memory owned outside the simulated device — a shared-memory mapping — in which regions and
+/// semaphore blocks can live (`runtime::shared_run` implements it for its segments).
+///
+/// # Safety
+/// `base_ptr()` must stay valid for `len()` bytes, readable and writable, for as long as the
+/// value lives, and be aligned to at least 8 bytes.
+pub unsafe trait ExternalBytes: Send + Sync + fmt::Debug {
+    /// The first byte.
+    fn base_ptr(&self) -> *mut u8;
+    /// Bytes.
+    fn len(&self) -> usize;
+}
+
+/// Called after a write into a block that another executor (process or thread) waits on: the
+/// owner of the block must be woken (`runtime::shared_run` bumps the run's futex word).
+pub trait SemNotify: Send + Sync + fmt::Debug {
+    /// A semaphore or event of the block changed.
+    fn changed(&self);
+}
+
+enum Store {
+    Own(Box<SemWords>),
+    External {
+        words: *const SemWords,
+        _keep: Arc<dyn ExternalBytes>,
+        notify: Option<Arc<dyn SemNotify>>,
+    },
+}
+
+// SAFETY: the pointer targets memory kept alive by `_keep` (ExternalBytes: Send + Sync) and is
+// only accessed through atomics.
+unsafe impl Send for Store {}
+unsafe impl Sync for Store {}
+
+/// One EVT_SEM block: 256 × i32 semaphores and 256 event bits (device.md §5.1), owned by the
+/// machine or living in shared memory ([`SemBlock::external`]).
 pub struct SemBlock {
-    values: [i32; SEMS],
-    events: [u64; SEMS / 64],
+    store: Store,
 }
 
 impl Default for SemBlock {
     fn default() -> Self {
         SemBlock {
-            values: [0; SEMS],
-            events: [0; SEMS / 64],
+            store: Store::Own(Box::new(SemWords {
+                values: std::array::from_fn(|_| AtomicI32::new(0)),
+                events: std::array::from_fn(|_| AtomicU64::new(0)),
+            })),
         }
     }
 }
+
+impl Clone for SemBlock {
+    /// A private copy of the current values (never shared).
+    fn clone(&self) -> Self {
+        let b = SemBlock::new();
+        for i in 0..SEMS {
+            b.words().values[i].store(self.words().values[i].load(SeqCst), SeqCst);
+        }
+        for i in 0..SEMS / 64 {
+            b.words().events[i].store(self.words().events[i].load(SeqCst), SeqCst);
+        }
+        b
+    }
+}
+
+impl PartialEq for SemBlock {
+    fn eq(&self, o: &Self) -> bool {
+        (0..=255u8).all(|i| self.value(i) == o.value(i) && self.event(i) == o.event(i))
+    }
+}
+
+impl Eq for SemBlock {}
 
 impl fmt::Debug for SemBlock {
     /// Only the non-zero semaphores and the set events: a block is mostly zeros.
@@ -78,6 +157,7 @@ impl fmt::Debug for SemBlock {
         f.debug_struct("SemBlock")
             .field("nonzero", &self.nonzero().collect::<Vec<_>>())
             .field("events", &events)
+            .field("shared", &matches!(self.store, Store::External { .. }))
             .finish()
     }
 }
@@ -87,32 +167,107 @@ impl SemBlock {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// The block whose words sit at byte `off` of `mem` (a shared-memory segment), with
+    /// `notify` called after every change made through this handle (`None` for the owner's
+    /// own blocks, whose waiters are in the same executor). The words are used as they are.
+    pub fn external(
+        mem: Arc<dyn ExternalBytes>,
+        off: usize,
+        notify: Option<Arc<dyn SemNotify>>,
+    ) -> Result<SemBlock, String> {
+        if off % 8 != 0
+            || off
+                .checked_add(SEM_WORDS_BYTES)
+                .is_none_or(|e| e > mem.len())
+        {
+            return Err(format!(
+                "EVT_SEM block at byte {off} does not fit an 8-aligned {SEM_WORDS_BYTES}-byte \
+                 slot of a {}-byte mapping",
+                mem.len()
+            ));
+        }
+        // SAFETY: in bounds and aligned (checked above; base_ptr is 8-aligned by contract);
+        // atomics have the layout of their integers, so any bytes are valid words.
+        let words = unsafe { mem.base_ptr().add(off) } as *const SemWords;
+        Ok(SemBlock {
+            store: Store::External {
+                words,
+                _keep: mem,
+                notify,
+            },
+        })
+    }
+
+    fn words(&self) -> &SemWords {
+        match &self.store {
+            Store::Own(b) => b,
+            // SAFETY: see `external`; `_keep` holds the mapping.
+            Store::External { words, .. } => unsafe { &**words },
+        }
+    }
+
+    fn changed(&self) {
+        if let Store::External {
+            notify: Some(n), ..
+        } = &self.store
+        {
+            n.changed();
+        }
+    }
+
+    /// Every semaphore 0 and every event clear (a reused shared block before a run).
+    pub fn clear(&self) {
+        let w = self.words();
+        w.values.iter().for_each(|v| v.store(0, SeqCst));
+        w.events.iter().for_each(|v| v.store(0, SeqCst));
+    }
     /// Semaphore `idx`.
     pub fn value(&self, idx: u8) -> i32 {
-        self.values[usize::from(idx)]
+        self.words().values[usize::from(idx)].load(SeqCst)
     }
     /// Event `idx`.
     pub fn event(&self, idx: u8) -> bool {
-        (self.events[usize::from(idx) / 64] >> (idx % 64)) & 1 == 1
+        (self.words().events[usize::from(idx) / 64].load(SeqCst) >> (idx % 64)) & 1 == 1
     }
     /// Semaphore `idx` := `v`.
     pub fn set(&mut self, idx: u8, v: i32) {
-        self.values[usize::from(idx)] = v;
+        self.words().values[usize::from(idx)].store(v, SeqCst);
+        self.changed();
     }
     /// Semaphore `idx` += `v`, wrapping.
     pub fn add(&mut self, idx: u8, v: i32) {
-        let s = &mut self.values[usize::from(idx)];
-        *s = s.wrapping_add(v);
+        self.words().values[usize::from(idx)].fetch_add(v, SeqCst);
+        self.changed();
     }
     /// Semaphore `idx` −= `v`, wrapping.
     pub fn sub(&mut self, idx: u8, v: i32) {
-        let s = &mut self.values[usize::from(idx)];
-        *s = s.wrapping_sub(v);
+        self.words().values[usize::from(idx)].fetch_sub(v, SeqCst);
+        self.changed();
     }
     /// Event `idx` := `on`.
     pub fn set_event(&mut self, idx: u8, on: bool) {
         let (w, b) = (usize::from(idx) / 64, idx % 64);
-        self.events[w] = (self.events[w] & !(1 << b)) | (u64::from(on) << b);
+        let word = &self.words().events[w];
+        if on {
+            word.fetch_or(1 << b, SeqCst);
+        } else {
+            word.fetch_and(!(1 << b), SeqCst);
+        }
+        self.changed();
+    }
+    /// If semaphore `idx` ≥ `target`, subtract `by` atomically (another process may be adding
+    /// to it at the same moment) and return true.
+    fn take_if_ge(&mut self, idx: u8, target: i32, by: i32) -> bool {
+        let ok = self.words().values[usize::from(idx)]
+            .fetch_update(SeqCst, SeqCst, |v| {
+                (v >= target).then(|| v.wrapping_sub(by))
+            })
+            .is_ok();
+        if ok {
+            self.changed();
+        }
+        ok
     }
     /// The non-zero semaphores `(idx, value)`, for hang reports.
     pub fn nonzero(&self) -> impl Iterator<Item = (u8, i32)> + '_ {
@@ -148,23 +303,13 @@ impl SemBlock {
     /// `wait_ge_and_dec` (§5.3): if semaphore `idx` ≥ `target`, decrement it **by one** and
     /// return true; otherwise leave it and return false (the caller stays blocked).
     pub fn wait_ge_and_dec(&mut self, idx: u8, target: i32) -> bool {
-        if self.value(idx) >= target {
-            self.sub(idx, 1);
-            true
-        } else {
-            false
-        }
+        self.take_if_ge(idx, target, 1)
     }
 
     /// The mesh-event wait (lowering.md §4.6): if semaphore `idx` ≥ `wait_val`, subtract
     /// `wait_val` and return true.
     pub fn wait_ge_and_sub(&mut self, idx: u8, wait_val: i32) -> bool {
-        if self.value(idx) >= wait_val {
-            self.sub(idx, wait_val);
-            true
-        } else {
-            false
-        }
+        self.take_if_ge(idx, wait_val, wait_val)
     }
 
     /// A compute-stream wait (§5.2) on index `idx` with WAIT_MODE `mode`: true when it holds.
@@ -257,6 +402,17 @@ impl ChipSems {
         match id {
             BlockId::TopSp(i) => self.topsp.get_mut(usize::from(i)),
             BlockId::Tpb(i) => self.tpb.get_mut(usize::from(i)),
+        }
+    }
+    /// Replace block `id` with `b` (a block in shared memory, [`SemBlock::external`]); false
+    /// if the chip has no such block.
+    pub fn attach(&mut self, id: BlockId, b: SemBlock) -> bool {
+        match self.block_mut(id) {
+            Some(slot) => {
+                *slot = b;
+                true
+            }
+            None => false,
         }
     }
 }

@@ -38,6 +38,8 @@ use parking_lot::Mutex;
 use crate::error::{Error, ErrorKind, Result};
 use crate::runtime::cc::RankIo;
 use crate::runtime::comm::parse_root_comm_id;
+use crate::runtime::rendezvous::GroupKey;
+use crate::runtime::shared_run::{self, done_meetings, go_meetings, GoArrival, Segments};
 use crate::runtime::shm::{self, Segment};
 use crate::runtime::wire::{self, Msg, WireError, WireRequest};
 
@@ -111,7 +113,8 @@ pub fn join(slot: u8, gid: u32, count: u32, root_id: &str) -> Result<()> {
     }
     let deadline = Instant::now() + bootstrap_timeout();
     loop {
-        match JOB.lock().clone() {
+        let job = JOB.lock().clone();
+        match job {
             Some(Job::Root(r)) => return r.register_local(slot, gid, count),
             Some(Job::Member(m)) => return m.join(slot, gid, count),
             None => {}
@@ -241,9 +244,11 @@ impl Member {
         loop {
             match wire::recv(&mut r) {
                 Ok(Some(Msg::WorldFailed { error })) => self.fail(error.error()),
-                Ok(Some(m @ (Msg::Joined { .. } | Msg::Done { .. }))) => {
+                Ok(Some(m @ (Msg::Joined { .. } | Msg::Done { .. } | Msg::Segments { .. }))) => {
                     let id = match &m {
-                        Msg::Joined { id, .. } | Msg::Done { id, .. } => *id,
+                        Msg::Joined { id, .. }
+                        | Msg::Done { id, .. }
+                        | Msg::Segments { id, .. } => *id,
                         _ => unreachable!(),
                     };
                     if let Some(tx) = self.pending.lock().remove(&id) {
@@ -389,7 +394,8 @@ pub fn is_member() -> bool {
 /// Run one rank's part of a collective whose meeting is at the root: stage the input, arrive,
 /// wait for the result (`deadline` plus a margin), store it through `io`.
 pub fn remote_run(a: &RemoteArrival, io: &dyn RankIo, deadline: Option<Duration>) -> Result<()> {
-    let m = match JOB.lock().clone() {
+    let job = JOB.lock().clone();
+    let m = match job {
         Some(Job::Member(m)) => m,
         _ => return Err(Error::failure("remote_run outside a member process")),
     };
@@ -422,6 +428,133 @@ pub fn remote_run(a: &RemoteArrival, io: &dyn RankIo, deadline: Option<Duration>
             seg.unlink();
             Err(e)
         }
+    }
+}
+
+/// The root port of this process's job, if it is in one (names its shared-memory objects).
+pub fn job_port() -> Option<u16> {
+    match &*JOB.lock() {
+        Some(Job::Root(r)) => Some(r.port()),
+        Some(Job::Member(m)) => Some(m.port),
+        None => None,
+    }
+}
+
+/// Why this process's job cannot go on (a dead process, a broken world), if it cannot.
+pub fn job_error() -> Option<Error> {
+    let job = JOB.lock().clone();
+    match job {
+        Some(Job::Root(r)) => r.job_error(),
+        Some(Job::Member(m)) => m.failed.lock().clone(),
+        None => None,
+    }
+}
+
+/// How long a meeting of a shared-device collective may wait for its ranks: the execution
+/// timeout for "go" (a rank that never arrives), plus a margin for "done" (the slowest rank
+/// may run that long first). A member waits for the root's answer a margin longer still, so
+/// the root's verdict (naming the missing rank) is what it reports.
+fn meet_deadline(done: bool) -> Result<Option<Duration>> {
+    let d = crate::runtime::process::config()?.exec_timeout()?;
+    let margin = Duration::from_secs(if done { 10 } else { 0 });
+    Ok(d.map(|d| d + margin))
+}
+
+fn member_wait(d: Option<Duration>) -> Option<Duration> {
+    d.map(|d| d + Duration::from_secs(10))
+}
+
+/// The "go" meeting of a shared-device collective (`runtime::shared_run`): at the root, or
+/// in this process when it is the root or alone.
+pub fn meet_go(key: &GroupKey, instance: u64, rank: u32, go: GoArrival) -> Result<Segments> {
+    let deadline = meet_deadline(false)?;
+    let job = JOB.lock().clone();
+    let member = match job {
+        Some(Job::Member(m)) => m,
+        _ => return meet_go_here(key, instance, rank, go, deadline),
+    };
+    let build = |id| Msg::Meet {
+        id,
+        phase: "go".into(),
+        kind: key.kind.into(),
+        slot: key.slot,
+        group: key.group.clone(),
+        instance,
+        rank,
+        req: WireRequest::of(&go.req).ok(),
+        digest: go.digest,
+        seg: go.seg.0.clone(),
+        seg_len: go.seg.1,
+    };
+    match member.ask(build, member_wait(deadline))? {
+        Msg::Segments {
+            error: None,
+            segments,
+            ..
+        } => Ok(Arc::new(segments)),
+        Msg::Segments { error: Some(e), .. } => Err(e.error()),
+        other => Err(Error::failure(format!(
+            "unexpected answer to a go: {other:?}"
+        ))),
+    }
+}
+
+fn meet_go_here(
+    key: &GroupKey,
+    instance: u64,
+    rank: u32,
+    go: GoArrival,
+    deadline: Option<Duration>,
+) -> Result<Segments> {
+    let n = key.group.len();
+    go_meetings().meet(
+        key,
+        instance,
+        rank,
+        go,
+        deadline,
+        |all| match shared_run::go_check(key, instance, &all) {
+            Ok(s) => (0..n).map(|_| Ok(s.clone())).collect(),
+            Err(e) => {
+                crate::log_error!("cc", "{e}");
+                (0..n).map(|_| Err(e.clone())).collect()
+            }
+        },
+    )
+}
+
+/// The "done" meeting of a shared-device collective.
+pub fn meet_done(key: &GroupKey, instance: u64, rank: u32) -> Result<()> {
+    let deadline = meet_deadline(true)?;
+    let job = JOB.lock().clone();
+    let member = match job {
+        Some(Job::Member(m)) => m,
+        _ => {
+            let n = key.group.len();
+            return done_meetings().meet(key, instance, rank, (), deadline, |_| {
+                (0..n).map(|_| Ok(())).collect()
+            });
+        }
+    };
+    let build = |id| Msg::Meet {
+        id,
+        phase: "done".into(),
+        kind: key.kind.into(),
+        slot: key.slot,
+        group: key.group.clone(),
+        instance,
+        rank,
+        req: None,
+        digest: 0,
+        seg: String::new(),
+        seg_len: 0,
+    };
+    match member.ask(build, member_wait(deadline))? {
+        Msg::Done { error: None, .. } => Ok(()),
+        Msg::Done { error: Some(e), .. } => Err(e.error()),
+        other => Err(Error::failure(format!(
+            "unexpected answer to a done: {other:?}"
+        ))),
     }
 }
 

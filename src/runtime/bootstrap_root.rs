@@ -4,7 +4,6 @@
 use super::*;
 use crate::runtime::cc::{self, Arrival};
 use crate::runtime::host_cc;
-use crate::runtime::rendezvous::GroupKey;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Owner {
@@ -151,6 +150,8 @@ impl Root {
         }
         cc::meetings().abort_all(&e);
         host_cc::gathers().abort_all(&e);
+        go_meetings().abort_all(&e);
+        done_meetings().abort_all(&e);
     }
 
     fn register(&self, slot: u8, gid: u32, count: u32, owner: Owner) -> Result<()> {
@@ -283,6 +284,17 @@ impl Root {
                         *self.in_flight.lock() -= 1;
                     }
                 }
+                Ok(Some(m @ Msg::Meet { .. })) => {
+                    *self.in_flight.lock() += 1;
+                    let (r, w) = (self.clone(), writer.clone());
+                    let spawned = std::thread::Builder::new()
+                        .name("opennrt-root-meet".into())
+                        .spawn(move || r.meeting(m, w));
+                    if spawned.is_err() {
+                        crate::log_error!("bootstrap", "cannot spawn a meeting thread");
+                        *self.in_flight.lock() -= 1;
+                    }
+                }
                 Ok(Some(Msg::Bye)) => said_bye = true,
                 Ok(Some(other)) => crate::log_warn!(
                     "bootstrap",
@@ -327,11 +339,112 @@ impl Root {
             };
             if !said_bye {
                 crate::log_error!("bootstrap", "world slot {slot}: {}", e.message());
+                let first = self.death.lock().is_none();
                 self.death.lock().get_or_insert(e.clone());
+                // Ranks of other processes may be inside a shared-device run with the dead
+                // one: tell them now, not when they next meet.
+                if first {
+                    self.broadcast_failure(&e);
+                }
             }
             cc::meetings().mark_dead(gid, &e);
             host_cc::gathers().mark_dead(gid, &e);
+            go_meetings().mark_dead(gid, &e);
+            done_meetings().mark_dead(gid, &e);
         }
+    }
+
+    /// Tell every member process that the job failed (`WorldFailed`).
+    fn broadcast_failure(&self, e: &Error) {
+        let msg = Msg::WorldFailed {
+            error: WireError::of(e),
+        };
+        let writers: Vec<_> = self
+            .procs
+            .lock()
+            .values()
+            .map(|p| p.writer.clone())
+            .collect();
+        for w in writers {
+            let _ = wire::send(&mut *w.lock(), &msg);
+        }
+    }
+
+    /// The port the job's root listens on.
+    pub(super) fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Why the job cannot go on: a broken world or a dead process.
+    pub(super) fn job_error(&self) -> Option<Error> {
+        let failed = self.failed.lock().clone();
+        failed.or_else(|| self.death.lock().clone())
+    }
+
+    /// Answer one shared-device meeting of a member's rank (counted in `in_flight`).
+    fn meeting(&self, m: Msg, w: Arc<Mutex<TcpStream>>) {
+        let Msg::Meet {
+            id,
+            phase,
+            kind,
+            slot,
+            group,
+            instance,
+            rank,
+            req,
+            digest,
+            seg,
+            seg_len,
+        } = m
+        else {
+            unreachable!()
+        };
+        let kind = match kind_of(&kind) {
+            Ok(k) => k,
+            Err(_) => "cc",
+        };
+        let key = GroupKey { kind, slot, group };
+        let answer = match phase.as_str() {
+            "go" => {
+                let r = self.check().and_then(|()| {
+                    let req = req
+                        .ok_or_else(|| Error::failure("a go arrived without its request"))?
+                        .request()?;
+                    let go = GoArrival {
+                        req,
+                        digest,
+                        seg: (seg, seg_len),
+                    };
+                    meet_go_here(&key, instance, rank, go, meet_deadline(false)?)
+                });
+                match r {
+                    Ok(s) => Msg::Segments {
+                        id,
+                        error: None,
+                        segments: s.to_vec(),
+                    },
+                    Err(e) => Msg::Segments {
+                        id,
+                        error: Some(WireError::of(&e)),
+                        segments: Vec::new(),
+                    },
+                }
+            }
+            _ => {
+                let r = meet_deadline(true).and_then(|d| {
+                    done_meetings().meet(&key, instance, rank, (), d, |_| {
+                        (0..key.group.len()).map(|_| Ok(())).collect()
+                    })
+                });
+                Msg::Done {
+                    id,
+                    error: r.err().map(|e| WireError::of(&e)),
+                }
+            }
+        };
+        let _ = wire::send(&mut *w.lock(), &answer);
+        *self.in_flight.lock() -= 1;
+        self.answered.notify_all();
     }
 
     /// Answer one arrival (counted in `in_flight` by the caller, uncounted here).

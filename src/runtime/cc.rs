@@ -151,6 +151,9 @@ pub fn meetings() -> &'static Rendezvous<Arrival, ()> {
 /// member process of a multi-process job the meeting is at the root
 /// (`runtime::bootstrap::remote_run`); otherwise it is here ([`meet_here`]).
 pub fn run(key: &GroupKey, instance: u64, arrival: Arrival) -> Result<()> {
+    if crate::runtime::shared_run::wanted(key.slot, &key.group) {
+        return crate::runtime::shared_run::run(key, instance, arrival);
+    }
     if crate::runtime::bootstrap::is_member() {
         let deadline = crate::runtime::process::config()?.exec_timeout()?;
         let bufs = arrival.lowered.map.buffers();
@@ -208,16 +211,20 @@ fn difference(
 
 /// Every rank must have prepared the same collective (issue 5: detected, both values named).
 fn check_consistent(key: &GroupKey, instance: u64, all: &[Arrival]) -> Result<()> {
-    let first = &all[0];
+    let reqs: Vec<&CollectiveRequest> = all.iter().map(|a| &a.req).collect();
+    check_requests(key, instance, &reqs)
+}
+
+/// [`check_consistent`] over the ranks' requests (also the cross-process check,
+/// `runtime::shared_run`).
+pub fn check_requests(key: &GroupKey, instance: u64, all: &[&CollectiveRequest]) -> Result<()> {
+    let first = all[0];
     for a in &all[1..] {
-        if let Some((field, x, y)) = difference(&first.req, &a.req) {
+        if let Some((field, x, y)) = difference(first, a) {
             return Err(Error::invalid(format!(
                 "collective #{instance} of {key}: ranks disagree on the {field}: rank {} \
                  (global id {}) prepared {x}, rank {} (global id {}) prepared {y}",
-                first.req.rank,
-                key.group[first.req.rank as usize],
-                a.req.rank,
-                key.group[a.req.rank as usize]
+                first.rank, key.group[first.rank as usize], a.rank, key.group[a.rank as usize]
             )));
         }
     }
@@ -279,16 +286,19 @@ fn run_instance(key: &GroupKey, instance: u64, all: Vec<Arrival>) -> Vec<Result<
 /// Fail every pending and later collective with `NRT_CLOSED` (`nrt_close`, before the XU
 /// workers are drained), until [`reset`].
 pub fn abort() {
-    MEETINGS.abort_all(&Error::new(
+    let why = Error::new(
         ErrorKind::Closed,
         "nrt_close while the collective was pending",
-    ));
+    );
+    MEETINGS.abort_all(&why);
+    crate::runtime::shared_run::abort(&why);
 }
 
 /// Forget prepared collectives, tickets and meetings, and free the device's recycled buffers
 /// (`nrt_close`, after the workers are drained).
 pub fn reset() {
     MEETINGS.reset();
+    crate::runtime::shared_run::reset();
     CACHE.lock().map.clear();
     crate::device::buffer_pool::clear();
 }

@@ -186,7 +186,7 @@ pub fn for_each_output(
 
 /// Byte offsets of rank `r`'s input and result in its buffers: `(0, 0)` except in place
 /// (`lower::verify::expect::in_place_bases`, NCCL's convention).
-fn byte_bases(p: &Program, r: u32) -> Result<(u64, u64)> {
+pub fn byte_bases(p: &Program, r: u32) -> Result<(u64, u64)> {
     let (i, o) = in_place_bases(&p.request, r);
     let esz = p
         .request

@@ -29,6 +29,8 @@ pub mod host_cc;
 pub mod log;
 pub mod process;
 pub mod rendezvous;
+pub mod shared_run;
+pub mod shared_seg;
 pub mod shm;
 pub mod state;
 pub mod tensor;

@@ -116,6 +116,11 @@ impl Segment {
         })
     }
 
+    /// The first mapped byte (page aligned).
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
     /// The object's name.
     pub fn name(&self) -> &str {
         &self.name

@@ -225,6 +225,42 @@ pub enum Msg {
         /// Failure, if any.
         error: Option<WireError>,
     },
+    /// A rank of a device collective on shared segments meets the others
+    /// (`runtime::shared_run`): `phase` "go" (loaded; answered with [`Msg::Segments`]) or
+    /// "done" (finished; answered with [`Msg::Done`]).
+    Meet {
+        /// Matches the answer.
+        id: u64,
+        /// "go" or "done".
+        phase: String,
+        /// "cc" or "barrier".
+        kind: String,
+        /// World slot.
+        slot: u8,
+        /// Global ids in rank order.
+        group: Vec<u32>,
+        /// The collective's number on this group.
+        instance: u64,
+        /// The rank.
+        rank: u32,
+        /// The request ("go").
+        req: Option<WireRequest>,
+        /// Digest of the emitted program ("go").
+        digest: u64,
+        /// The rank's device segment and its bytes ("go").
+        seg: String,
+        /// Its bytes.
+        seg_len: u64,
+    },
+    /// The answer to a "go" meeting: every rank's device segment, or why not.
+    Segments {
+        /// The meeting.
+        id: u64,
+        /// Failure, if any.
+        error: Option<WireError>,
+        /// `(name, bytes)` per rank.
+        segments: Vec<(String, u64)>,
+    },
     /// The process leaves the job (`nrt_close`): its ranks are gone, not dead.
     Bye,
     /// The world cannot go on (a duplicate id, a dead process, …): every rank fails.

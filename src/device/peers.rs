@@ -1,0 +1,46 @@
+//! The other executors of a run (design.md §2.7; issue 6 item 2): when the ranks of one
+//! collective run in several executors — one per rank, in several processes — each
+//! [`super::executor::Machine`] steps only its own TOP_SPs, while the other ranks' HBM and
+//! EVT_SEM blocks are shared memory it maps. What it needs from the others is this trait,
+//! which the runtime implements over the run's shared segments (`runtime::shared_run`); the
+//! device stays independent of how processes meet.
+//!
+//! **Waiting.** A sequencer whose semaphore only a peer can raise does not make the machine
+//! spin: when nothing local can progress, the machine reads the run's *epoch* (a counter every
+//! write into another executor's semaphore block bumps, [`super::sema::SemNotify`]), rechecks
+//! its waits once, publishes "blocked at epoch e" ([`Peers::blocked`]) and sleeps until the epoch
+//! moves ([`Peers::wait`], a futex), for at most [`POLL`] so that a dead peer and the execution
+//! timeout are noticed.
+//!
+//! **Job-wide hang.** The run hangs exactly when every executor is blocked at the current
+//! epoch or done: nobody is running, so nobody can write a semaphore again
+//! ([`Peers::all_blocked`]). Each executor then fails with its own hang report (its stuck
+//! TOP_SPs, semaphores and pending signals) plus the state of every rank.
+
+use std::time::Duration;
+
+use crate::error::Result;
+
+/// Longest sleep between checks for a dead or failed peer and the execution timeout.
+pub const POLL: Duration = Duration::from_millis(50);
+
+/// The other executors of the run, as one executor sees them (module doc).
+pub trait Peers: Send + Sync + std::fmt::Debug {
+    /// The run's epoch: how many writes into another executor's semaphores there have been.
+    fn epoch(&self) -> u32;
+    /// Sleep until the epoch differs from `seen`, at most `max`.
+    fn wait(&self, seen: u32, max: Duration);
+    /// This executor is running (it saw the epoch move).
+    fn running(&self);
+    /// This executor cannot progress with everything written up to epoch `seen`.
+    fn blocked(&self, seen: u32);
+    /// This executor's TOP_SPs are all done.
+    fn done(&self);
+    /// This executor failed with `why` (the others stop waiting for it).
+    fn failed(&self, why: &str);
+    /// `Some(state of every rank)` when every executor is blocked at `seen` or done and the
+    /// epoch is still `seen`: a hang of the whole run.
+    fn all_blocked(&self, seen: u32) -> Option<String>;
+    /// An error if a peer failed or its process died.
+    fn check(&self) -> Result<()>;
+}

@@ -1,0 +1,426 @@
+//! Device collectives whose ranks run in several processes (design.md §2.7; issue 6 item 2):
+//! every rank runs its own TOP_SPs in its own executor, on HBM and semaphores in shared memory.
+//!
+//! One collective, as rank `r` runs it ([`run`]):
+//!
+//! 1. **Load.** Take a device segment of the rank's group from the process's pool (or create
+//!    `/opennrt-<port>-<pid>-d<gid>-<n>`, [`shared_seg::Layout`]) and fill it as
+//!    `device_run::load_from` fills a machine: the constant page, zeroed data buffers with the
+//!    rank's input, the SPAD images, the first lap of every ring, zeroed EVT_SEM blocks.
+//! 2. **Go.** Meet the other ranks at the job's root (`runtime::bootstrap`; in-process when
+//!    this process is the root or alone) with the request, a digest of the emitted program and
+//!    the segment's name. The last arrival checks that every rank prepared the same collective —
+//!    op, dtype, count, reduce op, group, in-place, tensor lists, then the program itself — and
+//!    hands every rank all segment names; a mismatch fails every rank, naming both ranks and
+//!    the field.
+//! 3. **Run.** Map the peers' segments (cached per process), build a machine holding every
+//!    rank's regions and semaphore blocks, but only this rank's TOP_SPs, and run it. Its DMA
+//!    engines write straight into the peers' HBM and semaphores; a write into a peer's block
+//!    wakes the peer's executor through the run's futex (`shared_seg`). Waits sleep on that
+//!    futex, never spin. The rank's result is read from its own segment.
+//! 4. **Done.** Meet again, so that no segment is reused (or freed) while a peer may still
+//!    write into it; after the first collective of a segment every peer has mapped it and its
+//!    name is unlinked — nothing of it stays in `/dev/shm`, and the memory goes with the last
+//!    mapping.
+//!
+//! **Faults.** A peer that fails publishes it in its header; a dead process is reported by the
+//! bootstrap ([`crate::runtime::bootstrap::job_error`]); either makes every waiting executor
+//! fail at once with `NRT_EXEC_HW_ERR_COLLECTIVES` naming the rank. A run in which every rank
+//! is blocked or done is a job-wide hang, reported by each rank with its stuck TOP_SPs; a run
+//! that outlives `NEURON_RT_EXEC_TIMEOUT` fails with the state of every rank.
+//!
+//! Choice: which path a collective takes is decided per group — all of its ranks in this
+//! process run in one machine (`runtime::cc::meet_here`), otherwise here.
+//! `OPENNRT_SHARED_DEVICE=1` sends every collective of a multi-rank group here, even within
+//! one process (tests use it). Peers' mappings are cached until `nrt_close`; a segment replaced
+//! by a larger one stays mapped in the peers until then.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+
+use super::shared_seg::{header, Layout, RankState, SegPeers};
+use crate::device::dma::{Queue, QueuePair};
+use crate::device::executor::Machine;
+use crate::device::sema::{BlockId, SemBlock, SemNotify};
+use crate::device::topsp::Sequencer;
+use crate::error::{Error, ErrorKind, Result};
+use crate::isa::memmap::CONST_WORDS;
+use crate::isa::udma::Direction;
+use crate::lower::program::Buf;
+use crate::lower::request::CollectiveRequest;
+use crate::ncfw::{image_for, FirmwareImage};
+use crate::runtime::cc::{check_requests, Arrival, Lowered};
+use crate::runtime::device_run::{byte_bases, check_dispatch, seq_config};
+use crate::runtime::rendezvous::{GroupKey, Rendezvous};
+use crate::runtime::shm::{self, Segment};
+
+/// The variable that sends every multi-rank collective through shared segments.
+pub const SHARED_DEVICE_ENV: &str = "OPENNRT_SHARED_DEVICE";
+
+/// What a rank brings to the go meeting.
+#[derive(Debug, Clone)]
+pub struct GoArrival {
+    /// Its request.
+    pub req: CollectiveRequest,
+    /// Digest of the emitted program it will run.
+    pub digest: u64,
+    /// Its device segment: name and bytes.
+    pub seg: (String, u64),
+}
+
+/// Every rank's device segment, in rank order.
+pub type Segments = Arc<Vec<(String, u64)>>;
+
+static GO: Lazy<Rendezvous<GoArrival, Segments>> = Lazy::new(Rendezvous::new);
+static DONE: Lazy<Rendezvous<(), ()>> = Lazy::new(Rendezvous::new);
+
+/// A rank's pooled segment: whether its name is already unlinked.
+#[derive(Debug)]
+struct Pooled {
+    seg: Arc<Segment>,
+    unlinked: bool,
+}
+
+/// Free segments per (group, global id), and peers' segments mapped by name.
+#[derive(Debug, Default)]
+struct Cache {
+    free: HashMap<(GroupKey, u32), Vec<Pooled>>,
+    peers: HashMap<String, Arc<Segment>>,
+    next: u64,
+}
+
+static CACHE: Lazy<Mutex<Cache>> = Lazy::new(|| Mutex::new(Cache::default()));
+
+/// The go meeting held in this process (the root, or a process alone).
+pub fn go_meetings() -> &'static Rendezvous<GoArrival, Segments> {
+    &GO
+}
+
+/// The done meeting held in this process.
+pub fn done_meetings() -> &'static Rendezvous<(), ()> {
+    &DONE
+}
+
+/// Whether `group` runs here: some rank lives in another process, or
+/// [`SHARED_DEVICE_ENV`] asks for it.
+pub fn wanted(slot: u8, group: &[u32]) -> bool {
+    if group.len() < 2 {
+        return false;
+    }
+    if std::env::var(SHARED_DEVICE_ENV).is_ok_and(|v| v.trim() == "1") {
+        return true;
+    }
+    let slot = match slot {
+        0 => crate::runtime::comm::Slot::Neff,
+        _ => crate::runtime::comm::Slot::HostCc,
+    };
+    match crate::runtime::comm::world(slot) {
+        Some(w) => !group.iter().all(|g| w.members.values().any(|m| m == g)),
+        None => false,
+    }
+}
+
+/// A digest of everything the device runs (the cross-process program check).
+pub fn digest(l: &Lowered) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for r in &l.emitted.ranks {
+        r.rank.hash(&mut h);
+        for t in &r.topsps {
+            (t.topsp, &t.ctrl_spad, &t.slot_spad, &t.m2s, &t.s2m).hash(&mut h);
+            (t.m2s_ring_len, t.s2m_ring_len).hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
+/// The go meeting's check (module doc, step 2), run by the last arrival.
+pub fn go_check(key: &GroupKey, instance: u64, all: &[GoArrival]) -> Result<Segments> {
+    let reqs: Vec<&CollectiveRequest> = all.iter().map(|a| &a.req).collect();
+    check_requests(key, instance, &reqs)?;
+    if let Some(q) = all.iter().position(|a| a.digest != all[0].digest) {
+        return Err(Error::invalid(format!(
+            "collective #{instance} of {key}: ranks disagree on the program: rank 0 (global id \
+             {}) lowered digest {:#018x}, rank {q} (global id {}) {:#018x} (same request, other \
+             lowering settings — e.g. an OPENNRT_/NCCL_ algorithm variable set in one process only)",
+            key.group[0], all[0].digest, key.group[q], all[q].digest
+        )));
+    }
+    Ok(Arc::new(all.iter().map(|a| a.seg.clone()).collect()))
+}
+
+fn take_segment(key: &GroupKey, gid: u32, len: usize) -> Result<Pooled> {
+    let mut c = CACHE.lock();
+    let free = c.free.entry((key.clone(), gid)).or_default();
+    if let Some(i) = free.iter().position(|p| p.seg.len() >= len) {
+        return Ok(free.swap_remove(i));
+    }
+    c.next += 1;
+    let port = crate::runtime::bootstrap::job_port().unwrap_or(0);
+    let name = format!("{}d{gid}-{}", shm::prefix(port, std::process::id()), c.next);
+    drop(c);
+    Ok(Pooled {
+        seg: Arc::new(Segment::create(&name, len)?),
+        unlinked: false,
+    })
+}
+
+/// Return a segment to the pool; `mapped`: every peer has mapped it (after a done meeting),
+/// so its name can go.
+fn give_segment(key: &GroupKey, gid: u32, mut p: Pooled, mapped: bool) {
+    if mapped && !p.unlinked {
+        p.seg.unlink();
+        p.unlinked = true;
+    }
+    let mut c = CACHE.lock();
+    let free = c.free.entry((key.clone(), gid)).or_default();
+    // Keep the largest few: a smaller one is replaced.
+    free.push(p);
+    free.sort_by_key(|p| std::cmp::Reverse(p.seg.len()));
+    free.truncate(2);
+}
+
+fn peer_segment(name: &str, len: u64) -> Result<Arc<Segment>> {
+    if let Some(s) = CACHE.lock().peers.get(name) {
+        return Ok(s.clone());
+    }
+    let s = Arc::new(Segment::open(name, len as usize)?);
+    CACHE.lock().peers.insert(name.to_string(), s.clone());
+    Ok(s)
+}
+
+/// Write rank `r`'s part of `l` into its segment (module doc, step 1).
+fn fill(
+    seg: &Arc<Segment>,
+    l: &Lowered,
+    r: u32,
+    lay: &Layout,
+    a: &Arrival,
+    run: u64,
+) -> Result<()> {
+    header(seg).reset(run);
+    let bytes = |off: usize, n: usize, f: &mut dyn FnMut(&mut [u8])| -> Result<()> {
+        seg.with_mut(off, n, |b| f(b))
+    };
+    for &(_, off) in &lay.sems {
+        let b = SemBlock::external(seg.clone(), off, None).map_err(Error::failure)?;
+        b.clear();
+    }
+    let words: Vec<u8> = (0..CONST_WORDS).flat_map(u32::to_le_bytes).collect();
+    let cp = lay.const_page;
+    bytes(cp.off, cp.len as usize, &mut |b| {
+        b.fill(0);
+        b[..words.len()].copy_from_slice(&words);
+    })?;
+    for (_, p) in &lay.bufs {
+        bytes(p.off, p.len as usize, &mut |b| b.fill(0))?;
+    }
+    let input = l.map.buffers().input as usize;
+    let (at, _) = byte_bases(&l.program, r)?;
+    let inp = lay
+        .bufs
+        .iter()
+        .find(|(b, _)| *b == Buf::Input)
+        .map(|(_, p)| p.off)
+        .ok_or_else(|| Error::failure("device segment: no input buffer"))?;
+    seg.with_mut(inp + at as usize, input, |dst| a.io.input_into(dst))??;
+    let img = l
+        .emitted
+        .ranks
+        .iter()
+        .find(|e| e.rank == r)
+        .expect("layout");
+    for (t, places) in img.topsps.iter().zip(&lay.topsps) {
+        let [ctrl, slot, m2s, s2m] = *places;
+        seg.write(ctrl.off, &t.ctrl_spad)?;
+        seg.write(slot.off, &t.slot_spad)?;
+        for (p, stream, len) in [(m2s, &t.m2s, t.m2s_ring_len), (s2m, &t.s2m, t.s2m_ring_len)] {
+            let first = stream.len().min(len as usize);
+            let lap: Vec<u8> = stream[..first].iter().flatten().copied().collect();
+            bytes(p.off, p.len as usize, &mut |b| {
+                b.fill(0);
+                b[..lap.len()].copy_from_slice(&lap);
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The machine of rank `r`: every rank's regions and blocks, rank `r`'s TOP_SPs.
+fn build(
+    l: &Lowered,
+    r: u32,
+    lays: &[Layout],
+    segs: &[Arc<Segment>],
+    peers: Arc<SegPeers>,
+) -> Result<Machine> {
+    let chips = lays.iter().map(|l| l.chip).max().unwrap_or(0) + 1;
+    let mut m = Machine::new(chips);
+    m.arch = crate::ncfw::Arch::from_id(l.map.gen().ncfw_arch_id()).unwrap_or(m.arch);
+    m.timeout = crate::runtime::process::config()?.exec_timeout()?;
+    for (q, (lay, seg)) in lays.iter().zip(segs).enumerate() {
+        let ext: Arc<dyn crate::device::sema::ExternalBytes> = seg.clone();
+        for p in lay.regions() {
+            m.mem
+                .map_external(lay.chip, p.base, ext.clone(), p.off, p.len)?;
+        }
+        let notify: Option<Arc<dyn SemNotify>> = match q as u32 == r {
+            true => None,
+            false => Some(peers.clone()),
+        };
+        for &(dev, off) in &lay.sems {
+            let b = SemBlock::external(ext.clone(), off, notify.clone()).map_err(Error::failure)?;
+            m.mem.attach_sem_block(lay.chip, BlockId::TopSp(dev), b)?;
+        }
+    }
+    let (iram, dram) = image_for(m.arch);
+    let fw = FirmwareImage::parse(iram, dram)?;
+    let img = l
+        .emitted
+        .ranks
+        .iter()
+        .find(|e| e.rank == r)
+        .expect("layout");
+    let chip = lays[r as usize].chip;
+    for t in &img.topsps {
+        let n = &t.neff;
+        let mut queues = Vec::with_capacity(2);
+        for (dir, base, len, stream) in [
+            (Direction::M2S, n.m2s_ring_base, t.m2s_ring_len, &t.m2s),
+            (Direction::S2M, n.s2m_ring_base, t.s2m_ring_len, &t.s2m),
+        ] {
+            let mut q = Queue::new(dir, base, u64::from(len))?;
+            if stream.len() > len as usize {
+                q = q.with_feed(stream.as_slice().into(), u64::from(len));
+            }
+            queues.push(q);
+        }
+        let s2m = queues.pop().expect("two queues");
+        let m2s = queues.pop().expect("two queues");
+        let seq = Sequencer::load(&t.ctrl_spad, &t.slot_spad, seq_config(t))?;
+        check_dispatch(&seq, &fw, r, t.topsp)?;
+        let dev = l.map.device_topsp(r, t.topsp)?;
+        m.mem
+            .sem_block_mut(chip, BlockId::TopSp(dev))
+            .ok_or_else(|| Error::invalid(format!("no TOP_SP {dev} on chip {chip}")))?
+            .add(0, 1);
+        m.add_rank_topsp(r, chip, dev, QueuePair::new(t.topsp, m2s, s2m), seq);
+    }
+    m.peers = Some(peers);
+    Ok(m)
+}
+
+/// Run rank `a.req.rank`'s part of collective `instance` of `key` (module doc).
+pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
+    let l = a.lowered.clone();
+    let r = a.req.rank;
+    let gid = key.group[r as usize];
+    let lays = (0..l.map.ranks())
+        .map(|q| Layout::of(&l, q))
+        .collect::<Result<Vec<_>>>()?;
+    let mut own = take_segment(key, gid, lays[r as usize].total)?;
+    let run_tag = instance;
+    if let Err(e) = fill(&own.seg, &l, r, &lays[r as usize], &a, run_tag) {
+        give_segment(key, gid, own, false);
+        return Err(e.context(format!("collective #{instance} of {key}: loading rank {r}")));
+    }
+    let go = GoArrival {
+        req: a.req.clone(),
+        digest: digest(&l),
+        seg: (own.seg.name().to_string(), own.seg.len() as u64),
+    };
+    let names = match crate::runtime::bootstrap::meet_go(key, instance, r, go) {
+        Ok(n) => n,
+        Err(e) => {
+            give_segment(key, gid, own, false);
+            return Err(e);
+        }
+    };
+    let ran = (|| -> Result<()> {
+        let mut segs = Vec::with_capacity(names.len());
+        for (q, (name, len)) in names.iter().enumerate() {
+            segs.push(match q as u32 == r {
+                true => own.seg.clone(),
+                false => peer_segment(name, *len)?,
+            });
+        }
+        let peers = Arc::new(SegPeers::new(
+            segs.clone(),
+            r as usize,
+            key.group.clone(),
+            crate::runtime::bootstrap::job_error,
+        ));
+        let mut m = match build(&l, r, &lays, &segs, peers) {
+            Ok(m) => m,
+            Err(e) => {
+                header(&own.seg).fail(e.message());
+                return Err(e);
+            }
+        };
+        let start = std::time::Instant::now();
+        m.run()?;
+        crate::log_debug!(
+            "cc",
+            "collective #{instance} of {key}: rank {r} ran in {:?}",
+            start.elapsed()
+        );
+        let (_, at) = byte_bases(&l.program, r)?;
+        let out = l.map.buffers().output as usize;
+        let place = lays[r as usize]
+            .bufs
+            .iter()
+            .find(|(b, _)| *b == Buf::Output)
+            .or_else(|| lays[r as usize].bufs.iter().find(|(b, _)| *b == Buf::Input))
+            .map(|(_, p)| p.off)
+            .ok_or_else(|| Error::failure("device segment: no output buffer"))?;
+        own.seg
+            .with_mut(place + at as usize, out, |o| a.io.output(o))?
+    })();
+    if let Err(e) = &ran {
+        if header(&own.seg).state() != RankState::Failed {
+            header(&own.seg).fail(e.message());
+        }
+    }
+    let done = crate::runtime::bootstrap::meet_done(key, instance, r);
+    match done {
+        Ok(()) => give_segment(key, gid, own, true),
+        // A peer may still be writing: never reuse this segment.
+        Err(_) => {
+            own.seg.unlink();
+            own.unlinked = true;
+        }
+    }
+    let ran = ran.map_err(|e| {
+        let e = match e.kind() {
+            ErrorKind::Invalid => Error::failure(e.message()),
+            _ => e,
+        };
+        e.context(format!(
+            "collective #{instance} of {key} on the shared software device (rank {r}, global id {gid})"
+        ))
+    });
+    ran.and(done)
+}
+
+/// Forget pooled and mapped segments (`nrt_close`).
+pub fn reset() {
+    let mut c = CACHE.lock();
+    for p in c.free.values().flatten() {
+        if !p.unlinked {
+            p.seg.unlink();
+        }
+    }
+    c.free.clear();
+    c.peers.clear();
+    GO.reset();
+    DONE.reset();
+}
+
+/// Fail pending go/done meetings (`nrt_close`).
+pub fn abort(why: &Error) {
+    GO.abort_all(why);
+    DONE.abort_all(why);
+}

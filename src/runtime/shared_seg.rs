@@ -1,0 +1,387 @@
+//! One rank's simulated device in shared memory (design.md §2.7; issue 6 item 2): the
+//! *device segment* that holds the rank's HBM regions and EVT_SEM blocks, so that a DMA engine
+//! of another process writes into this rank's HBM and increments its semaphores as
+//! cross-device DMA does, and the words through which the executors of one run wait for each
+//! other ([`SegPeers`], the runtime's side of `device::peers`).
+//!
+//! **Layout** ([`Layout::of`]; every process computes it from the same lowered program, so only
+//! the segment's name travels):
+//!
+//! | bytes | what |
+//! |---|---|
+//! | 0 .. 4096 | [`Header`]: state words, the run's epoch and waiter count (used in rank 0's segment), the failure message |
+//! | 4096 .. | one [`SEM_WORDS_BYTES`] EVT_SEM block per TOP_SP of the rank, in image order |
+//! | then, each 4 KiB aligned | the constant page, the data buffers (`device_run::buffer_regions`), per TOP_SP its CTRL SPAD, SLOT SPAD, M2S ring and S2M ring |
+//!
+//! **Waking.** Every write into a *peer's* semaphore block goes through [`SegPeers`] as its
+//! [`SemNotify`]: it bumps the run's epoch (a 32-bit word in rank 0's header) and, if an
+//! executor sleeps on it, `FUTEX_WAKE`s it. Sleepers use `FUTEX_WAIT` on the same word (the
+//! shared, not the private, futex: the waiters are in several processes).
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::device::peers::Peers;
+use crate::device::sema::{ExternalBytes, SemNotify, SEM_WORDS_BYTES};
+use crate::error::{Error, ErrorKind, Result};
+use crate::isa::memmap::{align_buf, CONST_PAGE_BYTES};
+use crate::lower::program::Buf;
+use crate::runtime::cc::Lowered;
+use crate::runtime::device_run::buffer_regions;
+use crate::runtime::shm::Segment;
+
+// SAFETY: a Segment is a live MAP_SHARED mapping of `len()` bytes (page aligned) until dropped.
+unsafe impl ExternalBytes for Segment {
+    fn base_ptr(&self) -> *mut u8 {
+        self.as_ptr()
+    }
+    fn len(&self) -> usize {
+        Segment::len(self)
+    }
+}
+
+/// Bytes of the header page.
+pub const HEADER_BYTES: usize = 4096;
+const PAGE: u64 = 4096;
+const MAGIC: u32 = 0x4f4e_5244; // "ONRD"
+const MSG_BYTES: usize = 2048;
+
+/// A rank's state in its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum RankState {
+    /// Filling its segment (not yet running).
+    Loading = 0,
+    /// Its executor is running.
+    Running = 1,
+    /// Its executor cannot progress (at the epoch in `blocked_at`).
+    Blocked = 2,
+    /// Its TOP_SPs are all done.
+    Done = 3,
+    /// It failed (the message says why).
+    Failed = 4,
+}
+
+impl RankState {
+    fn from_u32(v: u32) -> RankState {
+        match v {
+            1 => RankState::Running,
+            2 => RankState::Blocked,
+            3 => RankState::Done,
+            4 => RankState::Failed,
+            _ => RankState::Loading,
+        }
+    }
+}
+
+/// The words at the start of every device segment (module doc).
+#[repr(C)]
+pub struct Header {
+    magic: AtomicU32,
+    /// The run's epoch (rank 0's segment).
+    epoch: AtomicU32,
+    /// Executors sleeping on `epoch` (rank 0's segment).
+    waiters: AtomicU32,
+    state: AtomicU32,
+    blocked_at: AtomicU32,
+    msg_len: AtomicU32,
+    pid: AtomicU32,
+    _pad: AtomicU32,
+    run: AtomicU64,
+    msg: [u8; MSG_BYTES],
+}
+
+const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_BYTES);
+
+impl std::fmt::Debug for Header {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Header")
+            .field("state", &self.state())
+            .field("pid", &self.pid())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where one region of a rank lives: on-chip base, bytes, offset in the segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    /// On-chip base address (bits 47:0).
+    pub base: u64,
+    /// Bytes.
+    pub len: u64,
+    /// Offset in the segment.
+    pub off: usize,
+}
+
+/// One rank's device segment layout (module doc).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// The rank's chip.
+    pub chip: u8,
+    /// Per TOP_SP image (in order): device TOP_SP and the offset of its EVT_SEM block.
+    pub sems: Vec<(u8, usize)>,
+    /// The constant page.
+    pub const_page: Place,
+    /// The data buffers.
+    pub bufs: Vec<(Buf, Place)>,
+    /// Per TOP_SP image: CTRL SPAD, SLOT SPAD, M2S ring, S2M ring.
+    pub topsps: Vec<[Place; 4]>,
+    /// Total bytes.
+    pub total: usize,
+}
+
+impl Layout {
+    /// The layout of rank `r` of `l`.
+    pub fn of(l: &Lowered, r: u32) -> Result<Layout> {
+        let map = &l.map;
+        let img = l
+            .emitted
+            .ranks
+            .iter()
+            .find(|e| e.rank == r)
+            .ok_or_else(|| Error::invalid(format!("device segment: no images of rank {r}")))?;
+        let mut at = HEADER_BYTES as u64;
+        let mut sems = Vec::new();
+        for t in &img.topsps {
+            sems.push((map.device_topsp(r, t.topsp)?, at as usize));
+            at += SEM_WORDS_BYTES.next_multiple_of(64) as u64;
+        }
+        let mut place = |base: u64, len: u64| {
+            at = at.next_multiple_of(PAGE);
+            let p = Place {
+                base,
+                len,
+                off: at as usize,
+            };
+            at += len;
+            p
+        };
+        let const_page = place(map.const_addr(r, 0)?, CONST_PAGE_BYTES);
+        let mut bufs = Vec::new();
+        for (b, n) in buffer_regions(&map.buffers()) {
+            if n > 0 {
+                bufs.push((b, place(map.buf_on_chip(r, b, 0)?, align_buf(n))));
+            }
+        }
+        let mut topsps = Vec::new();
+        for t in &img.topsps {
+            let n = &t.neff;
+            topsps.push([
+                place(n.ctrl_spad_base, (t.ctrl_spad.len() as u64).max(1)),
+                place(n.slot_spad_base, (t.slot_spad.len() as u64).max(1)),
+                place(n.m2s_ring_base, u64::from(t.m2s_ring_len) * 16),
+                place(n.s2m_ring_base, u64::from(t.s2m_ring_len) * 16),
+            ]);
+        }
+        Ok(Layout {
+            chip: map.chip_id(r)?,
+            sems,
+            const_page,
+            bufs,
+            topsps,
+            total: at.next_multiple_of(PAGE) as usize,
+        })
+    }
+
+    /// Every region `(on-chip base, bytes, offset)`.
+    pub fn regions(&self) -> impl Iterator<Item = Place> + '_ {
+        let bufs = self.bufs.iter().map(|(_, p)| *p);
+        std::iter::once(self.const_page)
+            .chain(bufs)
+            .chain(self.topsps.iter().flatten().copied())
+    }
+}
+
+/// The header of `seg`.
+pub fn header(seg: &Segment) -> &Header {
+    assert!(Segment::len(seg) >= HEADER_BYTES, "a device segment");
+    // SAFETY: the mapping is page aligned and at least HEADER_BYTES long; every field is an
+    // atomic or plain bytes, valid for any contents.
+    unsafe { &*(seg.as_ptr() as *const Header) }
+}
+
+impl Header {
+    /// Start a run: state Loading, no message, this process's pid, run tag `run`.
+    pub fn reset(&self, run: u64) {
+        self.magic.store(MAGIC, SeqCst);
+        self.msg_len.store(0, SeqCst);
+        self.blocked_at.store(0, SeqCst);
+        self.pid.store(std::process::id(), SeqCst);
+        self.run.store(run, SeqCst);
+        self.state.store(RankState::Loading as u32, SeqCst);
+    }
+    /// The rank's state.
+    pub fn state(&self) -> RankState {
+        RankState::from_u32(self.state.load(SeqCst))
+    }
+    /// Set the state.
+    pub fn set_state(&self, s: RankState) {
+        self.state.store(s as u32, SeqCst);
+    }
+    /// Record a failure: the message first, then the state that makes peers read it.
+    pub fn fail(&self, why: &str) {
+        if self.state() == RankState::Failed {
+            return;
+        }
+        let n = why.len().min(MSG_BYTES);
+        // SAFETY: `msg` is plain bytes only this rank writes, and only before it publishes
+        // Failed (SeqCst) after which readers read it.
+        unsafe {
+            let p = self.msg.as_ptr() as *mut u8;
+            std::ptr::copy_nonoverlapping(why.as_ptr(), p, n);
+        }
+        self.msg_len.store(n as u32, SeqCst);
+        self.set_state(RankState::Failed);
+    }
+    /// The failure message.
+    pub fn message(&self) -> String {
+        let n = (self.msg_len.load(SeqCst) as usize).min(MSG_BYTES);
+        String::from_utf8_lossy(&self.msg[..n]).into_owned()
+    }
+    fn pid(&self) -> u32 {
+        self.pid.load(SeqCst)
+    }
+}
+
+fn futex_wait(word: &AtomicU32, seen: u32, max: Duration) {
+    let ts = libc::timespec {
+        tv_sec: max.as_secs() as libc::time_t,
+        tv_nsec: max.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: a shared futex wait on a live, aligned 32-bit word with a relative timeout.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            seen,
+            &ts as *const libc::timespec,
+            std::ptr::null::<u32>(),
+            0,
+        );
+    }
+}
+
+fn futex_wake_all(word: &AtomicU32) {
+    // SAFETY: a shared futex wake on a live, aligned 32-bit word.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
+    }
+}
+
+/// The executors of one run as rank `me` sees them through the ranks' device segments.
+#[derive(Debug)]
+pub struct SegPeers {
+    segs: Vec<Arc<Segment>>,
+    me: usize,
+    /// Global ids in rank order (for messages).
+    group: Vec<u32>,
+    /// Why the job failed (a dead process), checked while waiting.
+    job_error: fn() -> Option<Error>,
+}
+
+impl SegPeers {
+    /// The peers of rank `me` of `group`, whose segments are `segs` (rank order).
+    pub fn new(
+        segs: Vec<Arc<Segment>>,
+        me: usize,
+        group: Vec<u32>,
+        job_error: fn() -> Option<Error>,
+    ) -> SegPeers {
+        SegPeers {
+            segs,
+            me,
+            group,
+            job_error,
+        }
+    }
+    fn hdr(&self, q: usize) -> &Header {
+        header(&self.segs[q])
+    }
+    fn run_word(&self) -> &AtomicU32 {
+        &self.hdr(0).epoch
+    }
+    fn bump(&self) {
+        self.run_word().fetch_add(1, SeqCst);
+        if self.hdr(0).waiters.load(SeqCst) > 0 {
+            futex_wake_all(self.run_word());
+        }
+    }
+    fn who(&self, q: usize) -> String {
+        format!(
+            "rank {q} (global id {}, process {})",
+            self.group[q],
+            self.hdr(q).pid()
+        )
+    }
+    /// Every rank's state, for reports.
+    pub fn states(&self) -> String {
+        let all: Vec<String> = (0..self.segs.len())
+            .map(|q| format!("{}: {:?}", self.who(q), self.hdr(q).state()))
+            .collect();
+        all.join(", ")
+    }
+}
+
+impl SemNotify for SegPeers {
+    fn changed(&self) {
+        self.bump();
+    }
+}
+
+impl Peers for SegPeers {
+    fn epoch(&self) -> u32 {
+        self.run_word().load(SeqCst)
+    }
+    fn wait(&self, seen: u32, max: Duration) {
+        let h = self.hdr(0);
+        h.waiters.fetch_add(1, SeqCst);
+        if self.epoch() == seen {
+            futex_wait(self.run_word(), seen, max);
+        }
+        h.waiters.fetch_sub(1, SeqCst);
+    }
+    fn running(&self) {
+        self.hdr(self.me).set_state(RankState::Running);
+    }
+    fn blocked(&self, seen: u32) {
+        let h = self.hdr(self.me);
+        h.blocked_at.store(seen, SeqCst);
+        h.set_state(RankState::Blocked);
+    }
+    fn done(&self) {
+        self.hdr(self.me).set_state(RankState::Done);
+        self.bump();
+    }
+    fn failed(&self, why: &str) {
+        self.hdr(self.me).fail(why);
+        self.bump();
+    }
+    fn all_blocked(&self, seen: u32) -> Option<String> {
+        let stuck = (0..self.segs.len()).all(|q| {
+            let h = self.hdr(q);
+            match h.state() {
+                RankState::Done => true,
+                RankState::Blocked => h.blocked_at.load(SeqCst) == seen,
+                _ => false,
+            }
+        });
+        (stuck && self.epoch() == seen).then(|| self.states())
+    }
+    fn check(&self) -> Result<()> {
+        for q in (0..self.segs.len()).filter(|&q| q != self.me) {
+            let h = self.hdr(q);
+            if h.state() == RankState::Failed {
+                return Err(Error::new(
+                    ErrorKind::CollectivesHang,
+                    format!("{} failed: {}", self.who(q), h.message()),
+                ));
+            }
+        }
+        match (self.job_error)() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
