@@ -88,6 +88,10 @@ pub unsafe trait ExternalBytes: Send + Sync + fmt::Debug {
     fn base_ptr(&self) -> *mut u8;
     /// Bytes.
     fn len(&self) -> usize;
+    /// Whether there are no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// Called after a write into a block that another executor (process or thread) waits on: the
@@ -109,6 +113,7 @@ enum Store {
 // SAFETY: the pointer targets memory kept alive by `_keep` (ExternalBytes: Send + Sync) and is
 // only accessed through atomics.
 unsafe impl Send for Store {}
+// SAFETY: as above: shared access is through atomics only.
 unsafe impl Sync for Store {}
 
 /// One EVT_SEM block: 256 × i32 semaphores and 256 event bits (device.md §5.1), owned by the

@@ -399,10 +399,7 @@ impl Root {
         else {
             unreachable!()
         };
-        let kind = match kind_of(&kind) {
-            Ok(k) => k,
-            Err(_) => "cc",
-        };
+        let kind = kind_of(&kind).unwrap_or("cc");
         let key = GroupKey { kind, slot, group };
         let answer = match phase.as_str() {
             "go" => {

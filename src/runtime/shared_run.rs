@@ -424,3 +424,7 @@ pub fn abort(why: &Error) {
     GO.abort_all(why);
     DONE.abort_all(why);
 }
+
+#[cfg(test)]
+#[path = "shared_run_tests.rs"]
+mod tests;

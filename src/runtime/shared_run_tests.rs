@@ -1,0 +1,203 @@
+//! Tests of `runtime::shared_run`: ranks in threads, each running only its own TOP_SPs on
+//! device segments in shared memory (the multi-process path, met in-process), checked against
+//! `runtime::verifiable`'s independent reference and against the one-machine path; a program
+//! mismatch, a job-wide hang and a failing peer.
+
+use super::*;
+use crate::isa::enums::Dtype;
+use crate::lower::request::{CollectiveOp, ReduceOp};
+use crate::runtime::cc::{prepare, VecIo};
+use crate::runtime::verifiable;
+
+fn reqs(op: CollectiveOp, d: Dtype, count: u64, n: u32) -> Vec<CollectiveRequest> {
+    let red = op.is_reducing().then_some(ReduceOp::Add);
+    (0..n)
+        .map(|r| CollectiveRequest::new(op, d, red, count, (0..n).collect(), r))
+        .collect()
+}
+
+/// Run `reqs[r]` on thread r through [`run`] (or the one-machine path), with `lowered[r]`
+/// replacing the prepared program when given.
+fn run_threads(
+    kind: &'static str,
+    reqs: Vec<CollectiveRequest>,
+    inputs: Vec<Vec<u8>>,
+    lowered: Option<Vec<Arc<Lowered>>>,
+    shared: bool,
+) -> Vec<Result<Vec<u8>>> {
+    let key = GroupKey {
+        kind,
+        slot: 1,
+        group: reqs[0].group.clone(),
+    };
+    let instance = crate::runtime::cc::meetings().ticket(&key, 0);
+    let hs: Vec<_> = reqs
+        .into_iter()
+        .zip(inputs)
+        .enumerate()
+        .map(|(r, (req, input))| {
+            let key = key.clone();
+            let l = lowered.as_ref().map(|v| v[r].clone());
+            std::thread::spawn(move || {
+                let lowered = match l {
+                    Some(l) => l,
+                    None => prepare(&req, req.group.len() as u32)?,
+                };
+                let out = Arc::new(Mutex::new(Vec::new()));
+                let io = VecIo {
+                    input,
+                    output: out.clone(),
+                };
+                let a = Arrival {
+                    req,
+                    lowered,
+                    io: Box::new(io),
+                };
+                match shared {
+                    true => run(&key, instance, a)?,
+                    false => crate::runtime::cc::meet_here(&key, instance, a)?,
+                }
+                let v = out.lock().clone();
+                Ok(v)
+            })
+        })
+        .collect();
+    hs.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+#[test]
+fn every_op_matches_the_reference_and_the_one_machine_path() {
+    for (k, (op, d, count, n)) in [
+        (CollectiveOp::AllReduce, Dtype::Fp32, 1000, 2),
+        (CollectiveOp::AllReduce, Dtype::Bf16, 4099, 8),
+        (CollectiveOp::AllGather, Dtype::Bf16, 77, 3),
+        (CollectiveOp::ReduceScatter, Dtype::Fp16, 33, 5),
+        (CollectiveOp::AllReduce, Dtype::Fp32, 257, 4),
+        (CollectiveOp::ReduceScatter, Dtype::Fp32, 700, 8),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        const KINDS: [&str; 6] = ["sr-0", "sr-1", "sr-2", "sr-3", "sr-4", "sr-5"];
+        let rs = reqs(op, d, count, n);
+        let inputs = verifiable::inputs(&rs[0]).unwrap();
+        let outs: Vec<Vec<u8>> = run_threads(KINDS[k], rs.clone(), inputs.clone(), None, true)
+            .into_iter()
+            .map(|o| o.unwrap())
+            .collect();
+        let c = verifiable::check(&rs[0], &inputs, &outs).unwrap();
+        assert_eq!(c.wrong, 0, "{op:?} {d:?} on {n} ranks: {:?}", c.first);
+        let one: Vec<Vec<u8>> = run_threads(KINDS[k], rs, inputs, None, false)
+            .into_iter()
+            .map(|o| o.unwrap())
+            .collect();
+        assert_eq!(
+            outs, one,
+            "{op:?} {d:?} on {n} ranks: shared vs one machine"
+        );
+    }
+}
+
+#[test]
+fn in_place_and_repeated_runs_reuse_segments() {
+    let mut rs = reqs(CollectiveOp::AllReduce, Dtype::Fp32, 3000, 3);
+    rs.iter_mut().for_each(|r| r.in_place = true);
+    let inputs = verifiable::inputs(&rs[0]).unwrap();
+    for _ in 0..3 {
+        let outs: Vec<Vec<u8>> = run_threads("sr-ip", rs.clone(), inputs.clone(), None, true)
+            .into_iter()
+            .map(|o| o.unwrap())
+            .collect();
+        let c = verifiable::check(&rs[0], &inputs, &outs).unwrap();
+        assert_eq!(c.wrong, 0, "{:?}", c.first);
+    }
+}
+
+fn tampered(
+    req: &CollectiveRequest,
+    f: impl Fn(&mut crate::lower::emit::EmittedProgram),
+) -> Arc<Lowered> {
+    let l = prepare(req, req.group.len() as u32).unwrap();
+    let mut emitted = l.emitted.clone();
+    f(&mut emitted);
+    Arc::new(Lowered {
+        program: l.program.clone(),
+        map: l.map.clone(),
+        emitted,
+        world: l.world,
+    })
+}
+
+/// Issue 6 item 3: another program on one rank is refused on every rank, naming both.
+#[test]
+fn a_program_mismatch_fails_every_rank() {
+    let rs = reqs(CollectiveOp::AllReduce, Dtype::Fp32, 500, 2);
+    let good = prepare(&rs[0], 2).unwrap();
+    let bad = tampered(&rs[0], |e| e.ranks[1].topsps[0].slot_spad[0] ^= 1);
+    let inputs = verifiable::inputs(&rs[0]).unwrap();
+    for o in run_threads("sr-digest", rs, inputs, Some(vec![good, bad]), true) {
+        let e = o.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+        assert!(e.message().contains("disagree on the program"), "{e}");
+        assert!(e.message().contains("rank 1 (global id 1)"), "{e}");
+    }
+}
+
+/// A rank whose TOP_SPs are missing: the other blocks for good, every executor is blocked or
+/// done, and the waiting rank reports the job-wide hang with its stuck step.
+#[test]
+fn a_job_wide_hang_is_diagnosed_not_waited_out() {
+    let rs = reqs(CollectiveOp::AllReduce, Dtype::Fp32, 1001, 2);
+    let l = tampered(&rs[0], |e| e.ranks[1].topsps.clear());
+    let inputs = verifiable::inputs(&rs[0]).unwrap();
+    let t = std::time::Instant::now();
+    let outs = run_threads("sr-hang", rs, inputs, Some(vec![l.clone(), l]), true);
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(20),
+        "hang waited out"
+    );
+    let e = outs[0].as_ref().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::CollectivesHang, "{e}");
+    let msg = e.message();
+    for want in [
+        "rank 0 (chip 0 TOP_SP",
+        "waits semaphore",
+        "every rank of the run is blocked or done",
+        "rank 1 (global id 1, process",
+        "Done",
+    ] {
+        assert!(msg.contains(want), "{want:?} missing in: {msg}");
+    }
+}
+
+/// A rank whose DMA aborts fails with the abort; its peer stops waiting at once and names it.
+#[test]
+fn a_failing_peer_is_named() {
+    use crate::isa::udma::Descriptor;
+    let rs = reqs(CollectiveOp::AllReduce, Dtype::Fp32, 1001, 2);
+    let l = tampered(&rs[0], |e| {
+        let img = &mut e.ranks[0].topsps[0];
+        for d in img.m2s.iter_mut() {
+            if let Ok(Descriptor::TxData { ctrl, meta, addr }) =
+                Descriptor::decode(d, Direction::M2S)
+            {
+                if ctrl.length > 4 {
+                    let addr = addr + (1 << 35);
+                    *d = Descriptor::TxData { ctrl, meta, addr }.encode();
+                    return;
+                }
+            }
+        }
+    });
+    let inputs = verifiable::inputs(&rs[0]).unwrap();
+    let outs = run_threads("sr-abort", rs, inputs, Some(vec![l.clone(), l]), true);
+    let e0 = outs[0].as_ref().unwrap_err();
+    assert_eq!(e0.kind(), ErrorKind::DmaAbort, "{e0}");
+    let e1 = outs[1].as_ref().unwrap_err();
+    assert_eq!(e1.kind(), ErrorKind::CollectivesHang, "{e1}");
+    assert!(
+        e1.message().contains("rank 0 (global id 0, process"),
+        "{e1}"
+    );
+    assert!(e1.message().contains("failed"), "{e1}");
+}
