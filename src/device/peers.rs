@@ -43,4 +43,6 @@ pub trait Peers: Send + Sync + std::fmt::Debug {
     fn all_blocked(&self, seen: u32) -> Option<String>;
     /// An error if a peer failed or its process died.
     fn check(&self) -> Result<()>;
+    /// Every rank's state (for the timeout report).
+    fn states(&self) -> String;
 }

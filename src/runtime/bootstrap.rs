@@ -293,6 +293,9 @@ impl Member {
         for (_, s) in self.staging.lock().drain() {
             s.unlink();
         }
+        // The job is over: no later process may see its device segments, whoever made them
+        // (a dead root cannot unlink its own).
+        shm::unlink_job(self.port);
     }
 
     fn check(&self) -> Result<()> {
@@ -376,10 +379,6 @@ pub struct RemoteArrival<'a> {
     pub instance: u64,
     /// The rank (index in `group`).
     pub rank: u32,
-    /// The request of device collectives.
-    pub req: Option<WireRequest>,
-    /// The world size it was prepared for.
-    pub world: u32,
     /// Input bytes.
     pub in_len: u64,
     /// Output bytes.
@@ -409,8 +408,6 @@ pub fn remote_run(a: &RemoteArrival, io: &dyn RankIo, deadline: Option<Duration>
         group: a.group.to_vec(),
         instance: a.instance,
         rank: a.rank,
-        req: a.req.clone(),
-        world: a.world,
         shm: seg.name().to_string(),
         shm_len: seg.len() as u64,
         in_len: a.in_len,

@@ -2,7 +2,7 @@
 //! process and join, and is the meeting place of every collective.
 
 use super::*;
-use crate::runtime::cc::{self, Arrival};
+use crate::runtime::cc;
 use crate::runtime::host_cc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,29 +48,6 @@ pub(super) struct Root {
     /// Arrivals still to be answered, and a signal when one is.
     in_flight: Mutex<usize>,
     answered: parking_lot::Condvar,
-}
-
-/// A rank's staging segment as the data of the meeting.
-#[derive(Debug)]
-struct ShmIo {
-    seg: Arc<Segment>,
-    in_len: u64,
-}
-
-impl RankIo for ShmIo {
-    fn input_into(&self, dst: &mut [u8]) -> Result<()> {
-        if dst.len() as u64 != self.in_len {
-            return Err(Error::invalid(format!(
-                "the remote rank staged {} input bytes, the program reads {}",
-                self.in_len,
-                dst.len()
-            )));
-        }
-        self.seg.read(0, dst)
-    }
-    fn output(&self, data: &[u8]) -> Result<()> {
-        self.seg.write(0, data)
-    }
 }
 
 fn kind_of(k: &str) -> Result<&'static str> {
@@ -480,8 +457,6 @@ impl Root {
             group,
             instance,
             rank,
-            req,
-            world,
             shm,
             shm_len,
             in_len,
@@ -496,26 +471,16 @@ impl Root {
             slot,
             group,
         };
-        if key.kind == "all_gather" {
-            let mut input = vec![0u8; in_len as usize];
-            seg.read(0, &mut input)?;
-            let all = host_cc::gather_here(&key, instance, rank, input)?;
-            return seg.write(0, &all);
+        if key.kind != "all_gather" {
+            return Err(Error::failure(format!(
+                "a staged arrival of kind {kind:?}: device collectives of a job run on shared \
+                 device segments (runtime::shared_run)"
+            )));
         }
-        let req = req
-            .ok_or_else(|| Error::failure("a device collective arrived without its request"))?
-            .request()?;
-        let lowered = cc::prepare(&req, world)?;
-        let io = ShmIo { seg, in_len };
-        cc::meet_here(
-            &key,
-            instance,
-            Arrival {
-                req,
-                lowered,
-                io: Box::new(io),
-            },
-        )
+        let mut input = vec![0u8; in_len as usize];
+        seg.read(0, &mut input)?;
+        let all = host_cc::gather_here(&key, instance, rank, input)?;
+        seg.write(0, &all)
     }
 
     /// Leave the job. Arrivals already in progress are answered first (collectives that ran

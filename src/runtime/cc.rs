@@ -147,28 +147,13 @@ pub fn meetings() -> &'static Rendezvous<Arrival, ()> {
     &MEETINGS
 }
 
-/// Arrive at collective `instance` of `key` and wait until it has run on every rank. In a
-/// member process of a multi-process job the meeting is at the root
-/// (`runtime::bootstrap::remote_run`); otherwise it is here ([`meet_here`]).
+/// Arrive at collective `instance` of `key` and wait until it has run on every rank: in a
+/// multi-process job each rank runs its own part on shared device segments
+/// (`runtime::shared_run`); otherwise all ranks meet here and run in one machine
+/// ([`meet_here`]).
 pub fn run(key: &GroupKey, instance: u64, arrival: Arrival) -> Result<()> {
-    if crate::runtime::shared_run::wanted(key.slot, &key.group) {
+    if crate::runtime::shared_run::wanted(&key.group) {
         return crate::runtime::shared_run::run(key, instance, arrival);
-    }
-    if crate::runtime::bootstrap::is_member() {
-        let deadline = crate::runtime::process::config()?.exec_timeout()?;
-        let bufs = arrival.lowered.map.buffers();
-        let a = crate::runtime::bootstrap::RemoteArrival {
-            kind: key.kind,
-            slot: key.slot,
-            group: &key.group,
-            instance,
-            rank: arrival.req.rank,
-            req: Some(crate::runtime::wire::WireRequest::of(&arrival.req)?),
-            world: arrival.lowered.world,
-            in_len: bufs.input,
-            out_len: bufs.output,
-        };
-        return crate::runtime::bootstrap::remote_run(&a, arrival.io.as_ref(), deadline);
     }
     meet_here(key, instance, arrival)
 }

@@ -148,8 +148,6 @@ pub fn all_gather(
             group: &key.group,
             instance,
             rank: gid,
-            req: None,
-            world: count,
             in_len: size as u64,
             out_len: output.len() as u64,
         };

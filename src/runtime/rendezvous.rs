@@ -252,13 +252,17 @@ impl<A, R> Rendezvous<A, R> {
         key: &GroupKey,
         arrived: &[Option<A>],
     ) -> Option<Error> {
-        key.group.iter().zip(arrived).find_map(|(g, a)| {
-            if a.is_none() {
-                dead.get(g).cloned()
-            } else {
-                None
-            }
-        })
+        // A death names the failure before a rank that merely left (nrt_close) after it.
+        let missing = key.group.iter().zip(arrived).filter(|(_, a)| a.is_none());
+        let mut gone = missing.filter_map(|(g, _)| dead.get(g));
+        let first = gone.next()?;
+        Some(
+            std::iter::once(first)
+                .chain(gone)
+                .find(|e| e.kind() == ErrorKind::CollectivesHang)
+                .unwrap_or(first)
+                .clone(),
+        )
     }
 
     /// Global id `gid` is gone (its process died or left): every open meeting it has not

@@ -29,10 +29,11 @@
 //! is blocked or done is a job-wide hang, reported by each rank with its stuck TOP_SPs; a run
 //! that outlives `NEURON_RT_EXEC_TIMEOUT` fails with the state of every rank.
 //!
-//! Choice: which path a collective takes is decided per group — all of its ranks in this
-//! process run in one machine (`runtime::cc::meet_here`), otherwise here.
-//! `OPENNRT_SHARED_DEVICE=1` sends every collective of a multi-rank group here, even within
-//! one process (tests use it). Peers' mappings are cached until `nrt_close`; a segment replaced
+//! Choice: which path a collective takes is decided per process, so that every rank of every
+//! group decides the same — in a job bootstrapped through `NEURON_RT_ROOT_COMM_ID` every
+//! collective runs here (even a group whose ranks all live in one of its processes), otherwise
+//! all ranks run in one machine (`runtime::cc::meet_here`). `OPENNRT_SHARED_DEVICE=1` sends
+//! every collective of a multi-rank group here, even without a job (tests use it). Peers' mappings are cached until `nrt_close`; a segment replaced
 //! by a larger one stays mapped in the peers until then.
 
 use std::collections::HashMap;
@@ -104,23 +105,17 @@ pub fn done_meetings() -> &'static Rendezvous<(), ()> {
     &DONE
 }
 
-/// Whether `group` runs here: some rank lives in another process, or
-/// [`SHARED_DEVICE_ENV`] asks for it.
-pub fn wanted(slot: u8, group: &[u32]) -> bool {
+/// Whether a collective of `group` runs here: in a job bootstrapped through
+/// `NEURON_RT_ROOT_COMM_ID` (every process of it decides the same, whatever the group), or
+/// when [`SHARED_DEVICE_ENV`] asks for it. A single rank runs alone in either case.
+pub fn wanted(group: &[u32]) -> bool {
     if group.len() < 2 {
         return false;
     }
     if std::env::var(SHARED_DEVICE_ENV).is_ok_and(|v| v.trim() == "1") {
         return true;
     }
-    let slot = match slot {
-        0 => crate::runtime::comm::Slot::Neff,
-        _ => crate::runtime::comm::Slot::HostCc,
-    };
-    match crate::runtime::comm::world(slot) {
-        Some(w) => !group.iter().all(|g| w.members.values().any(|m| m == g)),
-        None => false,
-    }
+    crate::runtime::bootstrap::job_port().is_some()
 }
 
 /// A digest of everything the device runs (the cross-process program check).

@@ -315,13 +315,6 @@ impl SegPeers {
             self.hdr(q).pid()
         )
     }
-    /// Every rank's state, for reports.
-    pub fn states(&self) -> String {
-        let all: Vec<String> = (0..self.segs.len())
-            .map(|q| format!("{}: {:?}", self.who(q), self.hdr(q).state()))
-            .collect();
-        all.join(", ")
-    }
 }
 
 impl SemNotify for SegPeers {
@@ -368,6 +361,12 @@ impl Peers for SegPeers {
             }
         });
         (stuck && self.epoch() == seen).then(|| self.states())
+    }
+    fn states(&self) -> String {
+        let all: Vec<String> = (0..self.segs.len())
+            .map(|q| format!("{}: {:?}", self.who(q), self.hdr(q).state()))
+            .collect();
+        all.join(", ")
     }
     fn check(&self) -> Result<()> {
         for q in (0..self.segs.len()).filter(|&q| q != self.me) {

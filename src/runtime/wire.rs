@@ -193,7 +193,7 @@ pub enum Msg {
         /// Why not.
         error: Option<WireError>,
     },
-    /// A rank arrives at a collective; its data is in shared memory.
+    /// A rank arrives at a host all-gather; its data is in shared memory.
     Arrive {
         /// Matches the answer.
         id: u64,
@@ -207,10 +207,6 @@ pub enum Msg {
         instance: u64,
         /// The rank.
         rank: u32,
-        /// The request (device collectives).
-        req: Option<WireRequest>,
-        /// The world size the request was prepared for.
-        world: u32,
         /// The staging segment.
         shm: String,
         /// Its bytes.
@@ -331,16 +327,32 @@ mod tests {
             },
             Msg::Arrive {
                 id: 1,
-                kind: "cc".into(),
+                kind: "all_gather".into(),
                 slot: 1,
                 group: vec![0, 1],
                 instance: 4,
                 rank: 1,
-                req: Some(w),
-                world: 2,
                 shm: "/opennrt-1-2-g1".into(),
                 shm_len: 4096,
                 in_len: 154,
+            },
+            Msg::Meet {
+                id: 2,
+                phase: "go".into(),
+                kind: "cc".into(),
+                slot: 1,
+                group: vec![3, 1, 2],
+                instance: 4,
+                rank: 1,
+                req: Some(w),
+                digest: 0x1234_5678_9abc_def0,
+                seg: "/opennrt-1-2-d1-1".into(),
+                seg_len: 1 << 20,
+            },
+            Msg::Segments {
+                id: 2,
+                error: None,
+                segments: vec![("/opennrt-1-2-d1-1".into(), 1 << 20)],
             },
             Msg::Done {
                 id: 1,
