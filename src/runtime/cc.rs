@@ -44,6 +44,22 @@ pub struct Lowered {
     pub emitted: EmittedProgram,
     /// The world size it was prepared for.
     pub world: u32,
+    /// What a multi-process run needs, computed on its first run (`runtime::shared_run`):
+    /// the program's digest and every rank's device-segment layout.
+    pub shared: once_cell::sync::OnceCell<crate::runtime::shared_run::SharedPlan>,
+}
+
+impl Lowered {
+    /// A lowered collective from its parts.
+    pub fn new(program: Program, map: AddressMap, emitted: EmittedProgram, world: u32) -> Lowered {
+        Lowered {
+            program,
+            map,
+            emitted,
+            world,
+            shared: once_cell::sync::OnceCell::new(),
+        }
+    }
 }
 
 /// Capacity of the prepared-collective cache.
@@ -92,12 +108,7 @@ pub fn prepare(req: &CollectiveRequest, world: u32) -> Result<Arc<Lowered>> {
         r.rank_n(),
         program.selection.join("; ")
     );
-    let l = Arc::new(Lowered {
-        program,
-        map,
-        emitted,
-        world,
-    });
+    let l = Arc::new(Lowered::new(program, map, emitted, world));
     let mut c = CACHE.lock();
     if c.map.len() >= CACHE_CAPACITY {
         if let Some(k) = c

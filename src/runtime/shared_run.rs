@@ -118,6 +118,27 @@ pub fn wanted(group: &[u32]) -> bool {
     crate::runtime::bootstrap::job_port().is_some()
 }
 
+/// What every multi-process run of one lowered collective needs (cached in
+/// [`Lowered::shared`]).
+#[derive(Debug)]
+pub struct SharedPlan {
+    /// [`digest`] of the emitted program.
+    pub digest: u64,
+    /// Every rank's device-segment layout.
+    pub layouts: Vec<Layout>,
+}
+
+fn plan(l: &Lowered) -> Result<&SharedPlan> {
+    l.shared.get_or_try_init(|| {
+        Ok(SharedPlan {
+            digest: digest(l),
+            layouts: (0..l.map.ranks())
+                .map(|q| Layout::of(l, q))
+                .collect::<Result<Vec<_>>>()?,
+        })
+    })
+}
+
 /// A digest of everything the device runs (the cross-process program check).
 pub fn digest(l: &Lowered) -> u64 {
     use std::hash::{Hash, Hasher};
@@ -264,7 +285,7 @@ fn build(
         }
         let notify: Option<Arc<dyn SemNotify>> = match q as u32 == r {
             true => None,
-            false => Some(peers.clone()),
+            false => Some(peers.notify_for(q)),
         };
         for &(dev, off) in &lay.sems {
             let b = SemBlock::external(ext.clone(), off, notify.clone()).map_err(Error::failure)?;
@@ -313,9 +334,8 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     let l = a.lowered.clone();
     let r = a.req.rank;
     let gid = key.group[r as usize];
-    let lays = (0..l.map.ranks())
-        .map(|q| Layout::of(&l, q))
-        .collect::<Result<Vec<_>>>()?;
+    let plan = plan(&l)?;
+    let lays = &plan.layouts;
     let mut own = take_segment(key, gid, lays[r as usize].total)?;
     let run_tag = instance;
     if let Err(e) = fill(&own.seg, &l, r, &lays[r as usize], &a, run_tag) {
@@ -324,7 +344,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     }
     let go = GoArrival {
         req: a.req.clone(),
-        digest: digest(&l),
+        digest: plan.digest,
         seg: (own.seg.name().to_string(), own.seg.len() as u64),
     };
     let names = match crate::runtime::bootstrap::meet_go(key, instance, r, go) {
@@ -348,7 +368,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
             key.group.clone(),
             crate::runtime::bootstrap::job_error,
         ));
-        let mut m = match build(&l, r, &lays, &segs, peers) {
+        let mut m = match build(&l, r, lays, &segs, peers) {
             Ok(m) => m,
             Err(e) => {
                 header(&own.seg).fail(e.message());

@@ -120,12 +120,12 @@ fn tampered(
     let l = prepare(req, req.group.len() as u32).unwrap();
     let mut emitted = l.emitted.clone();
     f(&mut emitted);
-    Arc::new(Lowered {
-        program: l.program.clone(),
-        map: l.map.clone(),
+    Arc::new(Lowered::new(
+        l.program.clone(),
+        l.map.clone(),
         emitted,
-        world: l.world,
-    })
+        l.world,
+    ))
 }
 
 /// Issue 6 item 3: another program on one rank is refused on every rank, naming both.

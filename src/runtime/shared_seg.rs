@@ -13,10 +13,12 @@
 //! | 4096 .. | one [`SEM_WORDS_BYTES`] EVT_SEM block per TOP_SP of the rank, in image order |
 //! | then, each 4 KiB aligned | the constant page, the data buffers (`device_run::buffer_regions`), per TOP_SP its CTRL SPAD, SLOT SPAD, M2S ring and S2M ring |
 //!
-//! **Waking.** Every write into a *peer's* semaphore block goes through [`SegPeers`] as its
-//! [`SemNotify`]: it bumps the run's epoch (a 32-bit word in rank 0's header) and, if an
-//! executor sleeps on it, `FUTEX_WAKE`s it. Sleepers use `FUTEX_WAIT` on the same word (the
-//! shared, not the private, futex: the waiters are in several processes).
+//! **Waking.** Every write into a *peer's* semaphore block goes through a [`SemNotify`] of
+//! that peer ([`SegPeers::notify_for`]): it bumps the run's epoch (a 32-bit word in rank 0's
+//! header, what hang detection compares) and the peer's own wake word, and `FUTEX_WAKE`s the
+//! peer if its executor sleeps — only the rank written to wakes, not every executor of the run.
+//! Sleepers use `FUTEX_WAIT` on their own wake word (the shared, not the private, futex: the
+//! waiters are in several processes). A rank that ends (done or failed) wakes everyone.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
@@ -81,13 +83,14 @@ pub struct Header {
     magic: AtomicU32,
     /// The run's epoch (rank 0's segment).
     epoch: AtomicU32,
-    /// Executors sleeping on `epoch` (rank 0's segment).
+    /// This rank's wake word: bumped by every write into its blocks from another executor.
+    wake: AtomicU32,
+    /// This rank's executor sleeps on `wake`.
     waiters: AtomicU32,
     state: AtomicU32,
     blocked_at: AtomicU32,
     msg_len: AtomicU32,
     pid: AtomicU32,
-    _pad: AtomicU32,
     run: AtomicU64,
     msg: [u8; MSG_BYTES],
 }
@@ -302,11 +305,24 @@ impl SegPeers {
     fn run_word(&self) -> &AtomicU32 {
         &self.hdr(0).epoch
     }
-    fn bump(&self) {
+    /// Rank `q` may have something to do: bump the epoch and wake `q` if it sleeps.
+    fn wake(&self, q: usize) {
         self.run_word().fetch_add(1, SeqCst);
-        if self.hdr(0).waiters.load(SeqCst) > 0 {
-            futex_wake_all(self.run_word());
+        let h = self.hdr(q);
+        h.wake.fetch_add(1, SeqCst);
+        if h.waiters.load(SeqCst) > 0 {
+            futex_wake_all(&h.wake);
         }
+    }
+    fn wake_all(&self) {
+        (0..self.segs.len()).for_each(|q| self.wake(q));
+    }
+    /// The [`SemNotify`] of rank `q`'s blocks as this executor writes them.
+    pub fn notify_for(self: &Arc<Self>, q: usize) -> Arc<dyn SemNotify> {
+        Arc::new(RankWake {
+            peers: self.clone(),
+            q,
+        })
     }
     fn who(&self, q: usize) -> String {
         format!(
@@ -317,9 +333,16 @@ impl SegPeers {
     }
 }
 
-impl SemNotify for SegPeers {
+/// Wakes one rank (module doc).
+#[derive(Debug)]
+struct RankWake {
+    peers: Arc<SegPeers>,
+    q: usize,
+}
+
+impl SemNotify for RankWake {
     fn changed(&self) {
-        self.bump();
+        self.peers.wake(self.q);
     }
 }
 
@@ -328,10 +351,13 @@ impl Peers for SegPeers {
         self.run_word().load(SeqCst)
     }
     fn wait(&self, seen: u32, max: Duration) {
-        let h = self.hdr(0);
+        // Register, then read the wake word, then re-check the epoch: a writer bumps the epoch
+        // before the wake word, so either the check sees it or the futex word has moved.
+        let h = self.hdr(self.me);
         h.waiters.fetch_add(1, SeqCst);
+        let w = h.wake.load(SeqCst);
         if self.epoch() == seen {
-            futex_wait(self.run_word(), seen, max);
+            futex_wait(&h.wake, w, max);
         }
         h.waiters.fetch_sub(1, SeqCst);
     }
@@ -345,11 +371,11 @@ impl Peers for SegPeers {
     }
     fn done(&self) {
         self.hdr(self.me).set_state(RankState::Done);
-        self.bump();
+        self.wake_all();
     }
     fn failed(&self, why: &str) {
         self.hdr(self.me).fail(why);
-        self.bump();
+        self.wake_all();
     }
     fn all_blocked(&self, seen: u32) -> Option<String> {
         let stuck = (0..self.segs.len()).all(|q| {
