@@ -13,8 +13,12 @@
  *   dying right after scheduling its own all-reduce (during the collective: that one may
  *   succeed, exactly, or fail with 1200; the next one must fail with 1200). Two more jobs
  *   where the survivors wait in the blocking nrt_barrier and nrt_all_gather, which must return
- *   1200 themselves. And a live rank that never arrives: NRT_TIMEOUT (5) after
- *   NEURON_RT_EXEC_TIMEOUT (2 s for that job).
+ *   1200 themselves. One where rank 1 dies inside the run, on the shared simulated devices:
+ *   OPENNRT_TEST_KILL_IN_RUN=1 makes the library SIGKILL rank 1's process after the ranks met
+ *   and before its TOP_SPs step, so the others are mid-collective, blocked on semaphores only
+ *   rank 1 would raise: their all-reduce must end with 1200 within the timeout, with an ERROR
+ *   line naming rank 1 and the stuck step ("waits semaphore"). And a live rank that never
+ *   arrives: NRT_TIMEOUT (5) after NEURON_RT_EXEC_TIMEOUT (2 s for that job).
  * errors, all at once on their own ports and cores (each must end on every rank, none hang):
  *   - duplicate global id (world 3: ranks 0 and 1 join and wait in an all-reduce, then a third
  *     process claims global id 1): the offender's nrt_cc_global_comm_init and the others'
@@ -60,7 +64,9 @@ static int init_or_fail(const mp_proc *p) {
  * collective). Mode 1: the victim schedules the all-reduce and dies at once, so it may or may
  * not have arrived (during the collective): that all-reduce may then succeed (exact) or fail
  * with 1200, but the next one must fail with 1200. Modes 2 and 3: the others wait in the
- * blocking nrt_barrier (2) or nrt_all_gather (3), which must return 1200 itself. */
+ * blocking nrt_barrier (2) or nrt_all_gather (3), which must return 1200 itself. Mode 4: every
+ * rank schedules the all-reduce; the library kills the victim inside the run (its env has
+ * OPENNRT_TEST_KILL_IN_RUN), and the all-reduce must fail with 1200 on the others. */
 static void kill_body(const mp_proc *p) {
   mp_rank r = {0, (uint32_t)p->gid, (uint32_t)p->world, p->name};
   int victim = p->arg % 10, mode = p->arg / 10, during = mode == 1, joined, exact;
@@ -70,7 +76,7 @@ static void kill_body(const mp_proc *p) {
   st = nrt_cc_global_comm_init(0, r.gid, r.world);
   mp_check(st == NRT_SUCCESS, "%s: nrt_cc_global_comm_init -> NRT_SUCCESS (got %d)", p->name, st);
   joined = mp_rank_barrier(&r, "(every rank joined)");
-  if (p->gid == victim && !during) {
+  if (p->gid == victim && !during && mode != 4) {
     mp_say("%s: raising SIGKILL in 300 ms instead of %s", p->name,
            mode == 0 ? "scheduling the all-reduce" : mode == 2 ? "calling nrt_barrier" : "calling nrt_all_gather");
     usleep(300000);
@@ -81,7 +87,7 @@ static void kill_body(const mp_proc *p) {
     nrt_close();
     return;
   }
-  if (mode >= 2) {
+  if (mode == 2 || mode == 3) {
     double t0 = mp_now(), dt;
     st = mode == 2 ? nrt_barrier(0, r.gid, r.world) : mp_rank_all_gather(&r, 0, 0, &exact);
     dt = mp_now() - t0;
@@ -96,7 +102,7 @@ static void kill_body(const mp_proc *p) {
   for (int round = 0; round < 1 + during; round++) {
     int may_succeed = during && round == 0;
     st = mp_cc_start(&c, &r, NRT_CC_ALLREDUCE, NRT_DTYPE_FLOAT32, COUNT, round, 0);
-    if (p->gid == victim) {
+    if (p->gid == victim && mode == 1) {
       mp_say("%s: scheduled the all-reduce (status %d); raising SIGKILL now", p->name, st);
       raise(SIGKILL);
     }
@@ -261,40 +267,47 @@ void mp_test_kill(void) {
   static const struct {
     int victim, mode;
     const char *what;
-  } runs[5] = {{1, 0, "rank 1 dies before an all-reduce"},
+  } runs[6] = {{1, 0, "rank 1 dies before an all-reduce"},
                {0, 0, "rank 0 (the root) dies before an all-reduce"},
                {2, 1, "rank 2 dies during an all-reduce"},
                {1, 2, "rank 1 dies before nrt_barrier"},
-               {2, 3, "rank 2 dies before nrt_all_gather"}};
-  mp_proc procs[17];
-  int n = 0, port[6], first_straggler;
+               {2, 3, "rank 2 dies before nrt_all_gather"},
+               {1, 4, "rank 1 dies inside the run"}};
+  mp_proc procs[20];
+  int n = 0, port[7], first_straggler, first_in_run = 0;
   char root[64], name[48];
-  for (int v = 0; v < 6; v++) port[v] = mp_free_port();
-  for (int v = 0; v < 5; v++) {
+  for (int v = 0; v < 7; v++) port[v] = mp_free_port();
+  for (int v = 0; v < 6; v++) {
     mp_root_id(root, sizeof root, v % 3, port[v]);
+    if (runs[v].mode == 4) first_in_run = n;
     for (int g = 0; g < 3; g++) {
+      mp_proc *q;
       snprintf(name, sizeof name, "kill-%d-%s: rank %d", runs[v].victim,
-               (const char *[]){"before", "during", "barrier", "all_gather"}[runs[v].mode], g);
-      add(procs, &n, name, root, kill_body, g, 3, runs[v].victim + 10 * runs[v].mode)->expect_signal =
-          g == runs[v].victim ? SIGKILL : 0;
+               (const char *[]){"before", "during", "barrier", "all_gather", "in-run"}[runs[v].mode], g);
+      q = add(procs, &n, name, root, kill_body, g, 3, runs[v].victim + 10 * runs[v].mode);
+      q->expect_signal = g == runs[v].victim ? SIGKILL : 0;
+      if (runs[v].mode == 4 && g == runs[v].victim) q->env[0] = "OPENNRT_TEST_KILL_IN_RUN=1";
     }
   }
-  mp_root_id(root, sizeof root, 0, port[5]);
+  mp_root_id(root, sizeof root, 0, port[6]);
   first_straggler = n;
   add(procs, &n, "straggler: rank 0", root, straggler_body, 0, 2, 0)->env[0] = "NEURON_RT_EXEC_TIMEOUT=2";
   add(procs, &n, "straggler: rank 1", root, straggler_body, 1, 2, 1)->env[0] = "NEURON_RT_EXEC_TIMEOUT=2";
   procs[first_straggler].go_after = 1u << (first_straggler + 1);
-  mp_say("\n== kill, five R=3 jobs at once (ports %d-%d): SIGKILL of rank 1 instead of scheduling an all-reduce; of "
+  mp_say("\n== kill, six R=3 jobs at once (ports %d-%d): SIGKILL of rank 1 instead of scheduling an all-reduce; of "
          "rank 0, the root; of rank 2 right after it scheduled; of rank 1 while the others wait in nrt_barrier; of "
-         "rank 2 while they wait in nrt_all_gather. And a live rank 0 that never arrives (port %d)",
-         port[0], port[4], port[5]);
+         "rank 2 while they wait in nrt_all_gather; of rank 1 inside the run. And a live rank 0 that never arrives "
+         "(port %d)",
+         port[0], port[5], port[6]);
   mp_run(procs, n, 2 * MP_EXEC_TIMEOUT_S + 20);
   mp_check_ends(procs, n);
   for (int i = 0; i < first_straggler; i++)
     if (!procs[i].expect_signal) check_error_line(&procs[i], procs[i].arg % 10, 1, NULL, "names the missing rank");
+  for (int g = 0; g < 3; g += 2)
+    check_error_line(&procs[first_in_run + g], 1, 1, "waits semaphore", "names rank 1 and the step it is stuck in");
   check_error_line(&procs[first_straggler + 1], 0, 1, NULL, "names the rank that never arrived");
-  for (int v = 0; v < 5; v++) mp_check_shm_clean(port[v], runs[v].what);
-  mp_check_shm_clean(port[5], "straggler");
+  for (int v = 0; v < 6; v++) mp_check_shm_clean(port[v], runs[v].what);
+  mp_check_shm_clean(port[6], "straggler");
   mp_cleanup_logs(procs, n);
 }
 

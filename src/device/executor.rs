@@ -284,7 +284,12 @@ impl Machine {
                 }
                 // A dead or failed peer: say so, with where this rank is stuck.
                 p.check().map_err(|e| {
-                    let why = format!("{}; this rank: {}", e.message(), self.hang_report());
+                    let why = format!(
+                        "{}; this rank is stuck: {}\n{}",
+                        e.message(),
+                        self.stuck_summary(),
+                        self.hang_report()
+                    );
                     Error::new(e.kind(), why)
                 })?;
                 self.check_timeout(started)?;

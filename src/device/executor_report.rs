@@ -4,6 +4,40 @@
 use super::*;
 
 impl Machine {
+    /// One line: where every unfinished sequencer of this machine waits (the first line of
+    /// an error that stopped a shared run, with [`Machine::hang_report`] after it).
+    pub fn stuck_summary(&self) -> String {
+        let mut parts = Vec::new();
+        for a in self.agents.iter().filter(|a| !a.seq.is_done()) {
+            let p = a.seq.position();
+            let at = format!(
+                "{} at cc_op entry {} (CTRL slot {})",
+                a.name(),
+                p.entry,
+                p.slot
+            );
+            parts.push(match p.waiting_on {
+                Some(w) => {
+                    let dev = a.device(w.topsp);
+                    let value = self
+                        .mem
+                        .sems(a.chip)
+                        .and_then(|c| c.block(BlockId::TopSp(dev)))
+                        .map_or(0, |b| b.value(w.sem));
+                    format!(
+                        "{at} waits semaphore {} of TOP_SP {dev} >= {}, value {value}",
+                        w.sem, w.target
+                    )
+                }
+                None => at,
+            });
+        }
+        match parts.is_empty() {
+            true => "every TOP_SP of this rank is done".into(),
+            false => parts.join("; "),
+        }
+    }
+
     /// The diagnosis of a round that changed nothing (module doc).
     pub fn hang_report(&self) -> String {
         let mut s = String::from("collective hang: no TOP_SP or DMA queue can progress");
@@ -73,7 +107,12 @@ impl Machine {
                 w.sem, w.target
             );
             let signals = self.signallers(a.chip, dev, w.sem);
-            if signals.is_empty() {
+            if signals.is_empty() && self.peers.is_some() {
+                s.push_str(
+                    "; no pending descriptor of this executor signals it (another rank's \
+                     executor should)",
+                );
+            } else if signals.is_empty() {
                 s.push_str("; no pending descriptor signals it");
             }
             // Per signalling ring, the next descriptor (the one that should have fired) and

@@ -61,6 +61,23 @@ use crate::runtime::shm::{self, Segment};
 /// The variable that sends every multi-rank collective through shared segments.
 pub const SHARED_DEVICE_ENV: &str = "OPENNRT_SHARED_DEVICE";
 
+/// Fault injection for the multi-process tests: the process holding this global id SIGKILLs
+/// itself inside its first `nrta_cc_*` collective (not a barrier) on the shared device, after
+/// the go meeting and before its TOP_SPs step — so its peers are mid-collective, waiting on
+/// semaphores only it would raise.
+pub const KILL_IN_RUN_ENV: &str = "OPENNRT_TEST_KILL_IN_RUN";
+
+fn kill_in_run(kind: &str, gid: u32) {
+    if kind == "cc" && std::env::var(KILL_IN_RUN_ENV).is_ok_and(|v| v.trim() == gid.to_string()) {
+        crate::log_warn!(
+            "cc",
+            "{KILL_IN_RUN_ENV}={gid}: killing this process inside the run"
+        );
+        // SAFETY: raising a signal in our own process.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+}
+
 /// What a rank brings to the go meeting.
 #[derive(Debug, Clone)]
 pub struct GoArrival {
@@ -375,6 +392,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
                 return Err(e);
             }
         };
+        kill_in_run(key.kind, gid);
         let start = std::time::Instant::now();
         m.run()?;
         crate::log_debug!(
@@ -410,6 +428,13 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     }
     let ran = ran.map_err(|e| {
         let e = match e.kind() {
+            // A dead peer's segment is gone, its state never written: the death is the cause.
+            ErrorKind::Resource | ErrorKind::Invalid | ErrorKind::Failure
+                if crate::runtime::bootstrap::job_error().is_some() =>
+            {
+                let job = crate::runtime::bootstrap::job_error().expect("checked");
+                Error::new(job.kind(), format!("{} ({})", job.message(), e.message()))
+            }
             ErrorKind::Invalid => Error::failure(e.message()),
             _ => e,
         };

@@ -395,6 +395,10 @@ impl Peers for SegPeers {
         all.join(", ")
     }
     fn check(&self) -> Result<()> {
+        // A dead process first: it is the cause when a peer failed because of it.
+        if let Some(e) = (self.job_error)() {
+            return Err(e);
+        }
         for q in (0..self.segs.len()).filter(|&q| q != self.me) {
             let h = self.hdr(q);
             if h.state() == RankState::Failed {
@@ -404,9 +408,6 @@ impl Peers for SegPeers {
                 ));
             }
         }
-        match (self.job_error)() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        Ok(())
     }
 }
