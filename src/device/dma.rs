@@ -180,6 +180,14 @@ impl Queue {
         self
     }
 
+    /// The same ring at stream indices `head .. tail`, as another executor published them (a
+    /// shared run's hang report reads that executor's descriptors from shared memory).
+    pub fn at(mut self, head: u64, tail: u64) -> Queue {
+        self.head = head;
+        self.tail = tail.max(head);
+        self
+    }
+
     /// Direction.
     pub fn dir(&self) -> Direction {
         self.dir

@@ -277,6 +277,10 @@ impl Machine {
                     }
                     continue;
                 }
+                for a in &self.agents {
+                    let (m, r) = (&a.pair.m2s, &a.pair.s2m);
+                    p.publish_queues(a.chip, a.topsp, [m.head(), m.tail(), r.head(), r.tail()]);
+                }
                 p.blocked(e);
                 if let Some(states) = p.all_blocked(e) {
                     job_hang = Some(states);

@@ -2,6 +2,7 @@
 //! there, and the live CC contexts and their dumps.
 
 use super::*;
+use crate::device::dma::Queue;
 
 impl Machine {
     /// One line: where every unfinished sequencer of this machine waits (the first line of
@@ -107,32 +108,31 @@ impl Machine {
                 w.sem, w.target
             );
             let signals = self.signallers(a.chip, dev, w.sem);
-            if signals.is_empty() && self.peers.is_some() {
-                s.push_str(
-                    "; no pending descriptor of this executor signals it (another rank's \
-                     executor should)",
-                );
-            } else if signals.is_empty() {
+            if signals.is_empty() {
                 s.push_str("; no pending descriptor signals it");
             }
             // Per signalling ring, the next descriptor (the one that should have fired) and
             // how many later ones also target it.
             let mut k = 0;
             while k < signals.len() {
-                let (b, i, posted) = signals[k];
+                let first = signals[k];
                 let same = signals[k..]
                     .iter()
-                    .take_while(|x| std::ptr::eq(x.0, b))
+                    .take_while(|x| (x.chip, x.topsp) == (first.chip, first.topsp))
                     .count();
                 let _ = write!(
                     s,
-                    "; pending signal: chip {} TOP_SP {} S2M index {i}{}",
-                    b.chip,
-                    b.topsp,
-                    if posted { "" } else { " (not posted)" }
+                    "; pending signal: chip {} TOP_SP {} S2M index {}{}",
+                    first.chip,
+                    first.topsp,
+                    first.index,
+                    if first.posted { "" } else { " (not posted)" }
                 );
-                if let Some(r) = b.rank {
+                if let Some(r) = first.rank {
                     let _ = write!(s, " of rank {r}");
+                }
+                if first.remote {
+                    s.push_str(" (another executor; indices as it last published them)");
                 }
                 if same > 1 {
                     let _ = write!(s, " (+{} later)", same - 1);
@@ -144,19 +144,29 @@ impl Machine {
         s
     }
 
-    /// Not-yet-executed S2M descriptors (any ring) writing semaphore `idx` of `(chip, topsp)`.
-    fn signallers(&self, chip: u8, topsp: u8, idx: u8) -> Vec<(&Agent, u64, bool)> {
-        let mut out = Vec::new();
+    /// Not-yet-executed S2M descriptors (any ring: this machine's, and with
+    /// [`Machine::peers`] the other executors' as they published them) writing semaphore
+    /// `idx` of `(chip, topsp)`.
+    fn signallers(&self, chip: u8, topsp: u8, idx: u8) -> Vec<Signal> {
+        let mut rings: Vec<(u8, u8, Option<u32>, Queue, bool)> = Vec::new();
         for b in &self.agents {
-            let q = &b.pair.s2m;
+            rings.push((b.chip, b.topsp, b.rank, b.pair.s2m.clone(), false));
+        }
+        for r in self.peers.iter().flat_map(|p| p.remote_rings()) {
+            if let Ok(q) = Queue::new(Direction::S2M, r.base, r.len) {
+                rings.push((r.chip, r.topsp, Some(r.rank), q.at(r.head, r.tail), true));
+            }
+        }
+        let mut out = Vec::new();
+        for (c0, t0, rank, q, remote) in rings {
             for i in q.head()..q.head() + q.len() {
-                let Some(Descriptor::RxData { addr, .. }) = ring_desc(&self.mem, b, i) else {
+                let Some(Descriptor::RxData { addr, .. }) = ring_desc(&self.mem, c0, &q, i) else {
                     if i >= q.tail() {
                         break;
                     }
                     continue;
                 };
-                let Ok((c, on)) = self.mem.route(b.chip, addr) else {
+                let Ok((c, on)) = self.mem.route(c0, addr) else {
                     continue;
                 };
                 let hit = SemAddr::decode(on).is_some_and(|sa| {
@@ -165,7 +175,14 @@ impl Machine {
                         && !matches!(sa.window, SemWindow::Read | SemWindow::Event)
                 });
                 if c == chip && hit {
-                    out.push((b, i, i < q.tail()));
+                    out.push(Signal {
+                        chip: c0,
+                        topsp: t0,
+                        rank,
+                        index: i,
+                        posted: i < q.tail(),
+                        remote,
+                    });
                 }
             }
         }
@@ -188,7 +205,7 @@ impl Machine {
     }
 
     /// The live CC context of device TOP_SP `topsp` on `chip`, in the spec/ncfw.md §3 layout of
-    /// [`Machine::arch`] (built on demand, [`super::cc_context`]); `None` if no such TOP_SP.
+    /// [`Machine::arch`] (built on demand, [`crate::device::cc_context`]); `None` if no such TOP_SP.
     pub fn cc_context(&self, chip: u8, topsp: u8) -> Option<Vec<u8>> {
         self.live(chip, topsp).map(|(l, _)| cc_context_image(&l))
     }
@@ -269,11 +286,22 @@ impl Machine {
     }
 }
 
-/// The descriptor at S2M stream index `i` if its slot holds that lap's RING_ID.
-fn ring_desc(mem: &Memory, a: &Agent, i: u64) -> Option<Descriptor> {
-    let q = &a.pair.s2m;
+/// A not-yet-executed S2M descriptor that writes a waited-on semaphore.
+#[derive(Debug, Clone, Copy)]
+struct Signal {
+    chip: u8,
+    topsp: u8,
+    rank: Option<u32>,
+    index: u64,
+    posted: bool,
+    remote: bool,
+}
+
+/// The descriptor at S2M stream index `i` of ring `q` on `chip` if its slot holds that lap's
+/// RING_ID.
+fn ring_desc(mem: &Memory, chip: u8, q: &Queue, i: u64) -> Option<Descriptor> {
     let mut b = [0u8; DESC_BYTES];
-    mem.read(a.chip, q.slot_addr(i), &mut b).ok()?;
+    mem.read(chip, q.slot_addr(i), &mut b).ok()?;
     if b[3] & 3 != q.expected_ring_id(i) {
         return None;
     }

@@ -45,4 +45,29 @@ pub trait Peers: Send + Sync + std::fmt::Debug {
     fn check(&self) -> Result<()>;
     /// Every rank's state (for the timeout report).
     fn states(&self) -> String;
+    /// Publish the queue indices of local TOP_SP `topsp` on `chip` (`[M2S head, M2S tail,
+    /// S2M head, S2M tail]`), so that a peer's hang report can walk its rings.
+    fn publish_queues(&self, chip: u8, topsp: u8, idx: [u64; 4]);
+    /// The other executors' S2M rings with their last published indices.
+    fn remote_rings(&self) -> Vec<RemoteRing>;
+}
+
+/// An S2M ring of another executor, as its owner last published it (hang reports: who should
+/// have signalled a semaphore).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteRing {
+    /// The owning rank.
+    pub rank: u32,
+    /// Its chip.
+    pub chip: u8,
+    /// Its device TOP_SP.
+    pub topsp: u8,
+    /// On-chip base of the ring.
+    pub base: u64,
+    /// Descriptors in the ring.
+    pub len: u64,
+    /// Stream index of the next descriptor the engine consumes.
+    pub head: u64,
+    /// Stream index one past the last posted descriptor.
+    pub tail: u64,
 }

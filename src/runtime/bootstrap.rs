@@ -10,21 +10,22 @@
 //! duplicate global ids) and refused with a message naming both sides. A refusal that breaks
 //! the world (two processes claiming one id) fails every process: the root broadcasts it.
 //!
-//! **Collectives.** The root is the meeting place: its own ranks meet in its in-memory
-//! rendezvous as in one process, and a rank of another process arrives with a message
-//! ([`remote_run`]) whose data sits in that process's shared-memory staging segment
-//! (`runtime::shm`). The root's handler maps the segment, joins the meeting with it, and the
-//! last arrival runs the emitted program of all ranks on the software device (checking first
-//! that every rank prepared the same collective), writing each rank's result into its segment;
-//! the member then copies it into its tensors. Choice (first stage of design.md §2.7): the
-//! device runs in the root process, and only the staging memory is shared; the simulated HBM,
-//! semaphores and queues are not yet shared between processes.
+//! **Collectives.** The root is the meeting place. Device collectives (`nrta_cc_*`, the barrier's
+//! all-reduce) run on shared simulated devices (`runtime::shared_run`): each rank runs its own
+//! TOP_SPs on HBM and semaphores in shared memory, and meets the others here twice — "go"
+//! ([`meet_go`]: the requests and program digests are compared, every rank gets every device
+//! segment's name) and "done" ([`meet_done`]). The root's own ranks meet in its in-memory
+//! rendezvous; a member's rank sends [`Msg::Meet`] and the root's handler joins the same
+//! rendezvous for it. A host all-gather ([`remote_run`]) stages the member's data in a
+//! shared-memory segment (`runtime::shm`) that the root maps, gathers and writes back.
 //!
 //! **Faults.** A member's connection ending without its goodbye means the process died: the root
-//! unlinks its shared-memory names and fails every open and later meeting in which one of its
+//! unlinks its shared-memory names, fails every open and later meeting in which one of its
 //! ranks had not arrived with `NRT_EXEC_HW_ERR_COLLECTIVES`, naming the rank, its process and
-//! the collective. A member whose connection to the root ends fails its pending collectives the
-//! same way. A live rank that never arrives is the rendezvous timeout (`NRT_TIMEOUT`).
+//! the collective, and tells every member at once (`WorldFailed`), so that ranks already inside
+//! a shared-device run stop waiting ([`job_error`]). A member whose connection to the root
+//! ends fails its pending collectives the same way. A live rank that never arrives is the
+//! rendezvous timeout (`NRT_TIMEOUT`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};

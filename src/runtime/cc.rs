@@ -211,7 +211,7 @@ fn check_consistent(key: &GroupKey, instance: u64, all: &[Arrival]) -> Result<()
     check_requests(key, instance, &reqs)
 }
 
-/// [`check_consistent`] over the ranks' requests (also the cross-process check,
+/// `check_consistent` over the ranks' requests (also the cross-process check,
 /// `runtime::shared_run`).
 pub fn check_requests(key: &GroupKey, instance: u64, all: &[&CollectiveRequest]) -> Result<()> {
     let first = all[0];

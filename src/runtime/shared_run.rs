@@ -4,7 +4,7 @@
 //! One collective, as rank `r` runs it ([`run`]):
 //!
 //! 1. **Load.** Take a device segment of the rank's group from the process's pool (or create
-//!    `/opennrt-<port>-<pid>-d<gid>-<n>`, [`shared_seg::Layout`]) and fill it as
+//!    `/opennrt-<port>-<pid>-d<gid>-<n>`, [`super::shared_seg::Layout`]) and fill it as
 //!    `device_run::load_from` fills a machine: the constant page, zeroed data buffers with the
 //!    rank's input, the SPAD images, the first lap of every ring, zeroed EVT_SEM blocks.
 //! 2. **Go.** Meet the other ranks at the job's root (`runtime::bootstrap`; in-process when
@@ -241,6 +241,8 @@ fn fill(
     for &(_, off) in &lay.sems {
         let b = SemBlock::external(seg.clone(), off, None).map_err(Error::failure)?;
         b.clear();
+        let q = off + crate::device::sema::SEM_WORDS_BYTES.next_multiple_of(64);
+        seg.write(q, &[0u8; 32])?;
     }
     let words: Vec<u8> = (0..CONST_WORDS).flat_map(u32::to_le_bytes).collect();
     let cp = lay.const_page;
@@ -381,6 +383,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
         }
         let peers = Arc::new(SegPeers::new(
             segs.clone(),
+            lays.clone(),
             r as usize,
             key.group.clone(),
             crate::runtime::bootstrap::job_error,

@@ -201,3 +201,31 @@ fn a_failing_peer_is_named() {
     );
     assert!(e1.message().contains("failed"), "{e1}");
 }
+
+/// Rank 1 waits a TRIGGER nobody raises: rank 0 runs until it needs rank 1, and its hang
+/// report names rank 1's not-yet-posted S2M descriptor in rank 1's own ring — read from shared
+/// memory with the indices rank 1 published.
+#[test]
+fn the_hang_report_walks_the_other_executors_rings() {
+    let rs = reqs(CollectiveOp::AllReduce, Dtype::Fp32, 1001, 2);
+    let l = tampered(&rs[0], |e| {
+        for t in &mut e.ranks[1].topsps {
+            t.neff.trigger += 4 * 250; // semaphore 250: never raised
+        }
+    });
+    let inputs = verifiable::inputs(&rs[0]).unwrap();
+    let outs = run_threads("sr-remote-ring", rs, inputs, Some(vec![l.clone(), l]), true);
+    let e0 = outs[0].as_ref().unwrap_err();
+    assert_eq!(e0.kind(), ErrorKind::CollectivesHang, "{e0}");
+    let msg = e0.message();
+    assert!(
+        msg.contains("every rank of the run is blocked or done"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("(not posted) of rank 1 (another executor"),
+        "{msg}"
+    );
+    let e1 = outs[1].as_ref().unwrap_err();
+    assert!(e1.message().contains("entry start (trigger)"), "{e1}");
+}

@@ -10,7 +10,7 @@
 //! | bytes | what |
 //! |---|---|
 //! | 0 .. 4096 | [`Header`]: state words, the run's epoch and waiter count (used in rank 0's segment), the failure message |
-//! | 4096 .. | one [`SEM_WORDS_BYTES`] EVT_SEM block per TOP_SP of the rank, in image order |
+//! | 4096 .. | per TOP_SP of the rank, in image order: its EVT_SEM block ([`SEM_WORDS_BYTES`]) and its queue indices (4 × u64) |
 //! | then, each 4 KiB aligned | the constant page, the data buffers (`device_run::buffer_regions`), per TOP_SP its CTRL SPAD, SLOT SPAD, M2S ring and S2M ring |
 //!
 //! **Waking.** Every write into a *peer's* semaphore block goes through a [`SemNotify`] of
@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::device::peers::Peers;
+use crate::device::peers::{Peers, RemoteRing};
 use crate::device::sema::{ExternalBytes, SemNotify, SEM_WORDS_BYTES};
 use crate::error::{Error, ErrorKind, Result};
 use crate::isa::memmap::{align_buf, CONST_PAGE_BYTES};
@@ -45,6 +45,9 @@ unsafe impl ExternalBytes for Segment {
 
 /// Bytes of the header page.
 pub const HEADER_BYTES: usize = 4096;
+/// Bytes per TOP_SP after the header: its EVT_SEM block, then its queue indices (`[M2S head,
+/// M2S tail, S2M head, S2M tail]`, four u64, published for peers' hang reports).
+const SEM_SLOT_BYTES: usize = SEM_WORDS_BYTES.next_multiple_of(64) + 64;
 const PAGE: u64 = 4096;
 const MAGIC: u32 = 0x4f4e_5244; // "ONRD"
 const MSG_BYTES: usize = 2048;
@@ -148,7 +151,7 @@ impl Layout {
         let mut sems = Vec::new();
         for t in &img.topsps {
             sems.push((map.device_topsp(r, t.topsp)?, at as usize));
-            at += SEM_WORDS_BYTES.next_multiple_of(64) as u64;
+            at += SEM_SLOT_BYTES as u64;
         }
         let mut place = |base: u64, len: u64| {
             at = at.next_multiple_of(PAGE);
@@ -277,6 +280,7 @@ fn futex_wake_all(word: &AtomicU32) {
 #[derive(Debug)]
 pub struct SegPeers {
     segs: Vec<Arc<Segment>>,
+    layouts: Vec<Layout>,
     me: usize,
     /// Global ids in rank order (for messages).
     group: Vec<u32>,
@@ -288,12 +292,14 @@ impl SegPeers {
     /// The peers of rank `me` of `group`, whose segments are `segs` (rank order).
     pub fn new(
         segs: Vec<Arc<Segment>>,
+        layouts: Vec<Layout>,
         me: usize,
         group: Vec<u32>,
         job_error: fn() -> Option<Error>,
     ) -> SegPeers {
         SegPeers {
             segs,
+            layouts,
             me,
             group,
             job_error,
@@ -301,6 +307,14 @@ impl SegPeers {
     }
     fn hdr(&self, q: usize) -> &Header {
         header(&self.segs[q])
+    }
+    /// The queue words of rank `q`'s TOP_SP with its EVT_SEM block at `sem_off`.
+    fn queue_words(&self, q: usize, sem_off: usize) -> &[AtomicU64; 4] {
+        let off = sem_off + SEM_WORDS_BYTES.next_multiple_of(64);
+        assert!(off + 32 <= self.segs[q].len(), "laid out");
+        // SAFETY: in bounds (above), 8-aligned (offsets are multiples of 64 in a page-aligned
+        // mapping); atomics accept any bytes.
+        unsafe { &*(self.segs[q].as_ptr().add(off) as *const [AtomicU64; 4]) }
     }
     fn run_word(&self) -> &AtomicU32 {
         &self.hdr(0).epoch
@@ -393,6 +407,41 @@ impl Peers for SegPeers {
             .map(|q| format!("{}: {:?}", self.who(q), self.hdr(q).state()))
             .collect();
         all.join(", ")
+    }
+    fn publish_queues(&self, chip: u8, topsp: u8, idx: [u64; 4]) {
+        let lay = &self.layouts[self.me];
+        if lay.chip != chip {
+            return;
+        }
+        if let Some(&(_, off)) = lay.sems.iter().find(|(d, _)| *d == topsp) {
+            let w = self.queue_words(self.me, off);
+            for (word, v) in w.iter().zip(idx) {
+                word.store(v, SeqCst);
+            }
+        }
+    }
+    fn remote_rings(&self) -> Vec<RemoteRing> {
+        let mut out = Vec::new();
+        for (q, lay) in self
+            .layouts
+            .iter()
+            .enumerate()
+            .filter(|(q, _)| *q != self.me)
+        {
+            for (&(topsp, off), places) in lay.sems.iter().zip(&lay.topsps) {
+                let w = self.queue_words(q, off);
+                out.push(RemoteRing {
+                    rank: q as u32,
+                    chip: lay.chip,
+                    topsp,
+                    base: places[3].base,
+                    len: places[3].len / 16,
+                    head: w[2].load(SeqCst),
+                    tail: w[3].load(SeqCst),
+                });
+            }
+        }
+        out
     }
     fn check(&self) -> Result<()> {
         // A dead process first: it is the cause when a peer failed because of it.

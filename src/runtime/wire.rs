@@ -8,8 +8,11 @@
 //! is gone. The hello carries the vendor's sanity magic (`0x61796c69`, "ilya", §5.11) and
 //! OpenNRT's version, which must match.
 //!
-//! Collective data does not travel on the socket: it is staged in a named shared-memory
-//! segment of the owning process (`runtime::shm`), whose name the arrival carries.
+//! Collective data does not travel on the socket: device collectives run on each rank's
+//! device segment in shared memory (`runtime::shared_run`; the socket carries the "go" and
+//! "done" meetings and the segments' names), and a host all-gather stages its data in a named
+//! shared-memory segment of the owning process (`runtime::shm`), whose name the arrival
+//! carries.
 
 use std::io::{Read, Write};
 
