@@ -201,10 +201,10 @@ fn take_segment(key: &GroupKey, gid: u32, len: usize) -> Result<Pooled> {
     })
 }
 
-/// Return a segment to the pool; `mapped`: every peer has mapped it (after a done meeting),
-/// so its name can go.
-fn give_segment(key: &GroupKey, gid: u32, mut p: Pooled, mapped: bool) {
-    if mapped && !p.unlinked {
+/// Return a segment to the pool after a done meeting: every peer has mapped it, so its name
+/// goes now — a pooled segment is reused only by the group that mapped it.
+fn give_segment(key: &GroupKey, gid: u32, mut p: Pooled) {
+    if !p.unlinked {
         p.seg.unlink();
         p.unlinked = true;
     }
@@ -358,7 +358,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     let mut own = take_segment(key, gid, lays[r as usize].total)?;
     let run_tag = instance;
     if let Err(e) = fill(&own.seg, &l, r, &lays[r as usize], &a, run_tag) {
-        give_segment(key, gid, own, false);
+        own.seg.unlink();
         return Err(e.context(format!("collective #{instance} of {key}: loading rank {r}")));
     }
     let go = GoArrival {
@@ -369,7 +369,9 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     let names = match crate::runtime::bootstrap::meet_go(key, instance, r, go) {
         Ok(n) => n,
         Err(e) => {
-            give_segment(key, gid, own, false);
+            // Nobody received its name, and a pooled segment must be mapped by its peers
+            // already: drop it, name and all (a failed job must not leave it behind).
+            own.seg.unlink();
             return Err(e);
         }
     };
@@ -422,7 +424,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     }
     let done = crate::runtime::bootstrap::meet_done(key, instance, r);
     match done {
-        Ok(()) => give_segment(key, gid, own, true),
+        Ok(()) => give_segment(key, gid, own),
         // A peer may still be writing: never reuse this segment.
         Err(_) => {
             own.seg.unlink();

@@ -74,11 +74,12 @@ fn every_op_matches_the_reference_and_the_one_machine_path() {
         (CollectiveOp::ReduceScatter, Dtype::Fp16, 33, 5),
         (CollectiveOp::AllReduce, Dtype::Fp32, 257, 4),
         (CollectiveOp::ReduceScatter, Dtype::Fp32, 700, 8),
+        (CollectiveOp::AllToAll, Dtype::Bf16, 96, 4),
     ]
     .into_iter()
     .enumerate()
     {
-        const KINDS: [&str; 6] = ["sr-0", "sr-1", "sr-2", "sr-3", "sr-4", "sr-5"];
+        const KINDS: [&str; 7] = ["sr-0", "sr-1", "sr-2", "sr-3", "sr-4", "sr-5", "sr-6"];
         let rs = reqs(op, d, count, n);
         let inputs = verifiable::inputs(&rs[0]).unwrap();
         let outs: Vec<Vec<u8>> = run_threads(KINDS[k], rs.clone(), inputs.clone(), None, true)
