@@ -48,6 +48,10 @@ diff -u "$root/capi-tests/python/example.py" "$out/readme_example.py" \
 for t in cc_test async_test; do
   cc "${CFLAGS[@]}" -pthread -o "$out/$t" "$root/capi-tests/$t.c" -L"$lib" -lnrt
   LD_LIBRARY_PATH="$lib" "$out/$t"
+  # The same, with every collective on the shared simulated devices (one executor per rank,
+  # HBM and semaphores in shared memory: the multi-process path, met in one process).
+  echo "+ $t with OPENNRT_SHARED_DEVICE=1"
+  OPENNRT_SHARED_DEVICE=1 LD_LIBRARY_PATH="$lib" "$out/$t"
   cc "${CFLAGS[@]}" -pthread -g -fsanitize=address,undefined -fno-sanitize-recover=all \
     -o "$out/${t}_asan" "$root/capi-tests/$t.c" -L"$lib" -lnrt
   echo "+ $t under ASan/UBSan"

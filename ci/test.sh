@@ -72,6 +72,8 @@ bash capi-tests/python/run.sh target/release
 
 step "library swap: a program linked against a stand-in libnrt.so.1 runs on OpenNRT via shim/opennrt-run"
 bash capi-tests/swap/run.sh target/release
+
+step "one rank per process: forked C driver (R = 2, 3, 4, 8, mixed mode, two jobs, kills, errors)"
 bash capi-tests/mp/run.sh target/release
 
 step "done: all checks passed"
