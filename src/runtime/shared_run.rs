@@ -348,6 +348,36 @@ fn build(
     Ok(m)
 }
 
+/// Where one rank's time goes (logged at DEBUG).
+#[derive(Debug)]
+struct Phases {
+    last: std::cell::Cell<std::time::Instant>,
+    seen: std::cell::RefCell<Vec<(&'static str, std::time::Duration)>>,
+}
+
+impl Phases {
+    fn new() -> Phases {
+        Phases {
+            last: std::cell::Cell::new(std::time::Instant::now()),
+            seen: std::cell::RefCell::new(Vec::new()),
+        }
+    }
+    fn mark(&self, what: &'static str) {
+        let now = std::time::Instant::now();
+        self.seen.borrow_mut().push((what, now - self.last.get()));
+        self.last.set(now);
+    }
+    fn report(&self) -> String {
+        let parts: Vec<String> = self
+            .seen
+            .borrow()
+            .iter()
+            .map(|(w, d)| format!("{w} {d:?}"))
+            .collect();
+        parts.join(", ")
+    }
+}
+
 /// Run rank `a.req.rank`'s part of collective `instance` of `key` (module doc).
 pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     let l = a.lowered.clone();
@@ -355,12 +385,14 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     let gid = key.group[r as usize];
     let plan = plan(&l)?;
     let lays = &plan.layouts;
+    let clock = Phases::new();
     let mut own = take_segment(key, gid, lays[r as usize].total)?;
     let run_tag = instance;
     if let Err(e) = fill(&own.seg, &l, r, &lays[r as usize], &a, run_tag) {
         own.seg.unlink();
         return Err(e.context(format!("collective #{instance} of {key}: loading rank {r}")));
     }
+    clock.mark("load");
     let go = GoArrival {
         req: a.req.clone(),
         digest: plan.digest,
@@ -375,6 +407,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
             return Err(e);
         }
     };
+    clock.mark("go");
     let ran = (|| -> Result<()> {
         let mut segs = Vec::with_capacity(names.len());
         for (q, (name, len)) in names.iter().enumerate() {
@@ -397,14 +430,10 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
                 return Err(e);
             }
         };
+        clock.mark("map+build");
         kill_in_run(key.kind, gid);
-        let start = std::time::Instant::now();
         m.run()?;
-        crate::log_debug!(
-            "cc",
-            "collective #{instance} of {key}: rank {r} ran in {:?}",
-            start.elapsed()
-        );
+        clock.mark("run");
         let (_, at) = byte_bases(&l.program, r)?;
         let out = l.map.buffers().output as usize;
         let place = lays[r as usize]
@@ -423,6 +452,12 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
         }
     }
     let done = crate::runtime::bootstrap::meet_done(key, instance, r);
+    clock.mark("done");
+    crate::log_debug!(
+        "cc",
+        "collective #{instance} of {key}: rank {r} (global id {gid}) on the shared device: {}",
+        clock.report()
+    );
     match done {
         Ok(()) => give_segment(key, gid, own),
         // A peer may still be writing: never reuse this segment.
