@@ -244,7 +244,7 @@ impl Member {
     fn read_loop(&self, mut r: TcpStream) {
         loop {
             match wire::recv(&mut r) {
-                Ok(Some(Msg::WorldFailed { error })) => self.fail(error.error()),
+                Ok(Some(Msg::WorldFailed { error })) => self.world_failed(error.error()),
                 Ok(Some(m @ (Msg::Joined { .. } | Msg::Done { .. } | Msg::Segments { .. }))) => {
                     let id = match &m {
                         Msg::Joined { id, .. }
@@ -284,6 +284,14 @@ impl Member {
     fn discard(&self) {
         self.closing.store(true, Ordering::SeqCst);
         let _ = self.writer.lock().shutdown(std::net::Shutdown::Both);
+    }
+
+    /// The root says the job failed (a dead process, a broken world): later calls and running
+    /// executors get `e`. Calls waiting for the root keep waiting: the root still answers
+    /// them (a meeting that completed before the failure succeeds).
+    fn world_failed(&self, e: Error) {
+        crate::log_error!("bootstrap", "{e}");
+        self.failed.lock().get_or_insert(e);
     }
 
     /// Fail the job for this process: pending calls get `e`, later ones too.
