@@ -18,7 +18,9 @@
  *   connection attempts find nobody listening and must retry.
  * mixed: 2 processes x 4 cores (process p: NEURON_RT_VISIBLE_CORES=4p-4p+3, one thread per
  *   core with vnc 0..3 and global id 4p + vnc, world 8), the same sequence on every thread.
- * two-jobs: two R = 2 jobs at the same time on two ports (and disjoint cores); both pass.
+ * two-jobs: three R = 2 jobs at the same time (disjoint cores): A and B on two ports, and C on
+ *   A's port but another address ([::1] vs 127.0.0.1: shared-memory names carry a tag of the
+ *   root's whole address, so A and C never touch each other's objects); all pass.
  * kill, errors: mp_faults.c.
  *
  * After every job: every process ended as planned (the parent waits with a deadline and
@@ -138,24 +140,29 @@ static void test_collectives(void) {
 /* Test 2: 2 processes x 4 cores, one thread per core. */
 static void test_mixed(void) { run_job("mixed mode", 2, 4, 1, 0); }
 
-/* Test 4: two R = 2 jobs at the same time on two ports and disjoint cores. */
+/* Test 4: three R = 2 jobs at the same time on disjoint cores: A and B on two ports, C on A's
+ * port at another address. */
 static void test_two_jobs(void) {
-  mp_proc procs[4];
+  mp_proc procs[6];
   int port_a = mp_free_port(), port_b = mp_free_port();
-  char root_a[64], root_b[64];
+  char root_a[64], root_b[64], root_c[64];
   mp_root_id(root_a, sizeof root_a, 0, port_a);
   mp_root_id(root_b, sizeof root_b, 2, port_b);
-  mp_say("\n== two jobs at once: job A (NEURON_RT_ROOT_COMM_ID=%s, cores 0-1), job B (%s, cores 2-3)", root_a,
-         root_b);
+  mp_root_id(root_c, sizeof root_c, 2, port_a);
+  mp_say("\n== jobs at once: job A (NEURON_RT_ROOT_COMM_ID=%s, cores 0-1), job B (%s, cores 2-3), job C (%s, "
+         "A's port on another address, cores 4-5)",
+         root_a, root_b, root_c);
   fill(&procs[0], "job A rank 0", 0, 1, root_a, 0, 2);
   fill(&procs[1], "job B rank 0", 2, 1, root_b, 0, 2);
-  fill(&procs[2], "job A rank 1", 1, 1, root_a, 1, 2);
-  fill(&procs[3], "job B rank 1", 3, 1, root_b, 1, 2);
-  mp_run(procs, 4, JOB_DEADLINE_S);
-  mp_check_ends(procs, 4);
-  mp_check_shm_clean(port_a, "job A");
+  fill(&procs[2], "job C rank 0", 4, 1, root_c, 0, 2);
+  fill(&procs[3], "job A rank 1", 1, 1, root_a, 1, 2);
+  fill(&procs[4], "job B rank 1", 3, 1, root_b, 1, 2);
+  fill(&procs[5], "job C rank 1", 5, 1, root_c, 1, 2);
+  mp_run(procs, 6, JOB_DEADLINE_S);
+  mp_check_ends(procs, 6);
+  mp_check_shm_clean(port_a, "jobs A and C");
   mp_check_shm_clean(port_b, "job B");
-  mp_cleanup_logs(procs, 4);
+  mp_cleanup_logs(procs, 6);
 }
 
 int main(int argc, char **argv) {

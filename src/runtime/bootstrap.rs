@@ -68,7 +68,8 @@ fn bootstrap_timeout() -> Duration {
 /// A member process's link to the root.
 #[derive(Debug)]
 struct Member {
-    port: u16,
+    /// The job's tag, from the root's welcome (`shm::job_tag`).
+    tag: String,
     writer: Mutex<TcpStream>,
     pending: Mutex<HashMap<u64, Sender<Msg>>>,
     failed: Mutex<Option<Error>>,
@@ -173,7 +174,7 @@ fn become_root(host: &str, port: u16) -> Result<Arc<root::Root>> {
     for a in resolve(host, port)? {
         match TcpListener::bind(a) {
             Ok(l) => {
-                let r = root::Root::start(l, port)?;
+                let r = root::Root::start(l)?;
                 *job = Some(Job::Root(r.clone()));
                 return Ok(r);
             }
@@ -210,8 +211,9 @@ fn connect(host: &str, port: u16) -> Result<Arc<Member>> {
             pid: std::process::id(),
         },
     )?;
+    let tag;
     match wire::recv(&mut s)? {
-        Some(Msg::Welcome) => {}
+        Some(Msg::Welcome { tag: t }) => tag = t,
         Some(Msg::Reject { reason }) => return Err(Error::invalid(reason)),
         other => {
             return Err(Error::failure(format!(
@@ -223,7 +225,7 @@ fn connect(host: &str, port: u16) -> Result<Arc<Member>> {
         .try_clone()
         .map_err(|e| Error::failure(format!("socket: {e}")))?;
     let m = Arc::new(Member {
-        port,
+        tag,
         writer: Mutex::new(s),
         pending: Mutex::new(HashMap::new()),
         failed: Mutex::new(None),
@@ -304,7 +306,7 @@ impl Member {
         }
         // The job is over: no later process may see its device segments, whoever made them
         // (a dead root cannot unlink its own).
-        shm::unlink_job(self.port);
+        shm::unlink_job(&self.tag);
     }
 
     fn check(&self) -> Result<()> {
@@ -368,7 +370,7 @@ impl Member {
         }
         let cap = len.max(64 << 10).next_power_of_two();
         let n = self.next_id.fetch_add(1, Ordering::SeqCst);
-        let name = format!("{}g{gid}-{n}", shm::prefix(self.port, std::process::id()));
+        let name = format!("{}g{gid}-{n}", shm::prefix(&self.tag, std::process::id()));
         let s = Arc::new(Segment::create(&name, cap)?);
         st.insert(gid, s.clone());
         Ok(s)
@@ -437,11 +439,12 @@ pub fn remote_run(a: &RemoteArrival, io: &dyn RankIo, deadline: Option<Duration>
     }
 }
 
-/// The root port of this process's job, if it is in one (names its shared-memory objects).
-pub fn job_port() -> Option<u16> {
+/// The tag of this process's job, if it is in one (names its shared-memory objects,
+/// `shm::job_tag`).
+pub fn job_tag() -> Option<String> {
     match &*JOB.lock() {
-        Some(Job::Root(r)) => Some(r.port()),
-        Some(Job::Member(m)) => Some(m.port),
+        Some(Job::Root(r)) => Some(r.tag().to_string()),
+        Some(Job::Member(m)) => Some(m.tag.clone()),
         None => None,
     }
 }
@@ -576,7 +579,7 @@ pub fn shutdown() {
             let _ = w.shutdown(std::net::Shutdown::Both);
             drop(w);
             m.staging.lock().clear();
-            shm::unlink_pid(m.port, std::process::id());
+            shm::unlink_pid(&m.tag, std::process::id());
         }
         Some(Job::Root(r)) => r.stop(),
         None => {}

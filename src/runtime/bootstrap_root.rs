@@ -36,7 +36,8 @@ struct Proc {
 /// The root of a job.
 #[derive(Debug)]
 pub(super) struct Root {
-    port: u16,
+    /// The job's tag (`shm::job_tag` of the bound address).
+    tag: String,
     addr: SocketAddr,
     stopping: AtomicBool,
     next_conn: AtomicU64,
@@ -60,19 +61,20 @@ fn kind_of(k: &str) -> Result<&'static str> {
 }
 
 impl Root {
-    pub(super) fn start(l: TcpListener, port: u16) -> Result<Arc<Root>> {
-        let stale = shm::unlink_job(port);
-        if stale > 0 {
-            crate::log_warn!(
-                "bootstrap",
-                "removed {stale} shared-memory object(s) an earlier job on port {port} left"
-            );
-        }
+    pub(super) fn start(l: TcpListener) -> Result<Arc<Root>> {
         let addr = l
             .local_addr()
             .map_err(|e| Error::failure(format!("listener: {e}")))?;
+        let tag = shm::job_tag(&addr);
+        let stale = shm::unlink_job(&tag);
+        if stale > 0 {
+            crate::log_warn!(
+                "bootstrap",
+                "removed {stale} shared-memory object(s) an earlier job on {addr} left"
+            );
+        }
         let r = Arc::new(Root {
-            port,
+            tag,
             addr,
             stopping: AtomicBool::new(false),
             next_conn: AtomicU64::new(1),
@@ -222,7 +224,10 @@ impl Root {
                 segs: HashMap::new(),
             },
         );
-        if wire::send(&mut *writer.lock(), &Msg::Welcome).is_err() {
+        let welcome = Msg::Welcome {
+            tag: self.tag.clone(),
+        };
+        if wire::send(&mut *writer.lock(), &welcome).is_err() {
             return;
         }
         if let Some(e) = self.failed.lock().clone() {
@@ -301,7 +306,7 @@ impl Root {
             })
             .collect();
         if !gids.is_empty() {
-            shm::unlink_pid(self.port, pid);
+            shm::unlink_pid(&self.tag, pid);
         }
         for (slot, gid) in gids {
             let e = if said_bye {
@@ -347,9 +352,9 @@ impl Root {
         }
     }
 
-    /// The port the job's root listens on.
-    pub(super) fn port(&self) -> u16 {
-        self.port
+    /// The job's tag (names its shared-memory objects).
+    pub(super) fn tag(&self) -> &str {
+        &self.tag
     }
 
     /// Why the job cannot go on: a broken world or a dead process.
@@ -509,6 +514,6 @@ impl Root {
             let _ = wire::send(&mut *p.writer.lock(), &Msg::Bye);
             let _ = p.reader.shutdown(std::net::Shutdown::Both);
         }
-        shm::unlink_job(self.port);
+        shm::unlink_job(&self.tag);
     }
 }

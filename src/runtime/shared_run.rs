@@ -4,7 +4,7 @@
 //! One collective, as rank `r` runs it ([`run`]):
 //!
 //! 1. **Load.** Take a device segment of the rank's group from the process's pool (or create
-//!    `/opennrt-<port>-<pid>-d<gid>-<n>`, [`super::shared_seg::Layout`]) and fill it as
+//!    `/opennrt-<job tag>-<pid>-d<gid>-<n>`, [`super::shared_seg::Layout`]) and fill it as
 //!    `device_run::load_from` fills a machine: the constant page, zeroed data buffers with the
 //!    rank's input, the SPAD images, the first lap of every ring, zeroed EVT_SEM blocks.
 //! 2. **Go.** Meet the other ranks at the job's root (`runtime::bootstrap`; in-process when
@@ -132,7 +132,7 @@ pub fn wanted(group: &[u32]) -> bool {
     if std::env::var(SHARED_DEVICE_ENV).is_ok_and(|v| v.trim() == "1") {
         return true;
     }
-    crate::runtime::bootstrap::job_port().is_some()
+    crate::runtime::bootstrap::job_tag().is_some()
 }
 
 /// What every multi-process run of one lowered collective needs (cached in
@@ -192,8 +192,9 @@ fn take_segment(key: &GroupKey, gid: u32, len: usize) -> Result<Pooled> {
         return Ok(free.swap_remove(i));
     }
     c.next += 1;
-    let port = crate::runtime::bootstrap::job_port().unwrap_or(0);
-    let name = format!("{}d{gid}-{}", shm::prefix(port, std::process::id()), c.next);
+    let job = crate::runtime::bootstrap::job_tag();
+    let job = job.as_deref().unwrap_or(shm::NO_JOB);
+    let name = format!("{}d{gid}-{}", shm::prefix(job, std::process::id()), c.next);
     drop(c);
     Ok(Pooled {
         seg: Arc::new(Segment::create(&name, len)?),

@@ -1,14 +1,16 @@
 //! Named POSIX shared memory (`shm_open` + `mmap`) for data that crosses processes of one job
 //! (issue 6; design.md §2.7).
 //!
-//! Every name is `/opennrt-<port>-<pid>-<what>`: the root port of the job keeps two jobs on one
-//! host apart, and the creating process's pid lets the job's root remove what a dead process
-//! left ([`unlink_pid`]). A name lives only until the peer that needs it has mapped it: the
+//! Every name is `/opennrt-<job>-<pid>-<what>`. The job tag ([`job_tag`]) is the root's port and
+//! a hash of the root's whole bound address, so two jobs on one host never share a prefix — not
+//! even two roots on one port of two addresses (`127.0.0.1:p`, `127.0.0.2:p`, `[::1]:p`); every
+//! process of a job uses the root's tag (the root sends it in its welcome). The creating
+//! process's pid lets the job's root remove what a dead process left ([`unlink_pid`]). A name lives only until the peer that needs it has mapped it: the
 //! mapping survives `shm_unlink`, so the object disappears from `/dev/shm` as soon as both
 //! sides hold it, and the kernel frees the memory when the last mapping goes — a job that dies
 //! leaves nothing behind except names nobody opened yet, which the root (or, if the root died,
-//! the creator) unlinks. [`unlink_job`] clears a whole job's prefix (a root starting on a port
-//! removes the leftovers of a killed earlier job on that port).
+//! the creator) unlinks. [`unlink_job`] clears a whole job's prefix (a root starting on an
+//! address removes the leftovers of a killed earlier job on that address).
 
 use std::ffi::CString;
 
@@ -39,9 +41,21 @@ fn os_err(what: &str, name: &str) -> Error {
     ))
 }
 
-/// The name prefix of a job (root port) and process.
-pub fn prefix(port: u16, pid: u32) -> String {
-    format!("/opennrt-{port}-{pid}-")
+/// The tag of the job whose root listens on `addr`: `<port>-<8 hex digits of FNV-1a of the
+/// address>` (module doc).
+pub fn job_tag(addr: &std::net::SocketAddr) -> String {
+    let h = addr.to_string().bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    format!("{}-{h:08x}", addr.port())
+}
+
+/// The tag of names made outside any job (a process alone, `OPENNRT_SHARED_DEVICE=1`).
+pub const NO_JOB: &str = "0";
+
+/// The name prefix of a job and process.
+pub fn prefix(job: &str, pid: u32) -> String {
+    format!("/opennrt-{job}-{pid}-")
 }
 
 impl Segment {
@@ -209,16 +223,16 @@ pub fn list(prefix: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Unlink everything a process `pid` of the job on `port` left.
-pub fn unlink_pid(port: u16, pid: u32) -> usize {
-    let names = list(&prefix(port, pid));
+/// Unlink everything a process `pid` of job `job` left.
+pub fn unlink_pid(job: &str, pid: u32) -> usize {
+    let names = list(&prefix(job, pid));
     names.iter().for_each(|n| unlink(n));
     names.len()
 }
 
-/// Unlink everything of the job on `port`.
-pub fn unlink_job(port: u16) -> usize {
-    let names = list(&format!("/opennrt-{port}-"));
+/// Unlink everything of job `job`.
+pub fn unlink_job(job: &str) -> usize {
+    let names = list(&format!("/opennrt-{job}-"));
     names.iter().for_each(|n| unlink(n));
     names.len()
 }
@@ -229,7 +243,7 @@ mod tests {
 
     #[test]
     fn create_open_share_and_unlink() {
-        let port = 1;
+        let port = "1-test";
         let pid = std::process::id();
         let name = format!("{}test", prefix(port, pid));
         unlink(&name);
@@ -252,5 +266,17 @@ mod tests {
         let _c = Segment::create(&n2, 10).unwrap();
         assert_eq!(unlink_pid(port, pid), 1);
         assert!(Segment::open(&n2, 10).is_err());
+    }
+
+    /// Two roots on one port of two addresses get two tags; the port leads.
+    #[test]
+    fn job_tags_differ_per_address() {
+        let a = job_tag(&"127.0.0.1:5000".parse().unwrap());
+        let b = job_tag(&"127.0.0.2:5000".parse().unwrap());
+        let c = job_tag(&"[::1]:5000".parse().unwrap());
+        assert!(a.starts_with("5000-") && b.starts_with("5000-") && c.starts_with("5000-"));
+        assert!(a != b && b != c && a != c, "{a} {b} {c}");
+        assert_eq!(a, job_tag(&"127.0.0.1:5000".parse().unwrap()));
+        assert_eq!(a.len(), "5000-".len() + 8);
     }
 }

@@ -172,7 +172,10 @@ pub enum Msg {
         pid: u32,
     },
     /// The root accepts the process.
-    Welcome,
+    Welcome {
+        /// The job's tag (`runtime::shm::job_tag`): names every shared-memory object.
+        tag: String,
+    },
     /// The root refuses the process or a join; the connection closes.
     Reject {
         /// Why.
