@@ -83,6 +83,24 @@ impl Segment {
             }
             return Err(e);
         }
+        // Reserve the pages now: tmpfs allocates lazily, and a full /dev/shm would otherwise
+        // surface as SIGBUS on the first write into the mapping — a crash, not an error.
+        // SAFETY: `fd` is ours; plain integers.
+        let rc = unsafe { libc::posix_fallocate(fd, 0, len.max(1) as libc::off_t) };
+        if rc != 0 {
+            let e = Error::resource(format!(
+                "shared memory {name:?}: cannot reserve {len} bytes in /dev/shm ({}): /dev/shm \
+                 is too small for this collective (see `df -h /dev/shm`; containers: \
+                 --shm-size)",
+                std::io::Error::from_raw_os_error(rc)
+            ));
+            // SAFETY: closing and unlinking what we created.
+            unsafe {
+                libc::close(fd);
+                libc::shm_unlink(c.as_ptr());
+            }
+            return Err(e);
+        }
         // SAFETY: maps `fd` (closed right after; the mapping keeps the object).
         let r = unsafe { Self::map(fd, name, len) };
         if r.is_err() {
@@ -266,6 +284,20 @@ mod tests {
         let _c = Segment::create(&n2, 10).unwrap();
         assert_eq!(unlink_pid(port, pid), 1);
         assert!(Segment::open(&n2, 10).is_err());
+    }
+
+    /// More than /dev/shm holds is an error naming /dev/shm, never a SIGBUS later; nothing
+    /// stays behind.
+    #[test]
+    fn an_oversized_segment_is_an_error_not_a_crash() {
+        let name = format!("{}huge", prefix("1-test", std::process::id()));
+        let e = Segment::create(&name, 1 << 50).unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::Resource, "{e}");
+        assert!(
+            e.message().contains("/dev/shm") || e.message().contains("ftruncate"),
+            "{e}"
+        );
+        assert!(list(&name).is_empty());
     }
 
     /// Two roots on one port of two addresses get two tags; the port leads.
