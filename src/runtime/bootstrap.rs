@@ -12,9 +12,9 @@
 //!
 //! **Collectives.** The root is the meeting place. Device collectives (`nrta_cc_*`, the barrier's
 //! all-reduce) run on shared simulated devices (`runtime::shared_run`): each rank runs its own
-//! TOP_SPs on HBM and semaphores in shared memory, and meets the others here twice — "go"
+//! TOP_SPs on HBM and semaphores in shared memory, and meets the others here before it runs
 //! ([`meet_go`]: the requests and program digests are compared, every rank gets every device
-//! segment's name) and "done" ([`meet_done`]). The root's own ranks meet in its in-memory
+//! segment's name; the end of a run is met in shared memory). The root's own ranks meet in its in-memory
 //! rendezvous; a member's rank sends [`Msg::Meet`] and the root's handler joins the same
 //! rendezvous for it. A host all-gather ([`remote_run`]) stages the member's data in a
 //! shared-memory segment (`runtime::shm`) that the root maps, gathers and writes back.
@@ -40,7 +40,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::runtime::cc::RankIo;
 use crate::runtime::comm::parse_root_comm_id;
 use crate::runtime::rendezvous::GroupKey;
-use crate::runtime::shared_run::{self, done_meetings, go_meetings, GoArrival, Segments};
+use crate::runtime::shared_run::{self, go_meetings, GoArrival, Segments};
 use crate::runtime::shm::{self, Segment};
 use crate::runtime::wire::{self, Msg, WireError, WireRequest};
 
@@ -459,11 +459,11 @@ pub fn job_error() -> Option<Error> {
     }
 }
 
-/// How long a meeting of a shared-device collective may wait for its ranks: the execution
-/// timeout for "go" (a rank that never arrives), plus a margin for "done" (the slowest rank
-/// may run that long first). A member waits for the root's answer a margin longer still, so
-/// the root's verdict (naming the missing rank) is what it reports.
-fn meet_deadline(done: bool) -> Result<Option<Duration>> {
+/// How long a shared-device collective may wait for its ranks: the execution timeout for the
+/// go meeting (a rank that never arrives), plus a margin at the end of a run (`done`: the
+/// slowest rank may run that long first). A member waits for the root's answer to a go a
+/// margin longer still, so the root's verdict (naming the missing rank) is what it reports.
+pub fn meet_deadline(done: bool) -> Result<Option<Duration>> {
     let d = crate::runtime::process::config()?.exec_timeout()?;
     let margin = Duration::from_secs(if done { 10 } else { 0 });
     Ok(d.map(|d| d + margin))
@@ -484,7 +484,6 @@ pub fn meet_go(key: &GroupKey, instance: u64, rank: u32, go: GoArrival) -> Resul
     };
     let build = |id| Msg::Meet {
         id,
-        phase: "go".into(),
         kind: key.kind.into(),
         slot: key.slot,
         group: key.group.clone(),
@@ -530,41 +529,6 @@ fn meet_go_here(
             }
         },
     )
-}
-
-/// The "done" meeting of a shared-device collective.
-pub fn meet_done(key: &GroupKey, instance: u64, rank: u32) -> Result<()> {
-    let deadline = meet_deadline(true)?;
-    let job = JOB.lock().clone();
-    let member = match job {
-        Some(Job::Member(m)) => m,
-        _ => {
-            let n = key.group.len();
-            return done_meetings().meet(key, instance, rank, (), deadline, |_| {
-                (0..n).map(|_| Ok(())).collect()
-            });
-        }
-    };
-    let build = |id| Msg::Meet {
-        id,
-        phase: "done".into(),
-        kind: key.kind.into(),
-        slot: key.slot,
-        group: key.group.clone(),
-        instance,
-        rank,
-        req: None,
-        digest: 0,
-        seg: String::new(),
-        seg_len: 0,
-    };
-    match member.ask(build, member_wait(deadline))? {
-        Msg::Done { error: None, .. } => Ok(()),
-        Msg::Done { error: Some(e), .. } => Err(e.error()),
-        other => Err(Error::failure(format!(
-            "unexpected answer to a done: {other:?}"
-        ))),
-    }
 }
 
 /// Leave the job (`nrt_close`): a member says goodbye and unlinks its names; the root stops

@@ -130,7 +130,6 @@ impl Root {
         cc::meetings().abort_all(&e);
         host_cc::gathers().abort_all(&e);
         go_meetings().abort_all(&e);
-        done_meetings().abort_all(&e);
     }
 
     fn register(&self, slot: u8, gid: u32, count: u32, owner: Owner) -> Result<()> {
@@ -332,7 +331,6 @@ impl Root {
             cc::meetings().mark_dead(gid, &e);
             host_cc::gathers().mark_dead(gid, &e);
             go_meetings().mark_dead(gid, &e);
-            done_meetings().mark_dead(gid, &e);
         }
     }
 
@@ -363,11 +361,10 @@ impl Root {
         failed.or_else(|| self.death.lock().clone())
     }
 
-    /// Answer one shared-device meeting of a member's rank (counted in `in_flight`).
+    /// Answer one shared-device "go" of a member's rank (counted in `in_flight`).
     fn meeting(&self, m: Msg, w: Arc<Mutex<TcpStream>>) {
         let Msg::Meet {
             id,
-            phase,
             kind,
             slot,
             group,
@@ -383,43 +380,28 @@ impl Root {
         };
         let kind = kind_of(&kind).unwrap_or("cc");
         let key = GroupKey { kind, slot, group };
-        let answer = match phase.as_str() {
-            "go" => {
-                let r = self.check().and_then(|()| {
-                    let req = req
-                        .ok_or_else(|| Error::failure("a go arrived without its request"))?
-                        .request()?;
-                    let go = GoArrival {
-                        req,
-                        digest,
-                        seg: (seg, seg_len),
-                    };
-                    meet_go_here(&key, instance, rank, go, meet_deadline(false)?)
-                });
-                match r {
-                    Ok(s) => Msg::Segments {
-                        id,
-                        error: None,
-                        segments: s.to_vec(),
-                    },
-                    Err(e) => Msg::Segments {
-                        id,
-                        error: Some(WireError::of(&e)),
-                        segments: Vec::new(),
-                    },
-                }
-            }
-            _ => {
-                let r = meet_deadline(true).and_then(|d| {
-                    done_meetings().meet(&key, instance, rank, (), d, |_| {
-                        (0..key.group.len()).map(|_| Ok(())).collect()
-                    })
-                });
-                Msg::Done {
-                    id,
-                    error: r.err().map(|e| WireError::of(&e)),
-                }
-            }
+        let r = self.check().and_then(|()| {
+            let req = req
+                .ok_or_else(|| Error::failure("a go arrived without its request"))?
+                .request()?;
+            let go = GoArrival {
+                req,
+                digest,
+                seg: (seg, seg_len),
+            };
+            meet_go_here(&key, instance, rank, go, meet_deadline(false)?)
+        });
+        let answer = match r {
+            Ok(s) => Msg::Segments {
+                id,
+                error: None,
+                segments: s.to_vec(),
+            },
+            Err(e) => Msg::Segments {
+                id,
+                error: Some(WireError::of(&e)),
+                segments: Vec::new(),
+            },
         };
         let _ = wire::send(&mut *w.lock(), &answer);
         *self.in_flight.lock() -= 1;

@@ -18,10 +18,10 @@
 //!    engines write straight into the peers' HBM and semaphores; a write into a peer's block
 //!    wakes the peer's executor through the run's futex (`shared_seg`). Waits sleep on that
 //!    futex, never spin. The rank's result is read from its own segment.
-//! 4. **Done.** Meet again, so that no segment is reused (or freed) while a peer may still
-//!    write into it; after the first collective of a segment every peer has mapped it and its
-//!    name is unlinked — nothing of it stays in `/dev/shm`, and the memory goes with the last
-//!    mapping.
+//! 4. **Done.** Wait — in shared memory, on the rank's futex word — until every other rank has
+//!    finished (done or failed), so that no segment is reused while a peer may still write into
+//!    it; then every peer has mapped the segment and its name is unlinked — nothing of it stays
+//!    in `/dev/shm`, and the memory goes with the last mapping.
 //!
 //! **Faults.** A peer that fails publishes it in its header; a dead process is reported by the
 //! bootstrap ([`crate::runtime::bootstrap::job_error`]); either makes every waiting executor
@@ -93,7 +93,6 @@ pub struct GoArrival {
 pub type Segments = Arc<Vec<(String, u64)>>;
 
 static GO: Lazy<Rendezvous<GoArrival, Segments>> = Lazy::new(Rendezvous::new);
-static DONE: Lazy<Rendezvous<(), ()>> = Lazy::new(Rendezvous::new);
 
 /// A rank's pooled segment: whether its name is already unlinked.
 #[derive(Debug)]
@@ -115,11 +114,6 @@ static CACHE: Lazy<Mutex<Cache>> = Lazy::new(|| Mutex::new(Cache::default()));
 /// The go meeting held in this process (the root, or a process alone).
 pub fn go_meetings() -> &'static Rendezvous<GoArrival, Segments> {
     &GO
-}
-
-/// The done meeting held in this process.
-pub fn done_meetings() -> &'static Rendezvous<(), ()> {
-    &DONE
 }
 
 /// Whether a collective of `group` runs here: in a job bootstrapped through
@@ -409,7 +403,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
         }
     };
     clock.mark("go");
-    let ran = (|| -> Result<()> {
+    let peers = (|| -> Result<Arc<SegPeers>> {
         let mut segs = Vec::with_capacity(names.len());
         for (q, (name, len)) in names.iter().enumerate() {
             segs.push(match q as u32 == r {
@@ -417,20 +411,16 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
                 false => peer_segment(name, *len)?,
             });
         }
-        let peers = Arc::new(SegPeers::new(
-            segs.clone(),
+        Ok(Arc::new(SegPeers::new(
+            segs,
             lays.clone(),
             r as usize,
             key.group.clone(),
             crate::runtime::bootstrap::job_error,
-        ));
-        let mut m = match build(&l, r, lays, &segs, peers) {
-            Ok(m) => m,
-            Err(e) => {
-                header(&own.seg).fail(e.message());
-                return Err(e);
-            }
-        };
+        )))
+    })();
+    let ran = peers.as_ref().map_err(Clone::clone).and_then(|peers| {
+        let mut m = build(&l, r, lays, peers.segments(), peers.clone())?;
         clock.mark("map+build");
         kill_in_run(key.kind, gid);
         m.run()?;
@@ -446,13 +436,21 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
             .ok_or_else(|| Error::failure("device segment: no output buffer"))?;
         own.seg
             .with_mut(place + at as usize, out, |o| a.io.output(o))?
-    })();
+    });
     if let Err(e) = &ran {
         if header(&own.seg).state() != RankState::Failed {
             header(&own.seg).fail(e.message());
         }
     }
-    let done = crate::runtime::bootstrap::meet_done(key, instance, r);
+    // "Done": no segment is reused while a peer may still write into it. Every rank waits, in
+    // shared memory, until every other has finished (done or failed) — or its process died.
+    let done = match &peers {
+        Ok(p) => {
+            p.wake_all();
+            p.wait_finished(crate::runtime::bootstrap::meet_deadline(true)?)
+        }
+        Err(e) => Err(e.clone()),
+    };
     clock.mark("done");
     crate::log_debug!(
         "cc",
@@ -497,13 +495,11 @@ pub fn reset() {
     c.free.clear();
     c.peers.clear();
     GO.reset();
-    DONE.reset();
 }
 
-/// Fail pending go/done meetings (`nrt_close`).
+/// Fail pending go meetings (`nrt_close`).
 pub fn abort(why: &Error) {
     GO.abort_all(why);
-    DONE.abort_all(why);
 }
 
 #[cfg(test)]

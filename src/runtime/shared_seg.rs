@@ -328,8 +328,55 @@ impl SegPeers {
             futex_wake_all(&h.wake);
         }
     }
-    fn wake_all(&self) {
+    /// Wake every rank (this one ended, or changed its state).
+    pub fn wake_all(&self) {
         (0..self.segs.len()).for_each(|q| self.wake(q));
+    }
+    /// Every rank's segment, in rank order.
+    pub fn segments(&self) -> &[Arc<Segment>] {
+        &self.segs
+    }
+    /// Wait until every other rank of this run has finished (done or failed): after that
+    /// nobody writes into this rank's segment again. Fails if a process of the job died, or
+    /// after `deadline`, naming the ranks still running.
+    pub fn wait_finished(&self, deadline: Option<Duration>) -> Result<()> {
+        let start = std::time::Instant::now();
+        let me = self.hdr(self.me);
+        let run = me.run.load(SeqCst);
+        loop {
+            me.waiters.fetch_add(1, SeqCst);
+            let w = me.wake.load(SeqCst);
+            let running: Vec<usize> = (0..self.segs.len())
+                .filter(|&q| q != self.me)
+                .filter(|&q| {
+                    let h = self.hdr(q);
+                    h.run.load(SeqCst) == run
+                        && !matches!(h.state(), RankState::Done | RankState::Failed)
+                })
+                .collect();
+            if running.is_empty() {
+                me.waiters.fetch_sub(1, SeqCst);
+                return Ok(());
+            }
+            if let Some(e) = (self.job_error)() {
+                me.waiters.fetch_sub(1, SeqCst);
+                return Err(e);
+            }
+            if deadline.is_some_and(|d| start.elapsed() >= d) {
+                me.waiters.fetch_sub(1, SeqCst);
+                let who: Vec<String> = running.iter().map(|&q| self.who(q)).collect();
+                return Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "{} still running {:.1} s after this rank finished",
+                        who.join(", "),
+                        start.elapsed().as_secs_f64()
+                    ),
+                ));
+            }
+            futex_wait(&me.wake, w, crate::device::peers::POLL);
+            me.waiters.fetch_sub(1, SeqCst);
+        }
     }
     /// The [`SemNotify`] of rank `q`'s blocks as this executor writes them.
     pub fn notify_for(self: &Arc<Self>, q: usize) -> Arc<dyn SemNotify> {

@@ -227,14 +227,11 @@ pub enum Msg {
         /// Failure, if any.
         error: Option<WireError>,
     },
-    /// A rank of a device collective on shared segments meets the others
-    /// (`runtime::shared_run`): `phase` "go" (loaded; answered with [`Msg::Segments`]) or
-    /// "done" (finished; answered with [`Msg::Done`]).
+    /// A rank of a device collective on shared segments meets the others before it runs
+    /// (`runtime::shared_run`: loaded, answered with [`Msg::Segments`]).
     Meet {
         /// Matches the answer.
         id: u64,
-        /// "go" or "done".
-        phase: String,
         /// "cc" or "barrier".
         kind: String,
         /// World slot.
@@ -254,7 +251,7 @@ pub enum Msg {
         /// Its bytes.
         seg_len: u64,
     },
-    /// The answer to a "go" meeting: every rank's device segment, or why not.
+    /// The answer to a [`Msg::Meet`]: every rank's device segment, or why not.
     Segments {
         /// The meeting.
         id: u64,
@@ -344,7 +341,6 @@ mod tests {
             },
             Msg::Meet {
                 id: 2,
-                phase: "go".into(),
                 kind: "cc".into(),
                 slot: 1,
                 group: vec![3, 1, 2],
