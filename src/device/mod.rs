@@ -55,6 +55,8 @@ pub mod cce;
 pub mod dma;
 pub mod executor;
 pub mod memory;
+mod memory_error;
+mod memory_region;
 pub mod peers;
 pub mod sema;
 pub mod topsp;
