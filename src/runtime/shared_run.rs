@@ -420,6 +420,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
         )))
     })();
     let ran = peers.as_ref().map_err(Clone::clone).and_then(|peers| {
+        peers.check_loaded(run_tag)?;
         let mut m = build(&l, r, lays, peers.segments(), peers.clone())?;
         clock.mark("map+build");
         kill_in_run(key.kind, gid);

@@ -248,6 +248,10 @@ impl Header {
     fn pid(&self) -> u32 {
         self.pid.load(SeqCst)
     }
+    /// Whether this header was reset for run `run` (its owner loaded it for this collective).
+    pub fn is_run(&self, run: u64) -> bool {
+        self.magic.load(SeqCst) == MAGIC && self.run.load(SeqCst) == run
+    }
 }
 
 fn futex_wait(word: &AtomicU32, seen: u32, max: Duration) {
@@ -335,6 +339,19 @@ impl SegPeers {
     /// Every rank's segment, in rank order.
     pub fn segments(&self) -> &[Arc<Segment>] {
         &self.segs
+    }
+    /// Check that every rank's segment was loaded for run `run` (the go meeting guarantees it;
+    /// anything else is a protocol fault, reported rather than run into).
+    pub fn check_loaded(&self, run: u64) -> Result<()> {
+        match (0..self.segs.len()).find(|&q| !self.hdr(q).is_run(run)) {
+            None => Ok(()),
+            Some(q) => Err(Error::failure(format!(
+                "device segment {:?} of {} is not loaded for this collective (run {run}): a \
+                 stale or foreign segment",
+                self.segs[q].name(),
+                self.who(q)
+            ))),
+        }
     }
     /// Wait until every other rank of this run has finished (done or failed): after that
     /// nobody writes into this rank's segment again. Fails if a process of the job died, or
