@@ -106,9 +106,7 @@ pub fn load_from(
     let chips = (0..world)
         .map(|r| map.chip_id(r))
         .collect::<Result<Vec<_>>>()?;
-    let mut m = Machine::new(chips.iter().copied().max().unwrap_or(0) + 1);
-    m.arch = crate::ncfw::Arch::from_id(map.gen().ncfw_arch_id()).unwrap_or(m.arch);
-    m.timeout = crate::runtime::process::config()?.exec_timeout()?;
+    let (mut m, fw) = new_machine(map, chips.iter().copied().max().unwrap_or(0) + 1)?;
     for r in 0..world {
         let chip = chips[r as usize];
         let page = map.const_addr(r, 0)?;
@@ -130,8 +128,6 @@ pub fn load_from(
         )?;
         input(r, dst)?;
     }
-    let (iram, dram) = image_for(m.arch);
-    let fw = FirmwareImage::parse(iram, dram)?;
     for rank in &emitted.ranks {
         let chip = map.chip_id(rank.rank)?;
         for img in &rank.topsps {
@@ -247,21 +243,42 @@ fn load_topsp(
         m.mem.map(chip, base, (bytes.len() as u64).max(1))?;
         m.mem.write(chip, base, bytes)?;
     }
-    let (ml, sl) = (u64::from(img.m2s_ring_len), u64::from(img.s2m_ring_len));
-    let mut queues = Vec::with_capacity(2);
-    for (dir, base, len, stream) in [
-        (Direction::M2S, n.m2s_ring_base, ml, &img.m2s),
-        (Direction::S2M, n.s2m_ring_base, sl, &img.s2m),
+    for (base, len, stream) in [
+        (n.m2s_ring_base, img.m2s_ring_len, &img.m2s),
+        (n.s2m_ring_base, img.s2m_ring_len, &img.s2m),
     ] {
+        let len = u64::from(len);
         m.mem.map(chip, base, len * 16)?;
         // The first lap now; a longer stream is written behind the engine as the doorbells
         // need it (`dma::Feed`), RING_IDs as the emitter stamped them.
-        let first = (stream.len() as u64).min(len);
-        let bytes: Vec<u8> = stream[..first as usize].iter().flatten().copied().collect();
+        let first = stream.len().min(len as usize);
+        let bytes: Vec<u8> = stream[..first].iter().flatten().copied().collect();
         m.mem.write(chip, base, &bytes)?;
+    }
+    attach_topsp(m, fw, map, r, chip, img)
+}
+
+/// Add the queues and sequencer of one TOP_SP whose program area is in `m`'s memory already
+/// (SPADs and the first lap of each ring written), and raise its TRIGGER. Shared with
+/// `runtime::shared_run`, whose program areas live in shared memory.
+pub fn attach_topsp(
+    m: &mut Machine,
+    fw: &FirmwareImage,
+    map: &AddressMap,
+    r: u32,
+    chip: u8,
+    img: &TopspImage,
+) -> Result<()> {
+    let n = &img.neff;
+    let mut queues = Vec::with_capacity(2);
+    for (dir, base, len, stream) in [
+        (Direction::M2S, n.m2s_ring_base, img.m2s_ring_len, &img.m2s),
+        (Direction::S2M, n.s2m_ring_base, img.s2m_ring_len, &img.s2m),
+    ] {
+        let len = u64::from(len);
         let mut q = Queue::new(dir, base, len)?;
         if stream.len() as u64 > len {
-            q = q.with_feed(stream.as_slice().into(), first);
+            q = q.with_feed(stream.as_slice().into(), len);
         }
         queues.push(q);
     }
@@ -278,6 +295,18 @@ fn load_topsp(
         .add(0, 1);
     m.add_rank_topsp(r, chip, dev, pair, seq);
     Ok(())
+}
+
+/// A machine of `chips` chips for a program over `map`: the TOP_SPs' arch from the topology's
+/// generation, the execution timeout read at `nrt_init`, and that arch's firmware image (its
+/// dispatch table checks every TOP_SP, [`check_dispatch`]).
+pub fn new_machine(map: &AddressMap, chips: u8) -> Result<(Machine, FirmwareImage)> {
+    let mut m = Machine::new(chips);
+    m.arch = crate::ncfw::Arch::from_id(map.gen().ncfw_arch_id()).unwrap_or(m.arch);
+    m.timeout = crate::runtime::process::config()?.exec_timeout()?;
+    let (iram, dram) = image_for(m.arch);
+    let fw = FirmwareImage::parse(iram, dram)?;
+    Ok((m, fw))
 }
 
 #[cfg(test)]

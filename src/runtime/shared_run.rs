@@ -42,19 +42,15 @@ use std::sync::Arc;
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
-use super::shared_seg::{header, Layout, RankState, SegPeers};
-use crate::device::dma::{Queue, QueuePair};
+use super::shared_seg::{header, rank_image, Layout, RankState, SegPeers, QUEUE_WORDS_AT};
 use crate::device::executor::Machine;
 use crate::device::sema::{BlockId, SemBlock, SemNotify};
-use crate::device::topsp::Sequencer;
 use crate::error::{Error, ErrorKind, Result};
 use crate::isa::memmap::CONST_WORDS;
-use crate::isa::udma::Direction;
 use crate::lower::program::Buf;
 use crate::lower::request::CollectiveRequest;
-use crate::ncfw::{image_for, FirmwareImage};
 use crate::runtime::cc::{check_requests, Arrival, Lowered};
-use crate::runtime::device_run::{byte_bases, check_dispatch, seq_config};
+use crate::runtime::device_run::{attach_topsp, byte_bases, new_machine};
 use crate::runtime::rendezvous::{GroupKey, Rendezvous};
 use crate::runtime::shm::{self, Segment};
 
@@ -68,7 +64,8 @@ pub const SHARED_DEVICE_ENV: &str = "OPENNRT_SHARED_DEVICE";
 pub const KILL_IN_RUN_ENV: &str = "OPENNRT_TEST_KILL_IN_RUN";
 
 fn kill_in_run(kind: &str, gid: u32) {
-    if kind == "cc" && std::env::var(KILL_IN_RUN_ENV).is_ok_and(|v| v.trim() == gid.to_string()) {
+    let chosen = crate::runtime::process::config().is_ok_and(|c| c.kill_in_run == Some(gid));
+    if kind == "cc" && chosen {
         crate::log_warn!(
             "cc",
             "{KILL_IN_RUN_ENV}={gid}: killing this process inside the run"
@@ -123,10 +120,8 @@ pub fn wanted(group: &[u32]) -> bool {
     if group.len() < 2 {
         return false;
     }
-    if std::env::var(SHARED_DEVICE_ENV).is_ok_and(|v| v.trim() == "1") {
-        return true;
-    }
-    crate::runtime::bootstrap::job_tag().is_some()
+    let forced = crate::runtime::process::config().is_ok_and(|c| c.shared_device);
+    forced || crate::runtime::bootstrap::job_tag().is_some()
 }
 
 /// What every multi-process run of one lowered collective needs (cached in
@@ -230,47 +225,32 @@ fn fill(
     run: u64,
 ) -> Result<()> {
     header(seg).reset(run);
-    let bytes = |off: usize, n: usize, f: &mut dyn FnMut(&mut [u8])| -> Result<()> {
-        seg.with_mut(off, n, |b| f(b))
-    };
     for &(_, off) in &lay.sems {
         let b = SemBlock::external(seg.clone(), off, None).map_err(Error::failure)?;
         b.clear();
-        let q = off + crate::device::sema::SEM_WORDS_BYTES.next_multiple_of(64);
-        seg.write(q, &[0u8; 32])?;
+        seg.write(off + QUEUE_WORDS_AT, &[0u8; 32])?;
     }
     let words: Vec<u8> = (0..CONST_WORDS).flat_map(u32::to_le_bytes).collect();
     let cp = lay.const_page;
-    bytes(cp.off, cp.len as usize, &mut |b| {
+    seg.with_mut(cp.off, cp.len as usize, |b| {
         b.fill(0);
         b[..words.len()].copy_from_slice(&words);
     })?;
     for (_, p) in &lay.bufs {
-        bytes(p.off, p.len as usize, &mut |b| b.fill(0))?;
+        seg.with_mut(p.off, p.len as usize, |b| b.fill(0))?;
     }
     let input = l.map.buffers().input as usize;
     let (at, _) = byte_bases(&l.program, r)?;
-    let inp = lay
-        .bufs
-        .iter()
-        .find(|(b, _)| *b == Buf::Input)
-        .map(|(_, p)| p.off)
-        .ok_or_else(|| Error::failure("device segment: no input buffer"))?;
+    let inp = lay.buf_off(Buf::Input)?;
     seg.with_mut(inp + at as usize, input, |dst| a.io.input_into(dst))??;
-    let img = l
-        .emitted
-        .ranks
-        .iter()
-        .find(|e| e.rank == r)
-        .expect("layout");
-    for (t, places) in img.topsps.iter().zip(&lay.topsps) {
+    for (t, places) in rank_image(l, r)?.topsps.iter().zip(&lay.topsps) {
         let [ctrl, slot, m2s, s2m] = *places;
         seg.write(ctrl.off, &t.ctrl_spad)?;
         seg.write(slot.off, &t.slot_spad)?;
         for (p, stream, len) in [(m2s, &t.m2s, t.m2s_ring_len), (s2m, &t.s2m, t.s2m_ring_len)] {
             let first = stream.len().min(len as usize);
             let lap: Vec<u8> = stream[..first].iter().flatten().copied().collect();
-            bytes(p.off, p.len as usize, &mut |b| {
+            seg.with_mut(p.off, p.len as usize, |b| {
                 b.fill(0);
                 b[..lap.len()].copy_from_slice(&lap);
             })?;
@@ -288,9 +268,7 @@ fn build(
     peers: Arc<SegPeers>,
 ) -> Result<Machine> {
     let chips = lays.iter().map(|l| l.chip).max().unwrap_or(0) + 1;
-    let mut m = Machine::new(chips);
-    m.arch = crate::ncfw::Arch::from_id(l.map.gen().ncfw_arch_id()).unwrap_or(m.arch);
-    m.timeout = crate::runtime::process::config()?.exec_timeout()?;
+    let (mut m, fw) = new_machine(&l.map, chips)?;
     for (q, (lay, seg)) in lays.iter().zip(segs).enumerate() {
         let ext: Arc<dyn crate::device::sema::ExternalBytes> = seg.clone();
         for p in lay.regions() {
@@ -306,38 +284,9 @@ fn build(
             m.mem.attach_sem_block(lay.chip, BlockId::TopSp(dev), b)?;
         }
     }
-    let (iram, dram) = image_for(m.arch);
-    let fw = FirmwareImage::parse(iram, dram)?;
-    let img = l
-        .emitted
-        .ranks
-        .iter()
-        .find(|e| e.rank == r)
-        .expect("layout");
     let chip = lays[r as usize].chip;
-    for t in &img.topsps {
-        let n = &t.neff;
-        let mut queues = Vec::with_capacity(2);
-        for (dir, base, len, stream) in [
-            (Direction::M2S, n.m2s_ring_base, t.m2s_ring_len, &t.m2s),
-            (Direction::S2M, n.s2m_ring_base, t.s2m_ring_len, &t.s2m),
-        ] {
-            let mut q = Queue::new(dir, base, u64::from(len))?;
-            if stream.len() > len as usize {
-                q = q.with_feed(stream.as_slice().into(), u64::from(len));
-            }
-            queues.push(q);
-        }
-        let s2m = queues.pop().expect("two queues");
-        let m2s = queues.pop().expect("two queues");
-        let seq = Sequencer::load(&t.ctrl_spad, &t.slot_spad, seq_config(t))?;
-        check_dispatch(&seq, &fw, r, t.topsp)?;
-        let dev = l.map.device_topsp(r, t.topsp)?;
-        m.mem
-            .sem_block_mut(chip, BlockId::TopSp(dev))
-            .ok_or_else(|| Error::invalid(format!("no TOP_SP {dev} on chip {chip}")))?
-            .add(0, 1);
-        m.add_rank_topsp(r, chip, dev, QueuePair::new(t.topsp, m2s, s2m), seq);
+    for t in &rank_image(l, r)?.topsps {
+        attach_topsp(&mut m, &fw, &l.map, r, chip, t)?;
     }
     m.peers = Some(peers);
     Ok(m)
@@ -381,7 +330,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     let plan = plan(&l)?;
     let lays = &plan.layouts;
     let clock = Phases::new();
-    let mut own = take_segment(key, gid, lays[r as usize].total)?;
+    let own = take_segment(key, gid, lays[r as usize].total)?;
     let run_tag = instance;
     if let Err(e) = fill(&own.seg, &l, r, &lays[r as usize], &a, run_tag) {
         own.seg.unlink();
@@ -428,13 +377,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
         clock.mark("run");
         let (_, at) = byte_bases(&l.program, r)?;
         let out = l.map.buffers().output as usize;
-        let place = lays[r as usize]
-            .bufs
-            .iter()
-            .find(|(b, _)| *b == Buf::Output)
-            .or_else(|| lays[r as usize].bufs.iter().find(|(b, _)| *b == Buf::Input))
-            .map(|(_, p)| p.off)
-            .ok_or_else(|| Error::failure("device segment: no output buffer"))?;
+        let place = lays[r as usize].buf_off(Buf::Output)?;
         own.seg
             .with_mut(place + at as usize, out, |o| a.io.output(o))?
     });
@@ -461,21 +404,16 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     match done {
         Ok(()) => give_segment(key, gid, own),
         // A peer may still be writing: never reuse this segment.
-        Err(_) => {
-            own.seg.unlink();
-            own.unlinked = true;
-        }
+        Err(_) => own.seg.unlink(),
     }
     let ran = ran.map_err(|e| {
-        let e = match e.kind() {
+        let death = crate::runtime::bootstrap::job_error();
+        let e = match (e.kind(), death) {
             // A dead peer's segment is gone, its state never written: the death is the cause.
-            ErrorKind::Resource | ErrorKind::Invalid | ErrorKind::Failure
-                if crate::runtime::bootstrap::job_error().is_some() =>
-            {
-                let job = crate::runtime::bootstrap::job_error().expect("checked");
+            (ErrorKind::Resource | ErrorKind::Invalid | ErrorKind::Failure, Some(job)) => {
                 Error::new(job.kind(), format!("{} ({})", job.message(), e.message()))
             }
-            ErrorKind::Invalid => Error::failure(e.message()),
+            (ErrorKind::Invalid, None) => Error::failure(e.message()),
             _ => e,
         };
         e.context(format!(
@@ -485,14 +423,9 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     ran.and(done)
 }
 
-/// Forget pooled and mapped segments (`nrt_close`).
+/// Forget pooled and mapped segments (`nrt_close`; pooled ones are unlinked already).
 pub fn reset() {
     let mut c = CACHE.lock();
-    for p in c.free.values().flatten() {
-        if !p.unlinked {
-            p.seg.unlink();
-        }
-    }
     c.free.clear();
     c.peers.clear();
     GO.reset();

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::isa::enums::Dtype;
+use crate::isa::udma::Direction;
 use crate::lower::request::{CollectiveOp, ReduceOp};
 use crate::runtime::cc::{prepare, VecIo};
 use crate::runtime::verifiable;

@@ -28,6 +28,7 @@ use crate::device::peers::{Peers, RemoteRing};
 use crate::device::sema::{ExternalBytes, SemNotify, SEM_WORDS_BYTES};
 use crate::error::{Error, ErrorKind, Result};
 use crate::isa::memmap::{align_buf, CONST_PAGE_BYTES};
+use crate::lower::emit::EmittedRank;
 use crate::lower::program::Buf;
 use crate::runtime::cc::Lowered;
 use crate::runtime::device_run::buffer_regions;
@@ -47,7 +48,9 @@ unsafe impl ExternalBytes for Segment {
 pub const HEADER_BYTES: usize = 4096;
 /// Bytes per TOP_SP after the header: its EVT_SEM block, then its queue indices (`[M2S head,
 /// M2S tail, S2M head, S2M tail]`, four u64, published for peers' hang reports).
-const SEM_SLOT_BYTES: usize = SEM_WORDS_BYTES.next_multiple_of(64) + 64;
+const SEM_SLOT_BYTES: usize = QUEUE_WORDS_AT + 64;
+/// Offset of a TOP_SP's queue indices from its EVT_SEM block.
+pub const QUEUE_WORDS_AT: usize = SEM_WORDS_BYTES.next_multiple_of(64);
 const PAGE: u64 = 4096;
 const MAGIC: u32 = 0x4f4e_5244; // "ONRD"
 const MSG_BYTES: usize = 2048;
@@ -141,12 +144,7 @@ impl Layout {
     /// The layout of rank `r` of `l`.
     pub fn of(l: &Lowered, r: u32) -> Result<Layout> {
         let map = &l.map;
-        let img = l
-            .emitted
-            .ranks
-            .iter()
-            .find(|e| e.rank == r)
-            .ok_or_else(|| Error::invalid(format!("device segment: no images of rank {r}")))?;
+        let img = rank_image(l, r)?;
         let mut at = HEADER_BYTES as u64;
         let mut sems = Vec::new();
         for t in &img.topsps {
@@ -190,6 +188,16 @@ impl Layout {
         })
     }
 
+    /// Segment offset of data buffer `b`; in place the output is the input's storage.
+    pub fn buf_off(&self, b: Buf) -> Result<usize> {
+        let find = |b: Buf| self.bufs.iter().find(|(x, _)| *x == b).map(|(_, p)| p.off);
+        let found = match b {
+            Buf::Output => find(Buf::Output).or_else(|| find(Buf::Input)),
+            b => find(b),
+        };
+        found.ok_or_else(|| Error::failure(format!("device segment: no {b:?} buffer")))
+    }
+
     /// Every region `(on-chip base, bytes, offset)`.
     pub fn regions(&self) -> impl Iterator<Item = Place> + '_ {
         let bufs = self.bufs.iter().map(|(_, p)| *p);
@@ -197,6 +205,12 @@ impl Layout {
             .chain(bufs)
             .chain(self.topsps.iter().flatten().copied())
     }
+}
+
+/// Rank `r`'s emitted images.
+pub fn rank_image(l: &Lowered, r: u32) -> Result<&EmittedRank> {
+    let img = l.emitted.ranks.iter().find(|e| e.rank == r);
+    img.ok_or_else(|| Error::invalid(format!("device segment: no images of rank {r}")))
 }
 
 /// The header of `seg`.
@@ -314,7 +328,7 @@ impl SegPeers {
     }
     /// The queue words of rank `q`'s TOP_SP with its EVT_SEM block at `sem_off`.
     fn queue_words(&self, q: usize, sem_off: usize) -> &[AtomicU64; 4] {
-        let off = sem_off + SEM_WORDS_BYTES.next_multiple_of(64);
+        let off = sem_off + QUEUE_WORDS_AT;
         assert!(off + 32 <= self.segs[q].len(), "laid out");
         // SAFETY: in bounds (above), 8-aligned (offsets are multiples of 64 in a page-aligned
         // mapping); atomics accept any bytes.
