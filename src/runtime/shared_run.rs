@@ -38,6 +38,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
@@ -59,13 +60,20 @@ pub const SHARED_DEVICE_ENV: &str = "OPENNRT_SHARED_DEVICE";
 
 /// Fault injection for the multi-process tests: the process holding this global id SIGKILLs
 /// itself inside its first `nrta_cc_*` collective (not a barrier) on the shared device, after
-/// the go meeting and before its TOP_SPs step — so its peers are mid-collective, waiting on
-/// semaphores only it would raise.
+/// the go meeting, once every peer's executor is stepping (so each has mapped every segment)
+/// and before its own TOP_SPs step — so its peers are mid-collective, waiting on semaphores
+/// only it would raise.
 pub const KILL_IN_RUN_ENV: &str = "OPENNRT_TEST_KILL_IN_RUN";
 
-fn kill_in_run(kind: &str, gid: u32) {
+fn kill_in_run(kind: &str, gid: u32, peers: &SegPeers) {
     let chosen = crate::runtime::process::config().is_ok_and(|c| c.kill_in_run == Some(gid));
     if kind == "cc" && chosen {
+        if !peers.others_started(Duration::from_secs(10)) {
+            crate::log_warn!(
+                "cc",
+                "{KILL_IN_RUN_ENV}={gid}: peers not all stepping after 10 s"
+            );
+        }
         crate::log_warn!(
             "cc",
             "{KILL_IN_RUN_ENV}={gid}: killing this process inside the run"
@@ -357,7 +365,13 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
         for (q, (name, len)) in names.iter().enumerate() {
             segs.push(match q as u32 == r {
                 true => own.seg.clone(),
-                false => peer_segment(name, *len)?,
+                false => peer_segment(name, *len).map_err(|e| {
+                    e.context(format!(
+                        "this rank had not started its first step: mapping the device segment \
+                         of rank {q} (global id {})",
+                        key.group[q]
+                    ))
+                })?,
             });
         }
         Ok(Arc::new(SegPeers::new(
@@ -372,7 +386,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
         peers.check_loaded(run_tag)?;
         let mut m = build(&l, r, lays, peers.segments(), peers.clone())?;
         clock.mark("map+build");
-        kill_in_run(key.kind, gid);
+        kill_in_run(key.kind, gid, peers);
         m.run()?;
         clock.mark("run");
         let (_, at) = byte_bases(&l.program, r)?;

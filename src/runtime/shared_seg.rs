@@ -409,6 +409,25 @@ impl SegPeers {
             me.waiters.fetch_sub(1, SeqCst);
         }
     }
+    /// Whether every other rank of this run has started its executor (left `Loading`),
+    /// waiting for it up to `max`. Only the in-run fault injection needs it: a process that
+    /// dies "inside the run" must die after its peers have mapped every segment and are
+    /// stepping, or a peer still mapping meets a missing name instead of a stuck step.
+    pub fn others_started(&self, max: Duration) -> bool {
+        let start = std::time::Instant::now();
+        let run = self.hdr(self.me).run.load(SeqCst);
+        let started = |q: usize| {
+            let h = self.hdr(q);
+            q == self.me || h.run.load(SeqCst) != run || h.state() != RankState::Loading
+        };
+        while start.elapsed() < max {
+            if (0..self.segs.len()).all(started) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    }
     /// The [`SemNotify`] of rank `q`'s blocks as this executor writes them.
     pub fn notify_for(self: &Arc<Self>, q: usize) -> Arc<dyn SemNotify> {
         Arc::new(RankWake {
