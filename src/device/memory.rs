@@ -153,10 +153,24 @@ impl Memory {
 
     /// Map `len` zeroed bytes at on-chip address `base` (bits 47:0) of `chip`.
     pub fn map(&mut self, chip: u8, base: u64, len: u64) -> Result<(), MemError> {
+        self.map_written(chip, base, len, 0..0)
+    }
+
+    /// [`Memory::map`] for a region whose bytes `written` (offsets into the region) the caller
+    /// writes before anything reads them (the loader writing a rank's input): a recycled
+    /// buffer is zeroed only outside them.
+    pub fn map_written(
+        &mut self,
+        chip: u8,
+        base: u64,
+        len: u64,
+        written: std::ops::Range<u64>,
+    ) -> Result<(), MemError> {
         let at = self.free_slot(chip, base, len)?;
         // Zeroed: fresh pages committed only when touched, or a recycled buffer of this size
         // zeroed again (`device::buffer_pool`).
-        let data = Backing::Heap(super::buffer_pool::take(len as usize));
+        let written = written.start as usize..written.end as usize;
+        let data = Backing::Heap(super::buffer_pool::take_except(len as usize, written));
         self.insert(at, Region { chip, base, data });
         Ok(())
     }

@@ -65,6 +65,9 @@ impl RankIo for TensorIo {
             t.read(0, dst)?;
             at += n;
         }
+        // The loader does not zero the bytes it hands here (`Memory::map_written`): whatever
+        // the tensors do not cover reads as zero, as in a fresh buffer.
+        v[at..].fill(0);
         Ok(())
     }
 

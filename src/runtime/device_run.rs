@@ -113,14 +113,19 @@ pub fn load_from(
         m.mem.map(chip, page, CONST_PAGE_BYTES)?;
         let words: Vec<u8> = (0..CONST_WORDS).flat_map(u32::to_le_bytes).collect();
         m.mem.write(chip, page, &words)?;
+        let (at, _) = byte_bases(p, r)?;
         for (b, n) in buffer_regions(&bufs) {
             if n > 0 {
                 let base = map.buf_on_chip(r, b, 0)?;
-                m.mem.map(chip, base, align_buf(n))?;
+                // `input` below writes the input bytes: no need to zero them first.
+                let written = match b {
+                    Buf::Input => at..at + bufs.input,
+                    _ => 0..0,
+                };
+                m.mem.map_written(chip, base, align_buf(n), written)?;
                 m.mem.prefault(chip, base)?;
             }
         }
-        let (at, _) = byte_bases(p, r)?;
         let dst = m.mem.slice_mut(
             chip,
             map.buf_on_chip(r, Buf::Input, at)?,
