@@ -17,7 +17,10 @@
  *   OPENNRT_TEST_KILL_IN_RUN=1 makes the library SIGKILL rank 1's process after the ranks met
  *   and before its TOP_SPs step, so the others are mid-collective, blocked on semaphores only
  *   rank 1 would raise: their all-reduce must end with 1200 within the timeout, with an ERROR
- *   line naming rank 1 and the stuck step ("waits semaphore"). And a live rank that never
+ *   line naming rank 1 and the stuck step ("waits semaphore"). One where rank 2 dies after a
+ *   first all-reduce succeeded everywhere, instead of scheduling the second: the survivors
+ *   then meet on the group's go board in shared memory, not at the root, and their second
+ *   all-reduce must still fail with 1200 within the timeout, naming rank 2. And a live rank that never
  *   arrives: NRT_TIMEOUT (5) after NEURON_RT_EXEC_TIMEOUT (2 s for that job).
  * errors, all at once on their own ports and cores (each must end on every rank, none hang):
  *   - duplicate global id (world 3: ranks 0 and 1 join and wait in an all-reduce, then a third
@@ -66,17 +69,19 @@ static int init_or_fail(const mp_proc *p) {
  * with 1200, but the next one must fail with 1200. Modes 2 and 3: the others wait in the
  * blocking nrt_barrier (2) or nrt_all_gather (3), which must return 1200 itself. Mode 4: every
  * rank schedules the all-reduce; the library kills the victim inside the run (its env has
- * OPENNRT_TEST_KILL_IN_RUN), and the all-reduce must fail with 1200 on the others. */
+ * OPENNRT_TEST_KILL_IN_RUN), and the all-reduce must fail with 1200 on the others. Mode 5: a
+ * first all-reduce must succeed (exact) on every rank; then the victim dies 300 ms later
+ * instead of scheduling the second, which must fail with 1200 on the others. */
 static void kill_body(const mp_proc *p) {
   mp_rank r = {0, (uint32_t)p->gid, (uint32_t)p->world, p->name};
-  int victim = p->arg % 10, mode = p->arg / 10, during = mode == 1, joined, exact;
+  int victim = p->arg % 10, mode = p->arg / 10, during = mode == 1, after_one = mode == 5, joined, exact;
   mp_cc c;
   NRT_STATUS st;
   if (!init_or_fail(p)) return;
   st = nrt_cc_global_comm_init(0, r.gid, r.world);
   mp_check(st == NRT_SUCCESS, "%s: nrt_cc_global_comm_init -> NRT_SUCCESS (got %d)", p->name, st);
   joined = mp_rank_barrier(&r, "(every rank joined)");
-  if (p->gid == victim && !during && mode != 4) {
+  if (p->gid == victim && !during && mode != 4 && !after_one) {
     mp_say("%s: raising SIGKILL in 300 ms instead of %s", p->name,
            mode == 0 ? "scheduling the all-reduce" : mode == 2 ? "calling nrt_barrier" : "calling nrt_all_gather");
     usleep(300000);
@@ -99,8 +104,13 @@ static void kill_body(const mp_proc *p) {
     mp_say("%s: nrt_close returned", p->name);
     return;
   }
-  for (int round = 0; round < 1 + during; round++) {
+  for (int round = 0; round < 1 + during + after_one; round++) {
     int may_succeed = during && round == 0;
+    if (after_one && round == 1 && p->gid == victim) {
+      mp_say("%s: the first all-reduce done; raising SIGKILL in 300 ms instead of scheduling the second", p->name);
+      usleep(300000);
+      raise(SIGKILL);
+    }
     st = mp_cc_start(&c, &r, NRT_CC_ALLREDUCE, NRT_DTYPE_FLOAT32, COUNT, round, 0);
     if (p->gid == victim && mode == 1) {
       mp_say("%s: scheduled the all-reduce (status %d); raising SIGKILL now", p->name, st);
@@ -111,7 +121,11 @@ static void kill_body(const mp_proc *p) {
     mp_cc_wait(&c, round, MP_EXEC_TIMEOUT_S + 10);
     mp_say("%s: all-reduce #%d completed %.2f s after scheduling, exec_ret %d (NEURON_RT_EXEC_TIMEOUT=%d)", p->name,
            round + 1, c.elapsed, c.exec_ret, MP_EXEC_TIMEOUT_S);
-    if (may_succeed && c.exec_ret == NRT_SUCCESS) {
+    if (after_one && round == 0) {
+      mp_check(c.exec_ret == NRT_SUCCESS && mp_cc_exact(&c),
+               "%s: the first all-reduce succeeded before anyone died, every byte exact (exec_ret %d)", p->name,
+               c.exec_ret);
+    } else if (may_succeed && c.exec_ret == NRT_SUCCESS) {
       mp_check(mp_cc_exact(&c), "%s: the victim arrived before dying: all-reduce #1 succeeded, every byte exact",
                p->name);
     } else if (victim == 0 && c.exec_ret == NRT_TIMEOUT) {
@@ -267,38 +281,39 @@ void mp_test_kill(void) {
   static const struct {
     int victim, mode;
     const char *what;
-  } runs[6] = {{1, 0, "rank 1 dies before an all-reduce"},
+  } runs[7] = {{1, 0, "rank 1 dies before an all-reduce"},
                {0, 0, "rank 0 (the root) dies before an all-reduce"},
                {2, 1, "rank 2 dies during an all-reduce"},
                {1, 2, "rank 1 dies before nrt_barrier"},
                {2, 3, "rank 2 dies before nrt_all_gather"},
-               {1, 4, "rank 1 dies inside the run"}};
-  mp_proc procs[20];
-  int n = 0, port[7], first_straggler, first_in_run = 0;
+               {1, 4, "rank 1 dies inside the run"},
+               {2, 5, "rank 2 dies after a first all-reduce (the others meet on the go board)"}};
+  mp_proc procs[23];
+  int n = 0, port[8], first_straggler, first_in_run = 0;
   char root[64], name[48];
-  for (int v = 0; v < 7; v++) port[v] = mp_free_port();
-  for (int v = 0; v < 6; v++) {
+  for (int v = 0; v < 8; v++) port[v] = mp_free_port();
+  for (int v = 0; v < 7; v++) {
     mp_root_id(root, sizeof root, v % 3, port[v]);
     if (runs[v].mode == 4) first_in_run = n;
     for (int g = 0; g < 3; g++) {
       mp_proc *q;
       snprintf(name, sizeof name, "kill-%d-%s: rank %d", runs[v].victim,
-               (const char *[]){"before", "during", "barrier", "all_gather", "in-run"}[runs[v].mode], g);
+               (const char *[]){"before", "during", "barrier", "all_gather", "in-run", "after-one"}[runs[v].mode], g);
       q = add(procs, &n, name, root, kill_body, g, 3, runs[v].victim + 10 * runs[v].mode);
       q->expect_signal = g == runs[v].victim ? SIGKILL : 0;
       if (runs[v].mode == 4 && g == runs[v].victim) q->env[0] = "OPENNRT_TEST_KILL_IN_RUN=1";
     }
   }
-  mp_root_id(root, sizeof root, 0, port[6]);
+  mp_root_id(root, sizeof root, 0, port[7]);
   first_straggler = n;
   add(procs, &n, "straggler: rank 0", root, straggler_body, 0, 2, 0)->env[0] = "NEURON_RT_EXEC_TIMEOUT=2";
   add(procs, &n, "straggler: rank 1", root, straggler_body, 1, 2, 1)->env[0] = "NEURON_RT_EXEC_TIMEOUT=2";
   procs[first_straggler].go_after = 1u << (first_straggler + 1);
-  mp_say("\n== kill, six R=3 jobs at once (ports %d-%d): SIGKILL of rank 1 instead of scheduling an all-reduce; of "
+  mp_say("\n== kill, seven R=3 jobs at once (ports %d-%d): SIGKILL of rank 1 instead of scheduling an all-reduce; of "
          "rank 0, the root; of rank 2 right after it scheduled; of rank 1 while the others wait in nrt_barrier; of "
-         "rank 2 while they wait in nrt_all_gather; of rank 1 inside the run. And a live rank 0 that never arrives "
-         "(port %d)",
-         port[0], port[5], port[6]);
+         "rank 2 while they wait in nrt_all_gather; of rank 1 inside the run; of rank 2 after a first all-reduce. "
+         "And a live rank 0 that never arrives (port %d)",
+         port[0], port[6], port[7]);
   mp_run(procs, n, 2 * MP_EXEC_TIMEOUT_S + 20);
   mp_check_ends(procs, n);
   for (int i = 0; i < first_straggler; i++)
@@ -306,8 +321,8 @@ void mp_test_kill(void) {
   for (int g = 0; g < 3; g += 2)
     check_error_line(&procs[first_in_run + g], 1, 1, "waits semaphore", "names rank 1 and the step it is stuck in");
   check_error_line(&procs[first_straggler + 1], 0, 1, NULL, "names the rank that never arrived");
-  for (int v = 0; v < 6; v++) mp_check_shm_clean(port[v], runs[v].what);
-  mp_check_shm_clean(port[6], "straggler");
+  for (int v = 0; v < 7; v++) mp_check_shm_clean(port[v], runs[v].what);
+  mp_check_shm_clean(port[7], "straggler");
   mp_cleanup_logs(procs, n);
 }
 

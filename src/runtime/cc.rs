@@ -179,30 +179,29 @@ pub fn meet_here(key: &GroupKey, instance: u64, arrival: Arrival) -> Result<()> 
 }
 
 /// The first field in which two ranks' requests differ, with both values.
+/// The fields every rank of a collective must agree on, as (name, value) — compared field by
+/// field here and hashed for the shared-memory go meeting (`runtime::shared_go`).
+pub fn agreed_fields(r: &CollectiveRequest) -> [(&'static str, String); 7] {
+    [
+        ("op", format!("{:?}", r.op)),
+        ("dtype", format!("{:?}", r.dtype)),
+        ("count", r.count.to_string()),
+        ("reduce op", format!("{:?}", r.reduce)),
+        ("group", format!("{:?}", r.group)),
+        ("in place", r.in_place.to_string()),
+        ("tensor lists", format!("{:?}", r.io_form)),
+    ]
+}
+
 fn difference(
     a: &CollectiveRequest,
     b: &CollectiveRequest,
 ) -> Option<(&'static str, String, String)> {
-    let f = |name, x: String, y: String| (x != y).then_some((name, x, y));
-    f("op", format!("{:?}", a.op), format!("{:?}", b.op))
-        .or_else(|| f("dtype", format!("{:?}", a.dtype), format!("{:?}", b.dtype)))
-        .or_else(|| f("count", a.count.to_string(), b.count.to_string()))
-        .or_else(|| {
-            f(
-                "reduce op",
-                format!("{:?}", a.reduce),
-                format!("{:?}", b.reduce),
-            )
-        })
-        .or_else(|| f("group", format!("{:?}", a.group), format!("{:?}", b.group)))
-        .or_else(|| f("in place", a.in_place.to_string(), b.in_place.to_string()))
-        .or_else(|| {
-            f(
-                "tensor lists",
-                format!("{:?}", a.io_form),
-                format!("{:?}", b.io_form),
-            )
-        })
+    agreed_fields(a)
+        .into_iter()
+        .zip(agreed_fields(b))
+        .find(|((_, x), (_, y))| x != y)
+        .map(|((name, x), (_, y))| (name, x, y))
 }
 
 /// Every rank must have prepared the same collective (issue 5: detected, both values named).

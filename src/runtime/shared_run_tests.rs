@@ -145,6 +145,73 @@ fn a_program_mismatch_fails_every_rank() {
     }
 }
 
+/// After a group's first collective its ranks meet on the go board (`shared_go`), whose name
+/// is already gone from /dev/shm; a mismatch met there still gets the root's field-by-field
+/// verdict, on every rank.
+#[test]
+fn later_collectives_meet_on_the_board_and_a_mismatch_there_is_still_named() {
+    let rs = reqs(CollectiveOp::AllReduce, Dtype::Fp32, 640, 3);
+    let inputs = verifiable::inputs(&rs[0]).unwrap();
+    let key = GroupKey {
+        kind: "sr-board",
+        slot: 1,
+        group: rs[0].group.clone(),
+    };
+    let board_of = || {
+        CACHE
+            .lock()
+            .boards
+            .get(&key)
+            .map(|e| (e.board.clone(), e.linked))
+    };
+    assert!(board_of().is_none());
+    for round in 0..3 {
+        let outs: Vec<Vec<u8>> = run_threads("sr-board", rs.clone(), inputs.clone(), None, true)
+            .into_iter()
+            .map(|o| o.unwrap())
+            .collect();
+        let c = verifiable::check(&rs[0], &inputs, &outs).unwrap();
+        assert_eq!(c.wrong, 0, "round {round}: {:?}", c.first);
+        let (b, linked) = board_of().expect("rank 0 created the board");
+        assert!(b.all_attached(), "round {round}: every rank attached");
+        assert!(!linked, "round {round}: rank 0 unlinked the board's name");
+        let name = b.name().trim_start_matches('/').to_string();
+        let left = shm::list("/opennrt-0-");
+        assert!(
+            !left.iter().any(|n| n.contains(&name)),
+            "{name} still in /dev/shm"
+        );
+    }
+    // Rank 2 prepares another count: met on the board, the signatures differ, and the root's
+    // check names the field on every rank.
+    let mut bad = rs.clone();
+    bad[2] = CollectiveRequest::new(
+        CollectiveOp::AllReduce,
+        Dtype::Fp32,
+        Some(ReduceOp::Add),
+        641,
+        rs[0].group.clone(),
+        2,
+    );
+    let ins: Vec<Vec<u8>> = bad
+        .iter()
+        .map(|r| verifiable::inputs(r).unwrap()[r.rank as usize].clone())
+        .collect();
+    for o in run_threads("sr-board", bad, ins, None, true) {
+        let e = o.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+        assert!(e.message().contains("disagree on the count"), "{e}");
+        assert!(
+            e.message().contains("rank 2 (global id 2) prepared 641"),
+            "{e}"
+        );
+    }
+    // And the group goes on afterwards.
+    for o in run_threads("sr-board", rs.clone(), inputs.clone(), None, true) {
+        assert!(o.is_ok());
+    }
+}
+
 /// A rank whose TOP_SPs are missing: the other blocks for good, every executor is blocked or
 /// done, and the waiting rank reports the job-wide hang with its stuck step.
 #[test]

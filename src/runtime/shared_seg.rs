@@ -99,7 +99,12 @@ pub struct Header {
     pid: AtomicU32,
     run: AtomicU64,
     msg: [u8; MSG_BYTES],
+    /// Rank 0: the name of its group's go board while it is linked (`runtime::shared_go`).
+    board_len: AtomicU32,
+    board: [u8; BOARD_NAME_BYTES],
 }
+
+const BOARD_NAME_BYTES: usize = 128;
 
 const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_BYTES);
 
@@ -262,13 +267,33 @@ impl Header {
     fn pid(&self) -> u32 {
         self.pid.load(SeqCst)
     }
+    /// Name the group's go board ("" for none); rank 0 only, while it loads (before its go).
+    pub fn set_board(&self, name: &str) {
+        let n = if name.len() <= BOARD_NAME_BYTES {
+            name.len()
+        } else {
+            0
+        };
+        // SAFETY: `board` is plain bytes only this rank writes, before the go meeting after
+        // which peers read it.
+        unsafe {
+            let p = self.board.as_ptr() as *mut u8;
+            std::ptr::copy_nonoverlapping(name.as_ptr(), p, n);
+        }
+        self.board_len.store(n as u32, SeqCst);
+    }
+    /// The go board named by [`Header::set_board`], if any.
+    pub fn board(&self) -> Option<String> {
+        let n = (self.board_len.load(SeqCst) as usize).min(BOARD_NAME_BYTES);
+        (n > 0).then(|| String::from_utf8_lossy(&self.board[..n]).into_owned())
+    }
     /// Whether this header was reset for run `run` (its owner loaded it for this collective).
     pub fn is_run(&self, run: u64) -> bool {
         self.magic.load(SeqCst) == MAGIC && self.run.load(SeqCst) == run
     }
 }
 
-fn futex_wait(word: &AtomicU32, seen: u32, max: Duration) {
+pub(crate) fn futex_wait(word: &AtomicU32, seen: u32, max: Duration) {
     let ts = libc::timespec {
         tv_sec: max.as_secs() as libc::time_t,
         tv_nsec: max.subsec_nanos() as libc::c_long,
@@ -287,7 +312,7 @@ fn futex_wait(word: &AtomicU32, seen: u32, max: Duration) {
     }
 }
 
-fn futex_wake_all(word: &AtomicU32) {
+pub(crate) fn futex_wake_all(word: &AtomicU32) {
     // SAFETY: a shared futex wake on a live, aligned 32-bit word.
     unsafe {
         libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX);

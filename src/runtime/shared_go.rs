@@ -1,0 +1,396 @@
+//! The go meeting in shared memory: after a group's first shared-device collective, its ranks
+//! meet on a *board* instead of at the job's root (`runtime::shared_run`, step 2).
+//!
+//! The TCP meeting at the root costs a round trip, a thread per message there, and the root's
+//! process getting the CPU: 0.2–2 ms per collective, most of a 4 KiB one across processes. The
+//! board is one small shared-memory object per group with a slot per rank; a rank publishes in
+//! its slot the name and size of its filled device segment and a signature of what it prepared
+//! (the fields [`crate::runtime::cc::agreed_fields`] compares, and the program digest), then
+//! raises its arrival word to `instance + 1` and wakes the board's futex. When every slot holds
+//! this instance, every rank reads the same slots: equal signatures are the go; any difference
+//! sends every rank to the root's meeting, whose field-by-field check names the ranks and the
+//! field (so the error is the same on either path).
+//!
+//! **Who uses it, all or none.** Rank 0 creates the board before its first go meeting and
+//! names it in its segment header; every other rank opens it after that meeting (it maps rank
+//! 0's segment anyway) and marks its slot *attached* before its run starts. A rank meets on the
+//! board only when every slot is attached. Attaching happens before the rank's run state can
+//! become done or failed, and a rank starts its next collective only after every peer's has
+//! (the end-of-run wait), so every rank sees the same set of attached slots — a rank that could
+//! not attach keeps the whole group at the root, consistently. Rank 0 unlinks the board's name
+//! at the end of that first collective (everyone has opened it or never will).
+//!
+//! **Faults.** The wait gives up on a dead process ([`crate::runtime::bootstrap::job_error`]),
+//! on `nrt_close` ([`abort`]), after `NEURON_RT_EXEC_TIMEOUT` naming the ranks that never
+//! arrived, and when a slot is already past this instance (a rank that gave up and moved on).
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::rendezvous::GroupKey;
+use super::shared_seg::{futex_wait, futex_wake_all};
+use crate::error::{Error, ErrorKind, Result};
+use crate::runtime::shm::Segment;
+
+const MAGIC: u32 = 0x4f4e_474f; // "ONGO"
+const WAKE_AT: usize = 64;
+const SLOTS_AT: usize = 128;
+const SLOT_BYTES: usize = 256;
+const NAME_AT: usize = 64;
+/// Longest segment name a slot holds (ours are ~45 bytes).
+pub const NAME_BYTES: usize = SLOT_BYTES - NAME_AT;
+
+/// One group's board (module doc).
+#[derive(Debug)]
+pub struct Board {
+    seg: Arc<Segment>,
+    n: usize,
+}
+
+/// What the ranks published for one instance.
+#[derive(Debug)]
+pub enum Met {
+    /// Everyone prepared the same: every rank's segment (name, bytes), in rank order.
+    Go(Vec<(String, u64)>),
+    /// Signatures differ: meet at the root for the detailed verdict.
+    Differ,
+}
+
+static ABORTS: AtomicU64 = AtomicU64::new(0);
+
+/// Make every wait on a board give up (`nrt_close`).
+pub fn abort() {
+    ABORTS.fetch_add(1, SeqCst);
+}
+
+fn bytes(n: usize) -> usize {
+    (SLOTS_AT + n * SLOT_BYTES).next_multiple_of(4096)
+}
+
+impl Board {
+    /// Create the board of an `n`-rank group under `name`.
+    pub fn create(name: &str, n: usize) -> Result<Board> {
+        let seg = Arc::new(Segment::create(name, bytes(n))?);
+        let b = Board { seg, n };
+        b.u32_at(4).store(n as u32, SeqCst);
+        b.u32_at(0).store(MAGIC, SeqCst);
+        Ok(b)
+    }
+
+    /// Open the board `name` of an `n`-rank group (created by its rank 0).
+    pub fn open(name: &str, n: usize) -> Result<Board> {
+        let seg = Arc::new(Segment::open(name, bytes(n))?);
+        let b = Board { seg, n };
+        if b.u32_at(0).load(SeqCst) != MAGIC || b.u32_at(4).load(SeqCst) as usize != n {
+            return Err(Error::failure(format!(
+                "{name:?} is not the go board of a {n}-rank group"
+            )));
+        }
+        Ok(b)
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        self.seg.name()
+    }
+
+    /// Remove its name (the mappings stay).
+    pub fn unlink(&self) {
+        self.seg.unlink();
+    }
+
+    fn u32_at(&self, off: usize) -> &AtomicU32 {
+        assert!(
+            off % 4 == 0 && off + 4 <= self.seg.len(),
+            "inside the board"
+        );
+        // SAFETY: in bounds and aligned (checked; the mapping is page aligned); an atomic
+        // accepts any bytes.
+        unsafe { &*(self.seg.as_ptr().add(off) as *const AtomicU32) }
+    }
+
+    fn u64_at(&self, off: usize) -> &AtomicU64 {
+        assert!(
+            off % 8 == 0 && off + 8 <= self.seg.len(),
+            "inside the board"
+        );
+        // SAFETY: as `u32_at`.
+        unsafe { &*(self.seg.as_ptr().add(off) as *const AtomicU64) }
+    }
+
+    fn slot(&self, q: usize) -> usize {
+        assert!(q < self.n, "a rank of the group");
+        SLOTS_AT + q * SLOT_BYTES
+    }
+
+    /// Rank `q` can meet here from now on.
+    pub fn attach(&self, q: usize) {
+        self.u32_at(self.slot(q)).store(1, SeqCst);
+    }
+
+    /// Whether every rank can meet here.
+    pub fn all_attached(&self) -> bool {
+        (0..self.n).all(|q| self.u32_at(self.slot(q)).load(SeqCst) == 1)
+    }
+
+    fn wake(&self) {
+        self.u32_at(WAKE_AT).fetch_add(1, SeqCst);
+        if self.u32_at(WAKE_AT + 4).load(SeqCst) > 0 {
+            futex_wake_all(self.u32_at(WAKE_AT));
+        }
+    }
+
+    /// Publish rank `q`'s arrival at `instance` with signature `sig` and segment `seg`.
+    pub fn arrive(&self, q: usize, instance: u64, sig: u64, seg: &(String, u64)) -> Result<()> {
+        let s = self.slot(q);
+        let name = seg.0.as_bytes();
+        if name.len() > NAME_BYTES {
+            return Err(Error::failure(format!(
+                "segment name {:?} is longer than a go-board slot ({NAME_BYTES} bytes)",
+                seg.0
+            )));
+        }
+        self.seg.write(s + NAME_AT, name)?;
+        self.u32_at(s + 4).store(name.len() as u32, SeqCst);
+        self.u64_at(s + 16).store(sig, SeqCst);
+        self.u64_at(s + 24).store(seg.1, SeqCst);
+        // Last: the arrival publishes everything above (and the filled segment).
+        self.u64_at(s + 8).store(instance + 1, SeqCst);
+        self.wake();
+        Ok(())
+    }
+
+    /// Wait until every rank arrived at `instance` (module doc, faults), then read the slots.
+    pub fn wait(
+        &self,
+        key: &GroupKey,
+        instance: u64,
+        deadline: Option<Duration>,
+        job_error: fn() -> Option<Error>,
+    ) -> Result<Met> {
+        let start = Instant::now();
+        let aborts = ABORTS.load(SeqCst);
+        let want = instance + 1;
+        let (wake, waiters) = (self.u32_at(WAKE_AT), self.u32_at(WAKE_AT + 4));
+        loop {
+            waiters.fetch_add(1, SeqCst);
+            let seen = wake.load(SeqCst);
+            let at: Vec<u64> = (0..self.n)
+                .map(|q| self.u64_at(self.slot(q) + 8).load(SeqCst))
+                .collect();
+            let missing: Vec<usize> = (0..self.n).filter(|&q| at[q] < want).collect();
+            let gone = (0..self.n).find(|&q| at[q] > want);
+            let verdict = if let Some(q) = gone {
+                Some(Err(Error::failure(format!(
+                    "collective #{instance} of {key}: rank {q} (global id {}) has moved on to \
+                     collective #{} (it gave up on this one)",
+                    key.group[q],
+                    at[q] - 1
+                ))))
+            } else if missing.is_empty() {
+                Some(Ok(self.read()))
+            } else if let Some(e) = job_error() {
+                Some(Err(e))
+            } else if ABORTS.load(SeqCst) != aborts {
+                Some(Err(Error::new(
+                    ErrorKind::Closed,
+                    format!(
+                        "collective #{instance} of {key}: nrt_close while waiting for its ranks"
+                    ),
+                )))
+            } else if deadline.is_some_and(|d| start.elapsed() >= d) {
+                let who: Vec<String> = missing
+                    .iter()
+                    .map(|&q| format!("rank {q} (global id {})", key.group[q]))
+                    .collect();
+                Some(Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "collective #{instance} of {key}: {} never arrived within \
+                         NEURON_RT_EXEC_TIMEOUT = {}s",
+                        who.join(", "),
+                        deadline.map_or(0, |d| d.as_secs())
+                    ),
+                )))
+            } else {
+                None
+            };
+            if let Some(v) = verdict {
+                waiters.fetch_sub(1, SeqCst);
+                return v;
+            }
+            futex_wait(wake, seen, crate::device::peers::POLL);
+            waiters.fetch_sub(1, SeqCst);
+        }
+    }
+
+    fn read(&self) -> Met {
+        let sig = |q: usize| self.u64_at(self.slot(q) + 16).load(SeqCst);
+        if (1..self.n).any(|q| sig(q) != sig(0)) {
+            return Met::Differ;
+        }
+        Met::Go(
+            (0..self.n)
+                .map(|q| {
+                    let s = self.slot(q);
+                    let len = (self.u32_at(s + 4).load(SeqCst) as usize).min(NAME_BYTES);
+                    let mut name = vec![0u8; len];
+                    // In bounds: the slot is inside the board.
+                    let _ = self.seg.read(s + NAME_AT, &mut name);
+                    let name = String::from_utf8_lossy(&name).into_owned();
+                    (name, self.u64_at(s + 24).load(SeqCst))
+                })
+                .collect(),
+        )
+    }
+}
+
+/// The signature a rank publishes: what it prepared and the digest of its program.
+pub fn signature(req: &crate::lower::request::CollectiveRequest, digest: u64) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // Fixed keys: every process computes the same value.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for (name, value) in crate::runtime::cc::agreed_fields(req) {
+        (name, value).hash(&mut h);
+    }
+    digest.hash(&mut h);
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board(tag: &str, n: usize) -> Board {
+        let name = format!(
+            "{}go-test-{tag}",
+            crate::runtime::shm::prefix("0", std::process::id())
+        );
+        let b = Board::create(&name, n).unwrap();
+        b.unlink();
+        b
+    }
+
+    fn key(n: u32) -> GroupKey {
+        GroupKey {
+            kind: "cc",
+            slot: 1,
+            group: (0..n).collect(),
+        }
+    }
+
+    fn seg(q: usize) -> (String, u64) {
+        (format!("/opennrt-test-seg-{q}"), 4096 * (q as u64 + 1))
+    }
+
+    #[test]
+    fn equal_signatures_are_the_go_with_every_segment_in_rank_order() {
+        let b = board("go", 3);
+        assert!(!b.all_attached(), "nobody attached yet");
+        (0..3).for_each(|q| b.attach(q));
+        assert!(b.all_attached());
+        for q in 0..3 {
+            b.arrive(q, 5, 0xabc, &seg(q)).unwrap();
+        }
+        match b
+            .wait(&key(3), 5, Some(Duration::from_secs(5)), || None)
+            .unwrap()
+        {
+            Met::Go(names) => assert_eq!(names, (0..3).map(seg).collect::<Vec<_>>()),
+            Met::Differ => panic!("same signatures"),
+        }
+    }
+
+    #[test]
+    fn a_different_signature_sends_everyone_to_the_root() {
+        let b = board("differ", 2);
+        b.arrive(0, 0, 1, &seg(0)).unwrap();
+        b.arrive(1, 0, 2, &seg(1)).unwrap();
+        assert!(matches!(
+            b.wait(&key(2), 0, None, || None).unwrap(),
+            Met::Differ
+        ));
+    }
+
+    #[test]
+    fn a_rank_that_never_arrives_is_named_after_the_timeout() {
+        let b = board("late", 3);
+        b.arrive(0, 2, 7, &seg(0)).unwrap();
+        b.arrive(2, 2, 7, &seg(2)).unwrap();
+        let t = Instant::now();
+        let e = b
+            .wait(&key(3), 2, Some(Duration::from_millis(120)), || None)
+            .unwrap_err();
+        assert!(t.elapsed() >= Duration::from_millis(120));
+        assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+        assert!(
+            e.message().contains("rank 1 (global id 1) never arrived"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_rank_past_this_instance_and_a_dead_job_end_the_wait() {
+        let b = board("moved", 2);
+        b.arrive(0, 4, 7, &seg(0)).unwrap();
+        b.arrive(1, 5, 7, &seg(1)).unwrap();
+        let e = b.wait(&key(2), 4, None, || None).unwrap_err();
+        assert!(
+            e.message()
+                .contains("rank 1 (global id 1) has moved on to collective #5"),
+            "{e}"
+        );
+        let c = board("dead", 2);
+        c.arrive(0, 0, 7, &seg(0)).unwrap();
+        let e = c
+            .wait(&key(2), 0, None, || {
+                Some(Error::failure("global id 1 is gone"))
+            })
+            .unwrap_err();
+        assert!(e.message().contains("global id 1 is gone"), "{e}");
+    }
+
+    #[test]
+    fn a_late_arrival_wakes_the_waiter() {
+        let b = Arc::new(board("wake", 2));
+        b.arrive(0, 0, 3, &seg(0)).unwrap();
+        let b2 = b.clone();
+        let h = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            b2.arrive(1, 0, 3, &seg(1)).unwrap();
+        });
+        let met = b
+            .wait(&key(2), 0, Some(Duration::from_secs(10)), || None)
+            .unwrap();
+        assert!(matches!(met, Met::Go(_)));
+        h.join().unwrap();
+    }
+
+    #[test]
+    fn the_signature_covers_every_agreed_field_and_the_program() {
+        use crate::isa::enums::Dtype;
+        use crate::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
+        let r = |count, rank| {
+            CollectiveRequest::new(
+                CollectiveOp::AllReduce,
+                Dtype::Fp32,
+                Some(ReduceOp::Add),
+                count,
+                vec![0, 1],
+                rank,
+            )
+        };
+        assert_eq!(
+            signature(&r(8, 0), 1),
+            signature(&r(8, 1), 1),
+            "the rank is not agreed"
+        );
+        assert_ne!(signature(&r(8, 0), 1), signature(&r(9, 0), 1), "count");
+        assert_ne!(
+            signature(&r(8, 0), 1),
+            signature(&r(8, 0), 2),
+            "program digest"
+        );
+    }
+}
