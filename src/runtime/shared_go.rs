@@ -24,13 +24,19 @@
 //! on `nrt_close` ([`abort`]), after `NEURON_RT_EXEC_TIMEOUT` naming the ranks that never
 //! arrived, and when a slot is already past this instance (a rank that gave up and moved on).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+
 use super::rendezvous::GroupKey;
+use super::shared_seg::header;
 use super::shared_seg::{futex_wait, futex_wake_all};
 use crate::error::{Error, ErrorKind, Result};
+use crate::runtime::shm;
 use crate::runtime::shm::Segment;
 
 const MAGIC: u32 = 0x4f4e_474f; // "ONGO"
@@ -173,13 +179,23 @@ impl Board {
         let aborts = ABORTS.load(SeqCst);
         let want = instance + 1;
         let (wake, waiters) = (self.u32_at(WAKE_AT), self.u32_at(WAKE_AT + 4));
+        let arrivals = || -> Vec<u64> {
+            (0..self.n)
+                .map(|q| self.u64_at(self.slot(q) + 8).load(SeqCst))
+                .collect()
+        };
         loop {
             waiters.fetch_add(1, SeqCst);
             let seen = wake.load(SeqCst);
-            let at: Vec<u64> = (0..self.n)
-                .map(|q| self.u64_at(self.slot(q) + 8).load(SeqCst))
-                .collect();
+            let mut at = arrivals();
             let missing: Vec<usize> = (0..self.n).filter(|&q| at[q] < want).collect();
+            let mut met = None;
+            if missing.is_empty() {
+                // Read the slots, then check that nobody rewrote theirs meanwhile (a rank that
+                // gave up on this instance and arrived at its next).
+                met = Some(self.read());
+                at = arrivals();
+            }
             let gone = (0..self.n).find(|&q| at[q] > want);
             let verdict = if let Some(q) = gone {
                 Some(Err(Error::failure(format!(
@@ -188,8 +204,8 @@ impl Board {
                     key.group[q],
                     at[q] - 1
                 ))))
-            } else if missing.is_empty() {
-                Some(Ok(self.read()))
+            } else if let Some(m) = met {
+                Some(Ok(m))
             } else if let Some(e) = job_error() {
                 Some(Err(e))
             } else if ABORTS.load(SeqCst) != aborts {
@@ -243,6 +259,149 @@ impl Board {
                 })
                 .collect(),
         )
+    }
+}
+
+/// A group's go board as this process holds it.
+#[derive(Debug)]
+struct BoardEntry {
+    board: Arc<Board>,
+    /// This process created it and has not unlinked its name yet.
+    linked: bool,
+}
+
+/// This process's go boards and the counter of the names it creates.
+#[derive(Debug, Default)]
+struct Boards {
+    boards: HashMap<GroupKey, BoardEntry>,
+    next: u64,
+}
+
+static BOARDS: Lazy<Mutex<Boards>> = Lazy::new(|| Mutex::new(Boards::default()));
+
+/// The board this process holds for `key`, if any.
+pub fn held(key: &GroupKey) -> Option<Arc<Board>> {
+    BOARDS.lock().boards.get(key).map(|e| e.board.clone())
+}
+
+/// Whether this process still holds `key`'s board under its name (tests).
+#[cfg(test)]
+pub fn still_linked(key: &GroupKey) -> bool {
+    BOARDS.lock().boards.get(key).is_some_and(|e| e.linked)
+}
+
+/// Forget every board, unlinking the names this process still holds (`nrt_close`).
+pub fn reset() {
+    let mut c = BOARDS.lock();
+    for e in c.boards.values().filter(|e| e.linked) {
+        e.board.unlink();
+    }
+    c.boards.clear();
+}
+
+/// Rank 0's board for `key` to name before its go meeting: its own while still linked, a
+/// new one if the group has none yet (none if creating fails: the group meets at the root).
+pub fn board_to_name(key: &GroupKey) -> Option<String> {
+    let mut c = BOARDS.lock();
+    if let Some(e) = c.boards.get(key) {
+        return e.linked.then(|| e.board.name().to_string());
+    }
+    c.next += 1;
+    let job = crate::runtime::bootstrap::job_tag();
+    let job = job.as_deref().unwrap_or(shm::NO_JOB);
+    let name = format!("{}go-{}", shm::prefix(job, std::process::id()), c.next);
+    match Board::create(&name, key.group.len()) {
+        Ok(b) => {
+            let board = Arc::new(b);
+            c.boards.insert(
+                key.clone(),
+                BoardEntry {
+                    board,
+                    linked: true,
+                },
+            );
+            Some(name)
+        }
+        Err(e) => {
+            crate::log_debug!(
+                "cc",
+                "{key}: no go board ({e}): the group meets at the root"
+            );
+            None
+        }
+    }
+}
+
+/// After a go meeting at the root: open the board rank 0 names in its header (unless this
+/// process holds it) and mark rank `r` attached (module doc).
+pub fn attach_board(key: &GroupKey, r: u32, seg0: &Segment) {
+    let board = match held(key) {
+        Some(b) => Some(b),
+        None => header(seg0)
+            .board()
+            .and_then(|name| match Board::open(&name, key.group.len()) {
+                Ok(b) => {
+                    let board = Arc::new(b);
+                    let mut c = BOARDS.lock();
+                    let e = c.boards.entry(key.clone()).or_insert(BoardEntry {
+                        board,
+                        linked: false,
+                    });
+                    Some(e.board.clone())
+                }
+                Err(e) => {
+                    crate::log_debug!("cc", "{key}: rank {r} cannot open go board {name:?}: {e}");
+                    None
+                }
+            }),
+    };
+    if let Some(b) = board {
+        b.attach(r as usize);
+    }
+}
+
+/// Rank 0, at the end of a collective: unlink the board's name (every rank has opened it by
+/// now, or never will).
+pub fn unlink_board(key: &GroupKey) {
+    if let Some(e) = BOARDS.lock().boards.get_mut(key) {
+        if e.linked {
+            e.board.unlink();
+            e.linked = false;
+        }
+    }
+}
+
+/// Rank 0, after a go meeting failed: a board nobody could attach to yet is dropped, name and
+/// all (the group's next collective starts a new one); one in use stays.
+pub fn drop_unattached_board(key: &GroupKey) {
+    let mut c = BOARDS.lock();
+    if c.boards.get(key).is_some_and(|e| !e.board.all_attached()) {
+        let e = c.boards.remove(key).expect("just seen");
+        if e.linked {
+            e.board.unlink();
+        }
+    }
+}
+
+/// The go meeting on the board; a signature mismatch goes to the root for its verdict.
+pub fn meet_on_board(
+    b: &Board,
+    key: &GroupKey,
+    instance: u64,
+    r: u32,
+    sig: u64,
+    go: super::shared_run::GoArrival,
+) -> Result<super::shared_run::Segments> {
+    b.arrive(r as usize, instance, sig, &go.seg)?;
+    let deadline = crate::runtime::bootstrap::meet_deadline(false)?;
+    match b.wait(
+        key,
+        instance,
+        deadline,
+        crate::runtime::bootstrap::job_error,
+    )? {
+        Met::Go(names) => Ok(Arc::new(names)),
+        Met::Differ => crate::runtime::bootstrap::meet_go(key, instance, r, go),
     }
 }
 

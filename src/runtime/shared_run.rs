@@ -45,7 +45,7 @@ use std::time::Duration;
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
-use super::shared_go::{self, Board, Met};
+use super::shared_go;
 use super::shared_seg::{header, rank_image, Layout, RankState, SegPeers, QUEUE_WORDS_AT};
 use crate::device::executor::Machine;
 use crate::device::sema::{BlockId, SemBlock, SemNotify};
@@ -109,20 +109,11 @@ struct Pooled {
     unlinked: bool,
 }
 
-/// A group's go board as this process holds it (`runtime::shared_go`).
-#[derive(Debug)]
-struct BoardEntry {
-    board: Arc<Board>,
-    /// This process created it and has not unlinked its name yet.
-    linked: bool,
-}
-
-/// Free segments per (group, global id), peers' segments mapped by name, and go boards.
+/// Free segments per (group, global id), and peers' segments mapped by name.
 #[derive(Debug, Default)]
 struct Cache {
     free: HashMap<(GroupKey, u32), Vec<Pooled>>,
     peers: HashMap<String, Arc<Segment>>,
-    boards: HashMap<GroupKey, BoardEntry>,
     next: u64,
 }
 
@@ -233,113 +224,6 @@ fn peer_segment(name: &str, len: u64) -> Result<Arc<Segment>> {
     let s = Arc::new(Segment::open(name, len as usize)?);
     CACHE.lock().peers.insert(name.to_string(), s.clone());
     Ok(s)
-}
-
-/// Rank 0's board for `key` to name before its go meeting: its own while still linked, a
-/// new one if the group has none yet (none if creating fails: the group meets at the root).
-fn board_to_name(key: &GroupKey) -> Option<String> {
-    let mut c = CACHE.lock();
-    if let Some(e) = c.boards.get(key) {
-        return e.linked.then(|| e.board.name().to_string());
-    }
-    c.next += 1;
-    let job = crate::runtime::bootstrap::job_tag();
-    let job = job.as_deref().unwrap_or(shm::NO_JOB);
-    let name = format!("{}go-{}", shm::prefix(job, std::process::id()), c.next);
-    match Board::create(&name, key.group.len()) {
-        Ok(b) => {
-            let board = Arc::new(b);
-            c.boards.insert(
-                key.clone(),
-                BoardEntry {
-                    board,
-                    linked: true,
-                },
-            );
-            Some(name)
-        }
-        Err(e) => {
-            crate::log_debug!(
-                "cc",
-                "{key}: no go board ({e}): the group meets at the root"
-            );
-            None
-        }
-    }
-}
-
-/// After a go meeting at the root: open the board rank 0 names in its header (unless this
-/// process holds it) and mark rank `r` attached (`shared_go` module doc).
-fn attach_board(key: &GroupKey, r: u32, seg0: &Segment) {
-    let held = CACHE.lock().boards.get(key).map(|e| e.board.clone());
-    let board = match held {
-        Some(b) => Some(b),
-        None => header(seg0)
-            .board()
-            .and_then(|name| match Board::open(&name, key.group.len()) {
-                Ok(b) => {
-                    let board = Arc::new(b);
-                    let mut c = CACHE.lock();
-                    let e = c.boards.entry(key.clone()).or_insert(BoardEntry {
-                        board,
-                        linked: false,
-                    });
-                    Some(e.board.clone())
-                }
-                Err(e) => {
-                    crate::log_debug!("cc", "{key}: rank {r} cannot open go board {name:?}: {e}");
-                    None
-                }
-            }),
-    };
-    if let Some(b) = board {
-        b.attach(r as usize);
-    }
-}
-
-/// Rank 0, at the end of a collective: unlink the board's name (every rank has opened it by
-/// now, or never will).
-fn unlink_board(key: &GroupKey) {
-    if let Some(e) = CACHE.lock().boards.get_mut(key) {
-        if e.linked {
-            e.board.unlink();
-            e.linked = false;
-        }
-    }
-}
-
-/// Rank 0, after a go meeting failed: a board nobody could attach to yet is dropped, name and
-/// all (the group's next collective starts a new one); one in use stays.
-fn drop_unattached_board(key: &GroupKey) {
-    let mut c = CACHE.lock();
-    if c.boards.get(key).is_some_and(|e| !e.board.all_attached()) {
-        let e = c.boards.remove(key).expect("just seen");
-        if e.linked {
-            e.board.unlink();
-        }
-    }
-}
-
-/// The go meeting on the board; a signature mismatch goes to the root for its verdict.
-fn meet_on_board(
-    b: &Board,
-    key: &GroupKey,
-    instance: u64,
-    r: u32,
-    sig: u64,
-    go: GoArrival,
-) -> Result<Segments> {
-    b.arrive(r as usize, instance, sig, &go.seg)?;
-    let deadline = crate::runtime::bootstrap::meet_deadline(false)?;
-    match b.wait(
-        key,
-        instance,
-        deadline,
-        crate::runtime::bootstrap::job_error,
-    )? {
-        Met::Go(names) => Ok(Arc::new(names)),
-        Met::Differ => crate::runtime::bootstrap::meet_go(key, instance, r, go),
-    }
 }
 
 /// Write rank `r`'s part of `l` into its segment (module doc, step 1).
@@ -463,12 +347,11 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
         own.seg.unlink();
         return Err(e.context(format!("collective #{instance} of {key}: loading rank {r}")));
     }
-    let board = CACHE.lock().boards.get(key).map(|e| e.board.clone());
-    let on_board = board.filter(|b| b.all_attached());
+    let on_board = shared_go::held(key).filter(|b| b.all_attached());
     if r == 0 {
         let name = match on_board {
             Some(_) => None,
-            None => board_to_name(key),
+            None => shared_go::board_to_name(key),
         };
         header(&own.seg).set_board(name.as_deref().unwrap_or(""));
     }
@@ -481,7 +364,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     let met = match &on_board {
         Some(b) => {
             let sig = shared_go::signature(&a.req, plan.digest);
-            meet_on_board(b, key, instance, r, sig, go)
+            shared_go::meet_on_board(b, key, instance, r, sig, go)
         }
         None => crate::runtime::bootstrap::meet_go(key, instance, r, go),
     };
@@ -489,10 +372,13 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
         Ok(n) => n,
         Err(e) => {
             // Nobody received its name, and a pooled segment must be mapped by its peers
-            // already: drop it, name and all (a failed job must not leave it behind).
+            // already: drop it, name and all (a failed job must not leave it behind). Its
+            // header says why, for a straggler that still finds it on the board later: its
+            // executor then fails at once naming this rank, instead of waiting out the timeout.
+            header(&own.seg).fail(&format!("gave up before the run: {}", e.message()));
             own.seg.unlink();
             if r == 0 {
-                drop_unattached_board(key);
+                shared_go::drop_unattached_board(key);
             }
             return Err(e);
         }
@@ -525,7 +411,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
         )))
     })();
     if let (None, Ok(p)) = (&on_board, &peers) {
-        attach_board(key, r, &p.segments()[0]);
+        shared_go::attach_board(key, r, &p.segments()[0]);
     }
     let ran = peers.as_ref().map_err(Clone::clone).and_then(|peers| {
         peers.check_loaded(run_tag)?;
@@ -556,7 +442,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     };
     clock.mark("done");
     if r == 0 {
-        unlink_board(key);
+        shared_go::unlink_board(key);
     }
     crate::log_debug!(
         "cc",
@@ -590,10 +476,7 @@ pub fn reset() {
     let mut c = CACHE.lock();
     c.free.clear();
     c.peers.clear();
-    for e in c.boards.values().filter(|e| e.linked) {
-        e.board.unlink();
-    }
-    c.boards.clear();
+    shared_go::reset();
     GO.reset();
 }
 

@@ -157,13 +157,7 @@ fn later_collectives_meet_on_the_board_and_a_mismatch_there_is_still_named() {
         slot: 1,
         group: rs[0].group.clone(),
     };
-    let board_of = || {
-        CACHE
-            .lock()
-            .boards
-            .get(&key)
-            .map(|e| (e.board.clone(), e.linked))
-    };
+    let board_of = || shared_go::held(&key).map(|b| (b, shared_go::still_linked(&key)));
     assert!(board_of().is_none());
     for round in 0..3 {
         let outs: Vec<Vec<u8>> = run_threads("sr-board", rs.clone(), inputs.clone(), None, true)
