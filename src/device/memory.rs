@@ -141,7 +141,7 @@ impl Memory {
         Memory {
             keys: Vec::new(),
             regions: Vec::new(),
-            sems: vec![ChipSems::new(); usize::from(chips)],
+            sems: (0..chips).map(|_| ChipSems::new()).collect(),
             last: std::cell::Cell::new(None),
         }
     }

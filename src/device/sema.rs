@@ -384,8 +384,10 @@ pub struct ChipSems {
 impl Default for ChipSems {
     fn default() -> Self {
         ChipSems {
-            topsp: vec![SemBlock::new(); usize::from(MAX_TOPSPS)],
-            tpb: vec![SemBlock::new(); usize::from(MAX_TPBS)],
+            // Each a fresh zeroed block: `vec![x; n]` would clone, reading and writing every
+            // atomic word of every block (a tenth of a small collective's time).
+            topsp: (0..MAX_TOPSPS).map(|_| SemBlock::new()).collect(),
+            tpb: (0..MAX_TPBS).map(|_| SemBlock::new()).collect(),
         }
     }
 }
