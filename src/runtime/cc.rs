@@ -178,7 +178,6 @@ pub fn meet_here(key: &GroupKey, instance: u64, arrival: Arrival) -> Result<()> 
     })
 }
 
-/// The first field in which two ranks' requests differ, with both values.
 /// The fields every rank of a collective must agree on, as (name, value) — compared field by
 /// field here and hashed for the shared-memory go meeting (`runtime::shared_go`).
 pub fn agreed_fields(r: &CollectiveRequest) -> [(&'static str, String); 7] {
@@ -193,6 +192,7 @@ pub fn agreed_fields(r: &CollectiveRequest) -> [(&'static str, String); 7] {
     ]
 }
 
+/// The first field in which two ranks' requests differ, with both values.
 fn difference(
     a: &CollectiveRequest,
     b: &CollectiveRequest,

@@ -66,6 +66,26 @@ fn run_threads(
     hs.into_iter().map(|h| h.join().unwrap()).collect()
 }
 
+/// Run `rs` on the shared path (or the one-machine path), every rank must succeed; on the
+/// shared path the outputs must match the independent reference exactly (`what` names the case).
+fn run_ok(
+    kind: &'static str,
+    rs: &[CollectiveRequest],
+    inputs: &[Vec<u8>],
+    shared: bool,
+    what: &str,
+) -> Vec<Vec<u8>> {
+    let outs: Vec<Vec<u8>> = run_threads(kind, rs.to_vec(), inputs.to_vec(), None, shared)
+        .into_iter()
+        .map(|o| o.unwrap())
+        .collect();
+    if shared {
+        let c = verifiable::check(&rs[0], inputs, &outs).unwrap();
+        assert_eq!(c.wrong, 0, "{what}: {:?}", c.first);
+    }
+    outs
+}
+
 #[test]
 fn every_op_matches_the_reference_and_the_one_machine_path() {
     for (k, (op, d, count, n)) in [
@@ -83,16 +103,9 @@ fn every_op_matches_the_reference_and_the_one_machine_path() {
         const KINDS: [&str; 7] = ["sr-0", "sr-1", "sr-2", "sr-3", "sr-4", "sr-5", "sr-6"];
         let rs = reqs(op, d, count, n);
         let inputs = verifiable::inputs(&rs[0]).unwrap();
-        let outs: Vec<Vec<u8>> = run_threads(KINDS[k], rs.clone(), inputs.clone(), None, true)
-            .into_iter()
-            .map(|o| o.unwrap())
-            .collect();
-        let c = verifiable::check(&rs[0], &inputs, &outs).unwrap();
-        assert_eq!(c.wrong, 0, "{op:?} {d:?} on {n} ranks: {:?}", c.first);
-        let one: Vec<Vec<u8>> = run_threads(KINDS[k], rs, inputs, None, false)
-            .into_iter()
-            .map(|o| o.unwrap())
-            .collect();
+        let what = format!("{op:?} {d:?} on {n} ranks");
+        let outs = run_ok(KINDS[k], &rs, &inputs, true, &what);
+        let one = run_ok(KINDS[k], &rs, &inputs, false, &what);
         assert_eq!(
             outs, one,
             "{op:?} {d:?} on {n} ranks: shared vs one machine"
@@ -105,13 +118,8 @@ fn in_place_and_repeated_runs_reuse_segments() {
     let mut rs = reqs(CollectiveOp::AllReduce, Dtype::Fp32, 3000, 3);
     rs.iter_mut().for_each(|r| r.in_place = true);
     let inputs = verifiable::inputs(&rs[0]).unwrap();
-    for _ in 0..3 {
-        let outs: Vec<Vec<u8>> = run_threads("sr-ip", rs.clone(), inputs.clone(), None, true)
-            .into_iter()
-            .map(|o| o.unwrap())
-            .collect();
-        let c = verifiable::check(&rs[0], &inputs, &outs).unwrap();
-        assert_eq!(c.wrong, 0, "{:?}", c.first);
+    for round in 0..3 {
+        run_ok("sr-ip", &rs, &inputs, true, &format!("round {round}"));
     }
 }
 
@@ -160,12 +168,7 @@ fn later_collectives_meet_on_the_board_and_a_mismatch_there_is_still_named() {
     let board_of = || shared_go::held(&key).map(|b| (b, shared_go::still_linked(&key)));
     assert!(board_of().is_none());
     for round in 0..3 {
-        let outs: Vec<Vec<u8>> = run_threads("sr-board", rs.clone(), inputs.clone(), None, true)
-            .into_iter()
-            .map(|o| o.unwrap())
-            .collect();
-        let c = verifiable::check(&rs[0], &inputs, &outs).unwrap();
-        assert_eq!(c.wrong, 0, "round {round}: {:?}", c.first);
+        run_ok("sr-board", &rs, &inputs, true, &format!("round {round}"));
         let (b, linked) = board_of().expect("rank 0 created the board");
         assert!(b.all_attached(), "round {round}: every rank attached");
         assert!(!linked, "round {round}: rank 0 unlinked the board's name");
