@@ -309,6 +309,19 @@ impl Memory {
         self.sems.get_mut(usize::from(chip))
     }
 
+    /// Zero the semaphores and events of every block a run changed, on every chip
+    /// ([`ChipSems::clear_dirty`]): a persistent machine's re-arm before its next run.
+    pub fn clear_dirty_sems(&mut self) {
+        self.sems.iter_mut().for_each(ChipSems::clear_dirty);
+    }
+
+    /// Whether the region mapped at exactly `base` on `chip` lives in external memory
+    /// ([`Memory::map_external`]).
+    pub fn is_external(&self, chip: u8, base: u64) -> Result<bool, MemError> {
+        let at = self.index_of(chip, base)?;
+        Ok(matches!(self.regions[at].data, Backing::External { .. }))
+    }
+
     /// Put EVT_SEM block `id` of `chip` in shared memory (`b`, [`SemBlock::external`]).
     pub fn attach_sem_block(&mut self, chip: u8, id: BlockId, b: SemBlock) -> Result<(), MemError> {
         let done = self

@@ -16,7 +16,10 @@
 //!   0x04 is strictly greater and 0x05 is greater-or-equal.
 
 use std::fmt;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{
+    AtomicI32, AtomicU64,
+    Ordering::{Relaxed, SeqCst},
+};
 use std::sync::Arc;
 
 use crate::isa::enums::{UpdateMode, WaitMode};
@@ -221,11 +224,15 @@ impl SemBlock {
         }
     }
 
-    /// Every semaphore 0 and every event clear (a reused shared block before a run).
+    /// Every semaphore 0 and every event clear (a reused block before a run). Relaxed stores
+    /// and one fence: a `SeqCst` store per word is an `xchg` each (264 of them a block), and
+    /// nothing may run on the block until the caller has published the re-armed machine, which
+    /// orders these stores before any waiter's loads.
     pub fn clear(&self) {
         let w = self.words();
-        w.values.iter().for_each(|v| v.store(0, SeqCst));
-        w.events.iter().for_each(|v| v.store(0, SeqCst));
+        w.values.iter().for_each(|v| v.store(0, Relaxed));
+        w.events.iter().for_each(|v| v.store(0, Relaxed));
+        std::sync::atomic::fence(SeqCst);
     }
     /// Semaphore `idx`.
     pub fn value(&self, idx: u8) -> i32 {
@@ -375,10 +382,16 @@ impl fmt::Display for BlockId {
 
 /// Every EVT_SEM block of one chip: [`MAX_TOPSPS`] TOP_SP blocks (v2 uses the first 6) and
 /// [`MAX_TPBS`] per-TPB blocks.
+///
+/// The chip remembers which blocks were handed out mutably since the last
+/// [`ChipSems::clear_dirty`] (every change goes through [`ChipSems::block_mut`]), so a persistent
+/// machine re-arms only the blocks a run used — a few of the 32 — instead of every word.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChipSems {
     topsp: Vec<SemBlock>,
     tpb: Vec<SemBlock>,
+    /// Bit `i`: TOP_SP block `i`; bit `32 + i`: TPB block `i`.
+    dirty: u64,
 }
 
 impl Default for ChipSems {
@@ -388,7 +401,16 @@ impl Default for ChipSems {
             // atomic word of every block (a tenth of a small collective's time).
             topsp: (0..MAX_TOPSPS).map(|_| SemBlock::new()).collect(),
             tpb: (0..MAX_TPBS).map(|_| SemBlock::new()).collect(),
+            dirty: 0,
         }
+    }
+}
+
+/// The dirty bit of block `id` ([`ChipSems`]).
+fn dirty_bit(id: BlockId) -> u64 {
+    match id {
+        BlockId::TopSp(i) => 1u64 << (i % 32),
+        BlockId::Tpb(i) => 1u64 << (32 + i % 32),
     }
 }
 
@@ -404,13 +426,39 @@ impl ChipSems {
             BlockId::Tpb(i) => self.tpb.get(usize::from(i)),
         }
     }
-    /// A block, mutably.
+    /// A block, mutably (marks it dirty, [`ChipSems::clear_dirty`]).
     pub fn block_mut(&mut self, id: BlockId) -> Option<&mut SemBlock> {
+        self.dirty |= dirty_bit(id);
         match id {
             BlockId::TopSp(i) => self.topsp.get_mut(usize::from(i)),
             BlockId::Tpb(i) => self.tpb.get_mut(usize::from(i)),
         }
     }
+    /// Zero every block changed since the last call (every semaphore 0, every event clear):
+    /// what re-arming a persistent machine resets (the hardware's semaphores are reset per
+    /// execution, the program stays loaded). Blocks in shared memory are cleared too.
+    pub fn clear_dirty(&mut self) {
+        let dirty = std::mem::take(&mut self.dirty);
+        for (i, b) in self.topsp.iter().enumerate() {
+            if dirty & (1u64 << i) != 0 {
+                b.clear();
+            }
+        }
+        for (i, b) in self.tpb.iter().enumerate() {
+            if dirty & (1u64 << (32 + i)) != 0 {
+                b.clear();
+            }
+        }
+    }
+
+    /// Whether every semaphore and event of every block is zero (tests of re-arming).
+    pub fn all_zero(&self) -> bool {
+        self.topsp
+            .iter()
+            .chain(&self.tpb)
+            .all(|b| b.nonzero().next().is_none() && (0..=255u8).all(|i| !b.event(i)))
+    }
+
     /// Replace block `id` with `b` (a block in shared memory, [`SemBlock::external`]); false
     /// if the chip has no such block.
     pub fn attach(&mut self, id: BlockId, b: SemBlock) -> bool {

@@ -28,10 +28,11 @@ use crate::lower::addrmap::AddressMap;
 use crate::lower::cache::Signature;
 use crate::lower::emit::{emit, EmittedProgram};
 use crate::lower::pipeline::{address_map, lower, LowerConfig};
+use crate::lower::program::Buf;
 use crate::lower::program::Program;
 use crate::lower::request::CollectiveRequest;
-use crate::runtime::device_run;
 use crate::runtime::rendezvous::{GroupKey, Rendezvous};
+use crate::runtime::resident::Resident;
 
 /// A collective lowered and emitted for every rank of its group.
 #[derive(Debug)]
@@ -47,6 +48,10 @@ pub struct Lowered {
     /// What a multi-process run needs, computed on its first run (`runtime::shared_run`):
     /// the program's digest and every rank's device-segment layout.
     pub shared: once_cell::sync::OnceCell<crate::runtime::shared_run::SharedPlan>,
+    /// Loaded machines of this collective between runs (`runtime::resident`): a run takes one
+    /// (or loads one) and gives it back only if it succeeded. Several at once only when
+    /// several groups run this collective concurrently.
+    resident: Mutex<Vec<Resident>>,
 }
 
 impl Lowered {
@@ -58,9 +63,60 @@ impl Lowered {
             emitted,
             world,
             shared: once_cell::sync::OnceCell::new(),
+            resident: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A loaded machine of this collective: a resident one left by an earlier run, or a new one.
+    pub fn take_resident(&self) -> Result<Resident> {
+        if let Some(r) = self.resident.lock().pop() {
+            Lowered::forget_held(&r);
+            return Ok(r);
+        }
+        Resident::build(&self.program, &self.emitted, &self.map)
+    }
+
+    /// Keep `r` (after a successful run) for the next run, within [`RESIDENT_BUDGET`].
+    pub fn give_resident(&self, r: Resident) {
+        let bytes = r.held_bytes();
+        let mut held = RESIDENT_HELD.lock();
+        if *held + bytes > RESIDENT_BUDGET {
+            return;
+        }
+        *held += bytes;
+        let mut pool = self.resident.lock();
+        if pool.len() >= MAX_RESIDENT_PER_COLLECTIVE {
+            *held -= bytes;
+            return;
+        }
+        pool.push(r);
+    }
+
+    /// Remove a kept resident from the budget (taken by a run, or dropped with its collective).
+    fn forget_held(r: &Resident) {
+        let mut held = RESIDENT_HELD.lock();
+        *held = held.saturating_sub(r.held_bytes());
+    }
+}
+
+impl Drop for Lowered {
+    fn drop(&mut self) {
+        for r in self.resident.get_mut().drain(..) {
+            Lowered::forget_held(&r);
         }
     }
 }
+
+/// Most machine bytes (scratch, staging, SPADs, rings: tensors are bound, not held) kept
+/// resident across every prepared collective of the process. Choice: 2 GiB; a collective whose
+/// machine does not fit is loaded afresh each run, as before residency. Raise it here.
+pub const RESIDENT_BUDGET: u64 = 2 << 30;
+
+/// Loaded machines kept per collective (groups running it at the same time).
+const MAX_RESIDENT_PER_COLLECTIVE: usize = 4;
+
+/// Bytes of every resident machine kept now.
+static RESIDENT_HELD: Mutex<u64> = Mutex::new(0);
 
 /// Capacity of the prepared-collective cache.
 const CACHE_CAPACITY: usize = 64;
@@ -131,6 +187,12 @@ pub trait RankIo: Send {
     fn input_into(&self, dst: &mut [u8]) -> Result<()>;
     /// Store the rank's result (`device_run::read_outputs` form).
     fn output(&self, data: &[u8]) -> Result<()>;
+    /// The device tensor whose bytes *are* the rank's buffer `buf` laid out as the program
+    /// addresses it (its first byte the buffer's first), if there is one: the resident device
+    /// then binds it instead of staging (`runtime::resident`). Default: none.
+    fn device_tensor(&self, _buf: Buf) -> Option<&crate::runtime::tensor::Tensor> {
+        None
+    }
 }
 
 /// One rank arriving at a collective.
@@ -235,34 +297,23 @@ fn run_instance(key: &GroupKey, instance: u64, all: Vec<Arrival>) -> Vec<Result<
     }
     let l = all[0].lowered.clone();
     let start = std::time::Instant::now();
-    // Inputs go straight from each rank's data into its device buffer and results straight
-    // back out (no intermediate copies).
-    let ran = device_run::load_from(&l.program, &l.emitted, &l.map, &|r, dst| {
-        all[r as usize].io.input_into(dst)
-    })
-    .map_err(|e| {
-        e.context(format!(
-            "collective #{instance} of {key}: loading the inputs"
-        ))
-    })
-    .and_then(|mut m| m.run().map(|_| m));
+    let ios: Vec<&dyn RankIo> = all.iter().map(|a| a.io.as_ref()).collect();
+    let ran = l.take_resident().and_then(|mut res| {
+        let rep = res.run(&ios)?;
+        crate::log_debug!(
+            "cc",
+            "collective #{instance} of {key} ran in {:?} (run {} of its resident machine, {} \
+             buffers bound to tensors, {} packets)",
+            start.elapsed(),
+            res.runs(),
+            res.bound_last_run(),
+            rep.packets
+        );
+        l.give_resident(res);
+        Ok(())
+    });
     match ran {
-        Ok(m) => {
-            crate::log_debug!(
-                "cc",
-                "collective #{instance} of {key} ran in {:?}",
-                start.elapsed()
-            );
-            let mut res: Vec<Result<()>> = Vec::with_capacity(n);
-            let read = device_run::for_each_output(&m, &l.program, &l.map, &mut |r, o| {
-                res.push(all[r as usize].io.output(o));
-                Ok(())
-            });
-            match read {
-                Ok(()) => res,
-                Err(e) => fail_all(e),
-            }
-        }
+        Ok(()) => (0..n).map(|_| Ok(())).collect(),
         Err(e) => {
             let e = if e.kind() == ErrorKind::Invalid {
                 Error::failure(e.message())

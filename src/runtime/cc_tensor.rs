@@ -49,6 +49,19 @@ impl TensorIo {
 }
 
 impl RankIo for TensorIo {
+    fn device_tensor(&self, buf: crate::lower::program::Buf) -> Option<&Tensor> {
+        use crate::lower::program::Buf;
+        let in_place = self.inputs.len() == 1
+            && self.outputs.len() == 1
+            && self.inputs[0].storage_key() == self.outputs[0].storage_key();
+        match buf {
+            // One input tensor is the input buffer; in place it is the whole storage.
+            Buf::Input if self.inputs.len() == 1 => Some(&self.inputs[0]),
+            Buf::Output if self.outputs.len() == 1 && !in_place => Some(&self.outputs[0]),
+            _ => None,
+        }
+    }
+
     fn input_into(&self, v: &mut [u8]) -> Result<()> {
         let len = v.len();
         if self.input_at > 0 || self.inputs.len() == 1 {

@@ -95,6 +95,22 @@ pub fn load_from(
     map: &AddressMap,
     input: &dyn Fn(u32, &mut [u8]) -> Result<()>,
 ) -> Result<Machine> {
+    let (mut m, agents) = load_program(p, emitted, map, input)?;
+    for a in agents {
+        a.attach(&mut m)?;
+    }
+    Ok(m)
+}
+
+/// Everything [`load_from`] does but adding the TOP_SPs: the machine's memory holds every
+/// region, SPAD image and first ring lap, no semaphore is raised, and the TOP_SPs come back
+/// as [`TopspAgent`]s (a persistent machine keeps them to start each run from).
+pub fn load_program(
+    p: &Program,
+    emitted: &EmittedProgram,
+    map: &AddressMap,
+    input: &dyn Fn(u32, &mut [u8]) -> Result<()>,
+) -> Result<(Machine, Vec<TopspAgent>)> {
     let world = map.ranks();
     if p.ranks.len() != world as usize {
         return Err(Error::invalid(format!(
@@ -133,13 +149,14 @@ pub fn load_from(
         )?;
         input(r, dst)?;
     }
+    let mut agents = Vec::new();
     for rank in &emitted.ranks {
         let chip = map.chip_id(rank.rank)?;
         for img in &rank.topsps {
-            load_topsp(&mut m, &fw, map, rank.rank, chip, img)?;
+            agents.push(load_topsp(&mut m, &fw, map, rank.rank, chip, img)?);
         }
     }
-    Ok(m)
+    Ok((m, agents))
 }
 
 /// The data buffers a rank maps and their bytes: input and output (one storage in place, sized
@@ -231,7 +248,7 @@ pub fn check_dispatch(seq: &Sequencer, fw: &FirmwareImage, r: u32, topsp: u8) ->
     Ok(())
 }
 
-/// Map and fill one TOP_SP's program area, build its queues and sequencer, raise TRIGGER.
+/// Map and fill one TOP_SP's program area, build its queues and sequencer.
 fn load_topsp(
     m: &mut Machine,
     fw: &FirmwareImage,
@@ -239,7 +256,7 @@ fn load_topsp(
     r: u32,
     chip: u8,
     img: &TopspImage,
-) -> Result<()> {
+) -> Result<TopspAgent> {
     let n = &img.neff;
     for (base, bytes) in [
         (n.ctrl_spad_base, &img.ctrl_spad),
@@ -260,20 +277,50 @@ fn load_topsp(
         let bytes: Vec<u8> = stream[..first].iter().flatten().copied().collect();
         m.mem.write(chip, base, &bytes)?;
     }
-    attach_topsp(m, fw, map, r, chip, img)
+    topsp_agent(fw, map, r, chip, img)
 }
 
-/// Add the queues and sequencer of one TOP_SP whose program area is in `m`'s memory already
-/// (SPADs and the first lap of each ring written), and raise its TRIGGER. Shared with
-/// `runtime::shared_run`, whose program areas live in shared memory.
-pub fn attach_topsp(
-    m: &mut Machine,
+/// One TOP_SP as loaded, before its first step: its queue pair (rings empty, a longer stream's
+/// feed at its first lap) and its sequencer at the first cc_op entry. A persistent machine
+/// (`runtime::resident`) keeps these and starts every run from a clone, as the hardware's
+/// sequencer restarts at its table and its rings at their bases.
+#[derive(Debug, Clone)]
+pub struct TopspAgent {
+    /// The rank it runs for.
+    pub rank: u32,
+    /// Its chip.
+    pub chip: u8,
+    /// Its device TOP_SP index.
+    pub dev: u8,
+    /// Its M2S and S2M queues.
+    pub pair: QueuePair,
+    /// Its sequencer.
+    pub seq: Sequencer,
+}
+
+impl TopspAgent {
+    /// Raise its TRIGGER (semaphore 0, the host trigger, device.md §8.2) in `m`'s memory and
+    /// add it to `m`.
+    pub fn attach(self, m: &mut Machine) -> Result<()> {
+        let (chip, dev) = (self.chip, self.dev);
+        m.mem
+            .sem_block_mut(chip, BlockId::TopSp(dev))
+            .ok_or_else(|| Error::invalid(format!("device run: no TOP_SP {dev} on chip {chip}")))?
+            .add(0, 1);
+        m.add_rank_topsp(self.rank, chip, dev, self.pair, self.seq);
+        Ok(())
+    }
+}
+
+/// The queues and sequencer of one TOP_SP whose program area is in memory already (SPADs and
+/// the first lap of each ring written), its dispatch checked against the firmware image.
+pub fn topsp_agent(
     fw: &FirmwareImage,
     map: &AddressMap,
     r: u32,
     chip: u8,
     img: &TopspImage,
-) -> Result<()> {
+) -> Result<TopspAgent> {
     let n = &img.neff;
     let mut queues = Vec::with_capacity(2);
     for (dir, base, len, stream) in [
@@ -294,12 +341,54 @@ pub fn attach_topsp(
     let seq = Sequencer::load(&img.ctrl_spad, &img.slot_spad, cfg)?;
     check_dispatch(&seq, fw, r, img.topsp)?;
     let dev = map.device_topsp(r, img.topsp)?;
-    m.mem
-        .sem_block_mut(chip, BlockId::TopSp(dev))
-        .ok_or_else(|| Error::invalid(format!("device run: no TOP_SP {dev} on chip {chip}")))?
-        .add(0, 1);
-    m.add_rank_topsp(r, chip, dev, pair, seq);
-    Ok(())
+    Ok(TopspAgent {
+        rank: r,
+        chip,
+        dev,
+        pair,
+        seq,
+    })
+}
+
+/// Add the queues and sequencer of one TOP_SP whose program area is in `m`'s memory already
+/// (SPADs and the first lap of each ring written), and raise its TRIGGER. Shared with
+/// `runtime::shared_run`, whose program areas live in shared memory.
+pub fn attach_topsp(
+    m: &mut Machine,
+    fw: &FirmwareImage,
+    map: &AddressMap,
+    r: u32,
+    chip: u8,
+    img: &TopspImage,
+) -> Result<()> {
+    topsp_agent(fw, map, r, chip, img)?.attach(m)
+}
+
+/// The first lap of every ring whose stream is longer than the ring, as `(chip, base, bytes)`:
+/// the feed overwrites those slots during a run, so a persistent machine writes them again
+/// before the next (a ring no longer than its ring length is never written by a run).
+pub fn ring_reposts(map: &AddressMap, emitted: &EmittedProgram) -> Result<Vec<(u8, u64, Vec<u8>)>> {
+    let mut out = Vec::new();
+    for rank in &emitted.ranks {
+        let chip = map.chip_id(rank.rank)?;
+        for img in &rank.topsps {
+            let n = &img.neff;
+            for (base, len, stream) in [
+                (n.m2s_ring_base, img.m2s_ring_len, &img.m2s),
+                (n.s2m_ring_base, img.s2m_ring_len, &img.s2m),
+            ] {
+                let len = len as usize;
+                if stream.len() > len {
+                    out.push((
+                        chip,
+                        base,
+                        stream[..len].iter().flatten().copied().collect(),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A machine of `chips` chips for a program over `map`: the TOP_SPs' arch from the topology's

@@ -29,6 +29,7 @@ pub mod host_cc;
 pub mod log;
 pub mod process;
 pub mod rendezvous;
+pub mod resident;
 pub mod shared_go;
 pub mod shared_run;
 pub mod shared_seg;
