@@ -4,21 +4,13 @@
 //! 2.31, so their prototypes here are OpenNRT's: the same as the `nrta_` functions, bound at
 //! node `NRT_2.0.0`).
 //!
-//! Prepare reads the communicator and the two tensor lists once, checks them
-//! (`lower::request_api`), checks that the core joined the host-CC world as the communicator
-//! says, and lowers + emits the collective (`runtime::cc::prepare`, cached by signature).
-//! Choice: the vendor prepares on a background worker; OpenNRT prepares in the call, so a bad
-//! argument or a lowering refusal is the call's own status instead of a later `exec_ret`.
-//!
-//! Schedule takes the context (the handle is dead afterwards: a second schedule with a stale
-//! copy of the pointer is `NRT_INVALID_HANDLE`, with the cleared pointer `NRT_INVALID`), takes
-//! the rank's ticket — its place in the group's order of collectives — and queues the run on
-//! the collectives XU `queue` of the core. The worker meets the other ranks (`runtime::cc::run`),
-//! writes the status to `*exec_ret` and completes the sequence number.
-//!
-//! In place is the same tensor in both lists; its layout follows NCCL (`runtime::cc_tensor`):
-//! an in-place all-gather's tensor is the whole output (input = the rank's block), an in-place
-//! reduce-scatter's tensor the whole input (result = the rank's block).
+//! This layer converts and checks the C arguments and nothing else: prepare reads the
+//! communicator and the two tensor lists once and hands them to `runtime::cc_api::prepare`
+//! (tensor checks, request, membership, lowering); schedule takes the context (the handle is
+//! dead afterwards: a second schedule with a stale copy of the pointer is `NRT_INVALID_HANDLE`,
+//! with the cleared pointer `NRT_INVALID`) and hands it to `runtime::cc_api::schedule`, which
+//! runs the collective on the caller's thread or queues it on the collectives XU `queue` of the
+//! core, and later writes the status to `*exec_ret` and completes the sequence number.
 
 use std::ffi::c_int;
 
@@ -27,29 +19,16 @@ use crate::abi::handle::{self, Opaque};
 use crate::abi::tensor::tensor_of;
 use crate::abi::types::*;
 use crate::error::{Error, Result};
-use crate::lower::request::CollectiveRequest;
 use crate::lower::request_api::ApiComm;
-use crate::runtime::cc::{self, Arrival, Lowered};
-use crate::runtime::cc_tensor::TensorIo;
-use crate::runtime::comm::{self, Slot};
-use crate::runtime::rendezvous::GroupKey;
-use crate::runtime::tensor::{Placement, Tensor};
-use crate::runtime::xu::{self, ExecRet, XuType};
+use crate::runtime::cc_api::{self, Prepared};
+use crate::runtime::tensor::Tensor;
+use crate::runtime::xu::{ExecRet, XuType};
 
 /// A prepared collective: what `nrt_cc_context_t *` points to. The payload is taken by the
 /// schedule that queues it (and put back if queueing fails, so the caller may retry).
 #[derive(Debug)]
 pub struct CcContext {
     prepared: parking_lot::Mutex<Option<Prepared>>,
-}
-
-#[derive(Debug)]
-struct Prepared {
-    req: CollectiveRequest,
-    comm: ApiComm,
-    lowered: std::sync::Arc<Lowered>,
-    inputs: Vec<Tensor>,
-    outputs: Vec<Tensor>,
 }
 
 impl Opaque for CcContext {
@@ -131,61 +110,9 @@ pub(crate) unsafe fn prepare(
     let inputs = unsafe { tensors_of(input, "input") }?;
     // SAFETY: forwarded contract.
     let outputs = unsafe { tensors_of(output, "output") }?;
-    for (name, list) in [("input", &inputs), ("output", &outputs)] {
-        for (i, t) in list.iter().enumerate() {
-            if t.placement() != Placement::Device || t.vnc() != Some(api.vnc) {
-                return Err(Error::invalid(format!(
-                    "{name}.tensors[{i}] ({:?}) is a {:?} tensor{}; a collective on comm.vnc {} \
-                     needs device tensors of that core",
-                    t.name(),
-                    t.placement(),
-                    t.vnc().map_or(String::new(), |v| format!(" on vnc {v}")),
-                    api.vnc
-                )));
-            }
-        }
-    }
-    let same = inputs.len() == 1
-        && outputs.len() == 1
-        && inputs[0].storage_key() == outputs[0].storage_key()
-        && inputs[0].size() == outputs[0].size();
-    let mut in_sizes: Vec<u64> = inputs.iter().map(Tensor::size).collect();
-    let mut out_sizes: Vec<u64> = outputs.iter().map(Tensor::size).collect();
-    if same {
-        // NCCL's in-place layout (module doc): the rank's block is the input of an all-gather
-        // and the result of a reduce-scatter, so that side is one of rank_n equal blocks.
-        let n = u64::from(api.rank_n.max(1));
-        let block = match cc_op {
-            x if x == nrt_cc_op_type_t::NRT_CC_ALLGATHER as u32 => Some(&mut in_sizes[0]),
-            x if x == nrt_cc_op_type_t::NRT_CC_REDUCESCATTER as u32 => Some(&mut out_sizes[0]),
-            _ => None,
-        };
-        if let Some(b) = block {
-            if *b % n != 0 {
-                return Err(Error::invalid(format!(
-                    "in place: the tensor's {} bytes are not rank_n = {n} equal blocks",
-                    inputs[0].size()
-                )));
-            }
-            *b /= n;
-        }
-    }
-    let req = CollectiveRequest::from_api(&api, &in_sizes, &out_sizes, same, dtype, op, cc_op)?;
-    comm::check_member(
-        Slot::HostCc,
-        api.vnc,
-        api.ctx_device_id,
-        api.ctx_device_count,
-    )?;
-    let lowered = cc::prepare(&req, api.ctx_device_count)?;
+    let prepared = cc_api::prepare(api, inputs, outputs, dtype, op, cc_op)?;
     let h = handle::export(CcContext {
-        prepared: parking_lot::Mutex::new(Some(Prepared {
-            req,
-            comm: api,
-            lowered,
-            inputs,
-            outputs,
-        })),
+        prepared: parking_lot::Mutex::new(Some(prepared)),
     });
     out.write(h);
     Ok(())
@@ -230,56 +157,10 @@ pub(crate) unsafe fn schedule(
     let p = ctx.prepared.lock().take().ok_or_else(|| {
         Error::invalid_handle("*cc_ctx was already scheduled (nrta_cc_schedule consumes it)")
     })?;
-    let key = GroupKey {
-        kind: "cc",
-        slot: Slot::HostCc as u8,
-        group: p.req.group.clone(),
-    };
-    let (rank, lnc) = (p.req.rank, p.comm.vnc);
-    let ticket = cc::meetings().ticket(&key, rank);
-    // The payload moves into the job through this slot; a failed submit hands it back.
-    let payload = std::sync::Arc::new(parking_lot::Mutex::new(Some(p)));
-    let job_payload = payload.clone();
-    let job_key = key.clone();
-    let job = Box::new(move || {
-        let Some(Prepared {
-            req,
-            lowered,
-            inputs,
-            outputs,
-            ..
-        }) = job_payload.lock().take()
-        else {
-            return status_of(&Error::failure("collective context vanished")) as i32;
-        };
-        let io = TensorIo::new(&req, inputs, outputs);
-        match cc::run(
-            &job_key,
-            ticket,
-            Arrival {
-                req,
-                lowered,
-                io: Box::new(io),
-            },
-        ) {
-            Ok(()) => 0,
-            Err(e) => {
-                crate::log_error!("nrta_cc_schedule", "rank {rank}: {e}");
-                status_of(&e) as i32
-            }
-        }
-    });
-    let seq = match xu::submit(
-        lnc,
-        XuType::Collectives,
-        queue,
-        ExecRet(exec_ret.cast()),
-        job,
-    ) {
+    let seq = match cc_api::schedule(p, queue, ExecRet(exec_ret.cast()), |e| status_of(e) as i32) {
         Ok(s) => s,
-        Err(e) => {
-            cc::meetings().untake(&key, rank, ticket);
-            *ctx.prepared.lock() = payload.lock().take();
+        Err((e, p)) => {
+            *ctx.prepared.lock() = Some(*p);
             return Err(e);
         }
     };

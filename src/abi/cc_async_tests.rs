@@ -230,3 +230,282 @@ fn every_op_dtype_and_redop_through_the_exported_functions() {
         crate::runtime::comm::reset();
     });
 }
+
+/// One rank's tensors kept across collectives (`resident_*` tests): what a training loop does.
+struct Held {
+    r: u32,
+    group: Vec<u32>,
+    input: usize,
+    output: usize,
+}
+
+impl Held {
+    fn new(r: u32, group: Vec<u32>, in_b: u64, out_b: u64, in_place: bool) -> Held {
+        let vnc = group[r as usize];
+        let input = alloc(vnc, in_b.max(if in_place { out_b } else { 0 }));
+        let output = if in_place { input } else { alloc(vnc, out_b) };
+        Held {
+            r,
+            group,
+            input,
+            output,
+        }
+    }
+
+    fn write(&self, t: usize, at: usize, bytes: &[u8]) {
+        // SAFETY: live tensor; the callers stay inside its size.
+        let st = unsafe { nrt_tensor_write(t as _, bytes.as_ptr().cast(), at, bytes.len()) };
+        assert_eq!(st as i32, 0);
+    }
+
+    fn read(&self, t: usize, at: usize, len: usize) -> Vec<u8> {
+        let mut v = vec![0u8; len];
+        // SAFETY: live tensor, `len` bytes inside it.
+        let st = unsafe { nrt_tensor_read(t as _, v.as_mut_ptr().cast(), at, len) };
+        assert_eq!(st as i32, 0);
+        v
+    }
+
+    /// Prepare, schedule (queue 0) and wait for one collective; returns its status.
+    fn collective(&self, cc_op: u32, dtype: u32) -> NRT_STATUS {
+        let n = self.group.len() as u32;
+        let vnc = self.group[self.r as usize];
+        let mut comm = nrt_cc_comm_t {
+            replica_group: self.group.as_ptr().cast_mut(),
+            rank: self.r,
+            rank_n: n,
+            ctx_device_id: vnc,
+            ctx_device_count: RANKS,
+            vnc,
+        };
+        let mut ins = [self.input as *mut nrt_tensor_t];
+        let mut outs = [self.output as *mut nrt_tensor_t];
+        let mut li = nrt_tensor_list_t {
+            tensors: ins.as_mut_ptr(),
+            num_tensors: 1,
+        };
+        let mut lo = nrt_tensor_list_t {
+            tensors: outs.as_mut_ptr(),
+            num_tensors: 1,
+        };
+        let mut ctx = std::ptr::null_mut();
+        let mut ret = NRT_STATUS::NRT_FAILURE;
+        let mut seq = 0u64;
+        // SAFETY: every pointer is valid for the calls; `ret` outlives the wait below.
+        unsafe {
+            let st = nrta_cc_prepare(&mut comm, &mut li, &mut lo, dtype, 0, cc_op, &mut ctx);
+            assert_eq!(st as i32, 0, "prepare rank {}", self.r);
+            let st = nrta_cc_schedule(&mut ctx, 0, &mut ret, &mut seq);
+            assert_eq!(st as i32, 0, "schedule rank {}", self.r);
+        }
+        while !crate::runtime::xu::is_completed(seq).unwrap() {
+            std::hint::spin_loop();
+        }
+        // SAFETY: written before the completion was published (runtime::xu).
+        unsafe { std::ptr::read_volatile(&ret) }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        for t in [self.input, self.output] {
+            let mut t = t as *mut nrt_tensor_t;
+            // SAFETY: live handle (freeing an in-place tensor twice is refused, not UB).
+            unsafe { nrt_tensor_free(&mut t) };
+        }
+    }
+}
+
+/// Repeated collectives on the same tensors, the inputs changed between runs and the output
+/// tensors full of garbage: every result exact, out-of-place inputs untouched, an in-place
+/// reduce-scatter's other blocks untouched, and the machine resident (loaded once, re-armed).
+#[test]
+fn resident_repeated_collectives_on_the_same_tensors_are_exact() {
+    testing::init(|| {
+        crate::runtime::comm::reset();
+        for r in 0..RANKS {
+            assert_eq!(
+                crate::abi::collectives::nrt_cc_global_comm_init(r, r, RANKS) as i32,
+                0
+            );
+        }
+        let count = 300u64;
+        let f32_code = 10u32; // NRT_DTYPE_FLOAT32
+        for cc_op in 0..3u32 {
+            for in_place in [false, true] {
+                let cop = op_of(cc_op);
+                let n = u64::from(RANKS);
+                let (in_b, out_b) = match cop {
+                    CollectiveOp::AllGather => (count * 4, n * count * 4),
+                    CollectiveOp::ReduceScatter => (n * count * 4, count * 4),
+                    _ => (count * 4, count * 4),
+                };
+                let group: Vec<u32> = (0..RANKS).collect();
+                let ranks: Vec<Held> = (0..RANKS)
+                    .map(|r| Held::new(r, group.clone(), in_b, out_b, in_place))
+                    .collect();
+                for salt in 0..3u64 {
+                    let mut req = crate::lower::request::CollectiveRequest::new(
+                        cop,
+                        crate::isa::enums::Dtype::Fp32,
+                        cop.is_reducing().then_some(ReduceOp::Add),
+                        count,
+                        group.clone(),
+                        0,
+                    );
+                    req.in_place = in_place;
+                    let mut inputs = verifiable::inputs(&req).unwrap();
+                    // Other inputs every run: the salt shifts every element.
+                    for (r, v) in inputs.iter_mut().enumerate() {
+                        for w in v.chunks_exact_mut(4) {
+                            let x = f32::from_le_bytes(w.try_into().unwrap());
+                            let y = x + ((salt + r as u64) % 3) as f32;
+                            w.copy_from_slice(&y.to_le_bytes());
+                        }
+                    }
+                    std::thread::scope(|s| {
+                        let hs: Vec<_> = ranks
+                            .iter()
+                            .map(|h| {
+                                let input = &inputs[h.r as usize];
+                                s.spawn(move || {
+                                    let at = match (in_place, cop) {
+                                        (true, CollectiveOp::AllGather) => {
+                                            h.r as usize * count as usize * 4
+                                        }
+                                        _ => 0,
+                                    };
+                                    if !in_place {
+                                        h.write(h.output, 0, &vec![0xFF; out_b as usize]);
+                                    } else if cop == CollectiveOp::AllGather {
+                                        h.write(h.input, 0, &vec![0xFF; out_b as usize]);
+                                    }
+                                    h.write(h.input, at, input);
+                                    assert_eq!(
+                                        h.collective(cc_op, f32_code),
+                                        NRT_STATUS::NRT_SUCCESS
+                                    );
+                                    let (rd_at, rd_len) = match (in_place, cop) {
+                                        (true, CollectiveOp::ReduceScatter) => {
+                                            (h.r as usize * count as usize * 4, out_b as usize)
+                                        }
+                                        _ => (0, out_b as usize),
+                                    };
+                                    let got = h.read(h.output, rd_at, rd_len);
+                                    if !in_place {
+                                        assert_eq!(
+                                            &h.read(h.input, 0, input.len()),
+                                            input,
+                                            "input kept"
+                                        );
+                                    } else if cop == CollectiveOp::ReduceScatter {
+                                        let all = h.read(h.input, 0, in_b as usize);
+                                        for (b, blk) in all.chunks(out_b as usize).enumerate() {
+                                            if b != h.r as usize {
+                                                assert_eq!(
+                                                    blk,
+                                                    &input[b * out_b as usize..][..out_b as usize],
+                                                    "block {b} kept"
+                                                );
+                                            }
+                                        }
+                                    }
+                                    got
+                                })
+                            })
+                            .collect();
+                        let got: Vec<Vec<u8>> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+                        let chk = verifiable::check(&req, &inputs, &got).unwrap();
+                        assert_eq!(
+                            chk.wrong, 0,
+                            "{cop:?} in place {in_place} run {salt}: {:?}",
+                            chk.first
+                        );
+                    });
+                }
+                assert!(
+                    crate::runtime::cc::resident_held_bytes() > 0,
+                    "{cop:?}: a machine stays resident between runs"
+                );
+            }
+        }
+        crate::runtime::xu::shutdown();
+        crate::runtime::cc::reset();
+        assert_eq!(
+            crate::runtime::cc::resident_held_bytes(),
+            0,
+            "nrt_close frees resident machines"
+        );
+        crate::runtime::comm::reset();
+    });
+}
+
+/// Collectives of several groups and sizes interleaved on the same ranks (each rank's thread
+/// issues them in one order; every group's ranks agree): all exact.
+#[test]
+fn resident_interleaved_groups_and_sizes_are_exact() {
+    testing::init(|| {
+        crate::runtime::comm::reset();
+        for r in 0..RANKS {
+            assert_eq!(
+                crate::abi::collectives::nrt_cc_global_comm_init(r, r, RANKS) as i32,
+                0
+            );
+        }
+        let f32_code = 10u32;
+        // (group, count): pairs, the whole world, two sizes each.
+        let plan: Vec<(Vec<u32>, u64)> = vec![
+            (vec![0, 1], 64),
+            (vec![2, 3], 64),
+            (vec![0, 1, 2, 3], 1000),
+            (vec![0, 1], 5000),
+            (vec![2, 3], 17),
+            (vec![0, 1, 2, 3], 3),
+        ];
+        for round in 0..4u64 {
+            std::thread::scope(|s| {
+                let hs: Vec<_> = (0..RANKS)
+                    .map(|me| {
+                        let plan = &plan;
+                        s.spawn(move || {
+                            let mut outs = Vec::new();
+                            for (k, (group, count)) in plan.iter().enumerate() {
+                                let Some(r) = group.iter().position(|&g| g == me) else {
+                                    continue;
+                                };
+                                let h =
+                                    Held::new(r as u32, group.clone(), count * 4, count * 4, false);
+                                let x: Vec<u8> = (0..*count)
+                                    .map(|e| ((e + round + u64::from(me)) % 7) as f32)
+                                    .flat_map(f32::to_le_bytes)
+                                    .collect();
+                                h.write(h.input, 0, &x);
+                                assert_eq!(h.collective(1, f32_code), NRT_STATUS::NRT_SUCCESS);
+                                outs.push((k, h.read(h.output, 0, (count * 4) as usize)));
+                            }
+                            outs
+                        })
+                    })
+                    .collect();
+                let got: Vec<Vec<(usize, Vec<u8>)>> =
+                    hs.into_iter().map(|h| h.join().unwrap()).collect();
+                for (me, outs) in got.iter().enumerate() {
+                    for (k, out) in outs {
+                        let (group, count) = &plan[*k];
+                        for (e, w) in out.chunks_exact(4).enumerate() {
+                            let want: f32 = group
+                                .iter()
+                                .map(|&g| ((e as u64 + round + u64::from(g)) % 7) as f32)
+                                .sum();
+                            let v = f32::from_le_bytes(w.try_into().unwrap());
+                            assert_eq!(v, want, "round {round} rank {me} collective {k} ({group:?} x {count}) element {e}");
+                        }
+                    }
+                }
+            });
+        }
+        crate::runtime::xu::shutdown();
+        crate::runtime::cc::reset();
+        crate::runtime::comm::reset();
+    });
+}

@@ -118,6 +118,11 @@ const MAX_RESIDENT_PER_COLLECTIVE: usize = 4;
 /// Bytes of every resident machine kept now.
 static RESIDENT_HELD: Mutex<u64> = Mutex::new(0);
 
+/// Bytes the resident machines of every prepared collective hold now (tests, logs).
+pub fn resident_held_bytes() -> u64 {
+    *RESIDENT_HELD.lock()
+}
+
 /// Capacity of the prepared-collective cache.
 const CACHE_CAPACITY: usize = 64;
 
@@ -236,6 +241,25 @@ pub fn meet_here(key: &GroupKey, instance: u64, arrival: Arrival) -> Result<()> 
     let deadline = crate::runtime::process::config()?.exec_timeout()?;
     let rank = arrival.req.rank;
     MEETINGS.meet(key, instance, rank, arrival, deadline, |all| {
+        run_instance(key, instance, all)
+    })
+}
+
+/// Arrive at a meeting held in this process without waiting (`runtime::cc_api`): `done` gets
+/// this rank's result. If this rank is the last to arrive, the collective runs here, on the
+/// caller's thread, before this returns.
+pub fn arrive_here(
+    key: &GroupKey,
+    instance: u64,
+    arrival: Arrival,
+    done: crate::runtime::rendezvous::Done<()>,
+) {
+    let deadline = match crate::runtime::process::config().and_then(|c| c.exec_timeout()) {
+        Ok(d) => d,
+        Err(e) => return done(Err(e)),
+    };
+    let rank = arrival.req.rank;
+    MEETINGS.arrive(key, instance, rank, arrival, deadline, done, |all| {
         run_instance(key, instance, all)
     })
 }

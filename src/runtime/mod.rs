@@ -20,6 +20,7 @@
 
 pub mod bootstrap;
 pub mod cc;
+pub mod cc_api;
 pub mod cc_tensor;
 pub mod comm;
 pub mod config;

@@ -19,6 +19,36 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, ErrorKind, Result};
 
+/// How an arrival went.
+enum Entered<A, R> {
+    /// The meeting had failed (or the arrival was refused): the error, and the callbacks to
+    /// call with it.
+    Failed(Error, Vec<(Done<R>, Error)>),
+    /// The last arrival: every rank's payload, in rank order.
+    Last(Vec<A>),
+    /// Others are still missing.
+    Waiting,
+}
+
+/// The timeout error of a meeting that ranks never reached.
+fn missing_error<A>(key: &GroupKey, instance: u64, arrived: &[Option<A>], d: Duration) -> Error {
+    let missing: Vec<String> = arrived
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.is_none())
+        .map(|(r, _)| format!("rank {r} (global id {})", key.group[r]))
+        .collect();
+    Error::new(
+        ErrorKind::Timeout,
+        format!(
+            "collective #{instance} of {key}: {} never arrived within \
+             NEURON_RT_EXEC_TIMEOUT = {:?}",
+            missing.join(", "),
+            d
+        ),
+    )
+}
+
 /// A group of ranks that meet: what kind of exchange, in which world, over which global ids
 /// (in rank order).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -41,12 +71,67 @@ impl std::fmt::Display for GroupKey {
     }
 }
 
-#[derive(Debug)]
+/// What a rank that did not wait ([`Rendezvous::arrive`]) is handed its result through.
+pub type Done<R> = Box<dyn FnOnce(Result<R>) + Send>;
+
 struct Meeting<A, R> {
     arrived: Vec<Option<A>>,
+    /// Per rank that arrived without waiting: where its result goes.
+    done: Vec<Option<Done<R>>>,
     results: Option<Vec<Option<Result<R>>>>,
     failed: Option<Error>,
     taken: usize,
+    /// When the first rank that did not wait arrived, and the deadline then in force: the
+    /// watchdog fails the meeting at `since + deadline` ([`Rendezvous::arrive`]).
+    watch: Option<(Instant, Duration)>,
+}
+
+impl<A, R> std::fmt::Debug for Meeting<A, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Meeting")
+            .field(
+                "arrived",
+                &self.arrived.iter().filter(|a| a.is_some()).count(),
+            )
+            .field("failed", &self.failed)
+            .field("taken", &self.taken)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A, R> Meeting<A, R> {
+    fn new(n: usize) -> Self {
+        Meeting {
+            arrived: (0..n).map(|_| None).collect(),
+            done: (0..n).map(|_| None).collect(),
+            results: None,
+            failed: None,
+            taken: 0,
+            watch: None,
+        }
+    }
+
+    /// Fail the meeting with `e`: drop the arrivals (their buffers) and return the callbacks of
+    /// the ranks that did not wait, to call outside the lock.
+    fn fail(&mut self, e: &Error) -> Vec<(Done<R>, Error)> {
+        self.arrived.iter_mut().for_each(|a| *a = None);
+        self.failed = Some(e.clone());
+        let calls: Vec<(Done<R>, Error)> = self
+            .done
+            .iter_mut()
+            .filter_map(|d| d.take())
+            .map(|d| (d, e.clone()))
+            .collect();
+        self.taken += calls.len();
+        calls
+    }
+}
+
+/// Call the callbacks a failed meeting returned.
+fn call_all<R>(calls: Vec<(Done<R>, Error)>) {
+    for (d, e) in calls {
+        d(Err(e));
+    }
 }
 
 #[derive(Debug)]
@@ -55,6 +140,8 @@ struct Inner<A, R> {
     dead: HashMap<u32, Error>,
     next: HashMap<(GroupKey, u32), u64>,
     meetings: HashMap<(GroupKey, u64), Meeting<A, R>>,
+    /// The watchdog thread runs ([`Rendezvous::arrive`]).
+    watchdog: bool,
 }
 
 /// The meeting place of one kind of payload `A` with per-rank results `R`.
@@ -62,6 +149,8 @@ struct Inner<A, R> {
 pub struct Rendezvous<A, R> {
     inner: Mutex<Inner<A, R>>,
     cv: Condvar,
+    /// Wakes the watchdog (a meeting with a deadline it does not know yet).
+    watch_cv: Condvar,
 }
 
 impl<A, R> Default for Rendezvous<A, R> {
@@ -79,8 +168,10 @@ impl<A, R> Rendezvous<A, R> {
                 dead: HashMap::new(),
                 next: HashMap::new(),
                 meetings: HashMap::new(),
+                watchdog: false,
             }),
             cv: Condvar::new(),
+            watch_cv: Condvar::new(),
         }
     }
 
@@ -124,60 +215,195 @@ impl<A, R> Rendezvous<A, R> {
         }
         let id = (key.clone(), instance);
         let mut g = self.inner.lock();
-        let m = g.meetings.entry(id.clone()).or_insert_with(|| Meeting {
-            arrived: (0..n).map(|_| None).collect(),
-            results: None,
-            failed: None,
-            taken: 0,
-        });
+        let all = match Self::enter(&mut g, key, instance, rank, arrival, None) {
+            Entered::Failed(e, calls) => {
+                self.cv.notify_all();
+                drop(g);
+                call_all(calls);
+                return Err(e);
+            }
+            Entered::Last(all) => all,
+            Entered::Waiting => {
+                return self.wait_result(g, key, instance, rank, deadline);
+            }
+        };
+        drop(g);
+        let own = self.finish(key, &id, rank, all, run).map(|(own, _)| own);
+        own.unwrap_or_else(|| {
+            Err(Error::new(
+                ErrorKind::Closed,
+                "nrt_close while the collective ran",
+            ))
+        })
+    }
+
+    /// Arrive at instance `instance` of `key` as `rank` without waiting: `done` is handed the
+    /// rank's result when the meeting ends. If this is the last arrival, `run` runs here, on
+    /// the caller's thread, and every rank that did not wait gets its result through its own
+    /// `done` before this returns. A meeting no waiting rank watches is failed at `deadline`
+    /// (naming the missing ranks) by one watchdog thread per meeting place.
+    pub fn arrive(
+        &'static self,
+        key: &GroupKey,
+        instance: u64,
+        rank: u32,
+        arrival: A,
+        deadline: Option<Duration>,
+        done: Done<R>,
+        run: impl FnOnce(Vec<A>) -> Vec<Result<R>>,
+    ) where
+        A: Send + 'static,
+        R: Send + 'static,
+    {
+        let n = key.group.len();
+        if rank as usize >= n {
+            done(Err(Error::invalid(format!(
+                "rank {rank} is not in {key} ({n} ranks)"
+            ))));
+            return;
+        }
+        let id = (key.clone(), instance);
+        let mut g = self.inner.lock();
+        match Self::enter(&mut g, key, instance, rank, arrival, Some((done, deadline))) {
+            Entered::Failed(_, calls) => {
+                self.cv.notify_all();
+                drop(g);
+                call_all(calls);
+            }
+            Entered::Waiting => {
+                if deadline.is_some() && !g.watchdog {
+                    g.watchdog = true;
+                    let spawned = std::thread::Builder::new()
+                        .name("opennrt-meetings".into())
+                        .spawn(move || self.watchdog());
+                    if spawned.is_err() {
+                        g.watchdog = false;
+                        crate::log_warn!(
+                            "rendezvous",
+                            "cannot start the meeting watchdog: a rank that never arrives is \
+                             noticed only by a waiting rank"
+                        );
+                    }
+                }
+                self.watch_cv.notify_one();
+            }
+            Entered::Last(all) => {
+                drop(g);
+                // Own result: delivered through `done` like every other non-waiting rank's.
+                if let Some((own, Some(d))) = self.finish(key, &id, rank, all, run) {
+                    d(own);
+                }
+            }
+        }
+    }
+
+    /// Record an arrival. `done`: the rank does not wait (its callback and deadline).
+    fn enter(
+        g: &mut Inner<A, R>,
+        key: &GroupKey,
+        instance: u64,
+        rank: u32,
+        arrival: A,
+        done: Option<(Done<R>, Option<Duration>)>,
+    ) -> Entered<A, R> {
+        let n = key.group.len();
+        let id = (key.clone(), instance);
+        let m = g
+            .meetings
+            .entry(id.clone())
+            .or_insert_with(|| Meeting::new(n));
         if let Some(e) = &m.failed {
-            return Err(e.clone());
+            let e = e.clone();
+            let calls = done.map(|(d, _)| vec![(d, e.clone())]).unwrap_or_default();
+            return Entered::Failed(e, calls);
         }
         if m.arrived[rank as usize].is_some() || m.results.is_some() {
-            return Err(Error::failure(format!(
+            let e = Error::failure(format!(
                 "rank {rank} arrived twice at collective #{instance} of {key}"
-            )));
+            ));
+            let calls = done.map(|(d, _)| vec![(d, e.clone())]).unwrap_or_default();
+            return Entered::Failed(e, calls);
         }
         m.arrived[rank as usize] = Some(arrival);
+        if let Some((d, deadline)) = done {
+            m.done[rank as usize] = Some(d);
+            if let (None, Some(dl)) = (m.watch, deadline) {
+                m.watch = Some((Instant::now(), dl));
+            }
+        }
         // A dead peer names the failure even while closing (it is the cause).
         let dead = Self::dead_missing(&g.dead, key, &g.meetings[&id].arrived);
         if let Some(e) = dead.or_else(|| g.closed.clone()) {
             let m = g.meetings.get_mut(&id).expect("just inserted");
-            m.arrived.iter_mut().for_each(|a| *a = None);
-            m.failed = Some(e.clone());
-            self.cv.notify_all();
-            return Err(e);
+            let calls = m.fail(&e);
+            return Entered::Failed(e, calls);
         }
         let m = g.meetings.get_mut(&id).expect("just inserted");
         if m.arrived.iter().all(Option::is_some) {
-            let all: Vec<A> = m
-                .arrived
-                .iter_mut()
-                .map(|a| a.take().expect("all"))
-                .collect();
-            drop(g);
-            let mut results = run(all);
-            results.resize_with(n, || {
-                Err(Error::failure("the collective returned no result"))
-            });
-            let mut g = self.inner.lock();
-            let Some(m) = g.meetings.get_mut(&id) else {
-                // Reset (nrt_close) while the collective ran.
-                return Err(Error::new(
-                    ErrorKind::Closed,
-                    "nrt_close while the collective ran",
-                ));
-            };
-            let mut res: Vec<Option<Result<R>>> = results.into_iter().map(Some).collect();
-            let own = res[rank as usize].take().expect("own result");
-            m.results = Some(res);
-            m.taken += 1;
-            if m.taken == n {
-                g.meetings.remove(&id);
-            }
-            self.cv.notify_all();
-            return own;
+            return Entered::Last(
+                m.arrived
+                    .iter_mut()
+                    .map(|a| a.take().expect("all"))
+                    .collect(),
+            );
         }
+        Entered::Waiting
+    }
+
+    /// Run the collective of a complete meeting (outside the lock) and hand out the results:
+    /// the ranks that did not wait through their callbacks (except `rank`, the caller), the
+    /// waiting ones through the meeting. Returns the caller's own result and its callback (if
+    /// it did not wait), or `None` if the meeting was reset meanwhile.
+    #[allow(clippy::type_complexity)]
+    fn finish(
+        &self,
+        key: &GroupKey,
+        id: &(GroupKey, u64),
+        rank: u32,
+        all: Vec<A>,
+        run: impl FnOnce(Vec<A>) -> Vec<Result<R>>,
+    ) -> Option<(Result<R>, Option<Done<R>>)> {
+        let n = key.group.len();
+        let mut results = run(all);
+        results.resize_with(n, || {
+            Err(Error::failure("the collective returned no result"))
+        });
+        let mut g = self.inner.lock();
+        let m = g.meetings.get_mut(id)?;
+        let mut res: Vec<Option<Result<R>>> = results.into_iter().map(Some).collect();
+        let own = res[rank as usize].take().expect("own result");
+        let own_done = m.done[rank as usize].take();
+        let mut calls = Vec::new();
+        for (r, d) in m.done.iter_mut().enumerate() {
+            if let Some(d) = d.take() {
+                calls.push((d, res[r].take().expect("result once")));
+            }
+        }
+        m.taken += 1 + calls.len();
+        m.results = Some(res);
+        if m.taken == n {
+            g.meetings.remove(id);
+        }
+        self.cv.notify_all();
+        drop(g);
+        for (d, r) in calls {
+            d(r);
+        }
+        Some((own, own_done))
+    }
+
+    /// A waiting rank's side of [`Rendezvous::meet`]: sleep until the results are there, the
+    /// meeting failed or `deadline` passed (then fail it, naming the missing ranks).
+    fn wait_result(
+        &self,
+        mut g: parking_lot::MutexGuard<'_, Inner<A, R>>,
+        key: &GroupKey,
+        instance: u64,
+        rank: u32,
+        deadline: Option<Duration>,
+    ) -> Result<R> {
+        let id = (key.clone(), instance);
+        let n = key.group.len();
         let start = Instant::now();
         loop {
             let Some(m) = g.meetings.get_mut(&id) else {
@@ -199,26 +425,11 @@ impl<A, R> Rendezvous<A, R> {
             }
             match deadline {
                 Some(d) if start.elapsed() >= d => {
-                    let missing: Vec<String> = m
-                        .arrived
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, a)| a.is_none())
-                        .map(|(r, _)| format!("rank {r} (global id {})", key.group[r]))
-                        .collect();
-                    let e = Error::new(
-                        ErrorKind::Timeout,
-                        format!(
-                            "collective #{instance} of {key}: {} never arrived within \
-                             NEURON_RT_EXEC_TIMEOUT = {:?}",
-                            missing.join(", "),
-                            d
-                        ),
-                    );
-                    // Drop the arrivals (their buffers) and fail the meeting for everyone.
-                    m.arrived.iter_mut().for_each(|a| *a = None);
-                    m.failed = Some(e.clone());
+                    let e = missing_error(key, instance, &m.arrived, d);
+                    let calls = m.fail(&e);
                     self.cv.notify_all();
+                    drop(g);
+                    call_all(calls);
                     return Err(e);
                 }
                 Some(d) => {
@@ -230,20 +441,59 @@ impl<A, R> Rendezvous<A, R> {
         }
     }
 
+    /// The watchdog: fail every meeting whose non-waiting ranks' deadline passed.
+    fn watchdog(&self) {
+        let mut g = self.inner.lock();
+        loop {
+            let now = Instant::now();
+            let mut next: Option<Instant> = None;
+            let mut calls = Vec::new();
+            for ((key, instance), m) in g.meetings.iter_mut() {
+                let Some((since, d)) = m.watch else { continue };
+                if m.results.is_some() || m.failed.is_some() {
+                    continue;
+                }
+                let at = since + d;
+                if at <= now {
+                    let e = missing_error(key, *instance, &m.arrived, d);
+                    crate::log_error!("rendezvous", "{e}");
+                    calls.extend(m.fail(&e));
+                } else {
+                    next = Some(next.map_or(at, |n: Instant| n.min(at)));
+                }
+            }
+            if !calls.is_empty() {
+                self.cv.notify_all();
+                drop(g);
+                call_all(calls);
+                g = self.inner.lock();
+                continue;
+            }
+            match next {
+                Some(at) => {
+                    self.watch_cv.wait_until(&mut g, at);
+                }
+                None => self.watch_cv.wait(&mut g),
+            }
+        }
+    }
+
     /// Fail every open meeting with `why` (the waiting ranks return it), and every later
     /// arrival until [`Rendezvous::reset`].
     pub fn abort_all(&self, why: &Error) {
         let mut g = self.inner.lock();
         g.closed = Some(why.clone());
         let Inner { dead, meetings, .. } = &mut *g;
+        let mut calls = Vec::new();
         for ((key, _), m) in meetings.iter_mut() {
             if m.results.is_none() && m.failed.is_none() {
                 let e = Self::dead_missing(dead, key, &m.arrived).unwrap_or_else(|| why.clone());
-                m.arrived.iter_mut().for_each(|a| *a = None);
-                m.failed = Some(e);
+                calls.extend(m.fail(&e));
             }
         }
         self.cv.notify_all();
+        drop(g);
+        call_all(calls);
     }
 
     /// The error of a dead rank that has not arrived at a meeting, if any.
@@ -271,15 +521,17 @@ impl<A, R> Rendezvous<A, R> {
         let mut g = self.inner.lock();
         g.dead.insert(gid, why.clone());
         let Inner { dead, meetings, .. } = &mut *g;
+        let mut calls = Vec::new();
         for ((key, _), m) in meetings.iter_mut() {
             if m.results.is_none() && m.failed.is_none() {
                 if let Some(e) = Self::dead_missing(dead, key, &m.arrived) {
-                    m.arrived.iter_mut().for_each(|a| *a = None);
-                    m.failed = Some(e);
+                    calls.extend(m.fail(&e));
                 }
             }
         }
         self.cv.notify_all();
+        drop(g);
+        call_all(calls);
     }
 
     /// Forget every ticket and meeting (after `nrt_close`).
@@ -304,6 +556,94 @@ mod tests {
             slot: 1,
             group: (10..10 + n).collect(),
         }
+    }
+
+    /// Ranks that do not wait: the last arrival runs on its own thread and hands every rank its
+    /// result through its callback; a waiting rank can be mixed in.
+    #[test]
+    fn ranks_that_do_not_wait_get_their_results_from_the_last_arrival() {
+        static RV: once_cell::sync::Lazy<Rendezvous<u32, u32>> =
+            once_cell::sync::Lazy::new(Rendezvous::new);
+        let k = key(3);
+        let got = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let t0 = RV.ticket(&k, 0);
+        let g = got.clone();
+        RV.arrive(
+            &k,
+            t0,
+            0,
+            5,
+            None,
+            Box::new(move |r| g.lock().push((0, r.unwrap()))),
+            |_| unreachable!("not the last"),
+        );
+        let (k2, t1) = (k.clone(), RV.ticket(&k, 1));
+        let waiter = std::thread::spawn(move || RV.meet(&k2, t1, 1, 7, None, |_| unreachable!()));
+        while RV
+            .inner
+            .lock()
+            .meetings
+            .values()
+            .all(|m| m.arrived[1].is_none())
+        {
+            std::thread::yield_now();
+        }
+        let t2 = RV.ticket(&k, 2);
+        let g = got.clone();
+        let me = std::thread::current().id();
+        RV.arrive(
+            &k,
+            t2,
+            2,
+            9,
+            None,
+            Box::new(move |r| g.lock().push((2, r.unwrap()))),
+            |all| {
+                assert_eq!(std::thread::current().id(), me, "the last arrival runs it");
+                all.iter().map(|a| Ok(a * 10)).collect()
+            },
+        );
+        assert_eq!(waiter.join().unwrap().unwrap(), 70);
+        let mut v = got.lock().clone();
+        v.sort();
+        assert_eq!(v, vec![(0, 50), (2, 90)]);
+        assert!(
+            RV.inner.lock().meetings.is_empty(),
+            "the meeting is gone once every rank took"
+        );
+    }
+
+    /// A meeting nobody waits on still times out: the watchdog fails it at the deadline,
+    /// naming the rank that never arrived, and a late arrival gets the same error.
+    #[test]
+    fn the_watchdog_fails_a_meeting_no_rank_waits_on() {
+        static RV: once_cell::sync::Lazy<Rendezvous<u32, u32>> =
+            once_cell::sync::Lazy::new(Rendezvous::new);
+        let k = key(2);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = RV.ticket(&k, 0);
+        let start = Instant::now();
+        RV.arrive(
+            &k,
+            t,
+            0,
+            1,
+            Some(Duration::from_millis(100)),
+            Box::new(move |r| tx.send(r).unwrap()),
+            |_| unreachable!(),
+        );
+        let e = rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap()
+            .unwrap_err();
+        assert!(start.elapsed() >= Duration::from_millis(100));
+        assert_eq!(e.kind(), ErrorKind::Timeout);
+        assert!(
+            e.message().contains("rank 1 (global id 11) never arrived"),
+            "{e}"
+        );
+        let late = RV.meet(&k, RV.ticket(&k, 1), 1, 2, None, |_| unreachable!());
+        assert_eq!(late.unwrap_err().kind(), ErrorKind::Timeout);
     }
 
     #[test]

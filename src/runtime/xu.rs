@@ -258,6 +258,9 @@ struct XuState {
     seq_fds: BTreeMap<u64, i32>,
     /// The fd to signal at every completion.
     xu_fd: Option<i32>,
+    /// The counter of the request in flight outside the worker ([`begin_inline`]): the worker
+    /// starts nothing queued behind it until it completes (FIFO order holds).
+    inline: Option<u64>,
 }
 
 struct Xu {
@@ -352,16 +355,123 @@ pub fn submit(lnc: u32, xu: XuType, queue: u32, exec_ret: ExecRet, job: Job) -> 
     Ok(id.seq(counter))
 }
 
+/// A request of an XU that its submitter runs on its own thread instead of the XU's worker
+/// ([`begin_inline`]); whoever finishes it calls [`InlineRequest::complete`]. Dropped without
+/// completing (a bug, or a panic on the way), it completes with `NRT_EXEC_UNIT_UNRECOVERABLE`,
+/// so nothing waiting on it hangs.
+pub struct InlineRequest {
+    unit: Option<Arc<Xu>>,
+    counter: u64,
+    exec_ret: ExecRet,
+}
+
+impl std::fmt::Debug for InlineRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InlineRequest")
+            .field("counter", &self.counter)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InlineRequest {
+    /// Write `status` to the request's `exec_ret`, then complete it (the order of [`submit`]'s
+    /// worker: a caller that sees it complete also sees its status) and let the worker go on
+    /// with what was queued behind it.
+    pub fn complete(mut self, status: i32) {
+        self.finish(status);
+    }
+
+    fn finish(&mut self, status: i32) {
+        let Some(unit) = self.unit.take() else { return };
+        self.exec_ret.store(status);
+        let mut st = unit.state.lock();
+        complete(&mut st, unit.id, self.counter);
+        st.inline = None;
+        let queued = !st.pending.is_empty();
+        drop(st);
+        if queued {
+            unit.work.notify_one();
+        }
+        unit.progress.notify_all();
+    }
+}
+
+impl Drop for InlineRequest {
+    fn drop(&mut self) {
+        if self.unit.is_some() {
+            crate::log_error!(
+                "xu",
+                "request {} was dropped without completing; it completes with NRT_EXEC_UNIT_UNRECOVERABLE",
+                self.counter
+            );
+            self.finish(STATUS_EXEC_UNIT_UNRECOVERABLE);
+        }
+    }
+}
+
+/// Take the next request of XU (`lnc`, `xu`, `queue`) to run on the caller's thread, if the XU
+/// is idle (nothing queued, nothing running, no other inline request): returns it with its
+/// encoded sequence id. `None` when the XU is busy — then [`submit`] queues the work behind
+/// what is there, as the FIFO requires. Errors as [`submit`]'s.
+///
+/// Why: a request the caller can finish itself (the last rank of a collective to arrive runs
+/// it) would otherwise cost two thread hand-offs on a two-core machine.
+pub fn begin_inline(
+    lnc: u32,
+    xu: XuType,
+    queue: u32,
+    exec_ret: ExecRet,
+) -> Result<Option<(InlineRequest, u64)>> {
+    let id = XuId::new(lnc, xu, queue)?;
+    if !exec_ret.0.is_aligned() {
+        return Err(Error::invalid("exec_ret is not aligned for NRT_STATUS"));
+    }
+    let unit = unit(id);
+    let mut st = unit.state.lock();
+    if st.dead {
+        return Err(Error::new(
+            ErrorKind::ExecUnitUnrecoverable,
+            format!("{id} is dead (a request failed unrecoverably); restart required: nrt_close, then nrt_init"),
+        ));
+    }
+    if st.stop {
+        return Err(Error::new(
+            ErrorKind::Closed,
+            format!("{id} is shutting down"),
+        ));
+    }
+    if st.inline.is_some() || !st.pending.is_empty() || st.completed != st.submitted {
+        return Ok(None);
+    }
+    if st.submitted >= SEQ_COUNTER_LIMIT {
+        return Err(Error::resource(format!("{id}: sequence counter exhausted")));
+    }
+    st.submitted += 1;
+    let counter = st.submitted;
+    st.inline = Some(counter);
+    drop(st);
+    Ok(Some((
+        InlineRequest {
+            unit: Some(unit),
+            counter,
+            exec_ret,
+        },
+        id.seq(counter),
+    )))
+}
+
 /// The worker of one XU: serve the FIFO until told to stop (queue empty) or the XU dies.
 fn serve(unit: Arc<Xu>) {
     loop {
         let req = {
             let mut st = unit.state.lock();
             loop {
-                if let Some(r) = st.pending.pop_front() {
-                    break r;
+                if st.inline.is_none() {
+                    if let Some(r) = st.pending.pop_front() {
+                        break r;
+                    }
                 }
-                if st.stop {
+                if st.stop && st.pending.is_empty() {
                     return;
                 }
                 unit.work.wait(&mut st);

@@ -1,0 +1,198 @@
+//! The `nrta_cc_prepare` / `nrta_cc_schedule` path behind the ABI (spec/nrt-abi.md §3.6, §5.4,
+//! §5.7): the ABI layer converts and checks the C arguments and calls [`prepare`] and
+//! [`schedule`]; everything else about a host-driven collective happens here.
+//!
+//! * [`prepare`] checks the tensors (device tensors of the communicator's core; NCCL's in-place
+//!   layout), builds the request (`lower::request_api`), checks that the core joined the world
+//!   as the communicator says, and lowers + emits the collective (`runtime::cc::prepare`, cached
+//!   by signature).
+//! * [`schedule`] takes the rank's ticket — its place in the group's order of collectives — and
+//!   hands the run to the collectives XU `queue` of the core. Two ways (design.md §2.10):
+//!   - **on the caller's thread** when the XU is idle and the group meets in this process: the
+//!     rank arrives without waiting ([`crate::runtime::rendezvous::Rendezvous::arrive`]); the
+//!     last rank to arrive runs the resident machine right there, inside its own schedule
+//!     call, and completes every rank's request (status into `*exec_ret`, then the XU's
+//!     completed counter, then the eventfds). No thread hand-off is on the critical path: a
+//!     poller of `nrta_is_completed` sees its request complete the moment the run ends.
+//!   - **on the XU's worker** otherwise (the XU has work queued — FIFO order — or the ranks
+//!     run in several processes, `runtime::shared_run`): the worker meets the other ranks,
+//!     runs, completes.
+//!
+//! Choice: the vendor prepares on a background worker; OpenNRT prepares in the call, so a bad
+//! argument or a lowering refusal is the call's own status instead of a later `exec_ret`.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::lower::request::{nrt_cc_op, CollectiveRequest};
+use crate::lower::request_api::ApiComm;
+use crate::runtime::cc::{self, Arrival, Lowered};
+use crate::runtime::cc_tensor::TensorIo;
+use crate::runtime::comm::{self, Slot};
+use crate::runtime::rendezvous::GroupKey;
+use crate::runtime::tensor::{Placement, Tensor};
+use crate::runtime::xu::{self, ExecRet, XuType};
+
+/// A prepared collective: what a `nrt_cc_context_t` holds until its schedule.
+#[derive(Debug)]
+pub struct Prepared {
+    req: CollectiveRequest,
+    comm: ApiComm,
+    lowered: Arc<Lowered>,
+    inputs: Vec<Tensor>,
+    outputs: Vec<Tensor>,
+}
+
+impl Prepared {
+    /// The request (its rank set).
+    pub fn request(&self) -> &CollectiveRequest {
+        &self.req
+    }
+}
+
+/// Maps a core error to the `NRT_STATUS` number written to `exec_ret` (the ABI's
+/// `boundary::status_of`: the runtime may not import the ABI, design.md §3).
+pub type StatusOf = fn(&Error) -> i32;
+
+/// `nrta_cc_prepare` past its C arguments: `cc_op` is the raw `nrt_cc_op_type_t`, `dtype` and
+/// `op` the raw `nrt_dtype_t` / `nrt_op_type_t`.
+pub fn prepare(
+    api: ApiComm,
+    inputs: Vec<Tensor>,
+    outputs: Vec<Tensor>,
+    dtype: u32,
+    op: u32,
+    cc_op: u32,
+) -> Result<Prepared> {
+    for (name, list) in [("input", &inputs), ("output", &outputs)] {
+        for (i, t) in list.iter().enumerate() {
+            if t.placement() != Placement::Device || t.vnc() != Some(api.vnc) {
+                return Err(Error::invalid(format!(
+                    "{name}.tensors[{i}] ({:?}) is a {:?} tensor{}; a collective on comm.vnc {} \
+                     needs device tensors of that core",
+                    t.name(),
+                    t.placement(),
+                    t.vnc().map_or(String::new(), |v| format!(" on vnc {v}")),
+                    api.vnc
+                )));
+            }
+        }
+    }
+    let same = inputs.len() == 1
+        && outputs.len() == 1
+        && inputs[0].storage_key() == outputs[0].storage_key()
+        && inputs[0].size() == outputs[0].size();
+    let mut in_sizes: Vec<u64> = inputs.iter().map(Tensor::size).collect();
+    let mut out_sizes: Vec<u64> = outputs.iter().map(Tensor::size).collect();
+    if same {
+        // NCCL's in-place layout (`runtime::cc_tensor`): the rank's block is the input of an
+        // all-gather and the result of a reduce-scatter, so that side is one of rank_n equal
+        // blocks.
+        let n = u64::from(api.rank_n.max(1));
+        let block = match cc_op {
+            nrt_cc_op::ALLGATHER => Some(&mut in_sizes[0]),
+            nrt_cc_op::REDUCESCATTER => Some(&mut out_sizes[0]),
+            _ => None,
+        };
+        if let Some(b) = block {
+            if *b % n != 0 {
+                return Err(Error::invalid(format!(
+                    "in place: the tensor's {} bytes are not rank_n = {n} equal blocks",
+                    inputs[0].size()
+                )));
+            }
+            *b /= n;
+        }
+    }
+    let req = CollectiveRequest::from_api(&api, &in_sizes, &out_sizes, same, dtype, op, cc_op)?;
+    comm::check_member(
+        Slot::HostCc,
+        api.vnc,
+        api.ctx_device_id,
+        api.ctx_device_count,
+    )?;
+    let lowered = cc::prepare(&req, api.ctx_device_count)?;
+    Ok(Prepared {
+        req,
+        comm: api,
+        lowered,
+        inputs,
+        outputs,
+    })
+}
+
+/// `nrta_cc_schedule` past its C arguments (module doc): returns the request's encoded
+/// sequence id. On error nothing was queued and the prepared collective comes back with the
+/// error, so the caller may keep it (the context stays valid).
+pub fn schedule(
+    p: Prepared,
+    queue: u32,
+    exec_ret: ExecRet,
+    status_of: StatusOf,
+) -> std::result::Result<u64, (Error, Box<Prepared>)> {
+    let key = GroupKey {
+        kind: "cc",
+        slot: Slot::HostCc as u8,
+        group: p.req.group.clone(),
+    };
+    let (rank, lnc) = (p.req.rank, p.comm.vnc);
+    let here = !crate::runtime::shared_run::wanted(&key.group);
+    if here {
+        match xu::begin_inline(lnc, XuType::Collectives, queue, exec_ret) {
+            Ok(Some((request, seq))) => {
+                let ticket = cc::meetings().ticket(&key, rank);
+                cc::arrive_here(
+                    &key,
+                    ticket,
+                    arrival(p),
+                    Box::new(move |r: Result<()>| request.complete(status(r, rank, status_of))),
+                );
+                return Ok(seq);
+            }
+            Ok(None) => {}
+            Err(e) => return Err((e, Box::new(p))),
+        }
+    }
+    let ticket = cc::meetings().ticket(&key, rank);
+    // The payload moves into the job through this slot; a failed submit hands it back.
+    let payload = Arc::new(Mutex::new(Some(p)));
+    let job_payload = payload.clone();
+    let job_key = key.clone();
+    let job = Box::new(move || {
+        let Some(p) = job_payload.lock().take() else {
+            return status_of(&Error::failure("collective context vanished"));
+        };
+        status(cc::run(&job_key, ticket, arrival(p)), rank, status_of)
+    });
+    match xu::submit(lnc, XuType::Collectives, queue, exec_ret, job) {
+        Ok(seq) => Ok(seq),
+        Err(e) => {
+            cc::meetings().untake(&key, rank, ticket);
+            let p = payload.lock().take().expect("the job never ran");
+            Err((e, Box::new(p)))
+        }
+    }
+}
+
+/// A rank's arrival at its collective: its request, the lowered program and its tensors.
+fn arrival(p: Prepared) -> Arrival {
+    let io = TensorIo::new(&p.req, p.inputs, p.outputs);
+    Arrival {
+        req: p.req,
+        lowered: p.lowered,
+        io: Box::new(io),
+    }
+}
+
+/// The `NRT_STATUS` of a finished collective (an error is logged once, here).
+fn status(r: Result<()>, rank: u32, status_of: StatusOf) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            crate::log_error!("nrta_cc_schedule", "rank {rank}: {e}");
+            status_of(&e)
+        }
+    }
+}
