@@ -21,7 +21,7 @@ fn visible() -> crate::Result<u32> {
 }
 
 fn root_comm_id() -> Option<String> {
-    process::config().ok().and_then(|c| c.root_comm_id)
+    process::config().ok().and_then(|c| c.root_comm_id.clone())
 }
 
 /// Create the global communicator used by NEFF-embedded collectives (and the host barrier and

@@ -134,8 +134,66 @@ struct Cache {
 
 static CACHE: Lazy<Mutex<Cache>> = Lazy::new(|| Mutex::new(Cache::default()));
 
+/// The lowering knobs of the environment (`lower::pipeline::LowerConfig::from_lookup` and the
+/// selection and topology it reads): part of the front cache's key, so a changed variable still
+/// lowers anew.
+const LOWERING_VARS: [&str; 11] = [
+    "NEURON_RT_CC_CHUNK_SIZE",
+    "OPENNRT_CC_CHANNELS",
+    "OPENNRT_CC_ALGO",
+    "OPENNRT_CC_ALGOS",
+    "OPENNRT_CC_MESH",
+    "OPENNRT_CC_RDH",
+    "NEURON_LOGICAL_NC_CONFIG",
+    "NEURON_RT_FAKE_INSTANCE_TYPE",
+    "NEURON_RT_VIRTUAL_CORE_SIZE",
+    "OPENNRT_INSTANCE_TYPE",
+    "OPENNRT_CC_VERIFY",
+];
+
+/// The front cache's key: the request without its rank, the world, the lowering knobs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct FrontKey {
+    req: CollectiveRequest,
+    world: u32,
+    env: Vec<Option<String>>,
+}
+
+/// Most entries of the front cache (cleared when full: its entries are only shortcuts to the
+/// signature cache's).
+const FRONT_CAPACITY: usize = 256;
+
+/// Prepared collectives by [`FrontKey`]: a repeat prepare skips building the topology and the
+/// JSON signature (the cached path's cost before: a third of a small collective's C-API time).
+static FRONT: Lazy<Mutex<HashMap<FrontKey, Arc<Lowered>>>> = Lazy::new(Default::default);
+
 /// Lower, verify and emit `req` for a world of `world` ranks, or reuse the cached result.
 pub fn prepare(req: &CollectiveRequest, world: u32) -> Result<Arc<Lowered>> {
+    let key = FrontKey {
+        req: CollectiveRequest {
+            rank: 0,
+            ..req.clone()
+        },
+        world,
+        env: LOWERING_VARS
+            .iter()
+            .map(|k| std::env::var(k).ok())
+            .collect(),
+    };
+    if let Some(l) = FRONT.lock().get(&key) {
+        return Ok(l.clone());
+    }
+    let l = prepare_by_signature(req, world)?;
+    let mut f = FRONT.lock();
+    if f.len() >= FRONT_CAPACITY {
+        f.clear();
+    }
+    f.insert(key, l.clone());
+    Ok(l)
+}
+
+/// [`prepare`] through the signature cache.
+fn prepare_by_signature(req: &CollectiveRequest, world: u32) -> Result<Arc<Lowered>> {
     let cfg = LowerConfig::from_env(world)?;
     let sig = Signature::of(req, &cfg.key());
     {
@@ -370,6 +428,7 @@ pub fn reset() {
     MEETINGS.reset();
     crate::runtime::shared_run::reset();
     CACHE.lock().map.clear();
+    FRONT.lock().clear();
     crate::device::buffer_pool::clear();
 }
 

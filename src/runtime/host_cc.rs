@@ -40,7 +40,7 @@ static GATHERS: Lazy<Rendezvous<Vec<u8>, Arc<Vec<u8>>>> = Lazy::new(Rendezvous::
 fn root_comm_id() -> Option<String> {
     crate::runtime::process::config()
         .ok()
-        .and_then(|c| c.root_comm_id)
+        .and_then(|c| c.root_comm_id.clone())
 }
 
 /// Join the slot-0 world and name the `kind` exchange over all of its ranks.

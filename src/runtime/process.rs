@@ -12,8 +12,8 @@ use crate::runtime::{log, state};
 /// Everything `nrt_init` brought up.
 #[derive(Debug)]
 pub struct Runtime {
-    /// The environment as read at `nrt_init`.
-    pub config: Config,
+    /// The environment as read at `nrt_init` (shared: [`config`] is on every request's path).
+    pub config: Arc<Config>,
     /// The firmware carrier, loaded and version-checked.
     pub carrier: Carrier,
     /// The framework the caller named (`nrt_framework_type_t`).
@@ -44,7 +44,7 @@ pub fn init(framework: u32, fw_version: &str, fal_version: &str) -> Result<()> {
                 "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS={v} ignored: implicit async mode was removed in runtime 2.34"
             );
         }
-        *RUNTIME.write() = Some(Arc::new(Runtime { config, carrier, framework }));
+        *RUNTIME.write() = Some(Arc::new(Runtime { config: Arc::new(config), carrier, framework }));
         Ok(())
     })
     .map(|_| ())
@@ -67,9 +67,9 @@ pub fn get() -> Option<Arc<Runtime>> {
 
 /// The configuration in force: the cached one after `nrt_init`, else freshly derived from the
 /// environment (the count getters are legal before `nrt_init`, spec/nrt-abi.md §3.2).
-pub fn config() -> Result<Config> {
+pub fn config() -> Result<Arc<Config>> {
     match get() {
         Some(rt) => Ok(rt.config.clone()),
-        None => Config::from_env(),
+        None => Config::from_env().map(Arc::new),
     }
 }
