@@ -308,9 +308,10 @@ impl Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        for t in [self.input, self.output] {
+        let both = [self.input, self.output];
+        for &t in &both[..if self.input == self.output { 1 } else { 2 }] {
             let mut t = t as *mut nrt_tensor_t;
-            // SAFETY: live handle (freeing an in-place tensor twice is refused, not UB).
+            // SAFETY: live handle, freed once.
             unsafe { nrt_tensor_free(&mut t) };
         }
     }
