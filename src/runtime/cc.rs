@@ -317,7 +317,8 @@ pub fn arrive_here(
         Err(e) => return done(Err(e)),
     };
     let rank = arrival.req.rank;
-    MEETINGS.arrive(key, instance, rank, arrival, deadline, done, |all| {
+    let wait = crate::runtime::rendezvous::NoWait { done, deadline };
+    MEETINGS.arrive(key, instance, rank, arrival, wait, |all| {
         run_instance(key, instance, all)
     })
 }

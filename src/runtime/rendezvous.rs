@@ -74,6 +74,23 @@ impl std::fmt::Display for GroupKey {
 /// What a rank that did not wait ([`Rendezvous::arrive`]) is handed its result through.
 pub type Done<R> = Box<dyn FnOnce(Result<R>) + Send>;
 
+/// A rank that arrives without waiting: where its result goes, and how long the meeting may
+/// wait for the others before the watchdog fails it (`None`: forever).
+pub struct NoWait<R> {
+    /// Gets the rank's result.
+    pub done: Done<R>,
+    /// The meeting's deadline.
+    pub deadline: Option<Duration>,
+}
+
+impl<R> std::fmt::Debug for NoWait<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NoWait")
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
 struct Meeting<A, R> {
     arrived: Vec<Option<A>>,
     /// Per rank that arrived without waiting: where its result goes.
@@ -248,13 +265,13 @@ impl<A, R> Rendezvous<A, R> {
         instance: u64,
         rank: u32,
         arrival: A,
-        deadline: Option<Duration>,
-        done: Done<R>,
+        wait: NoWait<R>,
         run: impl FnOnce(Vec<A>) -> Vec<Result<R>>,
     ) where
         A: Send + 'static,
         R: Send + 'static,
     {
+        let NoWait { done, deadline } = wait;
         let n = key.group.len();
         if rank as usize >= n {
             done(Err(Error::invalid(format!(
@@ -573,8 +590,10 @@ mod tests {
             t0,
             0,
             5,
-            None,
-            Box::new(move |r| g.lock().push((0, r.unwrap()))),
+            NoWait {
+                done: Box::new(move |r: Result<u32>| g.lock().push((0, r.unwrap()))),
+                deadline: None,
+            },
             |_| unreachable!("not the last"),
         );
         let (k2, t1) = (k.clone(), RV.ticket(&k, 1));
@@ -596,8 +615,10 @@ mod tests {
             t2,
             2,
             9,
-            None,
-            Box::new(move |r| g.lock().push((2, r.unwrap()))),
+            NoWait {
+                done: Box::new(move |r: Result<u32>| g.lock().push((2, r.unwrap()))),
+                deadline: None,
+            },
             |all| {
                 assert_eq!(std::thread::current().id(), me, "the last arrival runs it");
                 all.iter().map(|a| Ok(a * 10)).collect()
@@ -628,8 +649,10 @@ mod tests {
             t,
             0,
             1,
-            Some(Duration::from_millis(100)),
-            Box::new(move |r| tx.send(r).unwrap()),
+            NoWait {
+                done: Box::new(move |r| tx.send(r).unwrap()),
+                deadline: Some(Duration::from_millis(100)),
+            },
             |_| unreachable!(),
         );
         let e = rx
