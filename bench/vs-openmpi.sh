@@ -1,0 +1,312 @@
+#!/usr/bin/env bash
+# bench/vs-openmpi.sh: OpenNRT's C API next to Open MPI's MPI_Allreduce, on this machine.
+#
+# What it measures: an fp32 sum all-reduce, out of place, for R ranks in {2, 8} and sizes
+# 4 KiB and 64 MiB:
+#   * Open MPI: bench/mpi_allreduce.c, MPI_Allreduce under mpirun (one process per rank, the
+#     shared-memory BTL, --oversubscribe --bind-to none: 8 ranks share the machine's cores);
+#     rank 0 times batches of back-to-back calls after an MPI_Barrier, median per call.
+#   * OpenNRT: bench/nrt_allreduce.c, written against include/nrt/*.h only and linked with
+#     target/release/libnrt.so; every iteration is nrta_cc_prepare -> nrta_cc_schedule ->
+#     poll nrta_is_completed, as a user's program does. Two modes: "threads" (one process,
+#     NEURON_RT_VISIBLE_CORES=0-(R-1), one pthread per rank) and "processes" (R forked
+#     processes, NEURON_RT_VISIBLE_CORES=r, NEURON_RT_ROOT_COMM_ID=127.0.0.1:<free port>).
+#     Rank 0 times each iteration from nrta_cc_schedule to completion; median.
+# Both check every output element once against the exact sum (integer inputs) and fail on a
+# wrong one. busbw = bytes / time * 2 (R - 1) / R (nccl-tests). Runs alternate the libraries
+# (MPI, NRT threads, NRT processes, MPI, ...); each figure is the median of 3 runs. Every run
+# has `timeout 300`; any failure stops the script with a message and a non-zero status.
+#
+# How: installs openmpi-bin and libopenmpi-dev with apt-get if mpicc / mpirun are missing,
+# builds OpenNRT if target/release/libnrt.so is missing, always rebuilds the two C programs
+# into target/bench/, then prints a Markdown table (also written to target/bench/vs-openmpi.md;
+# per-run logs in target/bench/logs/).
+#
+#   bash bench/vs-openmpi.sh [--quick] [--runs N] [--sizes 4K,64M] [--ranks 2,8] [--wait yield]
+#
+#   --quick    1 run per figure and fewer iterations (a smoke check, not a measurement)
+#   --runs N   runs per figure (default 3; the median is reported)
+#   --sizes    comma-separated sizes in bytes, K/M/G suffixes (multiples of 4 bytes)
+#   --ranks    comma-separated rank counts (2..32)
+#   --wait     how nrt_allreduce waits between polls of nrta_is_completed: yield (default),
+#              spin, sleep or backoff (see bench/nrt_allreduce.c)
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+start_s=$SECONDS
+
+orig_args=("$@")
+runs=3 quick=0 sizes="4K,64M" ranks_list="2,8" wait_mode=yield
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1; runs=1 ;;
+    --runs) runs="${2:?--runs needs a number}"; shift ;;
+    --sizes) sizes="${2:?--sizes needs a list}"; shift ;;
+    --ranks) ranks_list="${2:?--ranks needs a list}"; shift ;;
+    --wait) wait_mode="${2:?--wait needs spin, yield, sleep or backoff}"; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "vs-openmpi.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+die() { echo "vs-openmpi.sh: FAILED: $*" >&2; exit 1; }
+say() { echo "$*" >&2; }
+
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "--runs must be a positive integer, not '$runs'"
+case "$wait_mode" in spin|yield|sleep|backoff) ;; *) die "--wait must be spin, yield, sleep or backoff, not '$wait_mode'" ;; esac
+
+to_bytes() { # 4K -> 4096, 64M -> 67108864, 100 -> 100
+  local s="$1" n unit
+  [[ "$s" =~ ^([0-9]+)([KkMmGg]?)$ ]] || return 1
+  n="${BASH_REMATCH[1]}" unit="${BASH_REMATCH[2]}"
+  case "$unit" in K|k) n=$((n << 10)) ;; M|m) n=$((n << 20)) ;; G|g) n=$((n << 30)) ;; esac
+  echo "$n"
+}
+size_label() { # 4096 -> "4 KiB"
+  local b=$1
+  if ((b >= 1 << 30 && b % (1 << 30) == 0)); then echo "$((b >> 30)) GiB"
+  elif ((b >= 1 << 20 && b % (1 << 20) == 0)); then echo "$((b >> 20)) MiB"
+  elif ((b >= 1 << 10 && b % (1 << 10) == 0)); then echo "$((b >> 10)) KiB"
+  else echo "$b B"; fi
+}
+
+size_bytes=()
+IFS=, read -r -a size_args <<<"$sizes"
+for s in "${size_args[@]}"; do
+  b=$(to_bytes "$s") || die "bad size '$s' (a number with an optional K, M or G suffix)"
+  ((b > 0 && b % 4 == 0)) || die "size '$s' is not a positive multiple of 4 bytes (fp32 elements)"
+  size_bytes+=("$b")
+done
+IFS=, read -r -a rank_counts <<<"$ranks_list"
+for r in "${rank_counts[@]}"; do
+  [[ "$r" =~ ^[0-9]+$ ]] && ((r >= 2 && r <= 32)) || die "bad rank count '$r' (2..32)"
+done
+
+# Iterations per run: enough for a stable median at small sizes, a few seconds at 64 MiB.
+iters_for() {
+  local b=$1
+  if ((quick)); then
+    if ((b <= 64 << 10)); then echo "200 20"; elif ((b <= 4 << 20)); then echo "20 2"; else echo "2 1"; fi
+  else
+    if ((b <= 64 << 10)); then echo "2000 100"; elif ((b <= 1 << 20)); then echo "200 10"
+    elif ((b <= 16 << 20)); then echo "20 2"; else echo "5 1"; fi
+  fi
+}
+
+# ---------------------------------------------------------------- prerequisites
+
+if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
+  say "== mpicc / mpirun missing: installing openmpi-bin and libopenmpi-dev with apt-get"
+  command -v apt-get >/dev/null 2>&1 || die "mpicc / mpirun not found and no apt-get to install Open MPI with"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >&2 || die "apt-get update failed"
+  apt-get install -y -q openmpi-bin libopenmpi-dev >&2 || die "apt-get install openmpi-bin libopenmpi-dev failed"
+  command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1 ||
+    die "mpicc / mpirun still missing after installing openmpi-bin and libopenmpi-dev"
+fi
+command -v gcc >/dev/null 2>&1 || die "gcc not found"
+
+lib="$root/target/release"
+if [ ! -f "$lib/libnrt.so" ] || [ ! -f "$lib/libncfw.so" ]; then
+  say "== target/release/libnrt.so missing: cargo build --release --workspace"
+  cargo build --release --workspace >&2 || die "cargo build --release --workspace failed"
+fi
+shim/links.sh "$lib" >/dev/null || die "shim/links.sh target/release failed"
+
+out="$root/target/bench"
+logs="$out/logs"
+mkdir -p "$out" "$logs"
+rm -f "$logs"/*.log
+say "== building target/bench/nrt_allreduce and target/bench/mpi_allreduce"
+gcc -O2 -Wall -Wextra -Werror -std=c11 -pthread -I"$root/include" -o "$out/nrt_allreduce" \
+  "$root/bench/nrt_allreduce.c" -L"$lib" -lnrt -Wl,-rpath,"$lib" || die "gcc bench/nrt_allreduce.c failed"
+mpicc -O2 -Wall -Wextra -Werror -o "$out/mpi_allreduce" "$root/bench/mpi_allreduce.c" ||
+  die "mpicc bench/mpi_allreduce.c failed"
+
+# ---------------------------------------------------------------- Open MPI's options
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+ompi_components="$(ompi_info 2>/dev/null || true)"
+ompi_version="$(ompi_info --version 2>/dev/null | head -n 1 | sed 's/^ *//' || true)"
+[ -n "$ompi_version" ] || ompi_version="$(mpirun --version 2>/dev/null | head -n 1 || true)"
+mpi_opts=(--oversubscribe --allow-run-as-root --bind-to none)
+shm_btl=""
+# Open MPI 4.x calls its shared-memory BTL vader, 5.x sm.
+if grep -q "MCA btl: vader" <<<"$ompi_components"; then shm_btl=vader
+elif grep -q "MCA btl: sm " <<<"$ompi_components"; then shm_btl=sm; fi
+if [ -n "$shm_btl" ]; then mpi_opts+=(--mca btl "self,$shm_btl"); else
+  say "warning: ompi_info lists no shared-memory BTL (vader or sm); leaving Open MPI's transport choice alone"; fi
+# ob1 drives the BTLs; without it Open MPI may pick UCX, which need not work in a container.
+if grep -q "MCA pml: ob1" <<<"$ompi_components"; then mpi_opts+=(--mca pml ob1); fi
+
+# A smoke run; where the single-copy mechanism (CMA, needs ptrace rights) is refused, fall back
+# to copy-in/copy-out through the shared segment.
+mpi_smoke() {
+  timeout -k 10 120 mpirun "${mpi_opts[@]}" -np 2 "$out/mpi_allreduce" 4096 10 1 >"$logs/mpi-smoke.log" 2>&1 &&
+    grep -q '^RESULT' "$logs/mpi-smoke.log"
+}
+if ! mpi_smoke; then
+  [ -n "$shm_btl" ] || { cat "$logs/mpi-smoke.log" >&2; die "Open MPI smoke run (2 ranks, 4 KiB) failed; log above"; }
+  say "warning: Open MPI smoke run failed; retrying with btl_${shm_btl}_single_copy_mechanism none"
+  mpi_opts+=(--mca "btl_${shm_btl}_single_copy_mechanism" none)
+  mpi_smoke || { cat "$logs/mpi-smoke.log" >&2; die "Open MPI smoke run (2 ranks, 4 KiB) failed; log above"; }
+fi
+say "== mpirun ${mpi_opts[*]} -np R target/bench/mpi_allreduce <bytes> <iters> <warmup>"
+
+# ---------------------------------------------------------------- the runs
+
+declare -A results # key "lib mode ranks bytes" -> space-separated "time_us:iter_us" of each run
+total_runs=$(( ${#size_bytes[@]} * ${#rank_counts[@]} * 3 * runs ))
+n=0
+
+field() { # RESULT line, key -> value
+  sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"
+}
+
+run_one() { # lib(mpi|nrt) mode(processes|threads) ranks bytes iters warmup run#
+  local lib=$1 mode=$2 r=$3 b=$4 it=$5 wu=$6 k=$7 log rc=0 line t iter
+  n=$((n + 1))
+  log="$logs/$lib-$mode-r$r-b$b-run$k.log"
+  if [ "$lib" = mpi ]; then
+    timeout -k 10 300 mpirun "${mpi_opts[@]}" -np "$r" "$out/mpi_allreduce" "$b" "$it" "$wu" >"$log" 2>&1 || rc=$?
+  else
+    timeout -k 10 300 "$out/nrt_allreduce" "$mode" "$r" "$b" "$it" "$wu" --wait "$wait_mode" >"$log" 2>&1 || rc=$?
+  fi
+  if ((rc != 0)); then
+    tail -n 30 "$log" >&2
+    if ((rc == 124 || rc == 137)); then
+      die "$lib $mode, $r ranks, $b bytes, run $k: timed out after 300 s (log: ${log#"$root"/})"
+    fi
+    die "$lib $mode, $r ranks, $b bytes, run $k: exit status $rc (log: ${log#"$root"/})"
+  fi
+  line="$(grep '^RESULT' "$log" | tail -n 1 || true)"
+  [ -n "$line" ] || { tail -n 30 "$log" >&2; die "$lib $mode, $r ranks, $b bytes, run $k: no RESULT line (log: ${log#"$root"/})"; }
+  t="$(field "$line" time_us)"
+  iter="$(field "$line" iter_us)"
+  [ -n "$iter" ] || iter="$t"
+  results["$lib $mode $r $b"]+="$t:$iter "
+  say "[$n/$total_runs] $(printf '%-3s %-9s' "$lib" "$mode") $r ranks $(size_label "$b"), run $k: $t us per all-reduce"
+}
+
+# How busy the machine is apart from us: idle CPU share over 3 s (the load average would count
+# this script's own ranks for minutes after they are gone).
+idle_pct() {
+  local a b
+  read -r -a a </proc/stat
+  sleep 3
+  read -r -a b </proc/stat
+  awk -v i1=$((a[4] + a[5])) -v i2=$((b[4] + b[5])) \
+    -v t1=$((a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7] + a[8])) \
+    -v t2=$((b[1] + b[2] + b[3] + b[4] + b[5] + b[6] + b[7] + b[8])) \
+    'BEGIN { v = 100; if (t2 > t1) v = 100 * (i2 - i1) / (t2 - t1); printf "%.0f", v }'
+}
+lib_id() { # the library these runs measure: a content hash and the build time
+  echo "$(sha256sum "$lib/libnrt.so" | cut -c1-12), built $(date -u -r "$lib/libnrt.so" '+%F %H:%M UTC')"
+}
+lib_before="$(lib_id)"
+idle_before="$(idle_pct)"
+if ((idle_before < 90)); then
+  say "warning: the machine is busy before the runs (${idle_before}% idle CPU over 3 s); the figures will be noisy"
+fi
+for b in "${size_bytes[@]}"; do
+  read -r iters warmup < <(iters_for "$b")
+  for r in "${rank_counts[@]}"; do
+    say "== $(size_label "$b"), $r ranks: $iters timed iterations (+$warmup warm-up) per run, $runs run(s) each"
+    for ((k = 1; k <= runs; k++)); do
+      run_one mpi processes "$r" "$b" "$iters" "$warmup" "$k"
+      run_one nrt threads "$r" "$b" "$iters" "$warmup" "$k"
+      run_one nrt processes "$r" "$b" "$iters" "$warmup" "$k"
+    done
+  done
+done
+idle_after="$(idle_pct)"
+lib_after="$(lib_id)"
+lib_note=""
+if [ "$lib_after" != "$lib_before" ]; then
+  lib_note=" **target/release/libnrt.so changed during the runs** (now $lib_after): later runs measured another build."
+  say "warning: target/release/libnrt.so changed during the runs ($lib_before -> $lib_after)"
+fi
+
+# ---------------------------------------------------------------- the table
+
+median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR] = $1} END {
+  if (NR == 0) exit 1; if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+times_of() { tr ' ' '\n' <<<"${results[$1]}" | sed -n 's/^\([^:]*\):.*/\1/p' | tr '\n' ' '; }
+iters_of() { tr ' ' '\n' <<<"${results[$1]}" | sed -n 's/^[^:]*:\(.*\)/\1/p' | tr '\n' ' '; }
+busbw() { awk -v b="$1" -v t="$2" -v r="$3" 'BEGIN { printf "%.3f", b / (t * 1e-6) * 2 * (r - 1) / r / 1e9 }'; }
+fmt_us() { awk -v t="$1" 'BEGIN { if (t < 10) printf "%.2f", t; else if (t < 1000) printf "%.1f", t; else printf "%.0f", t }'; }
+fmt_ratio() { awk -v x="$1" 'BEGIN { if (x >= 10) printf "%.0f×", x; else if (x >= 1) printf "%.1f×", x; else printf "%.2f×", x }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6g", a / b }'; }
+
+cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+[ -n "$cpu_model" ] || cpu_model="$(uname -m)"
+mem_gib="$(awk '/^MemTotal:/ { printf "%.1f", $2 / 1048576 }' /proc/meminfo)"
+commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if [ "$commit" != unknown ] && [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  commit="$commit (with uncommitted changes)"
+fi
+elapsed=$((SECONDS - start_s))
+
+invocation=""
+for a in "${orig_args[@]}"; do invocation+=" $a"; done
+md="$out/vs-openmpi.md"
+{
+  echo "### OpenNRT vs Open MPI: fp32 sum all-reduce, out of place ($(date -u +%F))"
+  echo
+  echo "Machine: $(nproc) CPUs ($cpu_model), $mem_gib GiB RAM, $(uname -sr); $ompi_version;"
+  echo "OpenNRT $commit, libnrt.so $lib_before.$lib_note"
+  echo "Idle CPU in the 3 s before / after the runs: ${idle_before}% / ${idle_after}%."
+  echo "\`bash bench/vs-openmpi.sh${invocation}\`: median of $runs run(s) per figure," \
+    "runs alternating the libraries; nrt_allreduce --wait $wait_mode; script time ${elapsed} s."
+  echo
+  echo "| case | Open MPI | OpenNRT | OpenNRT / Open MPI |"
+  echo "|---|---|---|---|"
+  for b in "${size_bytes[@]}"; do
+    for mode in threads processes; do
+      for r in "${rank_counts[@]}"; do
+        tm="$(times_of "mpi processes $r $b" | median)"
+        tn="$(times_of "nrt $mode $r $b" | median)"
+        if [ "$mode" = threads ]; then how="$r ranks as threads"; else how="$r ranks, one per process"; fi
+        if ((b >= 1 << 20)); then
+          bm="$(busbw "$b" "$tm" "$r")" bn="$(busbw "$b" "$tn" "$r")"
+          echo "| $(size_label "$b") busbw, $how | $bm GB/s | $bn GB/s | $(fmt_ratio "$(ratio "$bn" "$bm")") |"
+        else
+          echo "| $(size_label "$b"), $how | $(fmt_us "$tm") µs | $(fmt_us "$tn") µs | $(fmt_ratio "$(ratio "$tn" "$tm")") |"
+        fi
+      done
+    done
+  done
+  echo
+  echo "Small sizes: time per all-reduce, ratio = OpenNRT time / Open MPI time (higher = OpenNRT slower)."
+  echo "Large sizes (≥ 1 MiB): busbw = bytes / time × 2(R−1)/R, ratio = OpenNRT busbw / Open MPI busbw"
+  echo "(lower = OpenNRT slower). Open MPI always runs one process per rank; its figure is repeated in"
+  echo "the threads row. OpenNRT's time is rank 0's nrta_cc_schedule → completion (median over the"
+  echo "iterations); Open MPI's is rank 0's time per MPI_Allreduce (median over batches)."
+  echo
+  echo "<details><summary>every run (µs per all-reduce)</summary>"
+  echo
+  echo "| case | library | iterations | runs | median | incl. nrta_cc_prepare (median) |"
+  echo "|---|---|---|---|---|---|"
+  for b in "${size_bytes[@]}"; do
+    read -r iters warmup < <(iters_for "$b")
+    for r in "${rank_counts[@]}"; do
+      for key in "mpi processes" "nrt threads" "nrt processes"; do
+        t="$(times_of "$key $r $b")"
+        case "$key" in
+          mpi*) name="Open MPI, processes"; prep="" ;;
+          *) name="OpenNRT, ${key#nrt }"; prep="$(fmt_us "$(iters_of "$key $r $b" | median)")" ;;
+        esac
+        each="$(for v in $t; do fmt_us "$v"; echo; done | paste -sd, - | sed 's/,/, /g')"
+        echo "| $(size_label "$b"), $r ranks | $name | $iters (+$warmup) | $each | $(fmt_us "$(median <<<"$t")") | $prep |"
+      done
+    done
+  done
+  echo
+  echo "</details>"
+} >"$md"
+
+cat "$md"
+say "== table written to ${md#"$root"/}; logs in ${logs#"$root"/}/; total ${elapsed} s"
