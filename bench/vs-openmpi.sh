@@ -85,6 +85,23 @@ for r in "${rank_counts[@]}"; do
   [[ "$r" =~ ^[0-9]+$ ]] && ((r >= 2 && r <= 32)) || die "bad rank count '$r' (2..32)"
 done
 
+# Memory: one rank per process keeps the simulated HBM in /dev/shm (about 3 x R x bytes at the
+# peak), and the threads mode holds about 6 x R x bytes of host memory; say so before the runs
+# rather than fail halfway.
+max_r=0 max_b=0
+for r in "${rank_counts[@]}"; do ((r > max_r)) && max_r=$r; done
+for b in "${size_bytes[@]}"; do ((b > max_b)) && max_b=$b; done
+need_shm_mib=$(( (3 * max_r * max_b >> 20) + 64 ))
+have_shm_kib="$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }' || true)"
+have_shm_mib=$(( ${have_shm_kib:-0} >> 10 ))
+((have_shm_mib >= need_shm_mib)) || die "one rank per process needs about $need_shm_mib MiB free in /dev/shm" \
+  "for $max_r ranks x $(( max_b >> 20 )) MiB; it has $have_shm_mib MiB (a container: --shm-size; or smaller --sizes / --ranks)"
+need_mem_mib=$(( (6 * max_r * max_b >> 20) + 512 ))
+have_mem_kib="$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo || true)"
+have_mem_mib=$(( ${have_mem_kib:-0} >> 10 ))
+((have_mem_mib >= need_mem_mib)) ||
+  say "warning: about $need_mem_mib MiB of memory may be needed, $have_mem_mib MiB available"
+
 # Iterations per run: enough for a stable median at small sizes, a few seconds at 64 MiB.
 iters_for() {
   local b=$1
