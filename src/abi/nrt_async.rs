@@ -188,7 +188,9 @@ pub unsafe extern "C" fn nrta_cc_schedule(
     })
 }
 
-/// Non-blocking: has the request `seq` (passed by value) completed?
+/// Non-blocking: has the request `seq` (passed by value) completed? When it has not, the
+/// calling thread yields its CPU before returning, so a tight polling loop does not starve the
+/// thread that runs the collective.
 ///
 /// # Returns
 /// `NRT_SUCCESS` with `*is_completed` set; `NRT_INVALID` for a sequence id naming no execution
@@ -200,7 +202,7 @@ pub unsafe extern "C" fn nrta_is_completed(seq: nrta_seq_t, is_completed: *mut b
     abi_entry!(status "nrta_is_completed", Guard::Lifecycle, {
         // SAFETY: NULL or writable by the caller's contract; checked by the helper.
         let out = unsafe { out_param(is_completed, "is_completed") }?;
-        let done = xu::is_completed(seq)?;
+        let done = xu::poll_completed(seq)?;
         out.write(done);
         Ok(())
     })
