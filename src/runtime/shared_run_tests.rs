@@ -113,6 +113,35 @@ fn every_op_matches_the_reference_and_the_one_machine_path() {
     }
 }
 
+/// A repeat of the same collective re-arms its resident segments (no reload, `fill`): with
+/// other inputs every round — the data of the last round must not leak into the next — and a
+/// size whose streams are longer than their rings (the fed rings' first lap is written again).
+#[test]
+fn repeated_runs_on_resident_segments_with_other_inputs_are_exact() {
+    for (kind, op, count, n) in [
+        ("sr-res-0", CollectiveOp::AllReduce, 4099u64, 4u32),
+        ("sr-res-1", CollectiveOp::ReduceScatter, 70_000, 2),
+        ("sr-res-2", CollectiveOp::AllGather, 513, 3),
+    ] {
+        let rs = reqs(op, Dtype::Fp32, count, n);
+        let base = verifiable::inputs(&rs[0]).unwrap();
+        for round in 0..3u32 {
+            let inputs: Vec<Vec<u8>> = base
+                .iter()
+                .map(|v| {
+                    v.chunks_exact(4)
+                        .flat_map(|w| {
+                            let x = f32::from_le_bytes(w.try_into().unwrap());
+                            (x + (round % 2) as f32).to_le_bytes()
+                        })
+                        .collect()
+                })
+                .collect();
+            run_ok(kind, &rs, &inputs, true, &format!("{op:?} round {round}"));
+        }
+    }
+}
+
 #[test]
 fn in_place_and_repeated_runs_reuse_segments() {
     let mut rs = reqs(CollectiveOp::AllReduce, Dtype::Fp32, 3000, 3);
