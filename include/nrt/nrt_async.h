@@ -277,7 +277,9 @@ NRT_STATUS nrta_cc_schedule(nrt_cc_context_t **cc_ctx,
                             nrta_seq_t *req_sequence);
 
 /**
- * Non-blocking: has the request `seq` (passed by value) completed?
+ * Non-blocking: has the request `seq` (passed by value) completed? When it has not, the
+ * calling thread yields its CPU before returning, so a tight polling loop does not starve the
+ * thread that runs the collective.
  *
  * # Returns
  * `NRT_SUCCESS` with `*is_completed` set; `NRT_INVALID` for a sequence id naming no execution
