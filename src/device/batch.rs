@@ -1,42 +1,78 @@
-//! Deferred, parallel execution of a DMA engine's bulk data movement (issue 4 item 5: "bulk data
-//! movement spread over the machine's cores"; design.md §2).
+//! Deferred, parallel execution of the DMA engines' bulk data movement (issue 4 item 5: "bulk
+//! data movement spread over the machine's cores"; design.md §2).
 //!
-//! The engine still walks its rings strictly in order and checks every packet when it reaches
+//! The engines still walk their rings strictly in order and check every packet when they reach
 //! it (framing, lengths, addresses, CCE dtype/op: an abort is reported exactly as before). What
-//! it defers is only the byte work of plain memory-to-memory copies and CCE reduces: each is an
-//! `Op` on resolved region spans, collected in a `Batch` and executed later by
-//! `Batch::flush`, split over the machine's cores.
+//! they defer is only the byte work of plain memory-to-memory copies and CCE reduces: each is an
+//! `Op` on resolved region spans, collected in a `Batch` and executed later by `Batch::flush`,
+//! split over the machine's cores. In a [`super::executor::Machine`] run one batch serves every
+//! engine of the machine (`dma::RunCx`), so the data of many steps and ranks is executed
+//! together instead of one engine step at a time: per-step control (a flush, a wake-up) would
+//! otherwise cost more than the bytes of a step.
 //!
 //! **Why the result cannot change.** Pending ops sit in dependency *levels*: an op goes one
 //! level above the highest level holding an op it conflicts with — one that writes bytes it
 //! reads or writes, or reads bytes it writes (reads may overlap reads) — so the ops of a level
 //! are pairwise independent and every op runs after each earlier op it conflicts with.
 //! `Batch::flush` runs the levels in order, each level's ops in parallel. Independent ops
-//! commute, and each element of each op is computed exactly as the in-order engine computes
+//! commute, and each element of each op is computed exactly as the in-order engines compute
 //! it (the same CCE kernels, source order kept), so the bytes after a flush are those of
-//! in-order execution, whatever the split and the thread timing. (A ring step that reduces a
-//! chunk and then forwards it becomes two levels: every reduce, then every copy.) The batch is
-//! flushed before anything could observe the pending bytes:
-//! * before any semaphore write — the DMB-ordered "data then signal" of device.md §6.4 — and
-//!   any access to an EVT_SEM window, executed in order right after;
-//! * before an op that writes the engine's own rings (the only memory the engine itself reads
-//!   while the batch is pending), or a same-region copy whose ranges overlap (`memmove`);
+//! in-order execution — in the order the executor ran the packets — whatever the split and the
+//! thread timing. (A ring step that reduces a chunk and then forwards it becomes two levels:
+//! every reduce, then every copy.)
+//!
+//! **Coalescing.** The emitter cuts a step into CCE packets of a few KiB (1024 or 2048
+//! elements) and copy descriptors of at most 64 KiB, so a step arrives as a stream of adjacent
+//! pieces. The batch keeps the
+//! last op *open*: a piece that continues it (same kind and CCE parameters, destination and
+//! every source adjacent to the open op's, and independent of it) extends it instead of
+//! becoming an op of its own. The open op is placed in its level only when something else
+//! comes; it is one op over the union of its pieces, which are pairwise independent, so this
+//! is the same as placing each piece (its level is the highest any piece would need, and any
+//! level at or above an op's needed level is free of ops it conflicts with). One level
+//! placement per step instead of one per packet keeps the dependency bookkeeping off the
+//! per-packet path.
+//!
+//! **When the batch is flushed** (what the engines do, `dma::exec`): before anything could
+//! observe pending bytes other than through the batch's own ordering:
+//! * before an op that cannot be deferred touches memory: a read or write of a region holding
+//!   an engine's ring (the engines read their rings directly and the producer writes them), a
+//!   same-region copy whose ranges overlap (`memmove`), an address that is not plain memory, a
+//!   reduce with a partly overlapping source — all executed in order right after;
+//! * before a semaphore write (the DMB-ordered "data then signal" of device.md §6.4) when
+//!   another executor may read the signalled data (a shared run, `Machine::peers`), or when the
+//!   write's source bytes are pending; inside one machine every reader of data is an engine
+//!   op that goes through this batch, so a signal needs no flush there;
 //! * when an op would need more than [`MAX_LEVELS`] levels;
+//! * when the machine's run ends, however it ends, before a hang report and when it waits for
+//!   its peers — so the host, reports and other processes only ever see flushed memory;
 //! * (not a flush) outside a bulk run (fewer than `dma::BULK_DESCS` TX descriptors posted),
-//!   an op under [`DEFER_MIN_BYTES`] that depends on nothing pending runs at once, in order:
-//!   it commutes with the pending ops, and deferring it would cost more than its bytes;
-//! * before the engine returns, whether it stalled, finished or aborted — so sequencers and
-//!   other engines only ever see flushed memory.
+//!   an op under [`DEFER_MIN_BYTES`] that conflicts with nothing pending runs at once, in order:
+//!   it commutes with the pending ops, and deferring it would cost more than its bytes.
 //!
 //! **Split.** `Batch::flush` carves every region into disjoint destination slices and shared
-//! gaps (safe `split_at_mut`, no `unsafe`), cuts large ops into element-aligned pieces of
-//! [`PIECE_BYTES`], and per level hands contiguous runs of pieces of about equal bytes to
-//! `threads` workers (`std::thread::scope`). Levels under [`PARALLEL_MIN_BYTES`] run on the
-//! calling thread: spawning costs more than it saves. The thread count is
-//! [`device_threads`]: `OPENNRT_DEVICE_THREADS` if set (1 = everything on the calling thread),
-//! else the machine's available parallelism, at most [`MAX_THREADS`].
+//! gaps (safe `split_at_mut`), cuts large ops into element-aligned pieces of [`PIECE_BYTES`],
+//! and runs each level's pieces on a persistent pool of worker threads (created lazily once
+//! per process, at most [`device_threads`] − 1 workers plus the calling thread): a worker takes
+//! the next piece until none is left, so a slow or descheduled thread does not hold a level
+//! up. An idle worker spins briefly ([`SPIN`]) and then sleeps on a condition variable, so a
+//! level costs a wake-up, not a thread spawn. Levels under [`PARALLEL_MIN_BYTES`] run on the
+//! calling thread. The thread count is [`device_threads`]: `OPENNRT_DEVICE_THREADS` if set (1 =
+//! everything on the calling thread), else the machine's available parallelism, at most
+//! [`MAX_THREADS`]. When another machine of the process is using the pool, a flush runs on its
+//! own thread rather than waiting.
+//!
+//! **Kernels.** A copy piece is one `copy_from_slice` (the C library's vectorised `memcpy`);
+//! a reduce piece is one call of the CCE kernels, which work on blocks of `cce::BLOCK`
+//! contiguous elements with vectorised loops (FP32 ADD compiles to `addps` over 16-byte
+//! loads, the FP32 narrow to compare-and-select; checked with `perf annotate`). Ops that run at
+//! once ([`copy_now`], [`reduce_now`]) use the same kernels on the region bytes directly.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
 
 use super::cce;
 use super::memory::Memory;
@@ -57,6 +93,11 @@ pub const MAX_LEVELS: usize = 64;
 
 /// Most worker threads a flush uses.
 pub const MAX_THREADS: usize = 16;
+
+/// How long an idle worker spins for the next level before it sleeps (and how long a flush
+/// spins for its workers to finish before it sleeps): about the time between two levels of a
+/// flush, far below a timeslice.
+pub const SPIN: Duration = Duration::from_micros(20);
 
 /// Worker threads for bulk data: `OPENNRT_DEVICE_THREADS` (1..=16) or the available parallelism.
 pub fn device_threads() -> usize {
@@ -83,6 +124,18 @@ impl Span {
     fn end(&self) -> usize {
         self.off + self.len
     }
+    /// Do the two spans share a byte? (An empty span shares none.)
+    pub(crate) fn overlaps(&self, o: &Span) -> bool {
+        self.region == o.region
+            && self.len > 0
+            && o.len > 0
+            && self.off < o.end()
+            && o.off < self.end()
+    }
+    /// Does `o` start where this span ends, in the same region?
+    fn followed_by(&self, o: &Span) -> bool {
+        self.region == o.region && self.end() == o.off
+    }
 }
 
 /// A reduce source: bytes elsewhere, or the destination itself (in place).
@@ -93,7 +146,7 @@ pub(crate) enum SrcSpan {
 }
 
 /// The CCE parameters of a reduce op (checked with [`cce::check`] before it is deferred).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ReduceSpec {
     pub numerics: Numerics,
     pub op: CceOp,
@@ -115,6 +168,14 @@ pub(crate) enum Op {
     },
 }
 
+/// The memory spans a reduce reads (its in-place source is its destination).
+fn mem_srcs(srcs: &[SrcSpan]) -> impl Iterator<Item = Span> + Clone + '_ {
+    srcs.iter().filter_map(|s| match s {
+        SrcSpan::Mem(m) => Some(*m),
+        SrcSpan::Dst => None,
+    })
+}
+
 impl Op {
     /// Bytes written.
     pub fn bytes(&self) -> u64 {
@@ -125,15 +186,12 @@ impl Op {
             Op::Copy { dst, .. } | Op::Reduce { dst, .. } => *dst,
         }
     }
-    fn reads(&self) -> impl Iterator<Item = Span> + '_ {
+    fn reads(&self) -> impl Iterator<Item = Span> + Clone + '_ {
         let (copy, red) = match self {
             Op::Copy { src, .. } => (Some(*src), &[][..]),
             Op::Reduce { srcs, .. } => (None, &srcs[..]),
         };
-        copy.into_iter().chain(red.iter().filter_map(|s| match s {
-            SrcSpan::Mem(m) => Some(*m),
-            SrcSpan::Dst => None,
-        }))
+        copy.into_iter().chain(mem_srcs(red))
     }
     /// Element size: pieces never split an element.
     fn grain(&self) -> usize {
@@ -141,6 +199,13 @@ impl Op {
             Op::Copy { .. } => 1,
             Op::Reduce { spec, .. } => spec.dtype.size_bytes().unwrap_or(1),
         }
+    }
+    /// Would an op writing `dst` and reading `reads` conflict with this one?
+    fn conflicts(&self, dst: Span, reads: impl Iterator<Item = Span> + Clone) -> bool {
+        let d = self.dst();
+        d.overlaps(&dst)
+            || self.reads().any(|r| r.overlaps(&dst))
+            || reads.into_iter().any(|r| r.overlaps(&d))
     }
 }
 
@@ -195,39 +260,76 @@ struct Level {
 }
 
 impl Level {
-    /// Would `op` read or write bytes an op of this level writes, or write bytes one reads?
-    fn conflicts(&self, op: &Op) -> bool {
-        let d = op.dst();
-        self.writes.overlaps(d)
-            || self.reads.overlaps(d)
-            || op.reads().any(|s| self.writes.overlaps(s))
+    /// Would an op writing `dst` and reading `reads` read or write bytes an op of this level
+    /// writes, or write bytes one reads?
+    fn conflicts(&self, dst: Span, mut reads: impl Iterator<Item = Span>) -> bool {
+        self.writes.overlaps(dst)
+            || self.reads.overlaps(dst)
+            || reads.any(|s| self.writes.overlaps(s))
     }
 }
 
-/// Pending ops of one engine in dependency levels (module doc).
-#[derive(Debug, Default)]
+/// Pending ops of the engines in dependency levels, plus the open op (module doc).
+#[derive(Debug)]
 pub(crate) struct Batch {
     levels: Vec<Level>,
+    /// The op later pieces may still extend; not in a level yet.
+    open: Option<Op>,
+    /// Threads a flush may use (the caller's included).
+    threads: usize,
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Batch::new(device_threads())
+    }
 }
 
 impl Batch {
-    #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
-        self.levels.is_empty()
+    /// An empty batch whose flushes use up to `threads` threads.
+    pub fn new(threads: usize) -> Batch {
+        Batch {
+            levels: Vec::new(),
+            open: None,
+            threads: threads.clamp(1, MAX_THREADS),
+        }
     }
 
-    /// The level `op` would take: one above the highest level holding an op it conflicts
-    /// with (0 if none). Every conflicting op is then in a lower level, so it runs first.
+    /// Nothing pending?
+    pub fn is_empty(&self) -> bool {
+        self.levels.is_empty() && self.open.is_none()
+    }
+
+    /// Would an op writing `dst` and reading `reads` commute with everything pending (no
+    /// pending op writes what it reads or writes, or reads what it writes)?
+    pub fn independent(&self, dst: Span, reads: impl Iterator<Item = Span> + Clone) -> bool {
+        self.open
+            .as_ref()
+            .is_none_or(|o| !o.conflicts(dst, reads.clone()))
+            && self.levels.iter().all(|l| !l.conflicts(dst, reads.clone()))
+    }
+
+    /// Does a pending op write a byte of `s`?
+    pub fn writes_overlap(&self, s: Span) -> bool {
+        self.open.as_ref().is_some_and(|o| o.dst().overlaps(&s))
+            || self.levels.iter().any(|l| l.writes.overlaps(s))
+    }
+
+    /// The level `op` would take among the placed levels: one above the highest level holding
+    /// an op it conflicts with (0 if none). Every conflicting op is then in a lower level, so
+    /// it runs first. (The open op is not in a level: see [`Batch::push`].)
     pub fn level_for(&self, op: &Op) -> usize {
         self.levels
             .iter()
-            .rposition(|l| l.conflicts(op))
+            .rposition(|l| l.conflicts(op.dst(), op.reads()))
             .map_or(0, |l| l + 1)
     }
 
-    /// Defer `op` behind everything it depends on. Gives `op` back (deferring nothing) when
-    /// that would need more than [`MAX_LEVELS`] levels: flush, then push again.
+    /// Place `op` in its level, behind everything placed it depends on. Gives `op` back
+    /// (placing nothing) when that would need more than [`MAX_LEVELS`] levels: flush, then
+    /// push again. The open op must have been placed first (it is earlier).
     pub fn push(&mut self, op: Op) -> Result<(), Op> {
+        debug_assert!(self.open.is_none(), "the open op is placed first");
         let at = self.level_for(&op);
         if at >= MAX_LEVELS {
             return Err(op);
@@ -244,25 +346,99 @@ impl Batch {
         Ok(())
     }
 
+    /// Place the open op (flushing the levels first when they are full).
+    fn close(&mut self, mem: &mut Memory) {
+        if let Some(o) = self.open.take() {
+            if let Err(o) = self.push(o) {
+                self.run_levels(mem);
+                let placed = self.push(o);
+                debug_assert!(placed.is_ok(), "an empty batch takes any op");
+            }
+        }
+    }
+
+    /// Defer the copy `src → dst` (disjoint plain-memory spans): it extends the open op when it
+    /// continues it (module doc), else the open op is placed and this one opens.
+    pub fn add_copy(&mut self, mem: &mut Memory, dst: Span, src: Span) {
+        if let Some(Op::Copy { dst: d, src: s }) = &mut self.open {
+            if d.followed_by(&dst) && s.followed_by(&src) && !dst.overlaps(s) && !src.overlaps(d) {
+                d.len += dst.len;
+                s.len += src.len;
+                return;
+            }
+        }
+        self.close(mem);
+        self.open = Some(Op::Copy { dst, src });
+    }
+
+    /// Defer the reduce of `srcs` into `dst` with `spec` (every memory source disjoint from
+    /// `dst`), extending the open op when it continues it.
+    pub fn add_reduce(
+        &mut self,
+        mem: &mut Memory,
+        spec: &Arc<ReduceSpec>,
+        dst: Span,
+        srcs: &[SrcSpan],
+    ) {
+        if let Some(Op::Reduce {
+            dst: d,
+            srcs: ss,
+            spec: sp,
+        }) = &mut self.open
+        {
+            let continues = (Arc::ptr_eq(sp, spec) || **sp == **spec)
+                && d.followed_by(&dst)
+                && ss.len() == srcs.len()
+                && ss.iter().zip(srcs).all(|(a, b)| match (a, b) {
+                    (SrcSpan::Dst, SrcSpan::Dst) => true,
+                    (SrcSpan::Mem(a), SrcSpan::Mem(b)) => a.followed_by(b),
+                    _ => false,
+                })
+                // The new piece must not read what the open op writes, nor write what it reads.
+                && !mem_srcs(srcs).any(|b| b.overlaps(d))
+                && !mem_srcs(ss).any(|a| a.overlaps(&dst));
+            if continues {
+                d.len += dst.len;
+                for (a, b) in ss.iter_mut().zip(srcs) {
+                    if let (SrcSpan::Mem(a), SrcSpan::Mem(b)) = (a, b) {
+                        a.len += b.len;
+                    }
+                }
+                return;
+            }
+        }
+        self.close(mem);
+        self.open = Some(Op::Reduce {
+            dst,
+            srcs: srcs.to_vec(),
+            spec: Arc::clone(spec),
+        });
+    }
+
     /// Execute every pending op, level by level (module doc), and empty the batch.
-    pub fn flush(&mut self, mem: &mut Memory, threads: usize) {
+    pub fn flush(&mut self, mem: &mut Memory) {
+        self.close(mem);
+        self.run_levels(mem);
+    }
+
+    fn run_levels(&mut self, mem: &mut Memory) {
         for level in std::mem::take(&mut self.levels) {
             // Spread only a level with enough bytes to pay for the workers.
             let bytes: u64 = level.ops.iter().map(Op::bytes).sum();
             let t = if bytes < PARALLEL_MIN_BYTES {
                 1
             } else {
-                threads.max(1)
+                self.threads
             };
             run_level(mem, &level.ops, t);
         }
     }
 }
 
-/// Run independent ops on `threads` workers.
+/// Run independent ops on up to `threads` threads (the caller's included).
 fn run_level(mem: &mut Memory, ops: &[Op], threads: usize) {
     let jobs = carve(mem, ops);
-    if threads == 1 {
+    if threads <= 1 {
         jobs.into_iter().for_each(Job::run);
         return;
     }
@@ -272,26 +448,190 @@ fn run_level(mem: &mut Memory, ops: &[Op], threads: usize) {
         pieces.into_iter().for_each(Job::run);
         return;
     }
-    let total: usize = pieces.iter().map(|p| p.dst.len()).sum();
-    let share = total.div_ceil(threads);
-    let mut groups: Vec<Vec<Job<'_>>> = vec![Vec::new()];
-    let mut acc = 0;
-    for p in pieces {
-        if acc >= share && groups.len() < threads {
-            groups.push(Vec::new());
-            acc = 0;
+    let helpers = (threads - 1).min(pieces.len() - 1);
+    // Each piece is taken by exactly one thread: the next index, then its slot.
+    let slots: Vec<Mutex<Option<Job<'_>>>> =
+        pieces.into_iter().map(|p| Mutex::new(Some(p))).collect();
+    let next = AtomicUsize::new(0);
+    let work = || {
+        while let Some(slot) = slots.get(next.fetch_add(1, Ordering::Relaxed)) {
+            if let Some(j) = slot.lock().take() {
+                j.run();
+            }
         }
-        acc += p.dst.len();
-        groups.last_mut().expect("one group").push(p);
+    };
+    Pool::get().run(helpers, &work);
+}
+
+/// The work of one level, as the pool's threads see it: a shared closure every participant
+/// calls once (it takes pieces until none is left).
+#[derive(Clone, Copy)]
+struct Task(*const (dyn Fn() + Sync + 'static));
+
+// SAFETY: the pointee is `Sync`, and `Pool::run` does not return (nor unwind) before every
+// worker that took the pointer has finished calling it (`Retire`).
+unsafe impl Send for Task {}
+
+/// The persistent worker threads of the process (module doc, "Split").
+struct Pool {
+    /// One level at a time; a second machine flushing meanwhile runs on its own thread.
+    turn: Mutex<()>,
+    state: Mutex<PoolState>,
+    /// Workers sleep here for the next task.
+    work: Condvar,
+    /// The submitter sleeps here for the workers to finish.
+    done: Condvar,
+    /// `PoolState::gen`, readable without the lock (what idle workers spin on).
+    gen: AtomicU64,
+    /// Workers inside the current task.
+    active: AtomicUsize,
+    /// A worker's call of a task panicked (re-raised by the submitter).
+    panicked: AtomicBool,
+}
+
+struct PoolState {
+    /// Bumped for every task.
+    gen: u64,
+    /// The current task, while its submitter still accepts helpers.
+    task: Option<Task>,
+    /// How many more workers may join it.
+    seats: usize,
+    /// Worker threads spawned so far.
+    workers: usize,
+}
+
+impl Pool {
+    fn get() -> &'static Pool {
+        static POOL: std::sync::OnceLock<Pool> = std::sync::OnceLock::new();
+        POOL.get_or_init(|| Pool {
+            turn: Mutex::new(()),
+            state: Mutex::new(PoolState {
+                gen: 0,
+                task: None,
+                seats: 0,
+                workers: 0,
+            }),
+            work: Condvar::new(),
+            done: Condvar::new(),
+            gen: AtomicU64::new(0),
+            active: AtomicUsize::new(0),
+            panicked: AtomicBool::new(false),
+        })
     }
-    std::thread::scope(|sc| {
-        let mut rest = groups.into_iter();
-        let mine = rest.next().unwrap_or_default();
-        for g in rest {
-            sc.spawn(move || g.into_iter().for_each(Job::run));
+
+    /// Call `f` on this thread and on up to `helpers` workers at once; return when every call
+    /// has returned. Workers are spawned on first need, at most [`device_threads`] − 1.
+    fn run(&'static self, helpers: usize, f: &(dyn Fn() + Sync)) {
+        // At most `device_threads()` threads in all, the caller's included.
+        let helpers = helpers.min(device_threads() - 1);
+        let turn = if helpers == 0 {
+            None
+        } else {
+            self.turn.try_lock()
+        };
+        let Some(_turn) = turn else {
+            f();
+            return;
+        };
+        // SAFETY: only the lifetime is erased. The pointer is published below and withdrawn
+        // by `Retire` (on return and on unwind) before this function ends; `Retire` then waits
+        // until no worker is inside the call (`active == 0`), and a worker can only take the
+        // pointer while it is published (under `state`). So every use ends before `f` dies.
+        let task = Task(unsafe {
+            std::mem::transmute::<&(dyn Fn() + Sync + '_), &'static (dyn Fn() + Sync + 'static)>(f)
+        });
+        {
+            let mut s = self.state.lock();
+            self.spawn_workers(&mut s, helpers);
+            s.gen += 1;
+            s.task = Some(task);
+            s.seats = helpers;
+            self.gen.store(s.gen, Ordering::Release);
         }
-        mine.into_iter().for_each(Job::run);
-    });
+        self.work.notify_all();
+        let retire = Retire(self);
+        f();
+        drop(retire);
+        if self.panicked.swap(false, Ordering::AcqRel) {
+            panic!("a device worker thread panicked while executing deferred DMA data");
+        }
+    }
+
+    /// Spawn workers until there are `n` (fewer if the system refuses threads).
+    fn spawn_workers(&'static self, s: &mut PoolState, n: usize) {
+        while s.workers < n {
+            let seen = s.gen;
+            let spawned = std::thread::Builder::new()
+                .name(format!("opennrt-dma-{}", s.workers + 1))
+                .spawn(move || self.worker(seen));
+            if spawned.is_err() {
+                break;
+            }
+            s.workers += 1;
+        }
+    }
+
+    fn worker(&'static self, mut seen: u64) {
+        loop {
+            // Spin briefly: the next level of a flush usually follows within microseconds.
+            let start = Instant::now();
+            let mut k = 0u32;
+            while self.gen.load(Ordering::Acquire) == seen {
+                std::hint::spin_loop();
+                k = k.wrapping_add(1);
+                if k % 64 == 0 && start.elapsed() >= SPIN {
+                    break;
+                }
+            }
+            let task = {
+                let mut s = self.state.lock();
+                while s.gen == seen {
+                    self.work.wait(&mut s);
+                }
+                seen = s.gen;
+                match s.task {
+                    Some(t) if s.seats > 0 => {
+                        s.seats -= 1;
+                        self.active.fetch_add(1, Ordering::AcqRel);
+                        t
+                    }
+                    _ => continue,
+                }
+            };
+            // SAFETY: `task` was taken while published and `active` counts this call, so the
+            // submitter's `Retire` keeps the closure alive until the decrement below.
+            let f = unsafe { &*task.0 };
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+                self.panicked.store(true, Ordering::Release);
+            }
+            if self.active.fetch_sub(1, Ordering::AcqRel) == 1 {
+                let _s = self.state.lock();
+                self.done.notify_all();
+            }
+        }
+    }
+}
+
+/// Withdraws the current task and waits until no worker is inside it (also on unwind).
+struct Retire(&'static Pool);
+
+impl Drop for Retire {
+    fn drop(&mut self) {
+        let p = self.0;
+        {
+            let mut s = p.state.lock();
+            s.task = None;
+            s.seats = 0;
+        }
+        let start = Instant::now();
+        while p.active.load(Ordering::Acquire) != 0 && start.elapsed() < SPIN {
+            std::hint::spin_loop();
+        }
+        let mut s = p.state.lock();
+        while p.active.load(Ordering::Acquire) != 0 {
+            p.done.wait(&mut s);
+        }
+    }
 }
 
 /// A source of a carved job.
@@ -348,34 +688,120 @@ impl<'a> Job<'a> {
 /// One reduce job: out of place, in place, or through a copy when several sources are the
 /// destination — as the in-order engine does it.
 fn reduce(spec: &ReduceSpec, dst: &mut [u8], srcs: &[JobSrc<'_>]) {
-    let at_dst: Vec<usize> = (0..srcs.len())
-        .filter(|&i| matches!(srcs[i], JobSrc::Dst))
-        .collect();
     let scales = spec.scales.as_deref();
-    fn bytes<'b>(s: &JobSrc<'b>) -> Option<&'b [u8]> {
+    // The sources that are not the destination, in order, and where the destination is.
+    let mut v: [&[u8]; cce::MAX_SOURCES] = [&[]; cce::MAX_SOURCES];
+    let (mut n, mut in_place, mut at) = (0, 0, 0);
+    for (i, s) in srcs.iter().take(cce::MAX_SOURCES).enumerate() {
         match *s {
-            JobSrc::Bytes(b) => Some(b),
-            JobSrc::Dst => None,
+            JobSrc::Bytes(b) => {
+                v[n] = b;
+                n += 1;
+            }
+            JobSrc::Dst => {
+                in_place += 1;
+                at = i;
+            }
         }
     }
     // The parameters were checked by `cce::check` when the op was deferred and every span has
     // the destination's length, so the kernels cannot fail here.
-    let r = match at_dst[..] {
-        [] => {
-            let v: Vec<&[u8]> = srcs.iter().filter_map(bytes).collect();
-            cce::reduce_with(&spec.numerics, spec.op, spec.dtype, &v, scales, dst)
-        }
-        [p] => {
-            let v: Vec<&[u8]> = srcs.iter().filter_map(bytes).collect();
-            cce::reduce_in_place_with(&spec.numerics, spec.op, spec.dtype, dst, p, &v, scales)
-        }
+    let (nm, op, dt) = (&spec.numerics, spec.op, spec.dtype);
+    let r = match in_place {
+        0 => cce::reduce_with(nm, op, dt, &v[..n], scales, dst),
+        1 => cce::reduce_in_place_with(nm, op, dt, dst, at, &v[..n], scales),
         _ => {
             let copy = dst.to_vec();
-            let v: Vec<&[u8]> = srcs.iter().map(|s| bytes(s).unwrap_or(&copy)).collect();
-            cce::reduce_with(&spec.numerics, spec.op, spec.dtype, &v, scales, dst)
+            for (slot, s) in v.iter_mut().zip(srcs) {
+                *slot = match *s {
+                    JobSrc::Bytes(b) => b,
+                    JobSrc::Dst => &copy[..],
+                };
+            }
+            cce::reduce_with(nm, op, dt, &v[..srcs.len()], scales, dst)
         }
     };
     debug_assert!(r.is_ok(), "deferred reduce failed after its checks: {r:?}");
+}
+
+/// Execute the copy `src → dst` (plain memory; same-region ranges may overlap, as
+/// `memmove`) now, on this thread: an op the engine runs in order. One borrow of the one or
+/// two regions, no address lookup.
+pub(crate) fn copy_now(mem: &mut Memory, dst: Span, src: Span) {
+    if dst.region == src.region {
+        let mut r = mem.regions_bytes_mut(&[dst.region]);
+        r[0].1.copy_within(src.off..src.end(), dst.off);
+        return;
+    }
+    let lo_first = dst.region < src.region;
+    let pair = if lo_first {
+        [dst.region, src.region]
+    } else {
+        [src.region, dst.region]
+    };
+    let mut r = mem.regions_bytes_mut(&pair);
+    let (a, b) = r.split_at_mut(1);
+    let (d, s): (&mut [u8], &[u8]) = if lo_first {
+        (&mut *a[0].1, &*b[0].1)
+    } else {
+        (&mut *b[0].1, &*a[0].1)
+    };
+    d[dst.off..dst.end()].copy_from_slice(&s[src.off..src.end()]);
+}
+
+/// Region bytes as [`Memory::regions_bytes_mut`] lends them: `(region, bytes)`.
+type Borrowed<'a> = [(usize, &'a mut [u8])];
+
+/// Execute the reduce of `srcs` into `dst` with `spec` (checked; every memory source disjoint
+/// from `dst`) now, on this thread, with the kernels a flush uses.
+pub(crate) fn reduce_now(mem: &mut Memory, spec: &ReduceSpec, dst: Span, srcs: &[SrcSpan]) {
+    let mut regions = [0usize; cce::MAX_SOURCES + 1];
+    let mut k = 1;
+    regions[0] = dst.region;
+    for s in mem_srcs(srcs).take(cce::MAX_SOURCES) {
+        regions[k] = s.region;
+        k += 1;
+    }
+    let regions = &mut regions[..k];
+    regions.sort_unstable();
+    let mut n = 1;
+    for i in 1..regions.len() {
+        if regions[i] != regions[n - 1] {
+            regions[n] = regions[i];
+            n += 1;
+        }
+    }
+    let mut r = mem.regions_bytes_mut(&regions[..n]);
+    let di = r
+        .binary_search_by_key(&dst.region, |(i, _)| *i)
+        .expect("the destination's region is borrowed");
+    let (before, rest) = r.split_at_mut(di);
+    let (own, after) = rest.split_first_mut().expect("the destination's region");
+    let (lo, tail) = own.1.split_at_mut(dst.off);
+    let (d, hi) = tail.split_at_mut(dst.len);
+    let (before, after, lo, hi): (&Borrowed<'_>, &Borrowed<'_>, &[u8], &[u8]) =
+        (before, after, lo, hi);
+    let find = |s: &Span| -> &[u8] {
+        match s.region.cmp(&dst.region) {
+            std::cmp::Ordering::Less => {
+                let i = before.partition_point(|(r, _)| *r < s.region);
+                &before[i].1[s.off..s.end()]
+            }
+            std::cmp::Ordering::Greater => {
+                let i = after.partition_point(|(r, _)| *r < s.region);
+                &after[i].1[s.off..s.end()]
+            }
+            std::cmp::Ordering::Equal if s.end() <= dst.off => &lo[s.off..s.end()],
+            std::cmp::Ordering::Equal => &hi[s.off - dst.end()..s.end() - dst.end()],
+        }
+    };
+    let mut js = [JobSrc::Dst; cce::MAX_SOURCES];
+    for (j, s) in js.iter_mut().zip(srcs) {
+        if let SrcSpan::Mem(m) = s {
+            *j = JobSrc::Bytes(find(m));
+        }
+    }
+    reduce(spec, d, &js[..srcs.len().min(cce::MAX_SOURCES)]);
 }
 
 /// Borrow every op's destination mutably and its sources shared, all at once: in each region

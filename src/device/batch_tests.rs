@@ -69,7 +69,7 @@ fn dependent_ops_run_in_order() {
     .unwrap();
     b.push(copy(span(0, 32, 8), span(0, 16, 8))).unwrap();
     assert_eq!(b.levels.len(), 2);
-    b.flush(&mut m, 2);
+    b.flush(&mut m);
     let mut got = [0u8; 8];
     m.read(0, 0x1000 + 32, &mut got).unwrap();
     // max(x, +0.0) over the positive tiny fp32 values is x itself.
@@ -150,12 +150,12 @@ fn flush_equals_in_order_execution_on_any_thread_count() {
     }
     for threads in [1, 4] {
         let mut m = build();
-        let mut b = Batch::default();
+        let mut b = Batch::new(threads);
         for op in &ops {
             assert_eq!(b.level_for(op), 0, "the test ops are independent");
             b.push(op.clone()).unwrap();
         }
-        b.flush(&mut m, threads);
+        b.flush(&mut m);
         assert!(b.is_empty());
         let got: Vec<Vec<u8>> = m
             .region_bytes_mut()
@@ -167,4 +167,260 @@ fn flush_equals_in_order_execution_on_any_thread_count() {
             "flush on {threads} threads differs from in-order execution"
         );
     }
+}
+
+/// Apply `ops` one by one to plain copies of the regions: the in-order reference.
+fn in_order(mut want: Vec<Vec<u8>>, ops: &[Op]) -> Vec<Vec<u8>> {
+    for op in ops {
+        match op {
+            Op::Copy { dst, src } => {
+                let s = want[src.region][src.off..src.end()].to_vec();
+                want[dst.region][dst.off..dst.end()].copy_from_slice(&s);
+            }
+            Op::Reduce { dst, srcs, spec } => {
+                let own = want[dst.region][dst.off..dst.end()].to_vec();
+                let v: Vec<Vec<u8>> = srcs
+                    .iter()
+                    .map(|s| match s {
+                        SrcSpan::Mem(m) => want[m.region][m.off..m.end()].to_vec(),
+                        SrcSpan::Dst => own.clone(),
+                    })
+                    .collect();
+                let refs: Vec<&[u8]> = v.iter().map(|x| &x[..]).collect();
+                let mut out = vec![0u8; dst.len];
+                cce::reduce(spec.op, spec.dtype, &refs, &mut out).unwrap();
+                want[dst.region][dst.off..dst.end()].copy_from_slice(&out);
+            }
+        }
+    }
+    want
+}
+
+fn regions(m: &mut Memory) -> Vec<Vec<u8>> {
+    m.region_bytes_mut()
+        .into_iter()
+        .map(|r| r.to_vec())
+        .collect()
+}
+
+/// Three regions of small bf16 integers (every sum of a few of them is exact).
+fn small_memory(len: usize) -> Memory {
+    let mut m = Memory::new(1);
+    for (i, base) in [0x1000_0000u64, 0x2000_0000, 0x3000_0000]
+        .iter()
+        .enumerate()
+    {
+        m.map(0, *base, len as u64).unwrap();
+        let bytes: Vec<u8> = (0..len)
+            .map(|k| {
+                if k % 2 == 0 {
+                    0
+                } else {
+                    0x3F + ((k / 2 + i) % 3) as u8
+                }
+            })
+            .collect();
+        m.write(0, *base, &bytes).unwrap();
+    }
+    m
+}
+
+/// Adjacent pieces of one stream extend the open op; a gap, another kind or a piece that
+/// reads what the open op writes starts a new one.
+#[test]
+fn adjacent_pieces_coalesce() {
+    let mut m = small_memory(1 << 16);
+    let mut b = Batch::new(1);
+    for k in 0..8 {
+        b.add_copy(&mut m, span(1, k * 64, 64), span(0, k * 64, 64));
+    }
+    assert!(b.levels.is_empty(), "still open");
+    match &b.open {
+        Some(Op::Copy { dst, src }) => {
+            assert_eq!((*dst, *src), (span(1, 0, 512), span(0, 0, 512)));
+        }
+        o => panic!("one open copy expected, got {o:?}"),
+    }
+    // Not adjacent: a new op, the first one placed.
+    b.add_copy(&mut m, span(1, 1024, 64), span(0, 1024, 64));
+    assert_eq!(b.levels.len(), 1);
+    // Reads what the open op writes: never merged, and a level up once placed.
+    b.add_copy(&mut m, span(1, 1088, 64), span(1, 1024, 64));
+    assert_eq!(b.levels.len(), 1);
+    b.close(&mut m);
+    assert_eq!(b.levels.len(), 2);
+    assert_eq!(b.levels[0].ops.len(), 2);
+
+    let spec = Arc::new(ReduceSpec {
+        numerics: Numerics::default(),
+        op: CceOp::Add,
+        dtype: Dtype::Bf16,
+        scales: None,
+    });
+    let mut r = Batch::new(1);
+    for k in 0..4 {
+        let srcs = [SrcSpan::Mem(span(0, 4096 + k * 32, 32)), SrcSpan::Dst];
+        r.add_reduce(&mut m, &spec, span(2, k * 32, 32), &srcs);
+    }
+    match &r.open {
+        Some(Op::Reduce { dst, srcs, .. }) => {
+            assert_eq!(*dst, span(2, 0, 128));
+            assert_eq!(srcs[..], [SrcSpan::Mem(span(0, 4096, 128)), SrcSpan::Dst]);
+        }
+        o => panic!("one open reduce expected, got {o:?}"),
+    }
+    // Another op (MAX): not merged.
+    let max = Arc::new(ReduceSpec {
+        op: CceOp::Max,
+        ..(*spec).clone()
+    });
+    let srcs = [SrcSpan::Mem(span(0, 4224, 32)), SrcSpan::Dst];
+    r.add_reduce(&mut m, &max, span(2, 128, 32), &srcs);
+    assert_eq!(r.levels.len(), 1);
+    r.flush(&mut m);
+    assert!(r.is_empty());
+}
+
+/// A deterministic stream of adjacent, gapped, dependent (read-after-write, write-after-read,
+/// write-after-write) and in-place pieces, deferred through `add_copy` / `add_reduce` (so
+/// coalescing, levels and the level limit all take part) and flushed on 1, 2 and 4 threads:
+/// always the bytes of in-order execution.
+#[test]
+fn any_stream_flushes_to_in_order_bytes() {
+    let len = 1 << 20;
+    let spec = Arc::new(ReduceSpec {
+        numerics: Numerics::default(),
+        op: CceOp::Add,
+        dtype: Dtype::Bf16,
+        scales: None,
+    });
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n as u64) as usize
+    };
+    let mut ops = Vec::new();
+    let (mut at, mut region) = (0usize, 0usize);
+    for _ in 0..600 {
+        // Mostly continue the stream (coalescing), sometimes jump.
+        if rnd(4) == 0 {
+            at = rnd(len / 1024 - 64) * 512;
+            region = rnd(3);
+        }
+        let n = 2 * (1 + rnd(2048));
+        let (dst, other) = (span(region, at, n), (region + 1 + rnd(2)) % 3);
+        let src = span(other, (at + 2 * rnd(64)) % (len - n), n);
+        let op = match rnd(3) {
+            0 => Op::Copy { dst, src },
+            1 => Op::Reduce {
+                dst,
+                srcs: vec![SrcSpan::Mem(src), SrcSpan::Dst],
+                spec: Arc::clone(&spec),
+            },
+            _ => Op::Reduce {
+                dst,
+                srcs: vec![SrcSpan::Dst, SrcSpan::Mem(src)],
+                spec: Arc::clone(&spec),
+            },
+        };
+        ops.push(op);
+        at = (at + n) % (len - 8192);
+    }
+    let want = in_order(regions(&mut small_memory(len)), &ops);
+    for threads in [1, 2, 4] {
+        let mut m = small_memory(len);
+        let mut b = Batch::new(threads);
+        for op in &ops {
+            match op {
+                Op::Copy { dst, src } => b.add_copy(&mut m, *dst, *src),
+                Op::Reduce { dst, srcs, spec } => b.add_reduce(&mut m, spec, *dst, srcs),
+            }
+        }
+        b.flush(&mut m);
+        assert!(b.is_empty());
+        assert!(
+            regions(&mut m) == want,
+            "a stream flushed on {threads} threads differs from in-order execution"
+        );
+    }
+}
+
+/// Ops run at once (`copy_now`, `reduce_now`) with sources before, after and around the
+/// destination in its own region and in other regions, in place too.
+#[test]
+fn ops_run_now_like_in_order() {
+    let len = 1 << 14;
+    let spec = Arc::new(ReduceSpec {
+        numerics: Numerics::default(),
+        op: CceOp::Add,
+        dtype: Dtype::Bf16,
+        scales: None,
+    });
+    let ops = vec![
+        Op::Copy {
+            dst: span(1, 100, 300),
+            src: span(1, 0, 300),
+        },
+        Op::Copy {
+            dst: span(2, 0, 256),
+            src: span(0, 512, 256),
+        },
+        Op::Copy {
+            dst: span(0, 4096, 256),
+            src: span(2, 512, 256),
+        },
+        Op::Reduce {
+            dst: span(1, 2048, 64),
+            srcs: vec![
+                SrcSpan::Mem(span(1, 0, 64)),
+                SrcSpan::Dst,
+                SrcSpan::Mem(span(1, 4096, 64)),
+                SrcSpan::Mem(span(0, 64, 64)),
+                SrcSpan::Mem(span(2, 64, 64)),
+            ],
+            spec: Arc::clone(&spec),
+        },
+        Op::Reduce {
+            dst: span(0, 8192, 128),
+            srcs: vec![SrcSpan::Mem(span(2, 0, 128)), SrcSpan::Mem(span(1, 0, 128))],
+            spec,
+        },
+    ];
+    let want = in_order(regions(&mut small_memory(len)), &ops);
+    let mut m = small_memory(len);
+    for op in &ops {
+        match op {
+            Op::Copy { dst, src } => copy_now(&mut m, *dst, *src),
+            Op::Reduce { dst, srcs, spec } => reduce_now(&mut m, spec, *dst, srcs),
+        }
+    }
+    assert!(regions(&mut m) == want);
+}
+
+/// Machines flushing at the same time share the one pool (a flush that finds it busy runs on
+/// its own thread): every result is still exact.
+#[test]
+fn concurrent_flushes_share_the_pool() {
+    let len = 4 << 20;
+    let ops: Vec<Op> = (0..4)
+        .map(|k| copy(span(1, k << 20, 1 << 20), span(0, k << 20, 1 << 20)))
+        .collect();
+    let want = in_order(regions(&mut small_memory(len)), &ops);
+    std::thread::scope(|sc| {
+        for _ in 0..4 {
+            sc.spawn(|| {
+                for _ in 0..3 {
+                    let mut m = small_memory(len);
+                    let mut b = Batch::new(4);
+                    for op in &ops {
+                        b.push(op.clone()).unwrap();
+                    }
+                    b.flush(&mut m);
+                    assert!(regions(&mut m) == want);
+                }
+            });
+        }
+    });
 }

@@ -32,6 +32,16 @@
 //! A TX packet without a complete RX partner (or an incomplete TX packet) is a **stall**, not an
 //! error: `run` returns with [`Progress::stalled`] and resumes on the next call.
 //!
+//! **Deferred data.** The byte work of plain copies and reduces goes through a
+//! [`crate::device::batch`] (the engine checks every packet when it reaches it; only the bytes
+//! move later, in an order that gives the same result). [`QueuePair::run`] has a batch of its
+//! own and flushes it before every semaphore write and before it returns, so a caller sees the
+//! memory of in-order execution. Inside an executor run all engines of the machine share one
+//! batch, flushed when the run ends (`RunCx`, `QueuePair::run_in`). Per run the engines also
+//! keep the plain-memory regions they resolved (`RunCx::place`: one binary search over a few
+//! cached regions instead of routing the address again) and reuse their packet buffers, so a
+//! small packet costs its decoding and its bytes, not allocations.
+//!
 //! **Abort** (§3.3, §11.4, §12.2). A stale RING_ID, an undecodable descriptor, a framing error
 //! (FIRST/LAST, a META where data was expected, a copy descriptor in a CCE packet, …), a TX/RX
 //! length mismatch, a bad address, an invalid or non-reducible dtype or an op the CCE does not
@@ -41,12 +51,13 @@
 //! doorbell returns the same error.
 
 use std::fmt;
+use std::sync::Arc;
 
-use super::batch::{device_threads, Batch};
+use super::batch::{Batch, ReduceSpec, SrcSpan};
 use super::memory::{Memory, Place, SemTouch};
 use crate::dtype::{Dtype, Numerics};
 use crate::error::{Error, ErrorKind};
-use crate::isa::memmap::MAX_RING_DESCS;
+use crate::isa::memmap::{self, MAX_RING_DESCS};
 use crate::isa::udma::{ring_id_at, CceOp, Descriptor, Direction, DESC_BYTES};
 
 /// Posted TX descriptors from which a run counts as bulk work (its small ops are deferred and
@@ -258,13 +269,18 @@ impl Queue {
         chip: u8,
         ring: Option<(usize, usize)>,
         out: &mut Vec<Raw>,
+        mut memo: Option<&mut DecodeMemo>,
+        memo_all: bool,
     ) -> Result<bool, Fault> {
         out.clear();
         let direct = ring.map(|(region, off)| &mem.region_bytes(region)[off..]);
+        // The length is a power of two: slot and lap by mask and shift, not division.
+        let (mask, shift) = (self.len - 1, self.len.trailing_zeros());
         let mut i = self.head;
         while i < self.tail {
             let mut bytes = [0u8; DESC_BYTES];
-            let unread = Raw {
+            // What an error names: the index and the bytes (the descriptor is not decoded).
+            let unread = |bytes| Raw {
                 index: i,
                 bytes,
                 desc: Descriptor::RxData {
@@ -274,43 +290,68 @@ impl Queue {
             };
             match direct {
                 Some(r) => {
-                    let at = ((i % self.len) as usize) * DESC_BYTES;
+                    let at = ((i & mask) as usize) * DESC_BYTES;
                     bytes.copy_from_slice(&r[at..at + DESC_BYTES]);
                 }
-                None => mem
-                    .read(chip, self.slot_addr(i), &mut bytes)
-                    .map_err(|e| fault(&unread, self.dir, format!("reading the ring: {e}")))?,
+                None => {
+                    if let Err(e) = mem.read(chip, self.slot_addr(i), &mut bytes) {
+                        let f = format!("reading the ring: {e}");
+                        return Err(fault(&unread(bytes), self.dir, f));
+                    }
+                }
             }
-            let raw = Raw { bytes, ..unread };
             let tag = bytes[3] & 3;
-            let want = self.expected_ring_id(i);
+            // `ring_id_at(i, len)`: 1 on the first lap, +1 mod 4 per lap.
+            let want = ((1 + (i >> shift)) & 3) as u8;
             if tag != want {
                 return Err(fault(
-                    &raw,
+                    &unread(bytes),
                     self.dir,
                     format!(
                         "stale descriptor: RING_ID {tag}, expected {want} for lap {} of a \
                          {}-slot ring (device.md §1.3)",
-                        i / self.len,
+                        i >> shift,
                         self.len
                     ),
                 ));
             }
-            let desc = Descriptor::decode(&bytes, self.dir)
-                .map_err(|e| fault(&raw, self.dir, e.message().to_string()))?;
-            let raw = Raw { desc, ..raw };
-            let ctrl = desc.ctrl();
-            if out.is_empty() && !ctrl.first {
-                return Err(fault(&raw, self.dir, "packet does not start with FIRST"));
+            // Memoized: every descriptor of a small run (the same bytes come back when the
+            // collective runs again), the META ones of a bulk run (compute descriptors carry no
+            // address, so a step repeats a few of them: len_ctrl bit 23, byte 2 bit 7). The
+            // descriptor is written into its place in `out` (one copy, no intermediate value).
+            let memo = memo
+                .as_deref_mut()
+                .filter(|_| memo_all || bytes[2] & 0x80 != 0);
+            out.push(unread(bytes));
+            let raw = out.last_mut().expect("just pushed");
+            match memo.as_ref().and_then(|m| m.get(&bytes, self.dir)) {
+                Some(d) => raw.desc = *d,
+                None => match Descriptor::decode(&bytes, self.dir) {
+                    Ok(d) => {
+                        raw.desc = d;
+                        if let Some(m) = memo {
+                            m.insert(&bytes, self.dir, d);
+                        }
+                    }
+                    Err(e) => {
+                        out.pop();
+                        return Err(fault(&unread(bytes), self.dir, e.message().to_string()));
+                    }
+                },
             }
-            if !out.is_empty() && ctrl.first {
+            let ctrl = raw.desc.ctrl();
+            if (out.len() == 1) != ctrl.first {
+                let raw = out.pop().expect("just pushed");
                 return Err(fault(
                     &raw,
                     self.dir,
-                    "FIRST inside a packet (no LAST before)",
+                    if ctrl.first {
+                        "FIRST inside a packet (no LAST before)"
+                    } else {
+                        "packet does not start with FIRST"
+                    },
                 ));
             }
-            out.push(raw);
             if ctrl.last {
                 return Ok(true);
             }
@@ -328,6 +369,66 @@ impl Queue {
     }
 }
 
+/// Slots of a [`DecodeMemo`] (a power of two, in sets of two): several times the descriptors
+/// of a small collective's rings (256 KiB per thread).
+const MEMO_SLOTS: usize = 4096;
+
+/// Descriptors this thread decoded, by their bytes: a decoded-instruction cache as emulators
+/// keep one. Decoding is a pure function of the 16 bytes and the queue's direction, so a hit
+/// — all 16 bytes and the direction equal — is exactly what [`Descriptor::decode`] returns;
+/// only successful decodes are kept (a bad descriptor is decoded, and rejected, every time).
+/// A collective executed again (the next iteration, the next training step) walks the same
+/// bytes, and its small packets then cost a lookup instead of a decode. Direct-mapped, one
+/// per thread (taken out of its thread-local home for the length of an engine run); bulk runs
+/// do not use it (their descriptors differ by address and are few per byte moved).
+#[derive(Debug)]
+struct DecodeMemo(Box<[MemoSlot]>);
+
+/// One slot of a [`DecodeMemo`]: the bytes, the direction, what they decode to.
+type MemoSlot = Option<([u8; DESC_BYTES], Direction, Descriptor)>;
+
+thread_local! {
+    static MEMO: std::cell::Cell<Option<Box<DecodeMemo>>> = const { std::cell::Cell::new(None) };
+}
+
+impl DecodeMemo {
+    /// This thread's memo (a new one the first time).
+    fn take() -> Box<DecodeMemo> {
+        MEMO.take()
+            .unwrap_or_else(|| Box::new(DecodeMemo(vec![None; MEMO_SLOTS].into_boxed_slice())))
+    }
+
+    /// Give the memo back to this thread.
+    fn put(m: Box<DecodeMemo>) {
+        MEMO.set(Some(m));
+    }
+
+    /// The set of two slots `bytes` and `dir` map to.
+    fn set(bytes: &[u8; DESC_BYTES], dir: Direction) -> usize {
+        let lo = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+        let hi = u64::from_le_bytes(bytes[8..].try_into().expect("8 bytes"));
+        let h = (lo ^ hi.rotate_left(29) ^ dir as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> (64 - MEMO_SLOTS.trailing_zeros())) as usize & !1
+    }
+
+    /// What [`Descriptor::decode`] returned for these bytes and direction, if remembered.
+    fn get(&self, bytes: &[u8; DESC_BYTES], dir: Direction) -> Option<&Descriptor> {
+        let i = Self::set(bytes, dir);
+        self.0[i..i + 2].iter().find_map(|slot| match slot {
+            Some((b, d, desc)) if *d == dir && b == bytes => Some(desc),
+            _ => None,
+        })
+    }
+
+    /// Remember a successful decode: it takes the set's first slot, the old first moves to
+    /// the second.
+    fn insert(&mut self, bytes: &[u8; DESC_BYTES], dir: Direction, desc: Descriptor) {
+        let i = Self::set(bytes, dir);
+        self.0[i + 1] = self.0[i];
+        self.0[i] = Some((*bytes, dir, desc));
+    }
+}
+
 /// One descriptor as read.
 #[derive(Debug, Clone, Copy)]
 struct Raw {
@@ -336,38 +437,280 @@ struct Raw {
     desc: Descriptor,
 }
 
-/// A data piece of a packet: address, bytes, and the descriptor it came from.
+/// A data piece of a packet: address, bytes, and the descriptor it came from (its index in
+/// the packet's descriptors, [`Scratch::tx`] or [`Scratch::rx`]).
 #[derive(Debug, Clone, Copy)]
 struct Seg {
     addr: u64,
     len: u64,
-    raw: Raw,
+    at: usize,
 }
 
-/// A checked TX packet.
+/// A checked TX packet; its data segments are in [`Scratch::txsegs`].
 #[derive(Debug)]
 enum TxPacket {
-    Copy(Vec<Seg>),
+    /// A copy: the segments in order.
+    Copy,
+    /// A reduce: source `k` is `txsegs[bounds[k]..bounds[k + 1]]` ([`Scratch::bounds`]).
     Cce {
         op: CceOp,
         dtype: Dtype,
-        scales: Option<Vec<f32>>,
+        /// FMA: the per-source scales are in [`Scratch::scales`].
+        fma: bool,
         /// Bytes of every source (and of the result).
         len: u64,
-        sources: Vec<Vec<Seg>>,
-        /// The first compute descriptor (errors of the reduce point at it).
-        head: Raw,
+        /// Index of the first compute descriptor in the packet (errors of the reduce point at
+        /// it).
+        head: usize,
     },
 }
 
-impl TxPacket {
-    fn bytes(&self) -> u64 {
-        match self {
-            TxPacket::Copy(s) => s.iter().map(|s| s.len).sum(),
-            TxPacket::Cce { len, .. } => *len,
+/// The buffers one packet is parsed into, kept between packets and runs.
+#[derive(Debug, Default)]
+struct Scratch {
+    tx: Vec<Raw>,
+    rx: Vec<Raw>,
+    txsegs: Vec<Seg>,
+    rxsegs: Vec<Seg>,
+    bounds: Vec<usize>,
+    cuts: Vec<u64>,
+    scales: Vec<f32>,
+}
+
+/// A plain-memory region resolved during one run: an access whose [`key`] lies in `lo..hi`
+/// (with its end) lands in `region` at offset `key − lo`. The key holds the whole route (SoC
+/// bits 63:48, and the issuer when the route depends on it), so this is what [`Memory::place`]
+/// answered for an address of the same route (regions never overlap EVT_SEM blocks), for as
+/// long as nothing is mapped or unmapped: one run.
+#[derive(Debug, Clone, Copy)]
+struct Known {
+    /// [`key`] of the region's first byte.
+    lo: u64,
+    /// [`key`] one past its last byte.
+    hi: u64,
+    region: usize,
+    /// The region holds a ring of the run (ops on it are not deferred).
+    ring: bool,
+}
+
+/// Where an operand lands, as the engines need to know it: plain memory (and whether that
+/// region holds a ring), an EVT_SEM window, or anything else (nothing, or an address the memory
+/// rejects: the in-order access that follows reports it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Loc {
+    Mem {
+        region: usize,
+        off: usize,
+        ring: bool,
+    },
+    Sem,
+    Other,
+}
+
+/// The regions resolved so far in a run, sorted by key (dense keys, so the search stays in
+/// cache): an operand is found by its last hit (`hint`, per operand position) or one binary
+/// search, instead of decoding and routing its address again.
+#[derive(Debug, Default)]
+struct Regions {
+    keys: Vec<u64>,
+    known: Vec<Known>,
+}
+
+/// Bits 47:0 of a SoC address: the on-chip address (die bit included).
+const ON_CHIP_MASK: u64 = (1 << 48) - 1;
+
+/// The cache key of `addr` issued by `issuer`: the address itself when it names its chip (the
+/// id-valid bit 54 set: the route does not depend on the issuer), else the issuer above the
+/// 55 address bits a valid SoC address has. Keys are `addr + constant` per route, so a region's
+/// addresses form one key range. `None` for an address with bits 63:55 set (invalid: the
+/// memory reports it).
+fn key(issuer: u8, addr: u64) -> Option<u64> {
+    match addr >> 54 {
+        0 => Some((u64::from(issuer) << 55) | addr),
+        1 => Some(addr),
+        _ => None,
+    }
+}
+
+impl Regions {
+    /// Where `(addr, len)` issued by `issuer` lands ([`Memory::place`], with the ring flag from
+    /// `rings`, sorted).
+    fn place(
+        &mut self,
+        mem: &Memory,
+        rings: &[usize],
+        issuer: u8,
+        addr: u64,
+        len: usize,
+        hint: &mut usize,
+    ) -> Loc {
+        let Some(k) = key(issuer, addr).filter(|_| len > 0) else {
+            return Loc::Other;
+        };
+        let end = k + len as u64;
+        let found = |e: &Known| Loc::Mem {
+            region: e.region,
+            off: (k - e.lo) as usize,
+            ring: e.ring,
+        };
+        if let Some(e) = self.known.get(*hint).filter(|e| e.lo <= k && end <= e.hi) {
+            return found(e);
+        }
+        // An EVT_SEM window (bits 47:0 decide it, once the route is valid): never plain
+        // memory, and not worth a lookup here — the in-order access that follows routes and
+        // checks the address itself.
+        let a = addr & ON_CHIP_MASK;
+        if memmap::topsp_block_of(a).is_some() || memmap::tpb_block_of(a).is_some() {
+            return Loc::Sem;
+        }
+        let at = self.keys.partition_point(|&lo| lo <= k);
+        if let Some(j) = at.checked_sub(1) {
+            let e = &self.known[j];
+            if end <= e.hi {
+                *hint = j;
+                return found(e);
+            }
+        }
+        match mem.place(issuer, addr, len) {
+            Ok(Place::Mem { region, off }) => {
+                let lo = k - off as u64;
+                let e = Known {
+                    lo,
+                    hi: lo + mem.region_bytes(region).len() as u64,
+                    region,
+                    ring: rings.binary_search(&region).is_ok(),
+                };
+                let at = self.keys.partition_point(|&l| l < lo);
+                self.keys.insert(at, lo);
+                self.known.insert(at, e);
+                *hint = at;
+                found(&e)
+            }
+            Ok(Place::Sem) => Loc::Sem,
+            _ => Loc::Other,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.keys.clear();
+        self.known.clear();
+    }
+
+    /// Know every mapped region from the start, under both routes that reach it (device.md
+    /// §1.4, as [`Memory::route`] resolves them): an address without the id-valid bit targets
+    /// the issuing chip (so region `r` of chip `c` is reached by issuer `c`), one with it the
+    /// chip in bits 53:48 whoever issues it. Any other address (a neighbour route, a chip id
+    /// without the valid bit, a missing chip) has a key outside these ranges and goes to the
+    /// memory, as does anything not found. A small collective touches each region a few
+    /// times, so resolving them one by one on first use would cost more than this table.
+    fn fill(&mut self, mem: &Memory, rings: &[usize]) {
+        self.clear();
+        let mut all: Vec<Known> = Vec::with_capacity(2 * mem.regions().size_hint().0);
+        for (region, (chip, base, len)) in mem.regions().enumerate() {
+            let ring = rings.binary_search(&region).is_ok();
+            let (c, base) = (u64::from(chip), base & ON_CHIP_MASK);
+            for lo in [(c << 55) | base, (1 << 54) | (c << 48) | base] {
+                all.push(Known {
+                    lo,
+                    hi: lo + len,
+                    region,
+                    ring,
+                });
+            }
+        }
+        all.sort_unstable_by_key(|e| e.lo);
+        self.keys.extend(all.iter().map(|e| e.lo));
+        self.known = all;
+    }
+}
+
+/// What the engines of one machine share during a run (module doc, "Deferred data"): the
+/// batch of deferred data, the regions holding rings, when to flush, the semaphore writes
+/// executed (in order), and per-run caches.
+#[derive(Debug)]
+pub(crate) struct RunCx {
+    pub(crate) batch: Batch,
+    /// Regions holding a ring of any engine of the run, sorted: ops touching them run in order
+    /// (the engines read their rings and the producer writes them directly).
+    rings: Vec<usize>,
+    /// Flush before every semaphore write (another executor may read the signalled data).
+    flush_at_signal: bool,
+    /// Flush whenever an engine returns (nothing stays pending between engine runs).
+    flush_at_return: bool,
+    /// Semaphore writes of the engines, in execution order, for the executor to wake waiters.
+    pub(crate) touched: Vec<SemTouch>,
+    /// The checked reduce parameters of the last CCE packet and its number of sources
+    /// (consecutive packets share them).
+    last_spec: Option<(Arc<ReduceSpec>, usize)>,
+    regions: Regions,
+    /// Buffers of a CCE piece's operands (reused: no per-packet allocation).
+    addrs: Vec<u64>,
+    at: Vec<usize>,
+    spans: Vec<SrcSpan>,
+    /// Per operand position (destination, then sources) the last region it hit.
+    hints: [usize; HINTS],
+    scratch: Scratch,
+}
+
+/// Operand positions with a region hint: the destination and up to 32 CCE sources.
+const HINTS: usize = 33;
+
+impl Default for RunCx {
+    fn default() -> Self {
+        RunCx {
+            batch: Batch::default(),
+            rings: Vec::new(),
+            flush_at_signal: true,
+            flush_at_return: true,
+            touched: Vec::new(),
+            last_spec: None,
+            regions: Regions::default(),
+            addrs: Vec::new(),
+            at: Vec::new(),
+            spans: Vec::new(),
+            hints: [0; HINTS],
+            scratch: Scratch::default(),
         }
     }
 }
+
+impl RunCx {
+    /// Prepare for a run on `mem` (as mapped now) whose rings lie in `rings` (region indices).
+    /// `flush_at_signal`: flush before each semaphore write; `flush_at_return`: flush whenever
+    /// an engine returns.
+    pub(crate) fn start(
+        &mut self,
+        mem: &Memory,
+        rings: impl IntoIterator<Item = usize>,
+        flush_at_signal: bool,
+        flush_at_return: bool,
+    ) {
+        // Every run ends flushed; only a panic can leave ops behind, and their regions may
+        // be gone: drop them.
+        if !self.batch.is_empty() {
+            self.batch = Batch::default();
+        }
+        self.rings.clear();
+        self.rings.extend(rings);
+        self.rings.sort_unstable();
+        self.rings.dedup();
+        self.flush_at_signal = flush_at_signal;
+        self.flush_at_return = flush_at_return;
+        self.touched.clear();
+        self.last_spec = None;
+        self.regions.fill(mem, &self.rings);
+    }
+
+    /// Where `(addr, n)` issued by `chip` lands, through the run's region cache with the hint
+    /// of operand position `pos`.
+    fn place(&mut self, mem: &Memory, chip: u8, addr: u64, n: usize, pos: usize) -> Loc {
+        let hint = &mut self.hints[pos.min(HINTS - 1)];
+        self.regions.place(mem, &self.rings, chip, addr, n, hint)
+    }
+}
+
+/// `(region, offset)` of a whole ring lying in one mapped region ([`QueuePair::ring_places`]).
+pub(crate) type RingPlace = Option<(usize, usize)>;
 
 /// An M2S + S2M queue pair of one TOP_SP, with its abort state.
 #[derive(Debug, Clone)]
@@ -470,53 +813,94 @@ impl QueuePair {
         Ok(())
     }
 
+    /// Where the rings lie: per queue (M2S, S2M) `(region, offset)` of the whole ring if it lies
+    /// in one mapped region (then the engine reads it directly), and the region holding its
+    /// first slot (the region an op must not defer into).
+    pub(crate) fn ring_places(
+        &self,
+        mem: &Memory,
+        chip: u8,
+    ) -> ([RingPlace; 2], [Option<usize>; 2]) {
+        let places = [
+            self.m2s.ring_place(mem, chip),
+            self.s2m.ring_place(mem, chip),
+        ];
+        let region = |q: &Queue, at: Option<(usize, usize)>| {
+            at.map(|(r, _)| r)
+                .or_else(|| match mem.place(chip, q.base, DESC_BYTES) {
+                    Ok(Place::Mem { region, .. }) => Some(region),
+                    _ => None,
+                })
+        };
+        let regions = [region(&self.m2s, places[0]), region(&self.s2m, places[1])];
+        (places, regions)
+    }
+
     /// Execute every packet pair that is fully posted; stop at the first that is not. Bulk
     /// data of the packets is deferred and executed in parallel ([`crate::device::batch`]);
-    /// everything is flushed before this returns, on every path.
+    /// it is flushed before every semaphore write and before this returns, on every path.
     pub fn run(
         &mut self,
         mem: &mut Memory,
         chip: u8,
         numerics: &Numerics,
     ) -> Result<Progress, DmaError> {
+        let (places, rings) = self.ring_places(mem, chip);
+        let mut cx = RunCx::default();
+        cx.start(mem, rings.into_iter().flatten(), true, true);
+        let mut p = self.run_in(mem, chip, numerics, &mut cx, places)?;
+        p.touched_sems = std::mem::take(&mut cx.touched);
+        Ok(p)
+    }
+
+    /// [`QueuePair::run`] inside a machine's run: the deferred data goes to `cx.batch`, which
+    /// is flushed as `cx` says (and always before an abort is returned), semaphore writes are
+    /// appended to `cx.touched` (not to [`Progress::touched_sems`]). `places` is
+    /// [`QueuePair::ring_places`]'s first half for the current mapping.
+    pub(crate) fn run_in(
+        &mut self,
+        mem: &mut Memory,
+        chip: u8,
+        numerics: &Numerics,
+        cx: &mut RunCx,
+        places: [Option<(usize, usize)>; 2],
+    ) -> Result<Progress, DmaError> {
         if let Some(e) = &self.aborted {
             return Err(e.clone());
         }
         let mut p = Progress::default();
-        let places = [
-            self.m2s.ring_place(mem, chip),
-            self.s2m.ring_place(mem, chip),
-        ];
-        let ring_region = |q: &Queue, at: Option<(usize, usize)>| {
-            at.map(|(r, _)| r)
-                .or(match mem.place(chip, q.base, DESC_BYTES) {
-                    Ok(Place::Mem { region, .. }) => Some(region),
-                    _ => None,
-                })
-        };
-        let rings = [
-            ring_region(&self.m2s, places[0]),
-            ring_region(&self.s2m, places[1]),
-        ];
-        let mut batch = Batch::default();
-        let mut sink = Sink {
-            mem,
-            chip,
-            batch: &mut batch,
-            rings,
-            bulk: self.m2s.tail - self.m2s.head >= BULK_DESCS,
-            last_spec: None,
-            threads: device_threads(),
-        };
-        let mut bufs = (Vec::new(), Vec::new());
-        let end = loop {
-            match self.step(&mut sink, numerics, places, &mut bufs, &mut p) {
-                Ok(true) => p.packets_done += 1,
-                Ok(false) => break Ok(()),
-                Err(f) => break Err(f),
+        let mut scratch = std::mem::take(&mut cx.scratch);
+        let bulk = self.m2s.tail - self.m2s.head >= BULK_DESCS;
+        let mut memo = Some(DecodeMemo::take());
+        let end = {
+            let mut sink = Sink {
+                mem: &mut *mem,
+                chip,
+                cx: &mut *cx,
+                bulk,
+            };
+            loop {
+                match self.step(
+                    &mut sink,
+                    numerics,
+                    places,
+                    &mut scratch,
+                    memo.as_deref_mut(),
+                    &mut p,
+                ) {
+                    Ok(true) => p.packets_done += 1,
+                    Ok(false) => break Ok(()),
+                    Err(f) => break Err(f),
+                }
             }
         };
-        sink.flush();
+        cx.scratch = scratch;
+        if let Some(m) = memo {
+            DecodeMemo::put(m);
+        }
+        if end.is_err() || cx.flush_at_return {
+            cx.batch.flush(mem);
+        }
         if let Err(f) = end {
             return Err(self.abort(chip, f));
         }
@@ -530,49 +914,67 @@ impl QueuePair {
         sink: &mut Sink<'_>,
         numerics: &Numerics,
         places: [Option<(usize, usize)>; 2],
-        (tx, rx): &mut (Vec<Raw>, Vec<Raw>),
+        s: &mut Scratch,
+        mut memo: Option<&mut DecodeMemo>,
         p: &mut Progress,
     ) -> Result<bool, Fault> {
-        if !self.m2s.packet(sink.mem, sink.chip, places[0], tx)? {
+        let (mem, chip, bulk) = (&*sink.mem, sink.chip, sink.bulk);
+        if !self
+            .m2s
+            .packet(mem, chip, places[0], &mut s.tx, memo.as_deref_mut(), !bulk)?
+        {
             return Ok(false);
         }
-        if !self.s2m.packet(sink.mem, sink.chip, places[1], rx)? {
+        if !self
+            .s2m
+            .packet(mem, chip, places[1], &mut s.rx, memo, !bulk)?
+        {
             return Ok(false);
         }
-        let (n_tx, n_rx) = (tx.len() as u64, rx.len() as u64);
-        let tx = parse_tx(tx)?;
-        let dst = parse_rx(rx);
-        let rx_bytes: u64 = dst.iter().map(|s| s.len).sum();
-        if tx.bytes() != rx_bytes {
+        let (n_tx, n_rx) = (s.tx.len() as u64, s.rx.len() as u64);
+        let tx = parse_tx(&s.tx, &mut s.txsegs, &mut s.bounds, &mut s.scales)?;
+        parse_rx(&s.rx, &mut s.rxsegs);
+        let rx_bytes: u64 = s.rxsegs.iter().map(|g| g.len).sum();
+        let tx_bytes = match &tx {
+            TxPacket::Copy => s.txsegs.iter().map(|g| g.len).sum(),
+            TxPacket::Cce { len, .. } => *len,
+        };
+        if tx_bytes != rx_bytes {
             return Err(fault(
-                &rx[0],
+                &s.rx[0],
                 Direction::S2M,
                 format!(
-                    "length mismatch: the TX packet at M2S index {} carries {} bytes, this RX \
-                     packet takes {rx_bytes} (device.md §1.2)",
+                    "length mismatch: the TX packet at M2S index {} carries {tx_bytes} bytes, this \
+                     RX packet takes {rx_bytes} (device.md §1.2)",
                     self.m2s.head,
-                    tx.bytes()
                 ),
             ));
         }
         match &tx {
-            TxPacket::Copy(src) => exec_copy(sink, src, &dst, &mut p.touched_sems)?,
+            TxPacket::Copy => exec_copy(sink, &s.txsegs, &s.rxsegs, &s.tx, &s.rx)?,
             TxPacket::Cce {
                 op,
                 dtype,
-                scales,
+                fma,
                 len,
-                sources,
                 head,
             } => {
                 let red = Reduce {
                     numerics,
                     op: *op,
                     dtype: *dtype,
-                    scales: scales.as_deref(),
-                    head: *head,
+                    scales: fma.then_some(&s.scales[..]),
+                    head: s.tx[*head],
                 };
-                exec_cce(sink, &red, *len, sources, &dst)?
+                let pkt = CcePacket {
+                    len: *len,
+                    segs: &s.txsegs,
+                    bounds: &s.bounds,
+                    dst: &s.rxsegs,
+                    tx: &s.tx,
+                    rx: &s.rx,
+                };
+                exec_cce(sink, &red, &pkt, &mut s.cuts)?
             }
         }
         self.m2s.head += n_tx;
@@ -584,7 +986,7 @@ impl QueuePair {
 
 #[path = "dma_exec.rs"]
 mod exec;
-use exec::{exec_cce, exec_copy, parse_rx, parse_tx, Reduce, Sink};
+use exec::{exec_cce, exec_copy, parse_rx, parse_tx, CcePacket, Reduce, Sink};
 
 #[cfg(test)]
 #[path = "dma_tests.rs"]

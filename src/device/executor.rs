@@ -8,8 +8,20 @@
 //! 1. every *ready* sequencer steps until it is [`Action::Blocked`] or [`Action::Done`]; each
 //!    [`Action::TailInc`] rings its pair's doorbells, S2M first, then M2S (device.md §1.2: RX
 //!    posted before TX) and makes that pair ready;
-//! 2. every ready pair runs until it stalls ([`QueuePair::run`]; its bulk data is spread over
-//!    the machine's cores by [`super::batch`]).
+//! 2. every ready pair runs until it stalls ([`QueuePair::run`]'s loop; its bulk data is
+//!    deferred into the machine's one batch, [`super::batch`]).
+//!
+//! **Deferred data.** Every engine of the machine defers the bytes of its plain copies and
+//! reduces into one batch for the whole run; the batch orders them by their byte ranges, so the
+//! memory after a flush is that of executing every packet in the order this scheduler ran them
+//! (the same bits on every run and thread count). Inside one machine only those ops read data
+//! (sequencers read semaphores, engines read rings, which the batch never defers), so a
+//! semaphore write needs no flush and the data of many steps and ranks runs together, spread
+//! over the cores. The batch is flushed when the run ends (success, hang, abort, timeout),
+//! before this machine waits for its peers, and — with [`Machine::peers`], where another
+//! process reads the data a semaphore signals — before every semaphore write, as a standalone
+//! [`QueuePair::run`] does. A sequencer increment that lands in plain memory flushes first. A
+//! ring that does not lie in one region makes every engine flush whenever it returns.
 //!
 //! **No busy-waiting.** A blocked sequencer is not retried: it becomes ready again only when a
 //! semaphore of the block it waits on changes — a DMA write reported in
@@ -47,9 +59,10 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use super::batch::Batch;
 use super::cc_context::{cc_context_image, dump_file_stem, model_name, LiveTopsp, HANG_DUMP_ENV};
-use super::dma::{QueuePair, RING_GUARD};
-use super::memory::{Memory, Touched};
+use super::dma::{QueuePair, RingPlace, RunCx, RING_GUARD};
+use super::memory::{Memory, Place, Touched};
 use super::peers::{Peers, POLL};
 use super::sema::BlockId;
 use super::topsp::{Action, SemAccess, Sequencer, Stage};
@@ -100,13 +113,45 @@ impl Agent {
     }
 }
 
+/// The TOP_SP semaphore blocks written in one scheduler pass: one bit per (chip, device
+/// TOP_SP), so marking and testing are constant time (no sorting per pass).
+#[derive(Debug, Default)]
+struct TouchedBlocks {
+    bits: Vec<u64>,
+    any: bool,
+}
+
+impl TouchedBlocks {
+    fn mark(&mut self, chip: u8, topsp: u8) {
+        let i = usize::from(chip) * 256 + usize::from(topsp);
+        if self.bits.len() <= i / 64 {
+            self.bits.resize(i / 64 + 1, 0);
+        }
+        self.bits[i / 64] |= 1 << (i % 64);
+        self.any = true;
+    }
+    fn has(&self, chip: u8, topsp: u8) -> bool {
+        let i = usize::from(chip) * 256 + usize::from(topsp);
+        self.bits
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+    fn clear(&mut self) {
+        if std::mem::take(&mut self.any) {
+            self.bits.iter_mut().for_each(|w| *w = 0);
+        }
+    }
+}
+
 /// The semaphores as one sequencer's rank sees them.
 struct Sems<'a> {
     mem: &'a mut Memory,
+    /// The machine's deferred data: flushed before an increment that lands in plain memory.
+    batch: &'a mut Batch,
     chip: u8,
     base: u8,
     /// (chip, device TOP_SP) of every block whose semaphores the sequencer raised.
-    touched: &'a mut Vec<(u8, u8)>,
+    touched: &'a mut TouchedBlocks,
 }
 
 impl Sems<'_> {
@@ -137,14 +182,18 @@ impl SemAccess for Sems<'_> {
     fn inc(&mut self, topsp: u8, id: u8, by: i32) {
         if let Some(b) = self.block_mut(topsp) {
             b.add(id, by);
-            self.touched
-                .push((self.chip, self.base.wrapping_add(topsp)));
+            self.touched.mark(self.chip, self.base.wrapping_add(topsp));
         }
     }
     fn inc_addr(&mut self, addr: u64, by: u32) -> Result<()> {
+        if !self.batch.is_empty()
+            && matches!(self.mem.place(self.chip, addr, 4), Ok(Place::Mem { .. }))
+        {
+            self.batch.flush(self.mem);
+        }
         if let Touched::Sem(t) = self.mem.write(self.chip, addr, &by.to_le_bytes())? {
             if let (true, BlockId::TopSp(d)) = (t.changed(), t.block) {
-                self.touched.push((t.chip, d));
+                self.touched.mark(t.chip, d);
             }
         }
         Ok(())
@@ -169,6 +218,8 @@ pub struct Machine {
     /// holds every TOP_SP of the run; [`super::peers`]).
     pub peers: Option<std::sync::Arc<dyn Peers>>,
     agents: Vec<Agent>,
+    /// The engines' shared state during a run (deferred data, caches, buffers).
+    cx: RunCx,
 }
 
 /// Default execution timeout in seconds (spec/nrt-abi.md environment table; device.md §12.2
@@ -188,6 +239,7 @@ impl Machine {
             timeout: Some(std::time::Duration::from_secs(DEFAULT_EXEC_TIMEOUT_S)),
             peers: None,
             agents: Vec::new(),
+            cx: RunCx::default(),
         }
     }
 
@@ -240,6 +292,8 @@ impl Machine {
     /// [`Machine::peers`], the peers hear how it ended ([`Peers::done`] / [`Peers::failed`]).
     pub fn run(&mut self) -> Result<RunReport> {
         let r = self.run_agents();
+        // Every path out of the run leaves flushed memory (the reports flushed already).
+        self.settle();
         if let Some(p) = &self.peers {
             match &r {
                 Ok(_) => p.done(),
@@ -249,14 +303,37 @@ impl Machine {
         r
     }
 
+    /// Execute the deferred data of the engines (module doc).
+    fn settle(&mut self) {
+        self.cx.batch.flush(&mut self.mem);
+    }
+
+    /// Where every ring lies for this run, and the engines' context set up for it.
+    fn ring_places(&mut self) -> Vec<[RingPlace; 2]> {
+        let mut places = Vec::with_capacity(self.agents.len());
+        let mut regions = Vec::with_capacity(2 * self.agents.len());
+        let mut contained = true;
+        for a in &self.agents {
+            let (p, r) = a.pair.ring_places(&self.mem, a.chip);
+            contained &= p.iter().all(Option::is_some);
+            regions.extend(r.into_iter().flatten());
+            places.push(p);
+        }
+        let shared = self.peers.is_some();
+        self.cx
+            .start(&self.mem, regions, shared || !contained, !contained);
+        places
+    }
+
     fn run_agents(&mut self) -> Result<RunReport> {
         let started = std::time::Instant::now();
         let mut rep = RunReport::default();
         let n = self.agents.len();
+        let places = self.ring_places();
         // Who may progress: every sequencer at first (the host trigger), no engine.
         let mut seq_ready = vec![true; n];
         let mut pair_ready = vec![false; n];
-        let mut touched: Vec<(u8, u8)> = Vec::new();
+        let mut touched = TouchedBlocks::default();
         // The peers' epoch this machine has caught up with (shared runs only).
         let mut seen: Option<u32> = None;
         let mut job_hang: Option<String> = None;
@@ -277,6 +354,8 @@ impl Machine {
                     }
                     continue;
                 }
+                // Our peers may read what we wrote while we sleep.
+                self.settle();
                 for a in &self.agents {
                     let (m, r) = (&a.pair.m2s, &a.pair.s2m);
                     p.publish_queues(a.chip, a.topsp, [m.head(), m.tail(), r.head(), r.tail()]);
@@ -307,7 +386,7 @@ impl Machine {
                     continue;
                 }
                 let a = &mut self.agents[k];
-                if step_sequencer(a, &mut self.mem, &mut touched)? {
+                if step_sequencer(a, &mut self.mem, &mut self.cx.batch, &mut touched)? {
                     pair_ready[k] = true;
                 }
             }
@@ -317,7 +396,13 @@ impl Machine {
                 }
                 let p = a
                     .pair
-                    .run(&mut self.mem, a.chip, &self.numerics)
+                    .run_in(
+                        &mut self.mem,
+                        a.chip,
+                        &self.numerics,
+                        &mut self.cx,
+                        places[k],
+                    )
                     .map_err(Error::from)?;
                 // Consumed slots may let a waiting doorbell through.
                 if p.packets_done > 0 && a.doorbell.is_some() {
@@ -325,28 +410,23 @@ impl Machine {
                 }
                 rep.packets += p.packets_done;
                 rep.bytes += p.bytes;
-                touched.extend(
-                    p.touched_sems
-                        .iter()
-                        .filter(|t| t.changed())
-                        .filter_map(|t| match t.block {
-                            BlockId::TopSp(d) => Some((t.chip, d)),
-                            BlockId::Tpb(_) => None,
-                        }),
-                );
+                for t in self.cx.touched.drain(..).filter(|t| t.changed()) {
+                    if let BlockId::TopSp(d) = t.block {
+                        touched.mark(t.chip, d);
+                    }
+                }
             }
             // A semaphore change wakes the sequencers waiting in that block.
-            touched.sort_unstable();
-            touched.dedup();
             for (k, a) in self.agents.iter().enumerate() {
                 if let Some(w) = a.seq.position().waiting_on {
-                    if touched.binary_search(&(a.chip, a.device(w.topsp))).is_ok() {
+                    if touched.has(a.chip, a.device(w.topsp)) {
                         seq_ready[k] = true;
                     }
                 }
             }
             touched.clear();
         }
+        self.settle();
         if self.finished() {
             return Ok(rep);
         }
@@ -374,24 +454,30 @@ impl Machine {
 
     /// The execution timeout (module doc): a run still going after [`Machine::timeout`] fails
     /// with the hang report of the moment.
-    fn check_timeout(&self, started: std::time::Instant) -> Result<()> {
+    fn check_timeout(&mut self, started: std::time::Instant) -> Result<()> {
         match self.timeout {
-            Some(t) if started.elapsed() >= t => Err(Error::new(
-                ErrorKind::CollectivesHang,
-                format!(
-                    "execution timeout: the collective ran {:.1} s, longer than {} s \
-                     ({TIMEOUT_ENV}); state now: {}{}",
-                    started.elapsed().as_secs_f64(),
-                    t.as_secs_f64(),
-                    self.hang_report(),
-                    self.peers
-                        .as_ref()
-                        .map(|p| format!("\n* every rank: {}", p.states()))
-                        .unwrap_or_default()
-                ),
-            )),
+            Some(t) if started.elapsed() >= t => Err(self.timed_out(t, started)),
             _ => Ok(()),
         }
+    }
+
+    /// The timeout error, with the state of the moment (the deferred data flushed first).
+    fn timed_out(&mut self, t: std::time::Duration, started: std::time::Instant) -> Error {
+        self.settle();
+        Error::new(
+            ErrorKind::CollectivesHang,
+            format!(
+                "execution timeout: the collective ran {:.1} s, longer than {} s \
+                     ({TIMEOUT_ENV}); state now: {}{}",
+                started.elapsed().as_secs_f64(),
+                t.as_secs_f64(),
+                self.hang_report(),
+                self.peers
+                    .as_ref()
+                    .map(|p| format!("\n* every rank: {}", p.states()))
+                    .unwrap_or_default()
+            ),
+        )
     }
 }
 
@@ -399,7 +485,12 @@ impl Machine {
 /// engine has new work). Semaphores it changed itself are added to `touched`. A tail
 /// increment that does not fit its ring's free slots is kept in [`Agent::doorbell`] and the
 /// sequencer waits until its engine has consumed enough.
-fn step_sequencer(a: &mut Agent, mem: &mut Memory, touched: &mut Vec<(u8, u8)>) -> Result<bool> {
+fn step_sequencer(
+    a: &mut Agent,
+    mem: &mut Memory,
+    batch: &mut Batch,
+    touched: &mut TouchedBlocks,
+) -> Result<bool> {
     let base = a.device(0);
     let mut released = false;
     loop {
@@ -417,6 +508,7 @@ fn step_sequencer(a: &mut Agent, mem: &mut Memory, touched: &mut Vec<(u8, u8)>) 
         }
         let mut sems = Sems {
             mem: &mut *mem,
+            batch: &mut *batch,
             chip: a.chip,
             base,
             touched: &mut *touched,

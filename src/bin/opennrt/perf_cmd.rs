@@ -11,6 +11,16 @@
 //! with this machine's single-thread memcpy bandwidth, measured then, and closes with
 //! nccl-tests' `# Avg bus bandwidth` and the ratio of the largest size's busbw to memcpy.
 //!
+//! **Memory-traffic ratio.** After each row a comment line gives, per half, *bytes moved ÷
+//! (time × memcpy bandwidth)*: the bytes the DMA engines wrote in one run (`RunReport::bytes`
+//! of `Machine::run`, summed over the row's machines — data and semaphore words of every rank)
+//! over what one thread's `memcpy` copies in the same time. busbw counts the bytes of the
+//! collective's definition; this counts what the simulated device really wrote, so it says how
+//! close the simulator runs to the host's memory speed (1.0: as fast as a single-thread memcpy
+//! of the same bytes; above 1 the cores together beat one memcpy; well below 1 at small sizes,
+//! where per-packet control, not memory, is the cost). The rows themselves keep the
+//! nccl-tests columns unchanged.
+//!
 //! Integer reductions are refused before anything runs: the CCE has no integer datapath
 //! (spec/device.md §11.1; the compiler converts integer reductions to FP32), and the emitter
 //! would refuse the reduce descriptors anyway. With `--check 0` nothing is compared (`#wrong`
@@ -45,7 +55,12 @@ const USAGE: &str = "usage: opennrt perf --op <op> --ranks N [options]
                processes of N/P ranks (P divides N; all_reduce, all_gather, reduce_scatter;
                out-of-place only) — one row per size with both and their busbw ratio
   --deadline S with --procs: kill the processes of a mode still running after S seconds
-               (default 600)";
+               (default 600)
+
+Each row is followed by `#   moved/(time x memcpy): ...`: per half, the bytes the DMA engines
+wrote in one run (data and semaphore words of all ranks, the RunReport of Machine::run) divided
+by (the median time x the single-thread memcpy bandwidth printed above); 1.0 = the device wrote
+bytes as fast as one thread's memcpy copies them.";
 
 /// A size with an optional K/M/G suffix.
 fn size(s: &str) -> u64 {
@@ -211,6 +226,20 @@ pub(crate) fn half(m: &Option<Measured>, factor: f64) -> String {
     }
 }
 
+/// Bytes moved ÷ (time × memcpy bandwidth) of a half (module doc), and the bytes.
+fn traffic(m: &Option<Measured>, memcpy: f64) -> String {
+    match m {
+        Some(Measured {
+            time,
+            moved: Some(b),
+            ..
+        }) if *time > 0.0 && memcpy > 0.0 => {
+            format!("{:.4} ({b} B)", *b as f64 / (time * memcpy))
+        }
+        _ => "N/A".into(),
+    }
+}
+
 pub(crate) fn busbw(m: &Option<Measured>, factor: f64) -> Option<f64> {
     m.as_ref()
         .filter(|m| m.time > 0.0)
@@ -325,6 +354,11 @@ pub fn perf_cmd(a: &[String]) -> i32 {
             redop,
             half(&halves[0], factor),
             half(&halves[1], factor)
+        );
+        println!(
+            "#   moved/(time x memcpy): out-of-place {}, in-place {}",
+            traffic(&halves[0], mem),
+            traffic(&halves[1], mem)
         );
         last = (busbw(&halves[0], factor), busbw(&halves[1], factor));
     }

@@ -293,6 +293,7 @@ fn measured(
         time: times[times.len() / 2],
         bytes,
         wrong,
+        moved: None,
     })
 }
 

@@ -1,6 +1,8 @@
 //! One row of `opennrt perf`: build the request(s) of an op for a size, lower and emit them,
 //! run them on the software device `iters` times (only [`Machine::run`] is timed), and check
-//! every element of the last run against `runtime::verifiable`.
+//! every element of the last run against `runtime::verifiable`. Each run also reports the bytes
+//! its DMA engines wrote ([`Measured::moved`]), from which the row's memory-traffic ratio is
+//! computed (`perf_cmd`).
 //!
 //! How each op is driven (choices where nccl-tests has no counterpart):
 //! * **all_to_all_v** (Choice): the deterministic uneven table of [`cases::a2av_meta`] with
@@ -138,6 +140,11 @@ pub struct Measured {
     pub bytes: f64,
     /// Wrong elements (`None`: not checked).
     pub wrong: Option<u64>,
+    /// Bytes the DMA engines wrote in one run (`RunReport::bytes` of [`Machine::run`], summed
+    /// over the row's machines: data and semaphore words); `None` when not known (`--procs`).
+    ///
+    /// [`Machine::run`]: opennrt::device::executor::Machine::run
+    pub moved: Option<u64>,
 }
 
 /// The first wrong element of a row, for the error stream.
@@ -163,13 +170,17 @@ pub fn measure(
     }
     let mut times = Vec::with_capacity(s.iters as usize);
     let mut outs = Vec::new();
+    let mut moved = 0;
     for it in 0..s.iters {
         let mut t = 0.0;
+        // The same program every iteration: the bytes moved are those of any one of them.
+        moved = 0;
         for (p, ins) in preps.iter().zip(inputs.iter()) {
             let mut m = verifiable::load_staged(&p.prog, &p.em, &p.map, ins)?;
             let start = Instant::now();
-            m.run()?;
+            let rep = m.run()?;
             t += start.elapsed().as_secs_f64();
+            moved += rep.bytes;
             if it + 1 == s.iters && s.check {
                 outs.push(verifiable::read_results(&m, &p.prog, &p.map)?);
             }
@@ -216,6 +227,7 @@ pub fn measure(
             time: times[times.len() / 2],
             bytes,
             wrong,
+            moved: Some(moved),
         },
         first,
     ))
