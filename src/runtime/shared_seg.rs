@@ -482,11 +482,31 @@ impl SemNotify for RankWake {
     }
 }
 
+/// Epoch polls a blocked executor spins before it yields ([`SegPeers`]'s `wait`): a few
+/// microseconds.
+const WAIT_SPINS: u32 = 2000;
+/// Yields after the spin before it sleeps on its futex.
+const WAIT_YIELDS: u32 = 8;
+
 impl Peers for SegPeers {
     fn epoch(&self) -> u32 {
         self.run_word().load(SeqCst)
     }
     fn wait(&self, seen: u32, max: Duration) {
+        // Spin briefly, then yield a few times, before sleeping: a peer on the other core
+        // usually answers within microseconds, and a futex sleep + wake costs two context
+        // switches per step. The spin stays short and yields, so that on an oversubscribed
+        // machine (more ranks than cores) the waiter hands its core to the rank it waits for.
+        for i in 0..WAIT_SPINS + WAIT_YIELDS {
+            if self.epoch() != seen {
+                return;
+            }
+            if i < WAIT_SPINS {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
         // Register, then read the wake word, then re-check the epoch: a writer bumps the epoch
         // before the wake word, so either the check sees it or the futex word has moved.
         let h = self.hdr(self.me);
