@@ -66,7 +66,7 @@
 //! a reduce piece is one call of the CCE kernels, which work on blocks of `cce::BLOCK`
 //! contiguous elements with vectorised loops (FP32 ADD compiles to `addps` over 16-byte
 //! loads, the FP32 narrow to compare-and-select; checked with `perf annotate`). Ops that run at
-//! once ([`copy_now`], [`reduce_now`]) use the same kernels on the region bytes directly.
+//! once (`copy_now`, `reduce_now`) use the same kernels on the region bytes directly.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
