@@ -31,6 +31,9 @@ pub struct Config {
     /// `OPENNRT_TEST_KILL_IN_RUN`: the global id whose process kills itself inside its first
     /// shared-device collective (fault injection for tests).
     pub kill_in_run: Option<u32>,
+    /// `OPENNRT_RESIDENT_BUDGET`: most bytes the resident machines of the process's prepared
+    /// collectives keep loaded between runs (`runtime::resident`); see [`resident_budget`].
+    pub resident_budget: u64,
 }
 
 impl Config {
@@ -116,6 +119,7 @@ impl Config {
                 .is_some_and(|v| v.trim() == "1"),
             kill_in_run: get(crate::runtime::shared_run::KILL_IN_RUN_ENV)
                 .and_then(|v| v.trim().parse().ok()),
+            resident_budget: resident_budget(get(RESIDENT_BUDGET_ENV), physical_memory())?,
         })
     }
 }
@@ -136,6 +140,49 @@ pub fn exec_timeout(get: impl Fn(&str) -> Option<String>) -> Result<Option<std::
             ))),
         },
     }
+}
+
+/// The variable [`resident_budget`] reads.
+pub const RESIDENT_BUDGET_ENV: &str = "OPENNRT_RESIDENT_BUDGET";
+
+/// The resident-machine budget from `OPENNRT_RESIDENT_BUDGET` (bytes, with an optional K, M or
+/// G suffix of powers of 1024; `0` keeps no machine loaded, every run loads afresh). Choice
+/// (no vendor counterpart: the hardware's machine is the chip): by default a quarter of the
+/// physical memory `phys` (6 GiB on a 24 GiB machine), and at least 2 GiB. A collective whose
+/// machine does not fit is loaded afresh for each run, as before residency.
+pub fn resident_budget(raw: Option<String>, phys: u64) -> Result<u64> {
+    let Some(v) = raw else {
+        return Ok((phys / 4).max(2 << 30));
+    };
+    let t = v.trim();
+    let (num, unit) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    num.trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{RESIDENT_BUDGET_ENV}={v:?} is not a byte count (a whole number with an \
+                 optional K, M or G suffix)"
+            ))
+        })
+}
+
+/// The machine's physical memory in bytes (0 if the system does not say).
+fn physical_memory() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    u64::try_from(pages).unwrap_or(0) * u64::try_from(page).unwrap_or(0)
 }
 
 /// The variable [`exec_timeout`] reads.
@@ -175,6 +222,33 @@ pub fn parse_core_list(s: &str) -> Result<Vec<u32>> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn resident_budget_default_suffixes_and_errors() {
+        use super::resident_budget;
+        let g = 1u64 << 30;
+        assert_eq!(resident_budget(None, 24 * g).unwrap(), 6 * g);
+        assert_eq!(
+            resident_budget(None, 4 * g).unwrap(),
+            2 * g,
+            "at least 2 GiB"
+        );
+        assert_eq!(resident_budget(None, 0).unwrap(), 2 * g);
+        assert_eq!(resident_budget(Some("0".into()), 24 * g).unwrap(), 0);
+        assert_eq!(
+            resident_budget(Some(" 512M ".into()), 0).unwrap(),
+            512 << 20
+        );
+        assert_eq!(resident_budget(Some("3g".into()), 0).unwrap(), 3 * g);
+        assert_eq!(resident_budget(Some("4096".into()), 0).unwrap(), 4096);
+        for bad in ["", "G", "-1", "1.5G", "1T", "99999999999999999999G"] {
+            let e = resident_budget(Some(bad.into()), 0).unwrap_err();
+            assert!(
+                e.message().contains("OPENNRT_RESIDENT_BUDGET"),
+                "{bad:?}: {e}"
+            );
+        }
+    }
+
     #[test]
     fn exec_timeout_default_zero_and_errors() {
         use std::time::Duration;
