@@ -95,21 +95,30 @@ pub fn load_from(
     map: &AddressMap,
     input: &dyn Fn(u32, &mut [u8]) -> Result<()>,
 ) -> Result<Machine> {
-    let (mut m, agents) = load_program(p, emitted, map, input)?;
+    let (mut m, agents) = load_program(p, emitted, map, Some(input))?;
     for a in agents {
         a.attach(&mut m)?;
     }
     Ok(m)
 }
 
+/// Writes rank r's input bytes into its input buffer (`input(r, dst)`).
+pub type InputFill<'a> = dyn Fn(u32, &mut [u8]) -> Result<()> + 'a;
+
 /// Everything [`load_from`] does but adding the TOP_SPs: the machine's memory holds every
 /// region, SPAD image and first ring lap, no semaphore is raised, and the TOP_SPs come back
 /// as [`TopspAgent`]s (a persistent machine keeps them to start each run from).
+///
+/// `input: None` leaves the ranks' input and output buffers unmapped (scratch is mapped): a
+/// resident machine binds them to the tensors, or maps staging, at each run
+/// (`runtime::resident`). Mapping and prefaulting them here only to drop them would fault in
+/// every rank's I/O bytes once more: 4 GiB for 128 ranks at 16 MiB, which took 15 s of the
+/// first run's 31 s on this 2-core VM (first-touch page faults run at 0.4–2 GB/s here).
 pub fn load_program(
     p: &Program,
     emitted: &EmittedProgram,
     map: &AddressMap,
-    input: &dyn Fn(u32, &mut [u8]) -> Result<()>,
+    input: Option<&InputFill<'_>>,
 ) -> Result<(Machine, Vec<TopspAgent>)> {
     let world = map.ranks();
     if p.ranks.len() != world as usize {
@@ -131,7 +140,7 @@ pub fn load_program(
         m.mem.write(chip, page, &words)?;
         let (at, _) = byte_bases(p, r)?;
         for (b, n) in buffer_regions(&bufs) {
-            if n > 0 {
+            if n > 0 && (input.is_some() || b == Buf::Scratch) {
                 let base = map.buf_on_chip(r, b, 0)?;
                 // `input` below writes the input bytes: no need to zero them first.
                 let written = match b {
@@ -142,12 +151,14 @@ pub fn load_program(
                 m.mem.prefault(chip, base)?;
             }
         }
-        let dst = m.mem.slice_mut(
-            chip,
-            map.buf_on_chip(r, Buf::Input, at)?,
-            bufs.input as usize,
-        )?;
-        input(r, dst)?;
+        if let Some(input) = input {
+            let dst = m.mem.slice_mut(
+                chip,
+                map.buf_on_chip(r, Buf::Input, at)?,
+                bufs.input as usize,
+            )?;
+            input(r, dst)?;
+        }
     }
     let mut agents = Vec::new();
     for rank in &emitted.ranks {

@@ -106,7 +106,8 @@ pub struct Resident {
 impl Resident {
     /// Load `emitted` (the lowering of `p` over `map`) into a new machine (module doc).
     pub fn build(p: &Program, emitted: &EmittedProgram, map: &AddressMap) -> Result<Resident> {
-        let (mut m, agents) = load_program(p, emitted, map, &|_, _| Ok(()))?;
+        // The I/O buffers stay unmapped until a run binds or stages them.
+        let (mut m, agents) = load_program(p, emitted, map, None)?;
         let bufs = map.buffers();
         let world = map.ranks();
         let writes = written_ranges(p);
@@ -139,7 +140,7 @@ impl Resident {
                     base: map.buf_on_chip(r, buf, 0)?,
                     len: n,
                     may_bind,
-                    heap: true,
+                    heap: false,
                 });
             }
         }
