@@ -56,7 +56,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_RANKS 32
+#define MAX_RANKS 128
 #define WAIT_TIMEOUT_S 240.0
 #define EXEC_TIMEOUT_S "120" /* NEURON_RT_EXEC_TIMEOUT unless the caller set one */
 

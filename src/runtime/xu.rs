@@ -40,6 +40,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -569,20 +570,57 @@ pub fn is_completed(seq: u64) -> Result<bool> {
 }
 
 /// [`is_completed`] for a caller that polls (`nrta_is_completed`): when the request has not
-/// completed, the thread yields its CPU before returning `false`.
+/// completed, the thread gives its CPU away before returning `false` — by a yield while the
+/// request is young, then by sleeping on the XU's completion (woken at once by it) for at most
+/// [`POLL_SLEEP`] per call once the thread has polled the same request for [`POLL_YIELD_FOR`].
 ///
 /// Why: the software device runs on the host's cores, often on the thread of another rank of
 /// the same process (the last to arrive runs the collective). A loop polling with nothing in
 /// between — the README's example, and many users' — would otherwise compete with it for
-/// the machine's cores: measured with `bench/nrt_allreduce --wait spin` before this change,
-/// 8 ranks as threads at 4 KiB took 40 ms per all-reduce against 0.44 ms with a yield between
-/// polls.
+/// the machine's cores: measured with `bench/nrt_allreduce --wait spin` before the yield,
+/// 8 ranks as threads at 4 KiB took 40 ms per all-reduce against 0.44 ms with it. Yielding
+/// alone is not enough with many pollers: 127 ranks yielding in a loop left the one running a
+/// 128-rank 16 MiB all-reduce a fraction of the two cores (its first run took 31 s; with the
+/// sleep, see the commit that added it).
 pub fn poll_completed(seq: u64) -> Result<bool> {
-    let done = is_completed(seq)?;
-    if !done {
-        std::thread::yield_now();
+    let (id, counter) = XuId::decode(seq)?;
+    let Some(unit) = existing(id) else {
+        return Ok(counter == 0);
+    };
+    if unit.state.lock().completed >= counter {
+        return Ok(true);
     }
-    Ok(done)
+    let now = Instant::now();
+    let since = POLLING.with(|p| match p.get() {
+        (s, t) if s == seq => t,
+        _ => {
+            p.set((seq, now));
+            now
+        }
+    });
+    if now.duration_since(since) < POLL_YIELD_FOR {
+        std::thread::yield_now();
+        return Ok(unit.state.lock().completed >= counter);
+    }
+    let mut st = unit.state.lock();
+    if st.completed < counter {
+        unit.progress.wait_for(&mut st, POLL_SLEEP);
+    }
+    Ok(st.completed >= counter)
+}
+
+/// How long a thread polls one pending request with yields before [`poll_completed`] sleeps.
+/// Choice: a small collective in one process completes well within it (2 ranks at 4 KiB:
+/// about 20 µs), so its pollers never sleep.
+pub const POLL_YIELD_FOR: Duration = Duration::from_micros(200);
+
+/// The longest one [`poll_completed`] call sleeps (the completion wakes it earlier): short
+/// enough that a caller polling several things in one loop still turns around often.
+pub const POLL_SLEEP: Duration = Duration::from_millis(1);
+
+thread_local! {
+    /// The request this thread last polled while pending, and when it first saw it pending.
+    static POLLING: std::cell::Cell<(u64, Instant)> = std::cell::Cell::new((u64::MAX, Instant::now()));
 }
 
 /// The last completed request of XU (`lnc`, `xu`, `queue`), encoded with its XU id; counter 0
