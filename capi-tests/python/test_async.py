@@ -12,11 +12,12 @@ from __future__ import annotations
 import ctypes
 import os
 import select
+import textwrap
 
 import pytest
 
 import opennrt_ctypes as m
-from conftest import WORLD
+from conftest import WORLD, run_python
 from numerics import CODECS, oracle, rank_values
 from opennrt_ctypes import CcOpType, Comm, Dtype, NrtStatus, OpType, XuType
 from ranks import on_ranks, run_collective
@@ -183,3 +184,65 @@ def test_exec_ret_and_completion_of_back_to_back_requests(world):
     for r, (first_done, ra, rb) in enumerate(on_ranks(WORLD, rank_fn)):
         assert first_done, f"rank {r}: second request complete before the first"
         assert (ra, rb) == (ea[r], eb[r])
+
+
+def test_a_context_reused_after_a_timeout_fails_cleanly_then_recovers():
+    # Issue 13 "done when": a context reused after a failed run fails cleanly or recovers and
+    # never silently reuses stale state. 2 ranks as threads, the same tensors throughout
+    # (the machine stays resident): 3 exact runs; then rank 0 schedules alone and, after
+    # NEURON_RT_EXEC_TIMEOUT (1 s), gets NRT_TIMEOUT (spec §5.8); rank 1 arrives at that
+    # collective late and must be refused too (its instance failed), not run it alone; then
+    # both run 3 more times with new inputs, every element exact (a fresh machine, since a
+    # failed meeting never gives its machine back). Sums of small integers: exact in fp32.
+    code = textwrap.dedent(
+        """
+        import threading, opennrt_ctypes as m
+        from opennrt_ctypes import CcOpType, Comm, OpType, Dtype
+        from numerics import CODECS
+        nrt = m.Nrt(); nrt.init()
+        codec = CODECS["fp32"]
+        N = 1000
+        for r in range(2):
+            nrt.cc_global_comm_init(r, r, 2)
+        ts = [(nrt.tensor_allocate(r, 4 * N, f"in{r}"), nrt.tensor_allocate(r, 4 * N, f"out{r}"))
+              for r in range(2)]
+        def vals(r, salt):
+            return [float((r + j + salt) % 7 + 1) for j in range(N)]
+        def run(r, salt, out):
+            tin, tout = ts[r]
+            tin.write(codec.pack(vals(r, salt)))
+            tout.write(b"\\xff" * (4 * N))
+            ctx = nrt.cc_prepare(Comm([0, 1], r, r, 2, r), [tin], [tout], Dtype.NRT_DTYPE_FLOAT32,
+                                 OpType.NRT_OP_ADD, CcOpType.NRT_CC_ALLREDUCE)
+            st = nrt.cc_schedule(ctx, 0).wait_poll(timeout=30, raise_on_error=False)
+            out[r] = (st, codec.unpack(tout.read()))
+        def both(salt):
+            out = [None, None]
+            th = [threading.Thread(target=run, args=(r, salt, out)) for r in range(2)]
+            for t in th: t.start()
+            for t in th: t.join()
+            want = [a + b for a, b in zip(vals(0, salt), vals(1, salt))]
+            return [(st, got == want) for st, got in out]
+        for salt in range(3):
+            print("before", salt, both(salt))
+        out = [None, None]
+        run(0, 9, out)
+        print("alone", out[0][0])
+        run(1, 9, out)
+        print("late", out[1][0])
+        for salt in range(3, 6):
+            print("after", salt, both(salt))
+        for a, b in ts:
+            a.free(); b.free()
+        nrt.close()
+        """
+    )
+    res = run_python(code, {"NEURON_RT_VISIBLE_CORES": "0-1", "NEURON_RT_EXEC_TIMEOUT": "1"})
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = res.stdout.splitlines()
+    ok = str([(int(S.NRT_SUCCESS), True)] * 2)
+    assert [ln for ln in lines if ln.startswith("before")] == [f"before {s} {ok}" for s in range(3)]
+    assert f"alone {int(S.NRT_TIMEOUT)}" in lines, res.stdout
+    late = [ln for ln in lines if ln.startswith("late")]
+    assert late and late[0] != f"late {int(S.NRT_SUCCESS)}", f"the late rank ran alone: {res.stdout}"
+    assert [ln for ln in lines if ln.startswith("after")] == [f"after {s} {ok}" for s in range(3, 6)]
