@@ -184,6 +184,12 @@ impl Board {
                 .map(|q| self.u64_at(self.slot(q) + 8).load(SeqCst))
                 .collect()
         };
+        // Spin, then yield, before the futex (`shared_seg::spin_then_yield`): the others
+        // usually arrive within microseconds of each other.
+        crate::runtime::shared_seg::spin_then_yield(
+            crate::runtime::shared_seg::oversubscribed(self.n),
+            || (0..self.n).all(|q| self.u64_at(self.slot(q) + 8).load(SeqCst) >= want),
+        );
         loop {
             waiters.fetch_add(1, SeqCst);
             let seen = wake.load(SeqCst);

@@ -22,7 +22,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::device::peers::{Peers, RemoteRing};
 use crate::device::sema::{ExternalBytes, SemNotify, SEM_WORDS_BYTES};
@@ -329,6 +329,8 @@ pub struct SegPeers {
     group: Vec<u32>,
     /// Why the job failed (a dead process), checked while waiting.
     job_error: fn() -> Option<Error>,
+    /// More ranks than cores ([`oversubscribed`]): waits hardly spin.
+    oversubscribed: bool,
 }
 
 impl SegPeers {
@@ -341,6 +343,7 @@ impl SegPeers {
         job_error: fn() -> Option<Error>,
     ) -> SegPeers {
         SegPeers {
+            oversubscribed: oversubscribed(segs.len()),
             segs,
             layouts,
             me,
@@ -399,16 +402,18 @@ impl SegPeers {
         let start = std::time::Instant::now();
         let me = self.hdr(self.me);
         let run = me.run.load(SeqCst);
+        let finished = |q: usize| {
+            let h = self.hdr(q);
+            h.run.load(SeqCst) != run || matches!(h.state(), RankState::Done | RankState::Failed)
+        };
+        spin_then_yield(self.oversubscribed, || {
+            (0..self.segs.len()).all(|q| q == self.me || finished(q))
+        });
         loop {
             me.waiters.fetch_add(1, SeqCst);
             let w = me.wake.load(SeqCst);
             let running: Vec<usize> = (0..self.segs.len())
-                .filter(|&q| q != self.me)
-                .filter(|&q| {
-                    let h = self.hdr(q);
-                    h.run.load(SeqCst) == run
-                        && !matches!(h.state(), RankState::Done | RankState::Failed)
-                })
+                .filter(|&q| q != self.me && !finished(q))
                 .collect();
             if running.is_empty() {
                 me.waiters.fetch_sub(1, SeqCst);
@@ -482,30 +487,69 @@ impl SemNotify for RankWake {
     }
 }
 
-/// Epoch polls a blocked executor spins before it yields ([`SegPeers`]'s `wait`): a few
-/// microseconds.
-const WAIT_SPINS: u32 = 2000;
-/// Yields after the spin before it sleeps on its futex.
-const WAIT_YIELDS: u32 = 8;
+/// How long a waiter of the shared device spins before it yields, when every rank of the
+/// job can have a core of its own. Choice: 20 µs, a few steps of a small collective; a peer
+/// on the other core usually answers well within it, and a futex sleep + wake costs two
+/// context switches (tens of µs on this VM).
+const SPIN_FOR: Duration = Duration::from_micros(20);
+/// The spin when the job has more ranks than the machine has cores: about 2 µs. A waiter
+/// then most likely waits for a rank that needs its core, so it yields almost at once
+/// (2000 spin-loop hints were 53 µs on this AMD EPYC, burnt while the peer it waited for
+/// could not run: 8 processes at 4 KiB took 1.8 ms per all-reduce).
+const SPIN_OVERSUBSCRIBED: u32 = 64;
+/// How long a waiter yields (after its spin) before it sleeps on its futex: yielding hands
+/// the core to a runnable peer at a fraction of a futex round trip's cost.
+const YIELD_UNTIL: Duration = Duration::from_micros(300);
+
+/// Whether `ranks` ranks on this machine (one thread or process each) outnumber its cores.
+pub(crate) fn oversubscribed(ranks: usize) -> bool {
+    static CPUS: once_cell::sync::Lazy<usize> = once_cell::sync::Lazy::new(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    ranks > *CPUS
+}
+
+/// The first phases of every wait on the shared device: spin (briefly, or hardly at all when
+/// `oversubscribed`), then yield, until `ready()` holds (returns true) or [`YIELD_UNTIL`] has
+/// passed (returns false: the caller sleeps on its futex and checks everything else).
+pub(crate) fn spin_then_yield(oversubscribed: bool, ready: impl Fn() -> bool) -> bool {
+    let start = Instant::now();
+    if oversubscribed {
+        for _ in 0..SPIN_OVERSUBSCRIBED {
+            if ready() {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+    } else {
+        while start.elapsed() < SPIN_FOR {
+            for _ in 0..32 {
+                if ready() {
+                    return true;
+                }
+                std::hint::spin_loop();
+            }
+        }
+    }
+    while start.elapsed() < YIELD_UNTIL {
+        if ready() {
+            return true;
+        }
+        std::thread::yield_now();
+    }
+    ready()
+}
 
 impl Peers for SegPeers {
     fn epoch(&self) -> u32 {
         self.run_word().load(SeqCst)
     }
     fn wait(&self, seen: u32, max: Duration) {
-        // Spin briefly, then yield a few times, before sleeping: a peer on the other core
-        // usually answers within microseconds, and a futex sleep + wake costs two context
-        // switches per step. The spin stays short and yields, so that on an oversubscribed
-        // machine (more ranks than cores) the waiter hands its core to the rank it waits for.
-        for i in 0..WAIT_SPINS + WAIT_YIELDS {
-            if self.epoch() != seen {
-                return;
-            }
-            if i < WAIT_SPINS {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
+        // Spin, then yield, before sleeping (`spin_then_yield`): a peer on the other core
+        // usually answers within microseconds, and on an oversubscribed machine the waiter
+        // hands its core to the rank it waits for.
+        if spin_then_yield(self.oversubscribed, || self.epoch() != seen) {
+            return;
         }
         // Register, then read the wake word, then re-check the epoch: a writer bumps the epoch
         // before the wake word, so either the check sees it or the futex word has moved.
