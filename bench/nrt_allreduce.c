@@ -25,7 +25,8 @@
  *
  *   RESULT lib=nrt mode=M ranks=R bytes=B iters=N time_us=<median schedule->completion>
  *          iter_us=<median prepare->completion> mean_us=<mean of the whole loop per iteration>
- *          busbw_gbs=<from time_us> wait=<strategy>
+ *          busbw_gbs=<from time_us> wait=<strategy> minflt_per_iter=<minor page faults of rank 0's
+ *          process per timed iteration (threads: every rank's; processes: rank 0's only)>
  *
  * busbw = bytes / time * 2 (R - 1) / R (nccl-tests' all-reduce factor; GB = 1e9 bytes).
  * The wait strategy between polls of nrta_is_completed: spin (nothing), yield (sched_yield,
@@ -51,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -145,6 +147,7 @@ static void run_rank(const job *j) {
   float *host = malloc((size_t)j->bytes), want[7];
   double *sched_us = calloc((size_t)j->iters, sizeof(double)), *iter_us = calloc((size_t)j->iters, sizeof(double));
   double loop_t0 = 0, loop_t1;
+  struct rusage ru0 = {0}, ru1 = {0};
   nrt_tensor_t *tin = NULL, *tout = NULL;
   NRT_STATUS st;
   if (!host || !sched_us || !iter_us) die(j, "out of host memory");
@@ -172,7 +175,10 @@ static void run_rank(const job *j) {
     NRT_STATUS exec_ret = (NRT_STATUS)4242; /* written by the runtime at completion */
     nrta_seq_t seq = 0;
     double t_prep, t_sched, t_done;
-    if (i == j->warmup) loop_t0 = now();
+    if (i == j->warmup) {
+      loop_t0 = now();
+      getrusage(RUSAGE_SELF, &ru0);
+    }
     t_prep = now();
     st = nrta_cc_prepare(&comm, &li, &lo, NRT_DTYPE_FLOAT32, NRT_OP_ADD, NRT_CC_ALLREDUCE, &ctx);
     if (st != NRT_SUCCESS) die(j, "iteration %ld: nrta_cc_prepare returned %d (%s)", i, st, st_str(st));
@@ -188,6 +194,7 @@ static void run_rank(const job *j) {
     }
   }
   loop_t1 = now();
+  getrusage(RUSAGE_SELF, &ru1);
 
   /* Exact check, once: element k is the sum over ranks s of (s + k) % 7 + 1. */
   for (k = 0; k < 7; k++) {
@@ -218,9 +225,10 @@ static void run_rank(const job *j) {
             "GB/s, every element exact on every rank\n",
             mode, j->nranks, j->bytes, j->iters, j->warmup, wait_names[j->wait], t, sched_us[0],
             sched_us[j->iters - 1], it, mean, busbw);
+    double flt = (double)(ru1.ru_minflt - ru0.ru_minflt) / (double)j->iters;
     printf("RESULT lib=nrt mode=%s ranks=%u bytes=%ld iters=%ld time_us=%.3f iter_us=%.3f mean_us=%.3f busbw_gbs=%.4f "
-           "wait=%s\n",
-           mode, j->nranks, j->bytes, j->iters, t, it, mean, busbw, wait_names[j->wait]);
+           "wait=%s minflt_per_iter=%.2f\n",
+           mode, j->nranks, j->bytes, j->iters, t, it, mean, busbw, wait_names[j->wait], flt);
     fflush(stdout);
   }
   /* Every rank is done before any leaves (processes: the root must outlive the others). */

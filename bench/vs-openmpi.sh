@@ -184,7 +184,7 @@ field() { # RESULT line, key -> value
 }
 
 run_one() { # lib(mpi|nrt) mode(processes|threads) ranks bytes iters warmup run#
-  local lib=$1 mode=$2 r=$3 b=$4 it=$5 wu=$6 k=$7 log rc=0 line t iter
+  local lib=$1 mode=$2 r=$3 b=$4 it=$5 wu=$6 k=$7 log rc=0 line t iter flt
   n=$((n + 1))
   log="$logs/$lib-$mode-r$r-b$b-run$k.log"
   if [ "$lib" = mpi ]; then
@@ -204,7 +204,9 @@ run_one() { # lib(mpi|nrt) mode(processes|threads) ranks bytes iters warmup run#
   t="$(field "$line" time_us)"
   iter="$(field "$line" iter_us)"
   [ -n "$iter" ] || iter="$t"
-  results["$lib $mode $r $b"]+="$t:$iter "
+  flt="$(field "$line" minflt_per_iter)"
+  [ -n "$flt" ] || flt=-
+  results["$lib $mode $r $b"]+="$t:$iter:$flt "
   say "[$n/$total_runs] $(printf '%-3s %-9s' "$lib" "$mode") $r ranks $(size_label "$b"), run $k: $t us per all-reduce"
 }
 
@@ -252,7 +254,8 @@ fi
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR] = $1} END {
   if (NR == 0) exit 1; if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 times_of() { tr ' ' '\n' <<<"${results[$1]}" | sed -n 's/^\([^:]*\):.*/\1/p' | tr '\n' ' '; }
-iters_of() { tr ' ' '\n' <<<"${results[$1]}" | sed -n 's/^[^:]*:\(.*\)/\1/p' | tr '\n' ' '; }
+iters_of() { tr ' ' '\n' <<<"${results[$1]}" | sed -n 's/^[^:]*:\([^:]*\).*/\1/p' | tr '\n' ' '; }
+faults_of() { tr ' ' '\n' <<<"${results[$1]}" | sed -n 's/^[^:]*:[^:]*:\([0-9.]*\)$/\1/p' | tr '\n' ' '; }
 busbw() { awk -v b="$1" -v t="$2" -v r="$3" 'BEGIN { printf "%.3f", b / (t * 1e-6) * 2 * (r - 1) / r / 1e9 }'; }
 fmt_us() { awk -v t="$1" 'BEGIN { if (t < 10) printf "%.2f", t; else if (t < 1000) printf "%.1f", t; else printf "%.0f", t }'; }
 fmt_ratio() { awk -v x="$1" 'BEGIN { if (x >= 10) printf "%.0f×", x; else if (x >= 1) printf "%.1f×", x; else printf "%.2f×", x }'; }
@@ -279,19 +282,20 @@ md="$out/vs-openmpi.md"
   echo "\`bash bench/vs-openmpi.sh${invocation}\`: median of $runs run(s) per figure," \
     "runs alternating the libraries; nrt_allreduce --wait $wait_mode; script time ${elapsed} s."
   echo
-  echo "| case | Open MPI | OpenNRT | OpenNRT / Open MPI |"
-  echo "|---|---|---|---|"
+  echo "| case | Open MPI | OpenNRT | OpenNRT / Open MPI | OpenNRT minor faults / iteration |"
+  echo "|---|---|---|---|---|"
   for b in "${size_bytes[@]}"; do
     for mode in threads processes; do
       for r in "${rank_counts[@]}"; do
         tm="$(times_of "mpi processes $r $b" | median)"
         tn="$(times_of "nrt $mode $r $b" | median)"
         if [ "$mode" = threads ]; then how="$r ranks as threads"; else how="$r ranks, one per process"; fi
+        fl="$(faults_of "nrt $mode $r $b" | median || echo -)"
         if ((b >= 1 << 20)); then
           bm="$(busbw "$b" "$tm" "$r")" bn="$(busbw "$b" "$tn" "$r")"
-          echo "| $(size_label "$b") busbw, $how | $bm GB/s | $bn GB/s | $(fmt_ratio "$(ratio "$bn" "$bm")") |"
+          echo "| $(size_label "$b") busbw, $how | $bm GB/s | $bn GB/s | $(fmt_ratio "$(ratio "$bn" "$bm")") | $fl |"
         else
-          echo "| $(size_label "$b"), $how | $(fmt_us "$tm") µs | $(fmt_us "$tn") µs | $(fmt_ratio "$(ratio "$tn" "$tm")") |"
+          echo "| $(size_label "$b"), $how | $(fmt_us "$tm") µs | $(fmt_us "$tn") µs | $(fmt_ratio "$(ratio "$tn" "$tm")") | $fl |"
         fi
       done
     done
@@ -301,7 +305,8 @@ md="$out/vs-openmpi.md"
   echo "Large sizes (≥ 1 MiB): busbw = bytes / time × 2(R−1)/R, ratio = OpenNRT busbw / Open MPI busbw"
   echo "(lower = OpenNRT slower). Open MPI always runs one process per rank; its figure is repeated in"
   echo "the threads row. OpenNRT's time is rank 0's nrta_cc_schedule → completion (median over the"
-  echo "iterations); Open MPI's is rank 0's time per MPI_Allreduce (median over batches)."
+  echo "iterations); Open MPI's is rank 0's time per MPI_Allreduce (median over batches). Minor"
+  echo "faults: getrusage of rank 0's process over the timed loop ÷ iterations (threads: every rank's)."
   echo
   echo "<details><summary>every run (µs per all-reduce)</summary>"
   echo
