@@ -369,6 +369,17 @@ fn difference(
     a: &CollectiveRequest,
     b: &CollectiveRequest,
 ) -> Option<(&'static str, String, String)> {
+    // The common case without formatting anything (it was 4% of a small collective's CPU).
+    let same = a.op == b.op
+        && a.dtype == b.dtype
+        && a.count == b.count
+        && a.reduce == b.reduce
+        && a.group == b.group
+        && a.in_place == b.in_place
+        && a.io_form == b.io_form;
+    if same {
+        return None;
+    }
     agreed_fields(a)
         .into_iter()
         .zip(agreed_fields(b))

@@ -184,7 +184,7 @@ impl XuId {
                 xu.queues() - 1
             )));
         }
-        let visible = process::config()?.visible_cores;
+        let visible = process::visible_cores()?;
         if lnc >= visible || lnc > MAX_ENCODABLE_LNC {
             return Err(Error::invalid(format!(
                 "logical core {lnc} is out of range: this process owns {visible} logical cores (0..{visible})"
