@@ -219,5 +219,4 @@ pub unsafe extern "C" fn nrt_cc_schedule(
 }
 
 #[cfg(test)]
-#[path = "cc_async_tests.rs"]
 mod tests;

@@ -28,7 +28,6 @@ use crate::error::{Error, Result};
 use crate::runtime::process;
 use crate::runtime::tensor::{self as rt, Placement, Tensor};
 
-#[path = "tensor_set.rs"]
 pub mod tensor_set;
 pub use tensor_set::*;
 
@@ -564,5 +563,4 @@ pub unsafe extern "C" fn nrt_memcpy_to_device(
 }
 
 #[cfg(test)]
-#[path = "tensor_tests.rs"]
 mod tests;

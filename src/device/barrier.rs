@@ -468,5 +468,4 @@ fn hang_report(m: &Machine, agents: &[Agent]) -> String {
 }
 
 #[cfg(test)]
-#[path = "barrier_tests.rs"]
 mod tests;

@@ -862,5 +862,4 @@ fn carve<'a>(mem: &'a mut Memory, ops: &'a [Op]) -> Vec<Job<'a>> {
 }
 
 #[cfg(test)]
-#[path = "batch_tests.rs"]
 mod tests;

@@ -391,5 +391,4 @@ pub fn cc_context_image(live: &LiveTopsp) -> Vec<u8> {
 }
 
 #[cfg(test)]
-#[path = "cc_context_tests.rs"]
 mod tests;

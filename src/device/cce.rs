@@ -393,5 +393,4 @@ fn min_nan(a: f32, b: f32) -> f32 {
 }
 
 #[cfg(test)]
-#[path = "cce_tests.rs"]
 mod tests;

@@ -984,14 +984,11 @@ impl QueuePair {
     }
 }
 
-#[path = "dma_exec.rs"]
 mod exec;
 use exec::{exec_cce, exec_copy, parse_rx, parse_tx, CcePacket, Reduce, Sink};
 
 #[cfg(test)]
-#[path = "dma_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "dma_e2e_tests.rs"]
 mod e2e_tests;

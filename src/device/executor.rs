@@ -548,9 +548,7 @@ fn ring_doorbell(a: &mut Agent, mem: &mut Memory, m2s: u64, s2m: u64) -> Result<
     Ok(left)
 }
 
-#[path = "executor_report.rs"]
 mod report;
 
 #[cfg(test)]
-#[path = "executor_tests.rs"]
 mod tests;

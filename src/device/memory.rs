@@ -651,5 +651,4 @@ impl Memory {
 }
 
 #[cfg(test)]
-#[path = "memory_tests.rs"]
 mod tests;

@@ -34,7 +34,6 @@ use crate::error::Result;
 use crate::isa::ccop::SpadCtrlEntry;
 use crate::isa::slot::SlotRecord;
 
-#[path = "topsp_load.rs"]
 mod load;
 
 /// Reserved TOP_SP semaphore id the leader increments on completion (lowering.md §6.4).
@@ -353,5 +352,4 @@ impl Sequencer {
 }
 
 #[cfg(test)]
-#[path = "topsp_tests.rs"]
 mod tests;

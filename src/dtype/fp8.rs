@@ -302,5 +302,4 @@ fn pow2(k: i32) -> f32 {
 }
 
 #[cfg(test)]
-#[path = "fp8_tests.rs"]
 mod tests;

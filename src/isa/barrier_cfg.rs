@@ -369,5 +369,4 @@ impl BarrierConfig {
 }
 
 #[cfg(test)]
-#[path = "barrier_cfg_tests.rs"]
 mod tests;

@@ -20,7 +20,6 @@
 //! field and its bits when it rejects a word. `decode(encode(d)) == d` for every valid `d`.
 
 use crate::error::{Error, Result};
-#[path = "udma_cce.rs"]
 mod cce;
 pub use cce::{CceCompute, CceMeta, CceOp, ACCUM_FP32R, W2_COMBO, W2_MIN_MAX};
 
@@ -401,5 +400,4 @@ pub fn ring_id_at(index: u64, ring_len: u64) -> u8 {
 }
 
 #[cfg(test)]
-#[path = "udma_tests.rs"]
 mod tests;

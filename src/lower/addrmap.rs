@@ -364,5 +364,4 @@ impl AddressMap {
 }
 
 #[cfg(test)]
-#[path = "addrmap_tests.rs"]
 mod tests;

@@ -413,5 +413,4 @@ impl HostBarrierPlan {
 }
 
 #[cfg(test)]
-#[path = "barrier_cfg_tests.rs"]
 mod tests;

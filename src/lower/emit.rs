@@ -409,5 +409,4 @@ fn emit_topsp(
 }
 
 #[cfg(test)]
-#[path = "emit_tests.rs"]
 mod tests;

@@ -505,9 +505,7 @@ impl CollectiveRequest {
 }
 
 #[cfg(test)]
-#[path = "request_testutil.rs"]
 pub(crate) mod testutil;
 
 #[cfg(test)]
-#[path = "request_instr_tests.rs"]
 mod tests;

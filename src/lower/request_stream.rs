@@ -120,5 +120,4 @@ pub fn requests_from_stream(
 }
 
 #[cfg(test)]
-#[path = "request_stream_tests.rs"]
 mod tests;

@@ -548,5 +548,4 @@ pub fn ctx_log_string(ctx: &[u8], arch: Arch, model_name: &[u8]) -> Result<(Stri
 }
 
 #[cfg(test)]
-#[path = "ctx_log_tests.rs"]
 mod tests;

@@ -531,5 +531,4 @@ impl FirmwareImage {
 }
 
 #[cfg(test)]
-#[path = "image_tests.rs"]
 mod tests;

@@ -44,7 +44,6 @@ use crate::runtime::shared_run::{self, go_meetings, GoArrival, Segments};
 use crate::runtime::shm::{self, Segment};
 use crate::runtime::wire::{self, Msg, WireError, WireRequest};
 
-#[path = "bootstrap_root.rs"]
 mod root;
 
 /// The bootstrap deadline variable and its default (seconds).

@@ -500,5 +500,4 @@ impl RankIo for VecIo {
 }
 
 #[cfg(test)]
-#[path = "cc_tests.rs"]
 mod tests;

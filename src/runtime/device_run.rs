@@ -415,5 +415,4 @@ pub fn new_machine(map: &AddressMap, chips: u8) -> Result<(Machine, FirmwareImag
 }
 
 #[cfg(test)]
-#[path = "device_run_tests.rs"]
 mod tests;

@@ -572,5 +572,4 @@ pub fn abort(why: &Error) {
 }
 
 #[cfg(test)]
-#[path = "shared_run_tests.rs"]
 mod tests;

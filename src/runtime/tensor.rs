@@ -531,5 +531,4 @@ pub unsafe fn memcpy_to_device(dest: *mut u8, src: *const u8, size: u64) -> Resu
 }
 
 #[cfg(test)]
-#[path = "tensor_tests.rs"]
 mod tests;

@@ -714,5 +714,4 @@ pub fn shutdown() {
 }
 
 #[cfg(test)]
-#[path = "xu_tests.rs"]
 mod tests;

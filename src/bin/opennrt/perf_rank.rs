@@ -545,5 +545,4 @@ pub fn perf_rank_cmd(a: &[String]) -> i32 {
 }
 
 #[cfg(test)]
-#[path = "perf_rank_tests.rs"]
 mod tests;

@@ -417,5 +417,4 @@ pub(crate) fn check_output(
 }
 
 #[cfg(test)]
-#[path = "expect_tests.rs"]
 mod tests;

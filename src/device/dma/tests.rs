@@ -558,5 +558,4 @@ fn dma_throughput() {
     );
 }
 
-#[path = "dma_cce_tests.rs"]
 mod cce_tests;
