@@ -67,7 +67,7 @@ pub fn ring_id(i: usize, len: usize) -> u32 {
 }
 
 /// Ring length (src/lower/emit.rs module doc: "smallest power of two ≥ descriptors + 16 (guard
-/// gap, device.md §3.2)"; src/lower/emit_desc.rs `MIN_RING`: never below 32).
+/// gap, device.md §3.2)"; src/lower/emit/desc.rs `MIN_RING`: never below 32).
 pub fn ring_len(n: usize) -> usize {
     (n + 16).next_power_of_two().max(32)
 }
@@ -230,11 +230,11 @@ pub fn program(core: u64, t: u64) -> u64 {
 ///   TX data descriptor inside a CCE packet is 0"); the packet is FIRST on its first descriptor
 ///   and LAST on its last (§1.2). The reduced stream is one RX packet. Packet size: lowering.md
 ///   §5.1 rounds `min(2·len, cap)` down to 32 bytes, which is 0 for these tiny transfers; the
-///   src/lower/emit_desc.rs doc of `reduce_packet_elems` says the whole transfer is then one
+///   src/lower/emit/desc.rs doc of `reduce_packet_elems` says the whole transfer is then one
 ///   packet (OpenNRT's choice).
 /// * signal: device.md §1.2 / lowering.md §6.4 — a 4-byte copy from the issuing rank's constant
 ///   word 1 (addrmap.rs doc: u32 `v` at `4·v`) to the semaphore's INC window; the RX descriptor
-///   sets DMB (src/lower/emit_desc.rs module doc: the data-then-signal order).
+///   sets DMB (src/lower/emit/desc.rs module doc: the data-then-signal order).
 /// * records: src/lower/emit.rs module doc — one SLOT record per step carrying the step's wait and
 ///   releasing exactly the step's descriptors; END on the cc_op's last record.
 #[derive(Debug, Default, Clone)]

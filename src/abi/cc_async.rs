@@ -19,7 +19,7 @@ use crate::abi::handle::{self, Opaque};
 use crate::abi::tensor::tensor_of;
 use crate::abi::types::*;
 use crate::error::{Error, Result};
-use crate::lower::request_api::ApiComm;
+use crate::lower::request::api::ApiComm;
 use crate::runtime::cc_api::{self, Prepared};
 use crate::runtime::tensor::Tensor;
 use crate::runtime::xu::{ExecRet, XuType};

@@ -4,7 +4,7 @@
 //!
 //! Per rank, per TOP_SP (one basic block per program, so one M2S + one S2M ring, §4):
 //! entries in order, and inside an entry the tapes this TOP_SP drives in channel order, step by
-//! step. A step's descriptors are its transfers' ([`emit_desc`](super::emit_desc)) followed by
+//! step. A step's descriptors are its transfers' ([`emit_desc`](desc)) followed by
 //! one increment per signal; it gets one SLOT record (more when its descriptor count exceeds a
 //! single tail increment, [`release_cap`]) whose first record carries the step's wait. The
 //! tapes of one TOP_SP run one after the other (a TOP_SP drives one queue pair); tapes on
@@ -22,6 +22,9 @@
 //! other TOP_SPs' completions on the reporter (`complete` / `complete_prev`), [`NEXT_SEM`] (253)
 //! is `trigger_next`. Composers allocate upward from 8 and must not reach 253.
 
+pub mod check;
+pub mod desc;
+
 use std::ops::Range;
 
 use crate::error::{Error, Result};
@@ -29,10 +32,10 @@ use crate::isa::evtsem::SemWindow;
 use crate::isa::slot::{SlotRecord, SlotWait, RECORD_BYTES, SLOTS, SLOT_RECORDS};
 use crate::isa::udma::Descriptor;
 use crate::lower::addrmap::{AddressMap, MAX_RING_DESCS};
-use crate::lower::emit_desc::{ring_len, stamp, StepDescs, Tiler, RING_GUARD};
+use crate::lower::emit::desc::{ring_len, stamp, StepDescs, Tiler, RING_GUARD};
 use crate::lower::program::{sem_id, Program, Sem, Step};
 
-pub use crate::lower::emit_check::decode_back;
+pub use crate::lower::emit::check::decode_back;
 use crate::lower::spad::{build_ctrl_spad, cc_op_fields, participants, reporter_of, CcOpPlacement};
 
 pub use crate::isa::slot::{CHAIN_SEM, NEXT_SEM};

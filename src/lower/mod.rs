@@ -16,25 +16,10 @@ pub mod cache;
 pub mod cases;
 pub mod compose;
 pub mod emit;
-pub mod emit_check;
-pub mod emit_desc;
 pub mod pipeline;
 pub mod program;
-pub mod program_text;
 pub mod request;
-pub mod request_a2av;
-pub mod request_api;
-mod request_check;
-pub mod request_instr;
-pub mod request_stream;
 pub mod select;
-#[cfg(test)]
-mod select_gate_tests;
-mod select_gates;
-#[cfg(test)]
-mod select_tests;
 pub mod spad;
 pub mod topology;
-mod topology_parse;
-mod topology_place;
 pub mod verify;

@@ -194,7 +194,7 @@ pub fn dispatch(leg: &Leg, alg: Algorithm, mesh_sub_type: u8) -> Result<Composed
 }
 
 /// The all-to-all-v layout of a request: its resolved table ([`A2avMeta::table`], see
-/// [`crate::lower::request_a2av`]). Unlike fixed-block all-to-all, nothing in the leg says how
+/// [`crate::lower::request::a2av`]). Unlike fixed-block all-to-all, nothing in the leg says how
 /// much each rank sends where, so a request without a table is refused rather than lowered to
 /// a guessed uniform layout. The buffer sizes come from [`A2avMeta`] through
 /// [`CollectiveRequest::input_elems`] / [`CollectiveRequest::output_elems`].

@@ -26,6 +26,8 @@
 //! buffer, indexed in elements of the request's dtype. When the request is in place, input and
 //! output are one storage. The emitter turns these into SoC addresses.
 
+pub mod text;
+
 use serde::Serialize;
 
 use crate::isa::enums::Dtype;

@@ -8,13 +8,19 @@
 //!   list forms ([`IoForm`]), the 0xDA scratch knobs and the trigger's EVENTS ([`TriggerEvents`]).
 //! * The mapping tables: ctype → [`CollectiveOp`] (§2.1), ALU_OP → [`ReduceOp`] (§2.11),
 //!   `nrt_op_type_t` → [`ReduceOp`] (nrt-abi.md §2.2).
-//! * The two builders live next door: [`request_instr`](super::request_instr)
+//! * The two builders live next door: [`instr`]
 //!   (`CollectiveRequest::from_instr`, [`requests_from_stream`]) and
-//!   [`request_api`](super::request_api) (`CollectiveRequest::from_api`); the A2Av table is
-//!   resolved in [`request_a2av`](super::request_a2av).
+//!   [`api`] (`CollectiveRequest::from_api`); the A2Av table is
+//!   resolved in [`a2av`].
 //!
 //! Every rejection is an [`Error`] of kind `Invalid` whose message names the field, the value
 //! and the reason.
+
+pub mod a2av;
+pub mod api;
+mod check;
+pub mod instr;
+pub mod stream;
 
 use serde::Serialize;
 
@@ -22,10 +28,10 @@ use crate::error::{Error, Result};
 use crate::isa::enums::{AluOp, CollectiveType, Dtype, EncOpType, InstrChaining};
 use crate::isa::enums::{UpdateMode, WaitMode};
 
-pub use super::request_a2av::{A2avMeta, A2avRow, A2avTable};
-pub use super::request_api::ApiComm;
-pub use super::request_instr::{InstrContext, TensorInfo};
-pub use super::request_stream::requests_from_stream;
+pub use a2av::{A2avMeta, A2avRow, A2avTable};
+pub use api::ApiComm;
+pub use instr::{InstrContext, TensorInfo};
+pub use stream::requests_from_stream;
 
 /// The collective operation (host view, `enc_op_type` of spec/lowering.md §2.1 minus the
 /// unsupported BROADCAST / REDUCE / explicit PERMUTE_REDUCE).

@@ -33,12 +33,18 @@
 //! Multi-stream ([`SelectConfig::multi_stream`]) is set by the runtime when more than one
 //! collective stream is in use; a request on a stream other than 0 implies it.
 
+#[cfg(test)]
+mod gate_tests;
+pub(super) mod gates;
+#[cfg(test)]
+mod tests;
+
 use crate::error::{Error, Result};
 use crate::lower::program::Algorithm;
 use crate::lower::request::{CollectiveOp, CollectiveRequest};
 use crate::lower::topology::{GroupShape, Topology};
 
-pub use crate::lower::select_gates::*;
+pub use crate::lower::select::gates::*;
 
 /// The selection knobs (see the module doc for their variables).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -470,50 +476,4 @@ fn choose_leg(is_inter: bool, ctx: &GateCtx, cfg: &SelectConfig) -> Result<(Algo
             tried.join("; ")
         ),
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashMap;
-    use Algorithm::{Kangaring, Mesh, Ring};
-
-    #[test]
-    fn env_knobs() {
-        let look = |vars: &[(&str, &str)]| {
-            let m: HashMap<String, String> = vars
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            SelectConfig::from_lookup(|k| m.get(k).cloned())
-        };
-        assert_eq!(look(&[]).unwrap(), SelectConfig::default());
-        let d = SelectConfig::default();
-        assert_eq!(
-            (d.forced, d.rdh, d.mesh, d.multi_stream),
-            (None, false, true, false)
-        );
-        assert!(Algorithm::ALL.iter().all(|&a| d.allows(a)));
-        let c = look(&[("OPENNRT_CC_ALGO", "Kangaring")]).unwrap();
-        assert_eq!(c.forced, Some(Kangaring));
-        assert_eq!(look(&[("OPENNRT_CC_ALGO", "auto")]).unwrap().forced, None);
-        assert_eq!(look(&[("OPENNRT_CC_ALGO", "")]).unwrap().forced, None);
-        let e = look(&[("OPENNRT_CC_ALGO", "tree")]).unwrap_err();
-        assert_eq!(
-            e.message(),
-            "OPENNRT_CC_ALGO=\"tree\" is not an algorithm; use auto or one of ring, hier, mesh, \
-             kangaring, single_cycle_ring, intra_rdh, inter_rdh"
-        );
-        assert!(look(&[("OPENNRT_CC_RDH", "1")]).unwrap().rdh);
-        assert!(!look(&[("OPENNRT_CC_MESH", "0")]).unwrap().mesh);
-        let e = look(&[("OPENNRT_CC_RDH", "yes")]).unwrap_err();
-        assert_eq!(e.message(), "OPENNRT_CC_RDH=\"yes\": must be 0 or 1");
-        assert!(look(&[("OPENNRT_CC_MESH", "2")]).is_err());
-        let c = look(&[("OPENNRT_CC_ALGOS", "ring, mesh")]).unwrap();
-        assert_eq!(c.allowed, (1 << Ring as u16) | (1 << Mesh as u16));
-        assert!(c.allows(Mesh) && !c.allows(Kangaring));
-        let e = look(&[("OPENNRT_CC_ALGOS", "ring,nccl")]).unwrap_err();
-        assert!(e.message().contains("\"nccl\" is not an algorithm"));
-        assert_eq!(ALL_ALGORITHMS, 0b1011_1111);
-    }
 }

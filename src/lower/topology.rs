@@ -44,6 +44,9 @@
 //! `seng ^ 2`, 4 C2C ports per MLA, and the kangaring DMA engine sets (spec/lowering.md §4.4).
 //! The placement of the rest (node, device, core) is this project's numbering.
 
+pub(super) mod parse;
+pub(super) mod place;
+
 use crate::error::{Error, Result};
 
 /// Silicon generation (spec/lowering.md §0).
@@ -435,4 +438,4 @@ impl Topology {
     }
 }
 
-pub use crate::lower::topology_place::*;
+pub use crate::lower::topology::place::*;

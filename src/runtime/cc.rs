@@ -2,7 +2,7 @@
 //! collective once per signature, and a run gathers every rank of the group and executes the
 //! emitted program on the software device.
 //!
-//! * [`prepare`]: the request (built by `lower::request_api` from `nrta_cc_prepare`'s
+//! * [`prepare`]: the request (built by `lower::request::api` from `nrta_cc_prepare`'s
 //!   arguments) → [`Lowered`] (program of every rank, address map, emitted descriptors, cc_op
 //!   tables and semaphores), through a cache keyed by the request's signature without the rank
 //!   and the lowering configuration (the vendor's "context caching", §5.7). A cache miss also

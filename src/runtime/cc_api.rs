@@ -3,7 +3,7 @@
 //! [`schedule`]; everything else about a host-driven collective happens here.
 //!
 //! * [`prepare`] checks the tensors (device tensors of the communicator's core; NCCL's in-place
-//!   layout), builds the request (`lower::request_api`), checks that the core joined the world
+//!   layout), builds the request (`lower::request::api`), checks that the core joined the world
 //!   as the communicator says, and lowers + emits the collective (`runtime::cc::prepare`, cached
 //!   by signature).
 //! * [`schedule`] takes the rank's ticket — its place in the group's order of collectives — and
@@ -26,8 +26,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
+use crate::lower::request::api::ApiComm;
 use crate::lower::request::{nrt_cc_op, CollectiveRequest};
-use crate::lower::request_api::ApiComm;
 use crate::runtime::cc::{self, Arrival, Lowered};
 use crate::runtime::cc_tensor::TensorIo;
 use crate::runtime::comm::{self, Slot};

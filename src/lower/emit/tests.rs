@@ -4,7 +4,7 @@ use super::*;
 use crate::isa::ccop::SPAD_SLOT_CONTINUE_MARK;
 use crate::isa::enums::Dtype;
 use crate::lower::addrmap::{BufferSizes, Generation, RankPlace};
-use crate::lower::emit_check::decode_back;
+use crate::lower::emit::check::decode_back;
 use crate::lower::program::{
     Algorithm, Buf, Entry, Half, Loc, Primitive, RankProgram, RingShape, Signal, SignalKind, Tape,
     Transfer, Wait,

@@ -19,7 +19,7 @@
 //! * Operands are left unnamed: the tensors are bound at schedule time, so preparing the same
 //!   op on the same communicator twice gives equal requests (the signature cache relies on it).
 
-use super::request::{nrt_cc_op, CollectiveOp, CollectiveRequest, IoForm, ReduceOp};
+use super::{nrt_cc_op, CollectiveOp, CollectiveRequest, IoForm, ReduceOp};
 use crate::error::{Error, Result};
 use crate::isa::enums::Dtype;
 

@@ -2,7 +2,7 @@
 //! (spec/lowering.md §1.3–§1.9, §2.1, §2.11, §4.9–§4.12, §6.3).
 //!
 //! [`CollectiveRequest::from_instr`] lowers one word (0xC7, 0xC8, the 0xD9+0xDA pair, 0xCB);
-//! [`request_stream`](super::request_stream) lowers whole programs and chains. Every word first goes through [`isa::validate`](validate)
+//! [`request_stream`](super::stream) lowers whole programs and chains. Every word first goes through [`isa::validate`](validate)
 //! with a [`ValidationContext`] filled from the [`InstrContext`]; its [`IsaError`](crate::isa::IsaError) becomes the
 //! `Invalid` error (it names the opcode, field, byte offset, value and rule). Then:
 //!
@@ -25,9 +25,9 @@
 
 use std::collections::BTreeMap;
 
-use super::request_check::{byte_window, in_place_or_disjoint, mul, pairs_of, var_operand};
+use super::check::{byte_window, in_place_or_disjoint, mul, pairs_of, var_operand};
 
-use super::request::{
+use super::{
     A2avMeta, CcBuf, ChainInfo, CollectiveOp, CollectiveRequest, Operand, Operands, Placement,
     ReduceOp, TensorName, TriggerEvents,
 };
@@ -491,7 +491,7 @@ pub(super) fn lower_word(
 impl CollectiveRequest {
     /// Lower one collective word (0xC7, 0xC8, 0xD9+0xDA, 0xCB) for this rank. Any other word is
     /// an error. A chained 0xD9+0xDA lowered alone gets its role but `chain.len = 0` (unknown);
-    /// use [`requests_from_stream`](super::request_stream::requests_from_stream) for chains.
+    /// use [`requests_from_stream`](super::stream::requests_from_stream) for chains.
     pub fn from_instr(instr: &Instr, ctx: &InstrContext) -> Result<CollectiveRequest> {
         let op = instr.opcode();
         lower_word(instr, ctx, &ValidationContext::default())

@@ -1,11 +1,11 @@
 //! Operand checks shared by the instruction path (spec/lowering.md §1.4, §1.7, §4.9): counts
 //! that must not overflow, operands that must fit their NEFF variable, the in-place /
-//! overlap rule, and the explicit permute pairs. Split from `request_instr.rs` for size.
+//! overlap rule, and the explicit permute pairs. Split from `request/instr.rs` for size.
 
 use std::collections::BTreeSet;
 
-use super::request::{Operand, Shape2d, TensorName};
-use super::request_instr::InstrContext;
+use super::instr::InstrContext;
+use super::{Operand, Shape2d, TensorName};
 use crate::error::{Error, Result};
 use crate::isa::operand::Tensor2d;
 

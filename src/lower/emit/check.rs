@@ -13,8 +13,8 @@ use crate::isa::evtsem::{SemAddr, SemWindow};
 use crate::isa::slot::{SlotRecord, RECORD_BYTES, SLOT_RECORDS};
 use crate::isa::udma::{ring_id_at, Descriptor, Direction};
 use crate::lower::addrmap::{AddressMap, Region};
+use crate::lower::emit::desc::cce_op;
 use crate::lower::emit::{EmittedProgram, StepRange, TopspImage};
-use crate::lower::emit_desc::cce_op;
 use crate::lower::program::{Buf, Loc, Program, RankProgram, Signal, Step, Transfer};
 use crate::lower::spad::{cc_op_fields, participants};
 

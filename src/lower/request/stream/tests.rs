@@ -5,9 +5,9 @@ use crate::isa::enums::{AluOp, CollectiveType, Dtype, Flag, UpdateMode, WaitMode
 use crate::isa::instr::{Common, Events};
 use crate::isa::instr_other::SendRecv;
 use crate::isa::{decode_stream, encode};
+use crate::lower::request::instr::testutil::*;
+use crate::lower::request::instr::TensorInfo;
 use crate::lower::request::{A2avRow, ChainInfo, CollectiveOp, TriggerEvents};
-use crate::lower::request_instr::testutil::*;
-use crate::lower::request_instr::TensorInfo;
 
 fn stream_of(words: &[Vec<u8>]) -> DecodedStream {
     decode_stream(&words.concat()).unwrap()

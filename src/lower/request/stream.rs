@@ -2,7 +2,7 @@
 //! [`CollectiveRequest`] each, in stream order, with INSTR_CHAINING chains resolved
 //! (spec/lowering.md §1.6, §1.10, §4.9, §6.3).
 //!
-//! Each word goes through the one-word lowering of [`request_instr`](super::request_instr)
+//! Each word goes through the one-word lowering of [`request_instr`](super::instr)
 //! against a running [`ValidationContext`], so rule 8's stream↔group mapping holds across the
 //! whole program. Non-trigger words (0xDB, 0xBF, compute) are validated and skipped.
 //!
@@ -16,8 +16,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::request::{CollectiveRequest, TensorName};
-use super::request_instr::{lower_word, InstrContext};
+use super::instr::{lower_word, InstrContext};
+use super::{CollectiveRequest, TensorName};
 use crate::error::{Error, Result};
 use crate::isa::enums::InstrChaining;
 use crate::isa::instr::Instr;

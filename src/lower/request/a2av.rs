@@ -17,7 +17,7 @@
 
 use serde::Serialize;
 
-use super::request::Operand;
+use super::Operand;
 use crate::error::{Error, Result};
 
 /// The role of one metadata row.
