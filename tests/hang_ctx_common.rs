@@ -1,5 +1,5 @@
 //! Shared by the live-CC-context integration tests: a real 2-rank ring all-reduce (the pipeline
-//! `lower` → `address_map` → `emit`, loaded by `runtime::device_run::load`), spec offsets, and
+//! `lower` → `address_map` → `emit`, loaded by `runtime::machine::load`), spec offsets, and
 //! a JSON reader for `ctx_log` text.
 
 #![allow(dead_code)] // each test binary uses a part of it
@@ -13,7 +13,7 @@ use opennrt::lower::program::Algorithm;
 use opennrt::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
 use opennrt::lower::topology::Topology;
 use opennrt::ncfw::Arch;
-use opennrt::runtime::device_run::load;
+use opennrt::runtime::machine::load;
 use serde_json::Value;
 
 /// A loaded (triggered, not yet run) 2-rank fp32 ring all-reduce of 1001 elements on

@@ -49,7 +49,7 @@ pub extern "C" fn nrt_close() {
             crate::runtime::host_cc::abort();
             crate::runtime::xu::drain_all();
             crate::runtime::xu::shutdown();
-            crate::runtime::bootstrap::shutdown();
+            crate::runtime::multi_process::bootstrap::shutdown();
             crate::runtime::cc::reset();
             crate::runtime::host_cc::reset();
             crate::runtime::comm::reset();

@@ -1,6 +1,6 @@
 //! Recycled host memory for large device regions.
 //!
-//! A machine is built per collective run (`runtime::device_run`), and a fresh `vec![0; n]` of
+//! A machine is built per collective run (`runtime::machine`), and a fresh `vec![0; n]` of
 //! 64 MiB costs its page faults when first touched (the loader prefaults data buffers) and a
 //! `munmap` when dropped — on the C API path that was ~40% of a 64 MiB collective, far more than
 //! the device's own work. Regions of at least [`MIN_POOLED`] bytes are therefore handed back here

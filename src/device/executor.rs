@@ -208,7 +208,7 @@ pub struct Machine {
     /// FP8 modes etc. of the CCE.
     pub numerics: Numerics,
     /// Arch of the TOP_SPs: selects the CC-context layout of [`Machine::cc_context`]. Default
-    /// [`Arch::V3`] (cayman, whose EVT_SEM map device.md §5.1 gives); `runtime::device_run`
+    /// [`Arch::V3`] (cayman, whose EVT_SEM map device.md §5.1 gives); `runtime::machine`
     /// sets it from the topology's generation.
     pub arch: Arch,
     /// The execution timeout ([`DEFAULT_EXEC_TIMEOUT_S`] unless the runtime sets it from

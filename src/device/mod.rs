@@ -36,7 +36,7 @@
 //!   that semaphore (their chip, TOP_SP and ring index) — status `NRT_EXEC_HW_ERR_COLLECTIVES`.
 //!   A doorbell that does not fit its ring's free slots waits (device.md §3.2); rings shorter
 //!   than their stream are fed lap by lap (`dma::Feed`). `NEURON_RT_EXEC_TIMEOUT` bounds a run.
-//!   `runtime::device_run` loads an emitted program.
+//!   `runtime::machine` loads an emitted program.
 //! * `barrier` — the device barrier (a `{1,4,4,1}` step machine over BARRIER0/BARRIER1
 //!   semaphores, decoded from the 0x128-byte neff_barrier_config of `isa::barrier_cfg`) and the
 //!   host barrier (barrier_start / barrier_done), run on the machine's semaphores without

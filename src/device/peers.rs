@@ -2,7 +2,7 @@
 //! collective run in several executors — one per rank, in several processes — each
 //! [`super::executor::Machine`] steps only its own TOP_SPs, while the other ranks' HBM and
 //! EVT_SEM blocks are shared memory it maps. What it needs from the others is this trait,
-//! which the runtime implements over the run's shared segments (`runtime::shared_run`); the
+//! which the runtime implements over the run's shared segments (`runtime::multi_process::run`); the
 //! device stays independent of how processes meet.
 //!
 //! **Waiting.** A sequencer whose semaphore only a peer can raise does not make the machine

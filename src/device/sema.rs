@@ -81,7 +81,7 @@ impl fmt::Debug for SemWords {
 pub const SEM_WORDS_BYTES: usize = std::mem::size_of::<SemWords>();
 
 /// Memory owned outside the simulated device — a shared-memory mapping — in which regions and
-/// semaphore blocks can live (`runtime::shared_run` implements it for its segments).
+/// semaphore blocks can live (`runtime::multi_process::run` implements it for its segments).
 ///
 /// # Safety
 /// `base_ptr()` must stay valid for `len()` bytes, readable and writable, for as long as the
@@ -98,7 +98,7 @@ pub unsafe trait ExternalBytes: Send + Sync + fmt::Debug {
 }
 
 /// Called after a write into a block that another executor (process or thread) waits on: the
-/// owner of the block must be woken (`runtime::shared_run` bumps the run's futex word).
+/// owner of the block must be woken (`runtime::multi_process::run` bumps the run's futex word).
 pub trait SemNotify: Send + Sync + fmt::Debug {
     /// A semaphore or event of the block changed.
     fn changed(&self);

@@ -11,7 +11,7 @@
 //!   The last rank to arrive checks that every rank prepared the same collective (op, dtype,
 //!   count, group, in place, reduce op — a mismatch is an error on every rank naming both
 //!   ranks, the field and both values), gathers the inputs, runs the machine
-//!   ([`crate::runtime::device_run::execute`]) and hands every rank its output.
+//!   ([`crate::runtime::machine::execute`]) and hands every rank its output.
 //!
 //! Choice: the device's memory is loaded from the tensors before the run and the results are
 //! copied back after it (one copy each way); the device itself only ever sees the emitted
@@ -45,9 +45,9 @@ pub struct Lowered {
     pub emitted: EmittedProgram,
     /// The world size it was prepared for.
     pub world: u32,
-    /// What a multi-process run needs, computed on its first run (`runtime::shared_run`):
+    /// What a multi-process run needs, computed on its first run (`runtime::multi_process::run`):
     /// the program's digest and every rank's device-segment layout.
-    pub shared: once_cell::sync::OnceCell<crate::runtime::shared_run::SharedPlan>,
+    pub shared: once_cell::sync::OnceCell<crate::runtime::multi_process::run::SharedPlan>,
     /// Loaded machines of this collective between runs (`runtime::resident`): a run takes one
     /// (or loads one) and gives it back only if it succeeded. Several at once only when
     /// several groups run this collective concurrently.
@@ -275,7 +275,7 @@ fn lower_verify_emit(
 pub trait RankIo: Send {
     /// Write the rank's input, as the program reads it, into `dst` (exactly its bytes).
     fn input_into(&self, dst: &mut [u8]) -> Result<()>;
-    /// Store the rank's result (`device_run::read_outputs` form).
+    /// Store the rank's result (`machine::read_outputs` form).
     fn output(&self, data: &[u8]) -> Result<()>;
     /// The device tensor whose bytes *are* the rank's buffer `buf` laid out as the program
     /// addresses it (its first byte the buffer's first), if there is one: the resident device
@@ -312,11 +312,11 @@ pub fn meetings() -> &'static Rendezvous<Arrival, ()> {
 
 /// Arrive at collective `instance` of `key` and wait until it has run on every rank: in a
 /// multi-process job each rank runs its own part on shared device segments
-/// (`runtime::shared_run`); otherwise all ranks meet here and run in one machine
+/// (`runtime::multi_process::run`); otherwise all ranks meet here and run in one machine
 /// ([`meet_here`]).
 pub fn run(key: &GroupKey, instance: u64, arrival: Arrival) -> Result<()> {
-    if crate::runtime::shared_run::wanted(&key.group) {
-        return crate::runtime::shared_run::run(key, instance, arrival);
+    if crate::runtime::multi_process::run::wanted(&key.group) {
+        return crate::runtime::multi_process::run::run(key, instance, arrival);
     }
     meet_here(key, instance, arrival)
 }
@@ -351,7 +351,7 @@ pub fn arrive_here(
 }
 
 /// The fields every rank of a collective must agree on, as (name, value) — compared field by
-/// field here and hashed for the shared-memory go meeting (`runtime::shared_go`).
+/// field here and hashed for the shared-memory go meeting (`runtime::multi_process::go_board`).
 pub fn agreed_fields(r: &CollectiveRequest) -> [(&'static str, String); 7] {
     [
         ("op", format!("{:?}", r.op)),
@@ -394,7 +394,7 @@ fn check_consistent(key: &GroupKey, instance: u64, all: &[Arrival]) -> Result<()
 }
 
 /// `check_consistent` over the ranks' requests (also the cross-process check,
-/// `runtime::shared_run`).
+/// `runtime::multi_process::run`).
 pub fn check_requests(key: &GroupKey, instance: u64, all: &[&CollectiveRequest]) -> Result<()> {
     let first = all[0];
     for a in &all[1..] {
@@ -459,14 +459,14 @@ pub fn abort() {
         "nrt_close while the collective was pending",
     );
     MEETINGS.abort_all(&why);
-    crate::runtime::shared_run::abort(&why);
+    crate::runtime::multi_process::run::abort(&why);
 }
 
 /// Forget prepared collectives, tickets and meetings, and free the device's recycled buffers
 /// (`nrt_close`, after the workers are drained).
 pub fn reset() {
     MEETINGS.reset();
-    crate::runtime::shared_run::reset();
+    crate::runtime::multi_process::run::reset();
     CACHE.lock().map.clear();
     FRONT.lock().clear();
     crate::device::buffer_pool::clear();

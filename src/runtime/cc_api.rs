@@ -15,7 +15,7 @@
 //!     completed counter, then the eventfds). No thread hand-off is on the critical path: a
 //!     poller of `nrta_is_completed` sees its request complete the moment the run ends.
 //!   - **on the XU's worker** otherwise (the XU has work queued — FIFO order — or the ranks
-//!     run in several processes, `runtime::shared_run`): the worker meets the other ranks,
+//!     run in several processes, `runtime::multi_process::run`): the worker meets the other ranks,
 //!     runs, completes.
 //!
 //! Choice: the vendor prepares on a background worker; OpenNRT prepares in the call, so a bad
@@ -138,7 +138,7 @@ pub fn schedule(
         group: p.req.group.clone(),
     };
     let (rank, lnc) = (p.req.rank, p.comm.vnc);
-    let here = !crate::runtime::shared_run::wanted(&key.group);
+    let here = !crate::runtime::multi_process::run::wanted(&key.group);
     if here {
         match xu::begin_inline(lnc, XuType::Collectives, queue, exec_ret) {
             Ok(Some((request, seq))) => {

@@ -15,7 +15,7 @@
 //!   (the rendezvous is in memory); when set it is validated (`host:port`, `[v6]:port`, port
 //!   1–65535) and recorded, and it is what the multi-process bootstrap (issue 6) binds.
 //! * With `NEURON_RT_ROOT_COMM_ID` set, every join also registers the core's global id with the
-//!   job's root (`runtime::bootstrap`; the process owning global id 0 is the root, so a job whose
+//!   job's root (`runtime::multi_process::bootstrap`; the process owning global id 0 is the root, so a job whose
 //!   ranks are all here stays in memory). Without it the world must fit in this process's
 //!   cores.
 
@@ -125,7 +125,7 @@ pub fn join(
     // even when its visible cores could hold the world): the join goes through the job's root,
     // which is this process when it owns global id 0. Without one, the world must fit here.
     match root.as_deref() {
-        Some(r) => crate::runtime::bootstrap::join(slot as u8, gid, count, r)?,
+        Some(r) => crate::runtime::multi_process::bootstrap::join(slot as u8, gid, count, r)?,
         None if count > visible_cores => {
             return Err(Error::invalid(format!(
                 "a world of {count} ranks, but this process owns {visible_cores} logical \

@@ -26,7 +26,7 @@ pub struct Config {
     /// `NEURON_RT_EXEC_TIMEOUT` as read (parsed by [`Config::exec_timeout`]).
     pub exec_timeout_raw: Option<String>,
     /// `OPENNRT_SHARED_DEVICE=1`: every multi-rank collective on the shared device segments
-    /// (`runtime::shared_run`), even without a job.
+    /// (`runtime::multi_process::run`), even without a job.
     pub shared_device: bool,
     /// `OPENNRT_TEST_KILL_IN_RUN`: the global id whose process kills itself inside its first
     /// shared-device collective (fault injection for tests).
@@ -115,9 +115,9 @@ impl Config {
             visible_cores,
             root_comm_id: get("NEURON_RT_ROOT_COMM_ID"),
             exec_timeout_raw: get(EXEC_TIMEOUT_ENV),
-            shared_device: get(crate::runtime::shared_run::SHARED_DEVICE_ENV)
+            shared_device: get(crate::runtime::multi_process::run::SHARED_DEVICE_ENV)
                 .is_some_and(|v| v.trim() == "1"),
-            kill_in_run: get(crate::runtime::shared_run::KILL_IN_RUN_ENV)
+            kill_in_run: get(crate::runtime::multi_process::run::KILL_IN_RUN_ENV)
                 .and_then(|v| v.trim().parse().ok()),
             resident_budget: resident_budget(get(RESIDENT_BUDGET_ENV), physical_memory())?,
         })

@@ -135,14 +135,14 @@ pub fn all_gather(
     let own = gid as usize * size;
     output[own..own + size].copy_from_slice(input);
     let instance = GATHERS.ticket(&key, gid);
-    if crate::runtime::bootstrap::is_member() {
+    if crate::runtime::multi_process::bootstrap::is_member() {
         let deadline = crate::runtime::process::config()?.exec_timeout()?;
         let out = Arc::new(Mutex::new(Vec::new()));
         let io = VecIo {
             input: input.to_vec(),
             output: out.clone(),
         };
-        let a = crate::runtime::bootstrap::RemoteArrival {
+        let a = crate::runtime::multi_process::bootstrap::RemoteArrival {
             kind: "all_gather",
             slot: key.slot,
             group: &key.group,
@@ -151,7 +151,7 @@ pub fn all_gather(
             in_len: size as u64,
             out_len: output.len() as u64,
         };
-        crate::runtime::bootstrap::remote_run(&a, &io, deadline)?;
+        crate::runtime::multi_process::bootstrap::remote_run(&a, &io, deadline)?;
         output.copy_from_slice(&out.lock());
         return Ok(());
     }

@@ -47,9 +47,7 @@ use crate::lower::emit::EmittedProgram;
 use crate::lower::program::{Buf, Program};
 use crate::ncfw::Arch;
 use crate::runtime::cc::RankIo;
-use crate::runtime::device_run::{
-    buffer_regions, byte_bases, load_program, ring_reposts, TopspAgent,
-};
+use crate::runtime::machine::{buffer_regions, byte_bases, load_program, ring_reposts, TopspAgent};
 use crate::runtime::tensor::Tensor;
 
 /// A tensor's bytes as external memory of the simulated device: the region's backing holds the

@@ -53,7 +53,7 @@
 //! The input is the rank's logical input ([`CollectiveRequest::input_elems`] elements) and the
 //! result its logical output. In place, input and output are one storage and the lowering
 //! follows NCCL ([`in_place_bases`]): all-gather reads rank r's input at element `r·count`,
-//! reduce-scatter leaves rank r's result at `r·count`; [`crate::runtime::device_run`] places
+//! reduce-scatter leaves rank r's result at `r·count`; [`crate::runtime::machine`] places
 //! and reads the data there. [`load_staged`] also writes the all-gather input at byte 0 of the
 //! storage (stale bytes the collective must overwrite). Output elements an op leaves
 //! untouched (all-to-all-v gaps, a permute's non-targets, the sender of send/recv) hold, in
@@ -72,7 +72,7 @@ use crate::lower::emit::EmittedProgram;
 use crate::lower::program::{Buf, Program};
 use crate::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
 use crate::lower::verify::expect::in_place_bases;
-use crate::runtime::device_run;
+use crate::runtime::machine;
 
 pub use reference::{check, count_wrong, expected, first_mismatch, Checked, Mismatch};
 
@@ -360,7 +360,7 @@ fn byte_bases(req: &CollectiveRequest, rank: u32) -> Result<(u64, u64)> {
     Ok((i * esz, o * esz))
 }
 
-/// [`device_run::load`] (which places in-place data by the NCCL convention), plus stale bytes
+/// [`machine::load`] (which places in-place data by the NCCL convention), plus stale bytes
 /// where the collective must write: in-place all-gather also gets rank r's input at element 0 of
 /// its storage, which the collective must overwrite with rank 0's block.
 pub fn load_staged(
@@ -369,7 +369,7 @@ pub fn load_staged(
     map: &AddressMap,
     inputs: &[Vec<u8>],
 ) -> Result<Machine> {
-    let mut m = device_run::load(p, e, map, inputs)?;
+    let mut m = machine::load(p, e, map, inputs)?;
     for r in 0..map.ranks() {
         let (at, _) = byte_bases(&p.request, r)?;
         if at > 0 {
@@ -384,9 +384,9 @@ pub fn load_staged(
     Ok(m)
 }
 
-/// Every rank's result after a run ([`device_run::read_outputs`]).
+/// Every rank's result after a run ([`machine::read_outputs`]).
 pub fn read_results(m: &Machine, p: &Program, map: &AddressMap) -> Result<Vec<Vec<u8>>> {
-    device_run::read_outputs(m, p, map)
+    machine::read_outputs(m, p, map)
 }
 
 /// Load with [`load_staged`], run, and read with [`read_results`].

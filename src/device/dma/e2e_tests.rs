@@ -62,7 +62,7 @@ fn run_all_reduce(
             mem.write(chip, page + 4 * u64::from(v), &v.to_le_bytes())
                 .unwrap();
         }
-        for (b, n) in crate::runtime::device_run::buffer_regions(&bufs) {
+        for (b, n) in crate::runtime::machine::buffer_regions(&bufs) {
             let base = map.buf_on_chip(r, b, 0).unwrap();
             mem.map(chip, base, align_buf(n)).unwrap();
         }

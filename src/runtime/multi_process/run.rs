@@ -4,21 +4,21 @@
 //! One collective, as rank `r` runs it ([`run`]):
 //!
 //! 1. **Load.** Take a device segment of the rank's group from the process's pool (or create
-//!    `/opennrt-<job tag>-<pid>-d<gid>-<n>`, [`super::shared_seg::Layout`]) and fill it as
-//!    `device_run::load_from` fills a machine: the constant page, zeroed data buffers with the
+//!    `/opennrt-<job tag>-<pid>-d<gid>-<n>`, [`super::segment::Layout`]) and fill it as
+//!    `machine::load_from` fills a machine: the constant page, zeroed data buffers with the
 //!    rank's input, the SPAD images, the first lap of every ring, zeroed EVT_SEM blocks.
-//! 2. **Go.** Meet the other ranks at the job's root (`runtime::bootstrap`; in-process when
+//! 2. **Go.** Meet the other ranks at the job's root (`runtime::multi_process::bootstrap`; in-process when
 //!    this process is the root or alone) with the request, a digest of the emitted program and
 //!    the segment's name. The last arrival checks that every rank prepared the same collective —
 //!    op, dtype, count, reduce op, group, in-place, tensor lists, then the program itself — and
 //!    hands every rank all segment names; a mismatch fails every rank, naming both ranks and
 //!    the field. From a group's second collective on, the ranks meet on the group's go board
-//!    in shared memory instead (`runtime::shared_go`: a slot per rank with its segment and a
+//!    in shared memory instead (`runtime::multi_process::go_board`: a slot per rank with its segment and a
 //!    signature of what it prepared; any difference goes to the root for the same verdict).
 //! 3. **Run.** Map the peers' segments (cached per process), build a machine holding every
 //!    rank's regions and semaphore blocks, but only this rank's TOP_SPs, and run it. Its DMA
 //!    engines write straight into the peers' HBM and semaphores; a write into a peer's block
-//!    wakes the peer's executor through the run's futex (`shared_seg`). Waits sleep on that
+//!    wakes the peer's executor through the run's futex (`segment`). Waits sleep on that
 //!    futex, never spin. The rank's result is read from its own segment.
 //! 4. **Done.** Wait — in shared memory, on the rank's futex word — until every other rank has
 //!    finished (done or failed), so that no segment is reused while a peer may still write into
@@ -26,7 +26,7 @@
 //!    in `/dev/shm`, and the memory goes with the last mapping.
 //!
 //! **Faults.** A peer that fails publishes it in its header; a dead process is reported by the
-//! bootstrap ([`crate::runtime::bootstrap::job_error`]); either makes every waiting executor
+//! bootstrap ([`crate::runtime::multi_process::bootstrap::job_error`]); either makes every waiting executor
 //! fail at once with `NRT_EXEC_HW_ERR_COLLECTIVES` naming the rank. A run in which every rank
 //! is blocked or done is a job-wide hang, reported by each rank with its stuck TOP_SPs; a run
 //! that outlives `NEURON_RT_EXEC_TIMEOUT` fails with the state of every rank.
@@ -45,8 +45,8 @@ use std::time::Duration;
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
-use super::shared_go;
-use super::shared_seg::{header, rank_image, Layout, RankState, SegPeers, QUEUE_WORDS_AT};
+use super::go_board;
+use super::segment::{header, rank_image, Layout, RankState, SegPeers, QUEUE_WORDS_AT};
 use crate::device::executor::Machine;
 use crate::device::sema::{BlockId, SemBlock, SemNotify};
 use crate::error::{Error, ErrorKind, Result};
@@ -54,9 +54,9 @@ use crate::isa::memmap::CONST_WORDS;
 use crate::lower::program::Buf;
 use crate::lower::request::CollectiveRequest;
 use crate::runtime::cc::{check_requests, Arrival, Lowered};
-use crate::runtime::device_run::{byte_bases, new_machine, topsp_agent, TopspAgent};
+use crate::runtime::machine::{byte_bases, new_machine, topsp_agent, TopspAgent};
+use crate::runtime::multi_process::shm::{self, Segment};
 use crate::runtime::rendezvous::{GroupKey, Rendezvous};
-use crate::runtime::shm::{self, Segment};
 
 /// The variable that sends every multi-rank collective through shared segments.
 pub const SHARED_DEVICE_ENV: &str = "OPENNRT_SHARED_DEVICE";
@@ -174,7 +174,7 @@ pub fn wanted(group: &[u32]) -> bool {
         return false;
     }
     let forced = crate::runtime::process::config().is_ok_and(|c| c.shared_device);
-    forced || crate::runtime::bootstrap::job_tag().is_some()
+    forced || crate::runtime::multi_process::bootstrap::job_tag().is_some()
 }
 
 /// What every multi-process run of one lowered collective needs (cached in
@@ -234,7 +234,7 @@ fn take_segment(key: &GroupKey, gid: u32, len: usize) -> Result<Pooled> {
         return Ok(free.swap_remove(i));
     }
     c.next += 1;
-    let job = crate::runtime::bootstrap::job_tag();
+    let job = crate::runtime::multi_process::bootstrap::job_tag();
     let job = job.as_deref().unwrap_or(shm::NO_JOB);
     let name = format!("{}d{gid}-{}", shm::prefix(job, std::process::id()), c.next);
     drop(c);
@@ -430,11 +430,11 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
         own.seg.unlink();
         return Err(e.context(format!("collective #{instance} of {key}: loading rank {r}")));
     }
-    let on_board = shared_go::held(key).filter(|b| b.all_attached());
+    let on_board = go_board::held(key).filter(|b| b.all_attached());
     if r == 0 {
         let name = match on_board {
             Some(_) => None,
-            None => shared_go::board_to_name(key),
+            None => go_board::board_to_name(key),
         };
         header(&own.seg).set_board(name.as_deref().unwrap_or(""));
     }
@@ -446,10 +446,10 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     };
     let met = match &on_board {
         Some(b) => {
-            let sig = shared_go::signature(&a.req, plan.digest);
-            shared_go::meet_on_board(b, key, instance, r, sig, go)
+            let sig = go_board::signature(&a.req, plan.digest);
+            go_board::meet_on_board(b, key, instance, r, sig, go)
         }
-        None => crate::runtime::bootstrap::meet_go(key, instance, r, go),
+        None => crate::runtime::multi_process::bootstrap::meet_go(key, instance, r, go),
     };
     let names = match met {
         Ok(n) => n,
@@ -461,7 +461,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
             header(&own.seg).fail(&format!("gave up before the run: {}", e.message()));
             own.seg.unlink();
             if r == 0 {
-                shared_go::drop_unattached_board(key);
+                go_board::drop_unattached_board(key);
             }
             return Err(e);
         }
@@ -490,11 +490,11 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
             lays.clone(),
             r as usize,
             key.group.clone(),
-            crate::runtime::bootstrap::job_error,
+            crate::runtime::multi_process::bootstrap::job_error,
         )))
     })();
     if let (None, Ok(p)) = (&on_board, &peers) {
-        shared_go::attach_board(key, r, &p.segments()[0]);
+        go_board::attach_board(key, r, &p.segments()[0]);
     }
     let ran = peers.as_ref().map_err(Clone::clone).and_then(|peers| {
         peers.check_loaded(run_tag)?;
@@ -520,13 +520,15 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     let done = match &peers {
         Ok(p) => {
             p.wake_all();
-            p.wait_finished(crate::runtime::bootstrap::meet_deadline(true)?)
+            p.wait_finished(crate::runtime::multi_process::bootstrap::meet_deadline(
+                true,
+            )?)
         }
         Err(e) => Err(e.clone()),
     };
     clock.mark("done");
     if r == 0 {
-        shared_go::unlink_board(key);
+        go_board::unlink_board(key);
     }
     crate::log_debug!(
         "cc",
@@ -539,7 +541,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
         Err(_) => own.seg.unlink(),
     }
     let ran = ran.map_err(|e| {
-        let death = crate::runtime::bootstrap::job_error();
+        let death = crate::runtime::multi_process::bootstrap::job_error();
         let e = match (e.kind(), death) {
             // A dead peer's segment is gone, its state never written: the death is the cause.
             (ErrorKind::Resource | ErrorKind::Invalid | ErrorKind::Failure, Some(job)) => {
@@ -561,14 +563,14 @@ pub fn reset() {
     c.free.clear();
     c.peers.clear();
     c.built.clear();
-    shared_go::reset();
+    go_board::reset();
     GO.reset();
 }
 
 /// Fail pending go meetings (`nrt_close`).
 pub fn abort(why: &Error) {
     GO.abort_all(why);
-    shared_go::abort();
+    go_board::abort();
 }
 
 #[cfg(test)]

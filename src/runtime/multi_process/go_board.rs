@@ -1,5 +1,5 @@
 //! The go meeting in shared memory: after a group's first shared-device collective, its ranks
-//! meet on a *board* instead of at the job's root (`runtime::shared_run`, step 2).
+//! meet on a *board* instead of at the job's root (`runtime::multi_process::run`, step 2).
 //!
 //! The TCP meeting at the root costs a round trip, a thread per message there, and the root's
 //! process getting the CPU: 0.2–2 ms per collective, most of a 4 KiB one across processes. The
@@ -20,7 +20,7 @@
 //! not attach keeps the whole group at the root, consistently. Rank 0 unlinks the board's name
 //! at the end of that first collective (everyone has opened it or never will).
 //!
-//! **Faults.** The wait gives up on a dead process ([`crate::runtime::bootstrap::job_error`]),
+//! **Faults.** The wait gives up on a dead process ([`crate::runtime::multi_process::bootstrap::job_error`]),
 //! on `nrt_close` ([`abort`]), after `NEURON_RT_EXEC_TIMEOUT` naming the ranks that never
 //! arrived, and when a slot is already past this instance (a rank that gave up and moved on).
 
@@ -32,12 +32,12 @@ use std::time::{Duration, Instant};
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
-use super::rendezvous::GroupKey;
-use super::shared_seg::header;
-use super::shared_seg::{futex_wait, futex_wake_all};
+use super::segment::header;
+use super::segment::{futex_wait, futex_wake_all};
 use crate::error::{Error, ErrorKind, Result};
-use crate::runtime::shm;
-use crate::runtime::shm::Segment;
+use crate::runtime::multi_process::shm;
+use crate::runtime::multi_process::shm::Segment;
+use crate::runtime::rendezvous::GroupKey;
 
 const MAGIC: u32 = 0x4f4e_474f; // "ONGO"
 const WAKE_AT: usize = 64;
@@ -184,10 +184,10 @@ impl Board {
                 .map(|q| self.u64_at(self.slot(q) + 8).load(SeqCst))
                 .collect()
         };
-        // Spin, then yield, before the futex (`shared_seg::spin_then_yield`): the others
+        // Spin, then yield, before the futex (`segment::spin_then_yield`): the others
         // usually arrive within microseconds of each other.
-        crate::runtime::shared_seg::spin_then_yield(
-            crate::runtime::shared_seg::oversubscribed(self.n),
+        crate::runtime::multi_process::segment::spin_then_yield(
+            crate::runtime::multi_process::segment::oversubscribed(self.n),
             || (0..self.n).all(|q| self.u64_at(self.slot(q) + 8).load(SeqCst) >= want),
         );
         loop {
@@ -313,7 +313,7 @@ pub fn board_to_name(key: &GroupKey) -> Option<String> {
         return e.linked.then(|| e.board.name().to_string());
     }
     c.next += 1;
-    let job = crate::runtime::bootstrap::job_tag();
+    let job = crate::runtime::multi_process::bootstrap::job_tag();
     let job = job.as_deref().unwrap_or(shm::NO_JOB);
     let name = format!("{}go-{}", shm::prefix(job, std::process::id()), c.next);
     match Board::create(&name, key.group.len()) {
@@ -396,18 +396,18 @@ pub fn meet_on_board(
     instance: u64,
     r: u32,
     sig: u64,
-    go: super::shared_run::GoArrival,
-) -> Result<super::shared_run::Segments> {
+    go: super::run::GoArrival,
+) -> Result<super::run::Segments> {
     b.arrive(r as usize, instance, sig, &go.seg)?;
-    let deadline = crate::runtime::bootstrap::meet_deadline(false)?;
+    let deadline = crate::runtime::multi_process::bootstrap::meet_deadline(false)?;
     match b.wait(
         key,
         instance,
         deadline,
-        crate::runtime::bootstrap::job_error,
+        crate::runtime::multi_process::bootstrap::job_error,
     )? {
         Met::Go(names) => Ok(Arc::new(names)),
-        Met::Differ => crate::runtime::bootstrap::meet_go(key, instance, r, go),
+        Met::Differ => crate::runtime::multi_process::bootstrap::meet_go(key, instance, r, go),
     }
 }
 
@@ -430,7 +430,7 @@ mod tests {
     fn board(tag: &str, n: usize) -> Board {
         let name = format!(
             "{}go-test-{tag}",
-            crate::runtime::shm::prefix("0", std::process::id())
+            crate::runtime::multi_process::shm::prefix("0", std::process::id())
         );
         let b = Board::create(&name, n).unwrap();
         b.unlink();

@@ -11,7 +11,7 @@
 //! |---|---|
 //! | 0 .. 4096 | [`Header`]: state words, the run's epoch and waiter count (used in rank 0's segment), the failure message |
 //! | 4096 .. | per TOP_SP of the rank, in image order: its EVT_SEM block ([`SEM_WORDS_BYTES`]) and its queue indices (4 × u64) |
-//! | then, each 4 KiB aligned | the constant page, the data buffers (`device_run::buffer_regions`), per TOP_SP its CTRL SPAD, SLOT SPAD, M2S ring and S2M ring |
+//! | then, each 4 KiB aligned | the constant page, the data buffers (`machine::buffer_regions`), per TOP_SP its CTRL SPAD, SLOT SPAD, M2S ring and S2M ring |
 //!
 //! **Waking.** Every write into a *peer's* semaphore block goes through a [`SemNotify`] of
 //! that peer ([`SegPeers::notify_for`]): it bumps the run's epoch (a 32-bit word in rank 0's
@@ -31,8 +31,8 @@ use crate::isa::memmap::{align_buf, CONST_PAGE_BYTES};
 use crate::lower::emit::EmittedRank;
 use crate::lower::program::Buf;
 use crate::runtime::cc::Lowered;
-use crate::runtime::device_run::buffer_regions;
-use crate::runtime::shm::Segment;
+use crate::runtime::machine::buffer_regions;
+use crate::runtime::multi_process::shm::Segment;
 
 // SAFETY: a Segment is a live MAP_SHARED mapping of `len()` bytes (page aligned) until dropped.
 unsafe impl ExternalBytes for Segment {
@@ -99,7 +99,7 @@ pub struct Header {
     pid: AtomicU32,
     run: AtomicU64,
     msg: [u8; MSG_BYTES],
-    /// Rank 0: the name of its group's go board while it is linked (`runtime::shared_go`).
+    /// Rank 0: the name of its group's go board while it is linked (`runtime::multi_process::go_board`).
     board_len: AtomicU32,
     board: [u8; BOARD_NAME_BYTES],
 }

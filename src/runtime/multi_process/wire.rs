@@ -9,9 +9,9 @@
 //! OpenNRT's version, which must match.
 //!
 //! Collective data does not travel on the socket: device collectives run on each rank's
-//! device segment in shared memory (`runtime::shared_run`; the socket carries the "go" and
+//! device segment in shared memory (`runtime::multi_process::run`; the socket carries the "go" and
 //! "done" meetings and the segments' names), and a host all-gather stages its data in a named
-//! shared-memory segment of the owning process (`runtime::shm`), whose name the arrival
+//! shared-memory segment of the owning process (`runtime::multi_process::shm`), whose name the arrival
 //! carries.
 
 use std::io::{Read, Write};
@@ -173,7 +173,7 @@ pub enum Msg {
     },
     /// The root accepts the process.
     Welcome {
-        /// The job's tag (`runtime::shm::job_tag`): names every shared-memory object.
+        /// The job's tag (`runtime::multi_process::shm::job_tag`): names every shared-memory object.
         tag: String,
     },
     /// The root refuses the process or a join; the connection closes.
@@ -228,7 +228,7 @@ pub enum Msg {
         error: Option<WireError>,
     },
     /// A rank of a device collective on shared segments meets the others before it runs
-    /// (`runtime::shared_run`: loaded, answered with [`Msg::Segments`]).
+    /// (`runtime::multi_process::run`: loaded, answered with [`Msg::Segments`]).
     Meet {
         /// Matches the answer.
         id: u64,

@@ -1,6 +1,9 @@
-//! Running a lowered, emitted collective on the software device (design.md §1–§2, issue 4):
-//! the glue between `lower` (which decides the bytes) and `device` (which only executes bytes).
-//! The runtime may import both; the device never imports the lowering.
+//! The software machine of one collective, every rank in this process: a lowered, emitted
+//! program loaded into a [`Machine`] and run (design.md §1–§2). The glue between `lower` (which
+//! decides the bytes) and `device` (which only executes bytes); the runtime may import both,
+//! the device never imports the lowering. A machine kept between runs is
+//! [`crate::runtime::resident`]; one rank's part of a collective whose ranks live in several
+//! processes is [`crate::runtime::multi_process::run`], which loads with the same pieces.
 //!
 //! [`execute`] builds a [`Machine`] with one chip per distinct rank chip, maps for every rank
 //! each region the [`AddressMap`] defines — the input/output (one region when in place) and
@@ -363,7 +366,7 @@ pub fn topsp_agent(
 
 /// Add the queues and sequencer of one TOP_SP whose program area is in `m`'s memory already
 /// (SPADs and the first lap of each ring written), and raise its TRIGGER. Shared with
-/// `runtime::shared_run`, whose program areas live in shared memory.
+/// `runtime::multi_process::run`, whose program areas live in shared memory.
 pub fn attach_topsp(
     m: &mut Machine,
     fw: &FirmwareImage,

@@ -11,13 +11,13 @@
 //! the world (two processes claiming one id) fails every process: the root broadcasts it.
 //!
 //! **Collectives.** The root is the meeting place. Device collectives (`nrta_cc_*`, the barrier's
-//! all-reduce) run on shared simulated devices (`runtime::shared_run`): each rank runs its own
+//! all-reduce) run on shared simulated devices (`runtime::multi_process::run`): each rank runs its own
 //! TOP_SPs on HBM and semaphores in shared memory, and meets the others here before it runs
 //! ([`meet_go`]: the requests and program digests are compared, every rank gets every device
 //! segment's name; the end of a run is met in shared memory). The root's own ranks meet in its in-memory
 //! rendezvous; a member's rank sends [`Msg::Meet`] and the root's handler joins the same
 //! rendezvous for it. A host all-gather ([`remote_run`]) stages the member's data in a
-//! shared-memory segment (`runtime::shm`) that the root maps, gathers and writes back.
+//! shared-memory segment (`runtime::multi_process::shm`) that the root maps, gathers and writes back.
 //!
 //! **Faults.** A member's connection ending without its goodbye means the process died: the root
 //! unlinks its shared-memory names, fails every open and later meeting in which one of its
@@ -39,10 +39,10 @@ use parking_lot::Mutex;
 use crate::error::{Error, ErrorKind, Result};
 use crate::runtime::cc::RankIo;
 use crate::runtime::comm::parse_root_comm_id;
+use crate::runtime::multi_process::run::{self, go_meetings, GoArrival, Segments};
+use crate::runtime::multi_process::shm::{self, Segment};
+use crate::runtime::multi_process::wire::{self, Msg, WireError, WireRequest};
 use crate::runtime::rendezvous::GroupKey;
-use crate::runtime::shared_run::{self, go_meetings, GoArrival, Segments};
-use crate::runtime::shm::{self, Segment};
-use crate::runtime::wire::{self, Msg, WireError, WireRequest};
 
 mod root;
 
@@ -472,7 +472,7 @@ fn member_wait(d: Option<Duration>) -> Option<Duration> {
     d.map(|d| d + Duration::from_secs(10))
 }
 
-/// The "go" meeting of a shared-device collective (`runtime::shared_run`): at the root, or
+/// The "go" meeting of a shared-device collective (`runtime::multi_process::run`): at the root, or
 /// in this process when it is the root or alone.
 pub fn meet_go(key: &GroupKey, instance: u64, rank: u32, go: GoArrival) -> Result<Segments> {
     let deadline = meet_deadline(false)?;
@@ -520,7 +520,7 @@ fn meet_go_here(
         rank,
         go,
         deadline,
-        |all| match shared_run::go_check(key, instance, &all) {
+        |all| match run::go_check(key, instance, &all) {
             Ok(s) => (0..n).map(|_| Ok(s.clone())).collect(),
             Err(e) => {
                 crate::log_error!("cc", "{e}");

@@ -1,4 +1,4 @@
-//! Tests of `runtime::shared_run`: ranks in threads, each running only its own TOP_SPs on
+//! Tests of `runtime::multi_process::run`: ranks in threads, each running only its own TOP_SPs on
 //! device segments in shared memory (the multi-process path, met in-process), checked against
 //! `runtime::verifiable`'s independent reference and against the one-machine path; a program
 //! mismatch, a job-wide hang and a failing peer.
@@ -182,7 +182,7 @@ fn a_program_mismatch_fails_every_rank() {
     }
 }
 
-/// After a group's first collective its ranks meet on the go board (`shared_go`), whose name
+/// After a group's first collective its ranks meet on the go board (`go_board`), whose name
 /// is already gone from /dev/shm; a mismatch met there still gets the root's field-by-field
 /// verdict, on every rank.
 #[test]
@@ -194,7 +194,7 @@ fn later_collectives_meet_on_the_board_and_a_mismatch_there_is_still_named() {
         slot: 1,
         group: rs[0].group.clone(),
     };
-    let board_of = || shared_go::held(&key).map(|b| (b, shared_go::still_linked(&key)));
+    let board_of = || go_board::held(&key).map(|b| (b, go_board::still_linked(&key)));
     assert!(board_of().is_none());
     for round in 0..3 {
         run_ok("sr-board", &rs, &inputs, true, &format!("round {round}"));

@@ -1,4 +1,4 @@
-//! The job's root process (see `runtime::bootstrap`): listens on the root port, checks every
+//! The job's root process (see `runtime::multi_process::bootstrap`): listens on the root port, checks every
 //! process and join, and is the meeting place of every collective.
 
 use super::*;
@@ -461,7 +461,7 @@ impl Root {
         if key.kind != "all_gather" {
             return Err(Error::failure(format!(
                 "a staged arrival of kind {kind:?}: device collectives of a job run on shared \
-                 device segments (runtime::shared_run)"
+                 device segments (runtime::multi_process::run)"
             )));
         }
         let mut input = vec![0u8; in_len as usize];
