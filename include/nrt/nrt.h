@@ -669,7 +669,7 @@ NRT_STATUS nrt_all_gather(int32_t vnc,
  * `NRT_SUCCESS` with `*model` set; `NRT_INVALID` (bad NEFF, LNC mismatch, NULL);
  * `NRT_UNSUPPORTED_NEFF_VERSION`; `NRT_LOAD_NOT_ENOUGH_NC`; `NRT_RESOURCE`;
  * `NRT_FAIL_HOST_MEM_ALLOC`; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`:
- * not implemented until issue 5.
+ * not implemented yet (NEFF models).
  *
  * # Safety
  * `neff_bytes` must have `size` readable bytes; `model` must be NULL or writable.
@@ -686,7 +686,7 @@ NRT_STATUS nrt_load(const void *neff_bytes,
  *
  * # Returns
  * As `nrt_load`; `NRT_INVALID` also when the NEFF's world does not fit the global
- * communicator. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * communicator. Currently `NRT_FAILURE`: not implemented yet (NEFF models).
  *
  * # Safety
  * As for `nrt_load`.
@@ -704,7 +704,7 @@ NRT_STATUS nrt_load_collectives(const void *neff_bytes,
  *
  * # Returns
  * `NRT_SUCCESS`; `NRT_INVALID` for a bad handle; `NRT_UNINITIALIZED` before `nrt_init`.
- * Currently `NRT_FAILURE`: not implemented until issue 5.
+ * Currently `NRT_FAILURE`: not implemented yet (NEFF models).
  *
  * # Safety
  * `model` must be NULL or a live model.
@@ -718,7 +718,7 @@ NRT_STATUS nrt_unload(nrt_model_t *model);
  * # Returns
  * `NRT_SUCCESS` or an execution status (1002–1006, 1200–1206, 101, `NRT_TIMEOUT`);
  * `NRT_INVALID` for bad arguments; `NRT_UNINITIALIZED` before `nrt_init`. Currently
- * `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_FAILURE`: not implemented yet (NEFF models).
  *
  * # Safety
  * `model`, `input_set` and `output_set` must be live handles.
@@ -731,7 +731,7 @@ NRT_STATUS nrt_execute(nrt_model_t *model,
  * Run the same binding `repeat_count` times.
  *
  * # Returns
- * As `nrt_execute`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * As `nrt_execute`. Currently `NRT_FAILURE`: not implemented yet (NEFF models).
  *
  * # Safety
  * As for `nrt_execute`.
@@ -746,7 +746,7 @@ NRT_STATUS nrt_execute_repeat(nrt_model_t *model,
  *
  * # Returns
  * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
- * `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_FAILURE`: not implemented yet (NEFF models).
  *
  * # Safety
  * `model` must be NULL or a live model; `vnc_count` NULL or writable.
@@ -757,7 +757,7 @@ NRT_STATUS nrt_get_model_nc_count(const nrt_model_t *model, uint32_t *vnc_count)
  * Number of logical cores the model occupies.
  *
  * # Returns
- * As `nrt_get_model_nc_count`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * As `nrt_get_model_nc_count`. Currently `NRT_FAILURE`: not implemented yet (NEFF models).
  *
  * # Safety
  * As for `nrt_get_model_nc_count`.
@@ -770,7 +770,7 @@ NRT_STATUS nrt_get_model_vnc_count(const nrt_model_t *model, uint32_t *vnc_count
  *
  * # Returns
  * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
- * `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_FAILURE`: not implemented yet (NEFF models).
  *
  * # Safety
  * `info` must have `info_size_in` writable bytes; `info_size_out` NULL or writable.
@@ -786,7 +786,7 @@ NRT_STATUS nrt_get_model_info(const nrt_model_t *model,
  *
  * # Returns
  * `NRT_SUCCESS` with `*tensor_info` set; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before
- * `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+ * `nrt_init`. Currently `NRT_FAILURE`: not implemented yet (NEFF models).
  *
  * # Safety
  * `model` must be a live model; `tensor_info` NULL or writable.
@@ -799,7 +799,7 @@ NRT_STATUS nrt_get_model_tensor_info(nrt_model_t *model,
  *
  * # Returns
  * `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
- * implemented until issue 5.
+ * implemented yet (NEFF models).
  *
  * # Safety
  * `tensor_info` must be NULL or an array from `nrt_get_model_tensor_info`.
@@ -811,7 +811,7 @@ NRT_STATUS nrt_free_model_tensor_info(struct nrt_tensor_info_array_t *tensor_inf
  *
  * # Returns
  * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
- * `NRT_FAILURE`: not implemented until issue 5.
+ * `NRT_FAILURE`: not implemented yet (NEFF models).
  *
  * # Safety
  * `model` must be NULL or a live model; `instance_count` NULL or writable.
@@ -824,7 +824,7 @@ NRT_STATUS nrt_get_model_instance_count(nrt_model_t *model, uint32_t *instance_c
  *
  * # Returns
  * `NRT_SUCCESS`; `NRT_INVALID` for a bad core; `NRT_UNINITIALIZED` before `nrt_init`.
- * Currently `NRT_FAILURE`: not implemented until issue 5.
+ * Currently `NRT_FAILURE`: not implemented yet (NEFF models).
  */
 NRT_STATUS nrt_async_drain_queued_execs(int32_t vnc);
 
@@ -834,7 +834,7 @@ NRT_STATUS nrt_async_drain_queued_execs(int32_t vnc);
  *
  * # Returns
  * `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
- * implemented until issue 5.
+ * implemented yet (NEFF models).
  *
  * # Safety
  * `callback` must stay callable, and `params` valid for it, until replaced or `nrt_close`.
@@ -952,7 +952,7 @@ NRT_STATUS nrt_host_device_id_rid_map_get(uint32_t *count, uint32_t *host_did_to
  *
  * # Returns
  * `NRT_SUCCESS`; `NRT_INVALID`; `NRT_UNINITIALIZED` before `nrt_init`. Currently
- * `NRT_FAILURE`: not implemented until the C ABI issue (issue 5), which maps simulated HBM.
+ * `NRT_FAILURE`: not implemented yet (models and their device memory).
  *
  * # Safety
  * `addr` and `size` must be NULL or writable.
@@ -965,7 +965,7 @@ NRT_STATUS nrt_get_hbm_mmap_va(int device_id, int hbm_idx, void **addr, size_t *
  *
  * # Returns
  * `NRT_SUCCESS`; `NRT_INVALID`; `NRT_UNINITIALIZED` before `nrt_init`. Currently
- * `NRT_FAILURE`: not implemented until the C ABI issue (issue 5), which owns device memory.
+ * `NRT_FAILURE`: not implemented yet (models and their device memory).
  *
  * # Safety
  * `stats` must have `stats_size_in` writable bytes; `stats_size_out` NULL or writable.
@@ -1239,59 +1239,6 @@ NRT_STATUS nrt_tensor_reset_output_completion(nrt_tensor_t *output_tensor);
  * `src` must have `size` readable bytes.
  */
 NRT_STATUS nrt_memcpy_to_device(void *dest, const void *src, size_t size);
-
-/**
- * Allocate an empty tensor set (a name → tensor map consumed by `nrt_execute`).
- *
- * # Returns
- * `NRT_SUCCESS` with `*result` set; `NRT_INVALID` if `result` is NULL; `NRT_UNINITIALIZED`
- * before `nrt_init`.
- *
- * # Safety
- * `result` must be NULL or writable.
- */
-NRT_STATUS nrt_allocate_tensor_set(nrt_tensor_set_t **result);
-
-/**
- * Free a tensor set and set `*tensor_set` to NULL. Its member tensors are not freed and not
- * even looked at (they may already be freed). NULL and `*tensor_set == NULL` are no-ops; a
- * pointer that is not a live set (double free) is logged and left untouched.
- *
- * # Safety
- * `tensor_set` must be NULL or point to a readable and writable `nrt_tensor_set_t *`.
- */
-void nrt_destroy_tensor_set(nrt_tensor_set_t **tensor_set);
-
-/**
- * Add `tensor` to the set under `tensor_name`, replacing an existing entry of that name. The
- * set stores the handle; the tensor must stay allocated while the set is used with it.
- *
- * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for NULL arguments; `NRT_INVALID_HANDLE` for a set or tensor
- * that is not live; `NRT_UNINITIALIZED` before `nrt_init`.
- *
- * # Safety
- * `tensor_set` must be a live set; `tensor_name` NUL-terminated; `tensor` a live tensor that
- * outlives its use through the set.
- */
-NRT_STATUS nrt_add_tensor_to_tensor_set(nrt_tensor_set_t *tensor_set,
-                                        const char *tensor_name,
-                                        nrt_tensor_t *tensor);
-
-/**
- * Look up the tensor stored under `tensor_name`; `*tensor` is the handle that was added.
- *
- * # Returns
- * `NRT_SUCCESS` with `*tensor` set; `NRT_INVALID` for NULL arguments or a name not in the set;
- * `NRT_INVALID_HANDLE` for a set that is not live or a member freed since it was added;
- * `NRT_UNINITIALIZED` before `nrt_init`.
- *
- * # Safety
- * `tensor_set` must be a live set; `tensor_name` NUL-terminated; `tensor` NULL or writable.
- */
-NRT_STATUS nrt_get_tensor_from_tensor_set(nrt_tensor_set_t *tensor_set,
-                                          const char *tensor_name,
-                                          nrt_tensor_t **tensor);
 
 /**
  * Allocate an empty tensor set (a name → tensor map consumed by `nrt_execute`).

@@ -169,8 +169,7 @@ NRT_STATUS nrt_async_sendrecv_test_request(nrt_async_sendrecv_request_t *request
  * Make completed receives on `lnc` visible in memory.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for a bad core. Currently `NRT_FAILURE`: not implemented until
- * issue 6.
+ * `NRT_SUCCESS`; `NRT_INVALID` for a bad core. Currently `NRT_FAILURE`: not implemented yet (the async send/recv transport).
  */
 NRT_STATUS nrt_async_sendrecv_flush(int lnc);
 

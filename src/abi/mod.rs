@@ -43,6 +43,7 @@ pub mod status;
 pub mod sys_trace;
 pub mod tensor;
 pub mod tensor_async;
+pub mod tensor_set;
 pub mod types;
 
 pub use cc_async::{nrt_cc_prepare, nrt_cc_schedule};

@@ -1,10 +1,10 @@
 //! `nrt.h` models: load, execute and introspection (spec/nrt-abi.md §3.4).
 //!
-//! Implemented by the C ABI issue (issue 5); until then each entry point runs the lifecycle
+//! Not implemented yet (loading NEFFs): each entry point runs the lifecycle
 //! guard (`NRT_UNINITIALIZED` before `nrt_init`) and returns `NRT_FAILURE`, logging a WARNING
 //! once per function. No argument is dereferenced.
 
-// The parameters are named for the header; the bodies use them once issue 5 lands.
+// The parameters are named for the header; the bodies will use them once models load.
 #![allow(unused_variables)]
 
 use std::ffi::c_void;
@@ -20,7 +20,7 @@ use crate::abi_entry;
 /// `NRT_SUCCESS` with `*model` set; `NRT_INVALID` (bad NEFF, LNC mismatch, NULL);
 /// `NRT_UNSUPPORTED_NEFF_VERSION`; `NRT_LOAD_NOT_ENOUGH_NC`; `NRT_RESOURCE`;
 /// `NRT_FAIL_HOST_MEM_ALLOC`; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`:
-/// not implemented until issue 5.
+/// not implemented yet (NEFF models).
 ///
 /// # Safety
 /// `neff_bytes` must have `size` readable bytes; `model` must be NULL or writable.
@@ -39,7 +39,7 @@ pub unsafe extern "C" fn nrt_load(
 ///
 /// # Returns
 /// As `nrt_load`; `NRT_INVALID` also when the NEFF's world does not fit the global
-/// communicator. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// communicator. Currently `NRT_FAILURE`: not implemented yet (NEFF models).
 ///
 /// # Safety
 /// As for `nrt_load`.
@@ -62,7 +62,7 @@ pub unsafe extern "C" fn nrt_load_collectives(
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID` for a bad handle; `NRT_UNINITIALIZED` before `nrt_init`.
-/// Currently `NRT_FAILURE`: not implemented until issue 5.
+/// Currently `NRT_FAILURE`: not implemented yet (NEFF models).
 ///
 /// # Safety
 /// `model` must be NULL or a live model.
@@ -76,7 +76,7 @@ pub unsafe extern "C" fn nrt_unload(model: *mut nrt_model_t) -> NRT_STATUS {
 /// # Returns
 /// `NRT_SUCCESS` or an execution status (1002–1006, 1200–1206, 101, `NRT_TIMEOUT`);
 /// `NRT_INVALID` for bad arguments; `NRT_UNINITIALIZED` before `nrt_init`. Currently
-/// `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_FAILURE`: not implemented yet (NEFF models).
 ///
 /// # Safety
 /// `model`, `input_set` and `output_set` must be live handles.
@@ -91,7 +91,7 @@ pub unsafe extern "C" fn nrt_execute(
 /// Run the same binding `repeat_count` times.
 ///
 /// # Returns
-/// As `nrt_execute`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// As `nrt_execute`. Currently `NRT_FAILURE`: not implemented yet (NEFF models).
 ///
 /// # Safety
 /// As for `nrt_execute`.
@@ -110,7 +110,7 @@ pub unsafe extern "C" fn nrt_execute_repeat(
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
-/// `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_FAILURE`: not implemented yet (NEFF models).
 ///
 /// # Safety
 /// `model` must be NULL or a live model; `vnc_count` NULL or writable.
@@ -126,7 +126,7 @@ pub unsafe extern "C" fn nrt_get_model_nc_count(
 /// Number of logical cores the model occupies.
 ///
 /// # Returns
-/// As `nrt_get_model_nc_count`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// As `nrt_get_model_nc_count`. Currently `NRT_FAILURE`: not implemented yet (NEFF models).
 ///
 /// # Safety
 /// As for `nrt_get_model_nc_count`.
@@ -144,7 +144,7 @@ pub unsafe extern "C" fn nrt_get_model_vnc_count(
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
-/// `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_FAILURE`: not implemented yet (NEFF models).
 ///
 /// # Safety
 /// `info` must have `info_size_in` writable bytes; `info_size_out` NULL or writable.
@@ -164,7 +164,7 @@ pub unsafe extern "C" fn nrt_get_model_info(
 ///
 /// # Returns
 /// `NRT_SUCCESS` with `*tensor_info` set; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before
-/// `nrt_init`. Currently `NRT_FAILURE`: not implemented until issue 5.
+/// `nrt_init`. Currently `NRT_FAILURE`: not implemented yet (NEFF models).
 ///
 /// # Safety
 /// `model` must be a live model; `tensor_info` NULL or writable.
@@ -181,7 +181,7 @@ pub unsafe extern "C" fn nrt_get_model_tensor_info(
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
-/// implemented until issue 5.
+/// implemented yet (NEFF models).
 ///
 /// # Safety
 /// `tensor_info` must be NULL or an array from `nrt_get_model_tensor_info`.
@@ -197,7 +197,7 @@ pub unsafe extern "C" fn nrt_free_model_tensor_info(
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
-/// `NRT_FAILURE`: not implemented until issue 5.
+/// `NRT_FAILURE`: not implemented yet (NEFF models).
 ///
 /// # Safety
 /// `model` must be NULL or a live model; `instance_count` NULL or writable.
@@ -215,7 +215,7 @@ pub unsafe extern "C" fn nrt_get_model_instance_count(
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID` for a bad core; `NRT_UNINITIALIZED` before `nrt_init`.
-/// Currently `NRT_FAILURE`: not implemented until issue 5.
+/// Currently `NRT_FAILURE`: not implemented yet (NEFF models).
 pub extern "C" fn nrt_async_drain_queued_execs(vnc: i32) -> NRT_STATUS {
     abi_entry!(status "nrt_async_drain_queued_execs", Guard::Lifecycle, {
         not_implemented("nrt_async_drain_queued_execs")
@@ -227,7 +227,7 @@ pub extern "C" fn nrt_async_drain_queued_execs(vnc: i32) -> NRT_STATUS {
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
-/// implemented until issue 5.
+/// implemented yet (NEFF models).
 ///
 /// # Safety
 /// `callback` must stay callable, and `params` valid for it, until replaced or `nrt_close`.

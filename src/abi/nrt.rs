@@ -349,7 +349,7 @@ pub unsafe extern "C" fn nrt_host_device_id_rid_map_get(
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID`; `NRT_UNINITIALIZED` before `nrt_init`. Currently
-/// `NRT_FAILURE`: not implemented until the C ABI issue (issue 5), which maps simulated HBM.
+/// `NRT_FAILURE`: not implemented yet (models and their device memory).
 ///
 /// # Safety
 /// `addr` and `size` must be NULL or writable.
@@ -370,7 +370,7 @@ pub unsafe extern "C" fn nrt_get_hbm_mmap_va(
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID`; `NRT_UNINITIALIZED` before `nrt_init`. Currently
-/// `NRT_FAILURE`: not implemented until the C ABI issue (issue 5), which owns device memory.
+/// `NRT_FAILURE`: not implemented yet (models and their device memory).
 ///
 /// # Safety
 /// `stats` must have `stats_size_in` writable bytes; `stats_size_out` NULL or writable.

@@ -192,8 +192,7 @@ pub unsafe extern "C" fn nrt_async_sendrecv_test_request(
 /// Make completed receives on `lnc` visible in memory.
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for a bad core. Currently `NRT_FAILURE`: not implemented until
-/// issue 6.
+/// `NRT_SUCCESS`; `NRT_INVALID` for a bad core. Currently `NRT_FAILURE`: not implemented yet (the async send/recv transport).
 pub extern "C" fn nrt_async_sendrecv_flush(lnc: c_int) -> NRT_STATUS {
     abi_entry!(status "nrt_async_sendrecv_flush", Guard::None, {
         not_implemented("nrt_async_sendrecv_flush")

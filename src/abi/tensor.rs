@@ -28,12 +28,11 @@ use crate::error::{Error, Result};
 use crate::runtime::process;
 use crate::runtime::tensor::{self as rt, Placement, Tensor};
 
-pub mod tensor_set;
-pub use tensor_set::*;
+pub use crate::abi::tensor_set::*;
 
 /// The object behind `nrt_tensor_t *`.
 #[derive(Debug)]
-struct TensorObject {
+pub(crate) struct TensorObject {
     tensor: RwLock<Tensor>,
 }
 
@@ -57,7 +56,7 @@ pub(crate) unsafe fn tensor_of(h: *const nrt_tensor_t, what: &str) -> Result<Ten
 ///
 /// # Safety
 /// `slot` must be NULL or readable and writable.
-unsafe fn freed_slot<T>(slot: *mut *mut T, what: &str) -> Result<Option<*mut T>> {
+pub(crate) unsafe fn freed_slot<T>(slot: *mut *mut T, what: &str) -> Result<Option<*mut T>> {
     if slot.is_null() {
         return Ok(None);
     }
@@ -563,4 +562,4 @@ pub unsafe extern "C" fn nrt_memcpy_to_device(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,5 +1,5 @@
-//! Deferred, parallel execution of the DMA engines' bulk data movement (issue 4 item 5: "bulk
-//! data movement spread over the machine's cores"; design.md §2).
+//! Deferred, parallel execution of the DMA engines' bulk data movement (bulk data movement
+//! spread over the machine's cores; design.md §2).
 //!
 //! The engines still walk their rings strictly in order and check every packet when they reach
 //! it (framing, lengths, addresses, CCE dtype/op: an abort is reported exactly as before). What

@@ -1,5 +1,5 @@
 //! The executor: one deterministic scheduler for every simulated TOP_SP of the process
-//! (spec/device.md §8–§10, §12; issue 4 item 5).
+//! (spec/device.md §8–§10, §12).
 //!
 //! A [`Machine`] owns the [`Memory`] (with every chip's EVT_SEM blocks) and, per (chip, device
 //! TOP_SP), one [`QueuePair`] and one [`Sequencer`]. [`Machine::run`] repeats *passes* over the

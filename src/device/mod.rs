@@ -5,7 +5,7 @@
 //! descriptor codec `isa::udma`, EVT_SEM and SoC addresses `isa::evtsem`, the cc_op slot
 //! `isa::ccop`, the SLOT SPAD record `isa::slot`, the memory map `isa::memmap`).
 //!
-//! # Parts (issue 4)
+//! # Parts
 //!
 //! * `memory` — the machine's memory by SoC address: regions mapped by the loader (HBM windows,
 //!   program areas, the constant page), EVT_SEM windows routed to `sema`. Bad addresses are

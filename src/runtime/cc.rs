@@ -387,7 +387,7 @@ fn difference(
         .map(|((name, x), (_, y))| (name, x, y))
 }
 
-/// Every rank must have prepared the same collective (issue 5: detected, both values named).
+/// Every rank must have prepared the same collective (detected, both values named).
 fn check_consistent(key: &GroupKey, instance: u64, all: &[Arrival]) -> Result<()> {
     let reqs: Vec<&CollectiveRequest> = all.iter().map(|a| &a.req).collect();
     check_requests(key, instance, &reqs)

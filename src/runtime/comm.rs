@@ -13,7 +13,7 @@
 //!   the same core, or an id another core of this process already holds, is `NRT_INVALID`.
 //! * `NEURON_RT_ROOT_COMM_ID` is optional while every rank of the world lives in this process
 //!   (the rendezvous is in memory); when set it is validated (`host:port`, `[v6]:port`, port
-//!   1–65535) and recorded, and it is what the multi-process bootstrap (issue 6) binds.
+//!   1–65535) and recorded, and it is what the multi-process bootstrap binds.
 //! * With `NEURON_RT_ROOT_COMM_ID` set, every join also registers the core's global id with the
 //!   job's root (`runtime::multi_process::bootstrap`; the process owning global id 0 is the root, so a job whose
 //!   ranks are all here stays in memory). Without it the world must fit in this process's

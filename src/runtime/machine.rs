@@ -243,7 +243,7 @@ pub fn seq_config(img: &TopspImage) -> SeqConfig {
     }
 }
 
-/// NCFW dispatch (device.md §9.1; issue 4 item 4): every cc_op entry's handler is looked up by
+/// NCFW dispatch (device.md §9.1): every cc_op entry's handler is looked up by
 /// its `algo_type` in the dispatch table of OpenNRT's firmware image for the machine's arch —
 /// the bytes `libncfw_get_image` hands out ([`image_for`]); an entry without a handler (the
 /// image's default `Fault`) is refused at load, naming rank, TOP_SP, CTRL slot and algo_type.

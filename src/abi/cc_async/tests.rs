@@ -1,7 +1,7 @@
 //! The async collective path end to end through the exported functions: 4 ranks (threads) ×
 //! every `nrt_cc_op_type_t` × every `nrt_dtype_t` the op allows × every `nrt_op_type_t` the
 //! op allows × out of place / in place / list forms, checked with `runtime::verifiable`'s
-//! independent reference (issue 5 item 4: "all ops ..., every dtype and nrt_op_type_t").
+//! independent reference.
 
 use super::*;
 use crate::abi::handle::testing;

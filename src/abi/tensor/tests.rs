@@ -7,16 +7,16 @@ use crate::abi::handle::testing;
 use nrt_status::*;
 use std::ptr::{null, null_mut};
 
-pub(super) const DEVICE: RawPlacement = 0;
-pub(super) const HOST: RawPlacement = 1;
+pub(crate) const DEVICE: RawPlacement = 0;
+pub(crate) const HOST: RawPlacement = 1;
 const VIRTUAL: RawPlacement = 2;
 
-pub(super) fn visible() -> u32 {
+pub(crate) fn visible() -> u32 {
     process::config().unwrap().visible_cores
 }
 
 /// Allocate or panic.
-pub(super) fn alloc(placement: RawPlacement, vnc: c_int, size: usize) -> *mut nrt_tensor_t {
+pub(crate) fn alloc(placement: RawPlacement, vnc: c_int, size: usize) -> *mut nrt_tensor_t {
     let mut t = null_mut();
     // SAFETY: `t` is writable; the name is a valid C string.
     let s = unsafe { nrt_tensor_allocate(placement, vnc, size, c"t".as_ptr(), &mut t) };
@@ -26,23 +26,23 @@ pub(super) fn alloc(placement: RawPlacement, vnc: c_int, size: usize) -> *mut nr
 }
 
 /// The tensor behind a handle this test owns.
-pub(super) fn tt(h: *const nrt_tensor_t) -> Tensor {
+pub(crate) fn tt(h: *const nrt_tensor_t) -> Tensor {
     // SAFETY: the handle table checks `h`; the tests free handles only on their own thread.
     unsafe { tensor_of(h, "t") }.unwrap()
 }
 
-pub(super) fn free(mut t: *mut nrt_tensor_t) {
+pub(crate) fn free(mut t: *mut nrt_tensor_t) {
     // SAFETY: a slot holding a handle from `alloc`.
     unsafe { nrt_tensor_free(&mut t) };
     assert!(t.is_null());
 }
 
-pub(super) fn write(t: *mut nrt_tensor_t, off: usize, data: &[u8]) -> NRT_STATUS {
+pub(crate) fn write(t: *mut nrt_tensor_t, off: usize, data: &[u8]) -> NRT_STATUS {
     // SAFETY: `data` has `data.len()` bytes; the tensor is checked by the callee.
     unsafe { nrt_tensor_write(t, data.as_ptr().cast(), off, data.len()) }
 }
 
-pub(super) fn read(t: *const nrt_tensor_t, off: usize, n: usize) -> (NRT_STATUS, Vec<u8>) {
+pub(crate) fn read(t: *const nrt_tensor_t, off: usize, n: usize) -> (NRT_STATUS, Vec<u8>) {
     let mut v = vec![0xeeu8; n];
     // SAFETY: `v` has `n` bytes; the tensor is checked by the callee.
     let s = unsafe { nrt_tensor_read(t, v.as_mut_ptr().cast(), off, n) };

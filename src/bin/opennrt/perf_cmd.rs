@@ -1,4 +1,4 @@
-//! `opennrt perf`: the main job (issue 4 item 7) — run a collective on N simulated ranks in one
+//! `opennrt perf`: the main job — run a collective on N simulated ranks in one
 //! process through the lowering and the software device, nccl-tests style.
 //!
 //! Every size is one row with an out-of-place and an in-place half (nccl-tests prints both on
@@ -27,7 +27,7 @@
 //! prints `N/A`), which keeps large sizes cheap; the exit status is then that of the runs.
 //!
 //! `--procs P` hands the whole run to [`crate::perf_procs`]: the same sizes through the C API,
-//! in one process and in P processes, compared row by row (issue 6 item 7).
+//! in one process and in P processes, compared row by row.
 
 use opennrt::isa::enums::Dtype;
 use opennrt::lower::cases;

@@ -1,4 +1,4 @@
-//! `opennrt perf --procs P` (issue 6 item 7): the same benchmark through the C API, once with
+//! `opennrt perf --procs P`: the same benchmark through the C API, once with
 //! every rank in one process and once with the ranks spread over P processes, so in-process and
 //! multi-process figures are compared in one run.
 //!

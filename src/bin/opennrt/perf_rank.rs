@@ -1,4 +1,4 @@
-//! `opennrt perf-rank` (hidden): one process of `opennrt perf --procs P` (issue 6 item 7). The
+//! `opennrt perf-rank` (hidden): one process of `opennrt perf --procs P`. The
 //! parent ([`crate::perf_procs`]) starts this binary once per process with the environment that
 //! makes it own `N/P` logical cores (`NEURON_RT_VISIBLE_CORES`, and `NEURON_RT_ROOT_COMM_ID`
 //! when the world spans several processes) and the job on the command line ([`RankJob`]).

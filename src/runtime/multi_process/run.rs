@@ -1,4 +1,4 @@
-//! Device collectives whose ranks run in several processes (design.md §2.7; issue 6 item 2):
+//! Device collectives whose ranks run in several processes (design.md §2.7):
 //! every rank runs its own TOP_SPs in its own executor, on HBM and semaphores in shared memory.
 //!
 //! One collective, as rank `r` runs it ([`run`]):

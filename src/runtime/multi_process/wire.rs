@@ -1,4 +1,4 @@
-//! The private protocol between the processes of one job (issue 6; spec/nrt-abi.md §5.11: "the
+//! The private protocol between the processes of one job (spec/nrt-abi.md §5.11: "the
 //! wire protocol is private and can be our own, since every rank of a job runs the same
 //! library").
 //!

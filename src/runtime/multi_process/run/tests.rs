@@ -167,7 +167,7 @@ fn tampered(
     ))
 }
 
-/// Issue 6 item 3: another program on one rank is refused on every rank, naming both.
+/// Another program on one rank is refused on every rank, naming both.
 #[test]
 fn a_program_mismatch_fails_every_rank() {
     let rs = reqs(CollectiveOp::AllReduce, Dtype::Fp32, 500, 2);

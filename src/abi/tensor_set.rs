@@ -13,9 +13,9 @@ use std::ffi::c_char;
 
 use parking_lot::Mutex;
 
-use super::{freed_slot, tensor_of, TensorObject};
 use crate::abi::boundary::{out_param, req_cstr, Guard};
 use crate::abi::handle::{self, Opaque};
+use crate::abi::tensor::{freed_slot, tensor_of, TensorObject};
 use crate::abi::types::*;
 use crate::abi_entry;
 use crate::error::{Error, Result};
