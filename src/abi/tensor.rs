@@ -5,10 +5,10 @@
 //! [`Tensor`] behind a lock (`nrt_tensor_attach_buffer` replaces its storage). Other modules get
 //! the tensor with `tensor_of`, a cheap clone that keeps the storage alive even if C frees the
 //! handle while an operation is queued. A `nrt_tensor_set_t *` is a registered handle of a
-//! name → tensor-handle map ([`tensor_set`]). NULL is `NRT_INVALID`; a freed or foreign pointer is
+//! name → tensor-handle map ([`crate::abi::tensor_set`]). NULL is `NRT_INVALID`; a freed or foreign pointer is
 //! `NRT_INVALID_HANDLE` and never dereferenced, so a double free is logged, not a crash.
 //!
-//! Tensor sets live in [`tensor_set`] (a child module, re-exported here).
+//! Tensor sets live in [`crate::abi::tensor_set`] (a child module, re-exported here).
 //!
 //! **Lifecycle.** Every function runs the §5.1 guard (13 before `nrt_init`). Choice: handles
 //! are not reclaimed by `nrt_close`; a tensor allocated before a close stays valid and can be
