@@ -107,3 +107,45 @@ def test_libc_eventfd_fallback_is_an_eventfd():
         assert int.from_bytes(os.read(fd, 8), "little") == 7
     finally:
         os.close(fd)
+
+
+def test_handles_from_before_nrt_close_are_invalid_after_the_next_init():
+    # Tensors and prepared collectives belong to the nrt_init they were made under: nrt_close
+    # frees them, and their handles are NRT_INVALID_HANDLE after the next nrt_init (never a
+    # working stale object, never a crash); freeing one again is harmless.
+    code = textwrap.dedent(
+        """
+        import ctypes, opennrt_ctypes as m
+        from opennrt_ctypes import CcOpType, Comm, Dtype, OpType
+        nrt = m.Nrt()
+        nrt.init()
+        t = nrt.tensor_allocate(0, 64, "old")
+        t.write(b"x" * 64)
+        nrt.cc_global_comm_init(0, 0, 1)
+        ctx = nrt.cc_prepare(Comm([0], 0, 0, 1, 0), [t], [t], Dtype.NRT_DTYPE_FLOAT32,
+                             OpType.NRT_OP_ADD, CcOpType.NRT_CC_ALLREDUCE)
+        print("live", nrt.raw.nrt_tensor_read(t.handle, ctypes.create_string_buffer(64), 0, 64))
+        nrt.close()
+        print("closed", nrt.raw.nrt_tensor_read(t.handle, ctypes.create_string_buffer(64), 0, 64))
+        nrt.init()
+        print("stale", nrt.raw.nrt_tensor_read(t.handle, ctypes.create_string_buffer(64), 0, 64))
+        ret = ctypes.c_int(-1); seq = ctypes.c_uint64(0)
+        print("ctx", nrt.raw.nrta_cc_schedule(ctypes.byref(ctx.handle), 0, ctypes.byref(ret),
+                                              ctypes.byref(seq)))
+        h = ctypes.c_void_p(t.handle.value)
+        nrt.raw.nrt_tensor_free(ctypes.byref(h))
+        fresh = nrt.tensor_allocate(0, 64, "new")
+        fresh.write(b"y" * 64)
+        print("fresh", fresh.read() == b"y" * 64)
+        fresh.free()
+        nrt.close()
+        """
+    )
+    res = run_python(code, {"NEURON_RT_VISIBLE_CORES": "0"})
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in res.stdout.splitlines())
+    assert lines["live"] == str(int(m.NrtStatus.NRT_SUCCESS))
+    assert lines["closed"] == str(int(m.NrtStatus.NRT_UNINITIALIZED))
+    assert lines["stale"] == str(int(m.NrtStatus.NRT_INVALID_HANDLE)), res.stderr[-2000:]
+    assert lines["ctx"] == str(int(m.NrtStatus.NRT_INVALID_HANDLE)), res.stderr[-2000:]
+    assert lines["fresh"] == "True"

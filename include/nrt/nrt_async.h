@@ -283,7 +283,8 @@ NRT_STATUS nrta_cc_schedule(nrt_cc_context_t **cc_ctx,
  *
  * # Returns
  * `NRT_SUCCESS` with `*is_completed` set; `NRT_INVALID` for a sequence id naming no execution
- * unit or a NULL pointer; `NRT_UNINITIALIZED` before `nrt_init`.
+ * unit or a request its unit never handed out (a poller would wait forever), or a NULL
+ * pointer; `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `is_completed` must be NULL or writable.
@@ -309,8 +310,9 @@ NRT_STATUS nrta_get_sequence(uint32_t lnc, nrta_xu_t xu, int queue, nrta_seq_t *
  * runtime never reads or closes `fd`; deregister before closing it.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for a sequence id naming no execution unit or an `fd` that is
- * neither -1 nor open; `NRT_UNINITIALIZED` before `nrt_init`.
+ * `NRT_SUCCESS`; `NRT_INVALID` for a sequence id naming no execution unit, a registration
+ * for a request its unit never handed out, or an `fd` that is neither -1 nor open;
+ * `NRT_UNINITIALIZED` before `nrt_init`.
  */
 NRT_STATUS nrta_event_register_seq_id_completion(nrta_seq_t seq, int fd);
 

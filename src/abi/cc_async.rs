@@ -34,6 +34,7 @@ pub struct CcContext {
 impl Opaque for CcContext {
     type Handle = nrt_cc_context_t;
     const KIND: &'static str = "collective context";
+    const PER_INIT: bool = true;
 }
 
 /// The tensors of a list (NULL list → error; a NULL `tensors` array only with 0 entries).

@@ -26,8 +26,25 @@ use parking_lot::Mutex;
 
 use crate::error::{Error, ErrorKind, Result};
 
-/// Address → kind of everything currently handed out to C.
-static LIVE: Mutex<BTreeMap<usize, &'static str>> = Mutex::new(BTreeMap::new());
+/// Address → what is handed out there, for everything currently handed out to C.
+static LIVE: Mutex<BTreeMap<usize, Entry>> = Mutex::new(BTreeMap::new());
+
+/// One handed-out address: its kind, and for objects that belong to one `nrt_init`
+/// ([`Opaque::PER_INIT`]) how `nrt_close` frees them.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    kind: &'static str,
+    free_at_close: Option<unsafe fn(usize)>,
+}
+
+impl Entry {
+    const fn plain(kind: &'static str) -> Entry {
+        Entry {
+            kind,
+            free_at_close: None,
+        }
+    }
+}
 
 const LIST_KIND: &str = "string list";
 const BUFFER_KIND: &str = "byte buffer";
@@ -38,6 +55,44 @@ pub trait Opaque: Send + Sync + Sized + 'static {
     type Handle;
     /// What the object is, for messages and the live table.
     const KIND: &'static str;
+    /// The object belongs to the `nrt_init` it was made under: `nrt_close` frees it, and its
+    /// handle is `NRT_INVALID_HANDLE` from then on, also after the next `nrt_init` (tensors,
+    /// tensor sets, prepared collectives). Objects legal outside `nrt_init` keep `false`.
+    const PER_INIT: bool = false;
+}
+
+/// Drop the `T` exported at `addr` (the `free_at_close` of a [`Opaque::PER_INIT`] object).
+///
+/// # Safety
+/// `addr` came from `export::<T>` and was removed from the live table by the caller.
+unsafe fn drop_exported<T: Opaque>(addr: usize) {
+    // SAFETY: per the contract, `addr` is a `Box<T>` this module leaked and nobody else owns.
+    drop(unsafe { Box::from_raw(addr as *mut T) });
+}
+
+/// `nrt_close`: free every object that belongs to this `nrt_init` ([`Opaque::PER_INIT`]). Their
+/// handles leave the live table, so a later use of one is `NRT_INVALID_HANDLE`, and nothing
+/// they hold (tensor storage, prepared programs) outlives the runtime. Runs in the teardown
+/// window, where no other entry point holds a reference from [`get`].
+pub fn free_per_init_objects() -> usize {
+    let doomed: Vec<(usize, unsafe fn(usize))> = {
+        let mut live = LIVE.lock();
+        let v: Vec<_> = live
+            .iter()
+            .filter_map(|(&a, e)| e.free_at_close.map(|f| (a, f)))
+            .collect();
+        for (a, _) in &v {
+            live.remove(a);
+        }
+        v
+    };
+    let n = doomed.len();
+    for (a, f) in doomed {
+        // SAFETY: `a` was exported by `export::<T>` with `f = drop_exported::<T>` and has just
+        // left the live table, so this is its only owner.
+        unsafe { f(a) };
+    }
+    n
 }
 
 fn not_live(what: &str, kind: &str) -> Error {
@@ -50,7 +105,7 @@ fn not_live(what: &str, kind: &str) -> Error {
 fn take(addr: usize, kind: &'static str, what: &str) -> Result<()> {
     let mut live = LIVE.lock();
     match live.get(&addr) {
-        Some(k) if *k == kind => {
+        Some(e) if e.kind == kind => {
             live.remove(&addr);
             Ok(())
         }
@@ -67,7 +122,14 @@ pub fn export<T: Opaque>(obj: T) -> *mut T::Handle {
         )
     };
     let p = Box::into_raw(Box::new(obj));
-    LIVE.lock().insert(p.addr(), T::KIND);
+    let free_at_close = T::PER_INIT.then_some(drop_exported::<T> as unsafe fn(usize));
+    LIVE.lock().insert(
+        p.addr(),
+        Entry {
+            kind: T::KIND,
+            free_at_close,
+        },
+    );
     p.cast()
 }
 
@@ -80,7 +142,7 @@ pub unsafe fn get<'a, T: Opaque>(h: *const T::Handle, what: &str) -> Result<&'a 
     if h.is_null() {
         return Err(Error::invalid(format!("{what} is NULL")));
     }
-    if LIVE.lock().get(&h.addr()) != Some(&T::KIND) {
+    if LIVE.lock().get(&h.addr()).map(|e| e.kind) != Some(T::KIND) {
         return Err(not_live(what, T::KIND));
     }
     // SAFETY: the address was produced by `export::<T>` (Box::into_raw) and is still in the
@@ -141,7 +203,7 @@ pub fn export_list(items: &[&str], what: &str) -> Result<(*mut *const c_char, us
     }
     // SAFETY: slot n is the last of the n + 1 allocated.
     unsafe { arr.add(n).write(std::ptr::null()) };
-    LIVE.lock().insert(arr.addr(), LIST_KIND);
+    LIVE.lock().insert(arr.addr(), Entry::plain(LIST_KIND));
     Ok((arr, n))
 }
 
@@ -189,7 +251,7 @@ pub fn export_buffer(s: &str, what: &str) -> Result<*mut c_char> {
         std::ptr::copy_nonoverlapping(s.as_ptr().cast::<c_char>(), p, len);
         p.add(len).write(0);
     }
-    LIVE.lock().insert(p.addr(), BUFFER_KIND);
+    LIVE.lock().insert(p.addr(), Entry::plain(BUFFER_KIND));
     Ok(p)
 }
 

@@ -53,6 +53,8 @@ pub extern "C" fn nrt_close() {
             crate::runtime::cc::reset();
             crate::runtime::host_cc::reset();
             crate::runtime::comm::reset();
+            // Tensors, tensor sets and unscheduled contexts belong to this nrt_init.
+            crate::abi::handle::free_per_init_objects();
         });
         Ok(())
     })

@@ -194,7 +194,8 @@ pub unsafe extern "C" fn nrta_cc_schedule(
 ///
 /// # Returns
 /// `NRT_SUCCESS` with `*is_completed` set; `NRT_INVALID` for a sequence id naming no execution
-/// unit or a NULL pointer; `NRT_UNINITIALIZED` before `nrt_init`.
+/// unit or a request its unit never handed out (a poller would wait forever), or a NULL
+/// pointer; `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
 /// `is_completed` must be NULL or writable.
@@ -237,8 +238,9 @@ pub unsafe extern "C" fn nrta_get_sequence(
 /// runtime never reads or closes `fd`; deregister before closing it.
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for a sequence id naming no execution unit or an `fd` that is
-/// neither -1 nor open; `NRT_UNINITIALIZED` before `nrt_init`.
+/// `NRT_SUCCESS`; `NRT_INVALID` for a sequence id naming no execution unit, a registration
+/// for a request its unit never handed out, or an `fd` that is neither -1 nor open;
+/// `NRT_UNINITIALIZED` before `nrt_init`.
 pub extern "C" fn nrta_event_register_seq_id_completion(seq: nrta_seq_t, fd: c_int) -> NRT_STATUS {
     abi_entry!(status "nrta_event_register_seq_id_completion", Guard::Lifecycle, {
         xu::register_seq_fd(seq, fd)
@@ -360,7 +362,9 @@ mod tests {
             unsafe {
                 assert_eq!(nrta_is_completed(s, &mut done) as i32, 0);
                 assert!(done);
-                assert_eq!(nrta_is_completed(s + 1, &mut done) as i32, 0);
+                // A counter this XU never handed out: NRT_INVALID, `done` untouched.
+                done = false;
+                assert_eq!(nrta_is_completed(s + 1, &mut done) as i32, 2);
                 assert!(!done);
                 assert_eq!(nrta_get_sequence(0, 0, 1, &mut seq) as i32, 0);
                 assert_eq!(seq, s);

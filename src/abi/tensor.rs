@@ -39,6 +39,7 @@ pub(crate) struct TensorObject {
 impl Opaque for TensorObject {
     type Handle = nrt_tensor_t;
     const KIND: &'static str = "tensor";
+    const PER_INIT: bool = true;
 }
 
 /// The tensor behind a C handle (NULL → NRT_INVALID, not live → NRT_INVALID_HANDLE), cloned.

@@ -41,6 +41,7 @@ struct TensorSet {
 impl Opaque for TensorSet {
     type Handle = nrt_tensor_set_t;
     const KIND: &'static str = "tensor set";
+    const PER_INIT: bool = true;
 }
 
 /// Every member of a tensor set, resolved to its tensor, in name order. A member freed since

@@ -561,12 +561,33 @@ fn check_fd(fd: i32) -> Result<()> {
 }
 
 /// Has request `seq` completed? (spec §5.4: its XU's completed counter ≥ its counter.)
-/// `Invalid` for a seq that decodes to no XU. Choice: a well-formed id of an XU never used
-/// counts as that XU with nothing completed (as the vendor's per-core XU tables exist from init).
+/// `Invalid` for a seq that decodes to no XU, and for one whose counter this XU never handed
+/// out (a poller would otherwise wait forever for it). Choice: counter 0 of any XU, used or
+/// not, has completed (the vendor's per-core XU tables exist from init).
 pub fn is_completed(seq: u64) -> Result<bool> {
     let (id, counter) = XuId::decode(seq)?;
-    let completed = existing(id).map_or(0, |u| u.state.lock().completed);
-    Ok(completed >= counter)
+    match existing(id) {
+        Some(u) => {
+            let st = u.state.lock();
+            never_submitted(&st, id, counter)?;
+            Ok(st.completed >= counter)
+        }
+        None => never_submitted(&XuState::default(), id, counter).map(|()| true),
+    }
+}
+
+/// `Invalid` if `counter` is beyond what XU `id` handed out (its state `st`).
+fn never_submitted(st: &XuState, id: XuId, counter: u64) -> Result<()> {
+    if counter <= st.submitted {
+        return Ok(());
+    }
+    Err(Error::invalid(format!(
+        "sequence id {:#018x} was never handed out: {} has submitted {} request(s) since \
+         nrt_init, this one would be number {counter}",
+        id.seq(counter),
+        id,
+        st.submitted
+    )))
 }
 
 /// [`is_completed`] for a caller that polls (`nrta_is_completed`): when the request has not
@@ -585,10 +606,11 @@ pub fn is_completed(seq: u64) -> Result<bool> {
 pub fn poll_completed(seq: u64) -> Result<bool> {
     let (id, counter) = XuId::decode(seq)?;
     let Some(unit) = existing(id) else {
-        return Ok(counter == 0);
+        return is_completed(seq);
     };
     let inline = {
         let st = unit.state.lock();
+        never_submitted(&st, id, counter)?;
         if st.completed >= counter {
             return Ok(true);
         }
@@ -656,7 +678,10 @@ pub fn register_seq_fd(seq: u64, fd: i32) -> Result<()> {
     let mut st = unit.state.lock();
     if fd == -1 {
         st.seq_fds.remove(&counter);
-    } else if st.completed >= counter {
+        return Ok(());
+    }
+    never_submitted(&st, id, counter)?;
+    if st.completed >= counter {
         signal(fd, id);
     } else {
         st.seq_fds.insert(counter, fd);

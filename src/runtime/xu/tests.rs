@@ -252,8 +252,12 @@ fn queue_and_core_ranges_are_invalid_beyond_spec_3_6() {
             assert_eq!(is_completed(bad).unwrap_err().kind(), ErrorKind::Invalid);
             assert!(register_seq_fd(bad, -1).is_err());
         }
-        // A well-formed id of an unused XU: nothing completed yet, counter 0 trivially.
-        assert!(!is_completed(encode_seq(0, XuType::TensorOp, 0, 1)).unwrap());
+        // A well-formed id of an unused XU: counter 0 has trivially completed; any other
+        // counter was never handed out, which a poller must hear instead of waiting forever.
+        let e = is_completed(encode_seq(0, XuType::TensorOp, 0, 1)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Invalid);
+        assert!(e.message().contains("never handed out"), "{e}");
+        assert!(register_seq_fd(encode_seq(0, XuType::TensorOp, 0, 1), 0).is_err());
         assert!(is_completed(encode_seq(0, XuType::TensorOp, 0, 0)).unwrap());
     });
 }
