@@ -206,6 +206,8 @@ static void errors(void) {
   stale = ctx;
   CHECK(nrta_cc_schedule(&ctx, 3, &exec_ret, &seq) == NRT_INVALID && ctx == stale, "queue 3: NRT_INVALID, context kept");
   CHECK(nrta_cc_schedule(NULL, 0, &exec_ret, &seq) == NRT_INVALID, "NULL cc_ctx: NRT_INVALID");
+  CHECK(nrta_cc_schedule(&ctx, 0, NULL, &seq) == NRT_INVALID && ctx == stale,
+        "NULL exec_ret (nrt_async.h: writable until completion): NRT_INVALID, context kept");
   CHECK(nrta_is_completed(0, &done) == NRT_INVALID || nrta_is_completed(0, &done) == NRT_SUCCESS, "nrta_is_completed(0) does not crash");
   CHECK(nrta_is_completed(1, NULL) == NRT_INVALID, "NULL is_completed: NRT_INVALID");
   nrt_tensor_free(&a);

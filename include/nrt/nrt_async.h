@@ -167,8 +167,9 @@ NRT_STATUS nrt_cc_schedule(nrt_cc_context_t **cc_ctx,
  * status; the operation's own status is written to `*exec_ret` when it completes.
  *
  * # Returns
- * `NRT_SUCCESS` (queued, `*req_sequence` set); `NRT_INVALID` for bad arguments or queue;
- * `NRT_QUEUE_FULL`; `NRT_EXEC_UNIT_UNRECOVERABLE`; `NRT_UNINITIALIZED` before `nrt_init`.
+ * `NRT_SUCCESS` (queued, `*req_sequence` set); `NRT_INVALID` for bad arguments (a NULL
+ * `exec_ret` among them) or queue; `NRT_QUEUE_FULL`; `NRT_EXEC_UNIT_UNRECOVERABLE`;
+ * `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `buf` must stay readable for `size` bytes and `exec_ret` writable until completion;

@@ -254,6 +254,19 @@ pub fn fill_c_chars(dst: &mut [c_char], s: &str) {
     }
 }
 
+/// The `exec_ret` of an async request (`nrta_*` schedule calls): the headers say it must be
+/// writable until completion, so NULL is refused (`NRT_INVALID`) before anything is queued
+/// rather than silently dropping the request's status.
+pub fn exec_ret_arg(exec_ret: *mut crate::abi::status::NRT_STATUS) -> Result<()> {
+    if exec_ret.is_null() {
+        return Err(Error::invalid(
+            "exec_ret is NULL: it receives the request's status at completion and must stay \
+             writable until then",
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

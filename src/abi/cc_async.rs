@@ -131,6 +131,7 @@ pub(crate) unsafe fn schedule(
 ) -> Result<()> {
     // SAFETY: forwarded contract.
     let slot = unsafe { out_param(cc_ctx, "cc_ctx") }?;
+    crate::abi::boundary::exec_ret_arg(exec_ret)?;
     // SAFETY: `cc_ctx` is non-NULL and aligned (checked); the caller promises it holds a
     // pointer written by prepare (or NULL after a schedule).
     let h = unsafe { slot.assume_init_read() };

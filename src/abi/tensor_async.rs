@@ -28,7 +28,7 @@ struct HostPtr(usize);
 /// Queue `job` on the tensor-op XU and write `*req_sequence`.
 ///
 /// # Safety
-/// `req_sequence` NULL or writable; `exec_ret` NULL or writable until completion.
+/// `req_sequence` NULL or writable; `exec_ret` writable until completion (NULL is refused).
 unsafe fn submit(
     lnc_idx: c_int,
     queue: c_int,
@@ -36,6 +36,7 @@ unsafe fn submit(
     req_sequence: *mut nrta_seq_t,
     job: impl FnOnce() -> Result<()> + Send + 'static,
 ) -> Result<()> {
+    crate::abi::boundary::exec_ret_arg(exec_ret)?;
     let lnc = index_arg(lnc_idx, "lnc_idx")?;
     let queue = index_arg(queue, "queue")?;
     let seq_out = if req_sequence.is_null() {
