@@ -47,6 +47,59 @@ pub enum ErrorKind {
     ExecUnitUnrecoverable,
 }
 
+impl ErrorKind {
+    /// Every kind, in declaration order (tests that must cover each kind, the wire codec).
+    pub const ALL: [ErrorKind; 16] = {
+        use ErrorKind::*;
+        let all = [
+            Failure,
+            NotImplemented,
+            Invalid,
+            InvalidHandle,
+            Resource,
+            Timeout,
+            QueueFull,
+            NotEnoughCores,
+            UnsupportedNeffVersion,
+            HostAlloc,
+            Uninitialized,
+            Closed,
+            ExecBadInput,
+            CollectivesHang,
+            DmaAbort,
+            ExecUnitUnrecoverable,
+        ];
+        // A new variant fails to compile here until it is listed above (and the array grows).
+        let mut i = 0;
+        while i < all.len() {
+            match all[i] {
+                Failure
+                | NotImplemented
+                | Invalid
+                | InvalidHandle
+                | Resource
+                | Timeout
+                | QueueFull
+                | NotEnoughCores
+                | UnsupportedNeffVersion
+                | HostAlloc
+                | Uninitialized
+                | Closed
+                | ExecBadInput
+                | CollectivesHang
+                | DmaAbort
+                | ExecUnitUnrecoverable => {}
+            }
+            assert!(
+                all[i] as usize == i,
+                "ErrorKind::ALL is in declaration order"
+            );
+            i += 1;
+        }
+        all
+    };
+}
+
 /// A core error: a kind plus a message that says exactly what was wrong.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Error {

@@ -297,12 +297,19 @@ mod tests {
                 NRT_EXEC_HW_ERR_COLLECTIVES,
                 1200,
             ),
+            (ErrorKind::DmaAbort, NRT_EXEC_HW_ERR_DMA_ABORT, 1203),
             (
                 ErrorKind::ExecUnitUnrecoverable,
                 NRT_EXEC_UNIT_UNRECOVERABLE,
                 101,
             ),
         ];
+        for k in ErrorKind::ALL {
+            assert!(
+                cases.iter().any(|c| c.0 == k),
+                "{k:?} has no row here: every kind's status is pinned to its spec number"
+            );
+        }
         for (k, s, n) in cases {
             let st = status_of(&Error::new(k, "x"));
             assert_eq!(st, s);

@@ -119,24 +119,7 @@ pub struct WireError {
     pub message: String,
 }
 
-const KINDS: [ErrorKind; 16] = [
-    ErrorKind::Failure,
-    ErrorKind::NotImplemented,
-    ErrorKind::Invalid,
-    ErrorKind::InvalidHandle,
-    ErrorKind::Resource,
-    ErrorKind::Timeout,
-    ErrorKind::QueueFull,
-    ErrorKind::NotEnoughCores,
-    ErrorKind::UnsupportedNeffVersion,
-    ErrorKind::HostAlloc,
-    ErrorKind::Uninitialized,
-    ErrorKind::Closed,
-    ErrorKind::ExecBadInput,
-    ErrorKind::CollectivesHang,
-    ErrorKind::DmaAbort,
-    ErrorKind::ExecUnitUnrecoverable,
-];
+const KINDS: [ErrorKind; 16] = ErrorKind::ALL;
 
 impl WireError {
     /// The wire form of `e`.
