@@ -146,6 +146,13 @@ int main(int argc, char **argv) {
   close_();
   CHECK(tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 64, "t", &t) == NRT_UNINITIALIZED,
         "after nrt_close -> NRT_UNINITIALIZED (13, spec §5.1 / §10 item 7)");
+  /* spec/ncfw.md §1.2 "lifetime": the carrier is never closed, so its image pointers stay
+   * valid; RTLD_NOLOAD finds it still mapped after nrt_close. */
+  {
+    void *ncfw = dlopen("libncfw.so", RTLD_NOW | RTLD_NOLOAD);
+    CHECK(ncfw != NULL, "libncfw.so stays loaded after nrt_close (spec/ncfw.md §1.2)");
+    if (ncfw) dlclose(ncfw);
+  }
   close_();
   CHECK(1, "nrt_close when not initialized does nothing");
   CHECK(init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") == NRT_SUCCESS, "re-init after close succeeds");

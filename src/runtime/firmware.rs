@@ -30,11 +30,18 @@ pub struct Carrier {
     pub get_image: GetImageFn,
     /// Cached `libncfw_ctx_log`.
     pub ctx_log: CtxLogFn,
-    _lib: libloading::Library,
+    _lib: &'static libloading::Library,
 }
 
+/// Carriers that passed the gate, by the name they were opened with: never closed, for the
+/// life of the process (spec/ncfw.md §1.2 "lifetime": image pointers stay valid), and reused by
+/// a later `nrt_init` instead of being opened again.
+static KEPT: parking_lot::Mutex<Vec<(String, &'static libloading::Library)>> =
+    parking_lot::Mutex::new(Vec::new());
+
 impl Carrier {
-    /// Load and gate the carrier.
+    /// Load and gate the carrier (module doc). A carrier that passed the gate once is kept
+    /// and gated again by a later `nrt_init`, never opened twice.
     pub fn load() -> Result<Carrier> {
         let name = std::env::var("OPENNRT_NCFW_PATH").unwrap_or_else(|_| "libncfw.so".to_string());
         let fail = |why: String| {
@@ -42,30 +49,32 @@ impl Carrier {
                 "cannot use the firmware carrier {name:?}: {why} (install OpenNRT's libncfw.so next to libnrt.so.1, or set OPENNRT_NCFW_PATH)"
             ))
         };
-        // SAFETY: loading a shared object runs its initialisers; libncfw has none that matter
-        // (it is inert by contract, spec/ncfw.md §1.1).
-        let lib = unsafe {
-            libloading::os::unix::Library::open(Some(&name), libc::RTLD_NOW | libc::RTLD_LOCAL)
-        }
-        .map_err(|e| fail(e.to_string()))?;
-        let lib: libloading::Library = lib.into();
-        // SAFETY: the symbol types are the ones of spec/ncfw.md §1.3.
-        let version =
-            unsafe { lib.get::<unsafe extern "C" fn() -> c_int>(b"libncfw_get_version\0") }
+        let kept = KEPT
+            .lock()
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, l)| *l);
+        let lib: &'static libloading::Library = match kept {
+            Some(lib) => lib,
+            None => {
+                // SAFETY: loading a shared object runs its initialisers; libncfw has none that
+                // matter (it is inert by contract, spec/ncfw.md §1.1).
+                let lib = unsafe {
+                    libloading::os::unix::Library::open(
+                        Some(&name),
+                        libc::RTLD_NOW | libc::RTLD_LOCAL,
+                    )
+                }
                 .map_err(|e| fail(e.to_string()))?;
-        // SAFETY: libncfw_get_version takes no arguments and has no preconditions.
-        let found = unsafe { version() };
-        if found != REQUIRED_NCFW_VERSION {
-            return Err(fail(format!(
-                "incompatible libncfw version. Expected: {REQUIRED_NCFW_VERSION}, Found: {found}"
-            )));
-        }
-        // SAFETY: as above.
-        let get_image = *unsafe { lib.get::<GetImageFn>(b"libncfw_get_image\0") }
-            .map_err(|e| fail(e.to_string()))?;
-        // SAFETY: as above.
-        let ctx_log = *unsafe { lib.get::<CtxLogFn>(b"libncfw_ctx_log\0") }
-            .map_err(|e| fail(e.to_string()))?;
+                let lib: libloading::Library = lib.into();
+                // A carrier that fails the gate is closed again (dropped here).
+                gate(&lib).map_err(fail)?;
+                let lib: &'static libloading::Library = Box::leak(Box::new(lib));
+                KEPT.lock().push((name.clone(), lib));
+                lib
+            }
+        };
+        let (get_image, ctx_log) = gate(lib).map_err(fail)?;
         Ok(Carrier {
             name,
             get_image,
@@ -73,4 +82,25 @@ impl Carrier {
             _lib: lib,
         })
     }
+}
+
+/// The gate of spec/ncfw.md §1.2: `libncfw_get_version() == 2`, then the two entry points.
+fn gate(lib: &libloading::Library) -> std::result::Result<(GetImageFn, CtxLogFn), String> {
+    // SAFETY: the symbol types are the ones of spec/ncfw.md §1.3.
+    let version = unsafe { lib.get::<unsafe extern "C" fn() -> c_int>(b"libncfw_get_version\0") }
+        .map_err(|e| e.to_string())?;
+    // SAFETY: libncfw_get_version takes no arguments and has no preconditions.
+    let found = unsafe { version() };
+    if found != REQUIRED_NCFW_VERSION {
+        return Err(format!(
+            "incompatible libncfw version. Expected: {REQUIRED_NCFW_VERSION}, Found: {found}"
+        ));
+    }
+    // SAFETY: as above.
+    let get_image =
+        *unsafe { lib.get::<GetImageFn>(b"libncfw_get_image\0") }.map_err(|e| e.to_string())?;
+    // SAFETY: as above.
+    let ctx_log =
+        *unsafe { lib.get::<CtxLogFn>(b"libncfw_ctx_log\0") }.map_err(|e| e.to_string())?;
+    Ok((get_image, ctx_log))
 }
