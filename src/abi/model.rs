@@ -1,10 +1,13 @@
 //! `nrt.h` models: load, execute and introspection (spec/nrt-abi.md §3.4).
 //!
-//! Not implemented yet (loading NEFFs): each entry point runs the lifecycle
-//! guard (`NRT_UNINITIALIZED` before `nrt_init`) and returns `NRT_FAILURE`, logging a WARNING
-//! once per function. No argument is dereferenced.
+//! Not implemented yet (loading NEFFs). Each entry point runs the lifecycle guard
+//! (`NRT_UNINITIALIZED` before `nrt_init`), then checks its arguments as the real one will:
+//! a NULL pointer is `NRT_INVALID`, and a non-NULL model is `NRT_INVALID_HANDLE` (no model can
+//! be loaded yet, so none is live), each with an ERROR line naming the argument. What passes
+//! the checks returns `NRT_FAILURE` with a WARNING once per function. No argument is
+//! dereferenced.
 
-// The parameters are named for the header; the bodies will use them once models load.
+// The parameters are named for the header; some bodies will use them once models load.
 #![allow(unused_variables)]
 
 use std::ffi::c_void;
@@ -12,6 +15,35 @@ use std::ffi::c_void;
 use crate::abi::boundary::{not_implemented, Guard};
 use crate::abi::types::*;
 use crate::abi_entry;
+use crate::error::{Error, Result};
+
+/// `p` must not be NULL (`NRT_INVALID`, naming `what`).
+fn given<T>(p: *const T, what: &str) -> Result<()> {
+    if p.is_null() {
+        return Err(Error::invalid(format!("{what} is NULL")));
+    }
+    Ok(())
+}
+
+/// A model handle: NULL is `NRT_INVALID`; any other value names no live model, since none can
+/// be loaded yet (`NRT_INVALID_HANDLE`).
+fn model_arg<T>(model: *const T, what: &str) -> Result<()> {
+    given(model, what)?;
+    Err(Error::invalid_handle(format!(
+        "{what} is not a live model: no model is loaded (loading NEFFs is not implemented yet)"
+    )))
+}
+
+/// `nrt_load`'s NEFF and out-parameter.
+fn neff_args(neff_bytes: *const c_void, size: usize, model: *mut *mut nrt_model_t) -> Result<()> {
+    given(neff_bytes, "neff_bytes")?;
+    if size == 0 {
+        return Err(Error::invalid(
+            "size is 0: a NEFF has at least its 1024-byte header",
+        ));
+    }
+    given(model, "model")
+}
 
 /// Load a NEFF of `size` bytes onto `vnc_count` logical cores starting at `vnc` (relative to
 /// the visible cores; -1 = first free). `vnc_count` is deprecated: -1, 0 and 1 are accepted.
@@ -31,7 +63,10 @@ pub unsafe extern "C" fn nrt_load(
     vnc_count: i32,
     model: *mut *mut nrt_model_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_load", Guard::Lifecycle, { not_implemented("nrt_load") })
+    abi_entry!(status "nrt_load", Guard::Lifecycle, {
+        neff_args(neff_bytes, size, model)?;
+        not_implemented("nrt_load")
+    })
 }
 
 /// `nrt_load` plus joining the collective world: `ctx_device_id` is this worker's global rank,
@@ -54,6 +89,7 @@ pub unsafe extern "C" fn nrt_load_collectives(
     model: *mut *mut nrt_model_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_load_collectives", Guard::Lifecycle, {
+        neff_args(neff_bytes, size, model)?;
         not_implemented("nrt_load_collectives")
     })
 }
@@ -67,7 +103,10 @@ pub unsafe extern "C" fn nrt_load_collectives(
 /// # Safety
 /// `model` must be NULL or a live model.
 pub unsafe extern "C" fn nrt_unload(model: *mut nrt_model_t) -> NRT_STATUS {
-    abi_entry!(status "nrt_unload", Guard::Lifecycle, { not_implemented("nrt_unload") })
+    abi_entry!(status "nrt_unload", Guard::Lifecycle, {
+        model_arg(model, "model")?;
+        not_implemented("nrt_unload")
+    })
 }
 
 /// Run the model once, synchronously, binding its inputs and outputs by name from the two
@@ -85,7 +124,12 @@ pub unsafe extern "C" fn nrt_execute(
     input_set: *const nrt_tensor_set_t,
     output_set: *mut nrt_tensor_set_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_execute", Guard::Lifecycle, { not_implemented("nrt_execute") })
+    abi_entry!(status "nrt_execute", Guard::Lifecycle, {
+        given(input_set, "input_set")?;
+        given(output_set, "output_set")?;
+        model_arg(model, "model")?;
+        not_implemented("nrt_execute")
+    })
 }
 
 /// Run the same binding `repeat_count` times.
@@ -102,6 +146,14 @@ pub unsafe extern "C" fn nrt_execute_repeat(
     repeat_count: i32,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_execute_repeat", Guard::Lifecycle, {
+        given(input_set, "input_set")?;
+        given(output_set, "output_set")?;
+        if repeat_count < 1 {
+            return Err(Error::invalid(format!(
+                "repeat_count {repeat_count}: at least one execution"
+            )));
+        }
+        model_arg(model, "model")?;
         not_implemented("nrt_execute_repeat")
     })
 }
@@ -119,6 +171,8 @@ pub unsafe extern "C" fn nrt_get_model_nc_count(
     vnc_count: *mut u32,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_get_model_nc_count", Guard::Lifecycle, {
+        given(vnc_count, "vnc_count")?;
+        model_arg(model, "model")?;
         not_implemented("nrt_get_model_nc_count")
     })
 }
@@ -135,6 +189,8 @@ pub unsafe extern "C" fn nrt_get_model_vnc_count(
     vnc_count: *mut u32,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_get_model_vnc_count", Guard::Lifecycle, {
+        given(vnc_count, "vnc_count")?;
+        model_arg(model, "model")?;
         not_implemented("nrt_get_model_vnc_count")
     })
 }
@@ -155,6 +211,8 @@ pub unsafe extern "C" fn nrt_get_model_info(
     info_size_out: *mut usize,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_get_model_info", Guard::Lifecycle, {
+        given(info, "info")?;
+        model_arg(model, "model")?;
         not_implemented("nrt_get_model_info")
     })
 }
@@ -173,6 +231,8 @@ pub unsafe extern "C" fn nrt_get_model_tensor_info(
     tensor_info: *mut *mut nrt_tensor_info_array_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_get_model_tensor_info", Guard::Lifecycle, {
+        given(tensor_info, "tensor_info")?;
+        model_arg(model, "model")?;
         not_implemented("nrt_get_model_tensor_info")
     })
 }
@@ -189,7 +249,10 @@ pub unsafe extern "C" fn nrt_free_model_tensor_info(
     tensor_info: *mut nrt_tensor_info_array_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_free_model_tensor_info", Guard::Lifecycle, {
-        not_implemented("nrt_free_model_tensor_info")
+        given(tensor_info, "tensor_info")?;
+        Err(Error::invalid_handle(
+            "tensor_info was not handed out by nrt_get_model_tensor_info (no model is loaded)",
+        ))
     })
 }
 
@@ -206,6 +269,8 @@ pub unsafe extern "C" fn nrt_get_model_instance_count(
     instance_count: *mut u32,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_get_model_instance_count", Guard::Lifecycle, {
+        given(instance_count, "instance_count")?;
+        model_arg(model, "model")?;
         not_implemented("nrt_get_model_instance_count")
     })
 }
@@ -236,6 +301,9 @@ pub unsafe extern "C" fn nrt_register_async_exec_callback(
     params: *mut c_void,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_register_async_exec_callback", Guard::Lifecycle, {
+        if callback.is_none() {
+            return Err(Error::invalid("callback is NULL"));
+        }
         not_implemented("nrt_register_async_exec_callback")
     })
 }
@@ -247,7 +315,7 @@ mod tests {
     use std::ptr::{null, null_mut};
 
     #[test]
-    fn guarded_then_not_implemented() {
+    fn guarded_then_arguments_checked_then_not_implemented() {
         testing::uninit(|| {
             // SAFETY: NULL arguments are never dereferenced by these entry points.
             unsafe {
@@ -258,12 +326,41 @@ mod tests {
             assert_eq!(nrt_async_drain_queued_execs(0) as i32, 13);
         });
         testing::init(|| {
-            // SAFETY: as above.
+            let neff = [0u8; 1024];
+            let mut model: *mut nrt_model_t = null_mut();
+            let fake = 0x1000 as *mut nrt_model_t; // never dereferenced: not in the live table
+            let set = 0x2000 as *mut nrt_tensor_set_t;
+            let mut n = 0u32;
+            // SAFETY: as above; the fake handles are only compared, never read.
             unsafe {
-                assert_eq!(nrt_load(null(), 0, 0, 1, null_mut()) as i32, 1);
-                assert_eq!(nrt_unload(null_mut()) as i32, 1);
-                assert_eq!(nrt_register_async_exec_callback(None, null_mut()) as i32, 1);
+                // NULL pointers: NRT_INVALID (2).
+                assert_eq!(nrt_load(null(), 0, 0, 1, &mut model) as i32, 2);
+                assert_eq!(
+                    nrt_load(neff.as_ptr().cast(), 0, 0, 1, &mut model) as i32,
+                    2
+                );
+                assert_eq!(
+                    nrt_load(neff.as_ptr().cast(), 1024, 0, 1, null_mut()) as i32,
+                    2
+                );
+                assert_eq!(nrt_unload(null_mut()) as i32, 2);
+                assert_eq!(nrt_execute(fake, null(), set) as i32, 2);
+                assert_eq!(nrt_execute_repeat(fake, set, set, 0) as i32, 2);
+                assert_eq!(nrt_get_model_nc_count(fake, null_mut()) as i32, 2);
+                assert_eq!(nrt_register_async_exec_callback(None, null_mut()) as i32, 2);
+                // A model that cannot be live: NRT_INVALID_HANDLE (3).
+                assert_eq!(nrt_unload(fake) as i32, 3);
+                assert_eq!(nrt_execute(fake, set, set) as i32, 3);
+                assert_eq!(nrt_get_model_nc_count(fake, &mut n) as i32, 3);
+                assert_eq!(nrt_free_model_tensor_info(0x3000 as *mut _) as i32, 3);
+                // Arguments that pass: NRT_FAILURE (1), nothing written.
+                assert_eq!(
+                    nrt_load(neff.as_ptr().cast(), 1024, 0, 1, &mut model) as i32,
+                    1
+                );
+                assert!(model.is_null());
             }
+            assert_eq!(n, 0);
         });
     }
 }
