@@ -6,11 +6,13 @@ the thread of logical core i (g_device_id = vnc = i).
 
 from __future__ import annotations
 
+import textwrap
 import threading
 
 import pytest
 
-from conftest import WORLD
+import opennrt_ctypes as m
+from conftest import WORLD, run_python
 from opennrt_ctypes import NrtStatus
 from ranks import on_ranks
 
@@ -60,3 +62,49 @@ def test_host_collective_argument_errors(nrt):
     assert raw.nrt_all_gather(0, 0, WORLD, 4, buf, None) == NrtStatus.NRT_INVALID
     assert raw.nrt_barrier(WORLD, 0, WORLD) == NrtStatus.NRT_INVALID  # vnc not visible
     assert raw.nrt_barrier(0, WORLD, WORLD) == NrtStatus.NRT_INVALID  # id >= count
+
+
+def test_a_barrier_that_failed_to_build_stays_failed_for_the_process():
+    # spec/nrt-abi.md §3.5 [H]: a failure while building a core's barrier is sticky for the
+    # process lifetime. The build is made to fail by forcing an algorithm the 2-rank barrier
+    # cannot use (kangaring needs more ranks); the force is then lifted, and the barrier still
+    # fails on those cores, also after nrt_close and a new nrt_init.
+    code = textwrap.dedent(
+        """
+        import os, threading, opennrt_ctypes as m
+        nrt = m.Nrt()
+        nrt.init()
+        def both(cores):
+            out = {}
+            def one(vnc, gid):
+                out[vnc] = nrt.raw.nrt_barrier(vnc, gid, 2)
+            th = [threading.Thread(target=one, args=(v, g)) for g, v in enumerate(cores)]
+            for t in th: t.start()
+            for t in th: t.join()
+            return [out[v] for v in cores]
+        os.environ["OPENNRT_CC_ALGO"] = "kangaring"
+        print("forced", both([0, 1]))
+        del os.environ["OPENNRT_CC_ALGO"]
+        print("lifted", both([0, 1]))
+        nrt.close()
+        nrt.init()
+        print("reinit", both([0, 1]))
+        nrt.close()
+        """
+    )
+    res = run_python(code, {"NEURON_RT_VISIBLE_CORES": "0-1", "NEURON_RT_EXEC_TIMEOUT": "10"})
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in res.stdout.splitlines())
+    ok = int(m.NrtStatus.NRT_SUCCESS)
+    for k in ("forced", "lifted", "reinit"):
+        got = eval(lines[k])
+        assert all(s != ok for s in got), f"{k}: {got} ({res.stderr[-1500:]})"
+    assert "sticky" in res.stderr
+    # Without the forced failure the same program's barriers succeed (the failure is the
+    # build's, not the world's).
+    res = run_python(code.replace('os.environ["OPENNRT_CC_ALGO"] = "kangaring"', "pass")
+                     .replace('del os.environ["OPENNRT_CC_ALGO"]', "pass"),
+                     {"NEURON_RT_VISIBLE_CORES": "0-1", "NEURON_RT_EXEC_TIMEOUT": "10"})
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in res.stdout.splitlines())
+    assert all(eval(lines[k]) == [ok, ok] for k in ("forced", "lifted", "reinit")), res.stdout

@@ -31,7 +31,8 @@ use crate::runtime::rendezvous::{GroupKey, Rendezvous};
 /// FP32 elements of the barrier's all-reduce (128 bytes, spec §3.5 **\[M\]**).
 pub const BARRIER_ELEMS: u64 = 32;
 
-/// Cores whose barrier failed to build (sticky, spec §3.5).
+/// Absolute logical cores whose barrier failed to build: sticky for the life of the process
+/// (spec §3.5 **\[H\]**), so neither `nrt_close` nor a later `nrt_init` clears it.
 static BROKEN: Lazy<Mutex<HashMap<u32, crate::error::Error>>> =
     Lazy::new(|| Mutex::new(HashMap::new()));
 
@@ -62,7 +63,8 @@ fn join_world(
 /// `nrt_barrier(vnc, gid, count)` on a process owning `visible` cores.
 pub fn barrier(vnc: u32, gid: u32, count: u32, visible: u32) -> Result<()> {
     let key = join_world("barrier", vnc, gid, count, visible)?;
-    if let Some(e) = BROKEN.lock().get(&vnc) {
+    let core = crate::runtime::process::config()?.first_core + vnc;
+    if let Some(e) = BROKEN.lock().get(&core) {
         return Err(e
             .clone()
             .context("the barrier of this core failed to build earlier (sticky)"));
@@ -78,7 +80,7 @@ pub fn barrier(vnc: u32, gid: u32, count: u32, visible: u32) -> Result<()> {
     let lowered = match cc::prepare(&req, count) {
         Ok(l) => l,
         Err(e) => {
-            BROKEN.lock().insert(vnc, e.clone());
+            BROKEN.lock().insert(core, e.clone());
             return Err(e.context("building the barrier's all-reduce"));
         }
     };
@@ -197,10 +199,9 @@ pub fn abort() {
     ));
 }
 
-/// Forget sticky failures and meetings (`nrt_close`, after [`abort`]).
+/// Forget the meetings (`nrt_close`, after [`abort`]); sticky barrier failures stay.
 pub fn reset() {
     GATHERS.reset();
-    BROKEN.lock().clear();
 }
 
 #[cfg(test)]
