@@ -8,9 +8,17 @@
 //!
 //! * [`abi`] — every `extern "C"` function and nothing else; the boundary macro that catches
 //!   panics, guards the lifecycle and maps [`Error`] to `NRT_STATUS` once.
-//! * [`runtime`] — process state (init guard), logging, configuration from the environment.
+//! * [`runtime`] — process state (init guard), configuration, logging, tensors, execution
+//!   units, collectives prepared and run (one process or, under `runtime::multi_process`,
+//!   one rank per process), the resident machines.
+//! * [`lower`] — the lowering core: request → topology → algorithm selection → composition
+//!   (`lower::compose`, one file per algorithm; cost index in docs/algorithms.md) → program IR
+//!   → symbolic verification → emission of descriptors, cc_op tables and semaphore wiring.
+//! * [`device`] — the software device that executes the emitted bytes: DMA engines and queues,
+//!   the CCE, EVT_SEM semaphores, TOP_SP sequencers, the executor and its hang diagnosis.
 //! * [`isa`] — every wire format of the hardware contract (pseudo-instructions, cc_op slots).
 //! * [`ncfw`] — libncfw's logic: firmware images, CC-context layouts, the `ctx_log` writer.
+//! * [`dtype`] — element types and their exact conversions (bf16, fp16, the FP8 formats).
 //!
 //! The shared objects themselves are produced by the two thin crates under `cdylib/`, which only
 //! bind the public symbol names (versioned for libnrt, unversioned for libncfw) to the functions
