@@ -138,6 +138,7 @@ pub unsafe extern "C" fn nrta_execute_schedule(
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrta_execute_schedule", Guard::Lifecycle, {
+        crate::abi::boundary::exec_ret_arg(exec_ret)?;
         not_implemented("nrta_execute_schedule")
     })
 }

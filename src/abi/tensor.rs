@@ -8,12 +8,12 @@
 //! name → tensor-handle map ([`crate::abi::tensor_set`]). NULL is `NRT_INVALID`; a freed or foreign pointer is
 //! `NRT_INVALID_HANDLE` and never dereferenced, so a double free is logged, not a crash.
 //!
-//! Tensor sets live in [`crate::abi::tensor_set`] (a child module, re-exported here).
+//! Tensor sets live in [`crate::abi::tensor_set`] (a sibling module, re-exported here).
 //!
-//! **Lifecycle.** Every function runs the §5.1 guard (13 before `nrt_init`). Choice: handles
-//! are not reclaimed by `nrt_close`; a tensor allocated before a close stays valid and can be
-//! freed after the next `nrt_init` (the vendor releases device memory at close; OpenNRT's is
-//! host memory, so keeping it is the safe reading of a dangling-handle bug).
+//! **Lifecycle.** Every function runs the §5.1 guard (13 before `nrt_init`). Tensors belong to
+//! the `nrt_init` they were allocated under (`handle::Opaque::PER_INIT`): `nrt_close` frees
+//! them, and a handle from before the close is `NRT_INVALID_HANDLE` after the next `nrt_init`
+//! (the vendor releases device memory at close).
 
 use std::ffi::{c_char, c_int, c_void};
 use std::time::Duration;

@@ -146,8 +146,9 @@ static CACHE: Lazy<Mutex<Cache>> = Lazy::new(|| Mutex::new(Cache::default()));
 /// The lowering knobs of the environment (`lower::pipeline::LowerConfig::from_lookup` and the
 /// selection and topology it reads): part of the front cache's key, so a changed variable still
 /// lowers anew.
-const LOWERING_VARS: [&str; 11] = [
+const LOWERING_VARS: [&str; 12] = [
     "NEURON_RT_CC_CHUNK_SIZE",
+    "OPENNRT_TOPOLOGY",
     "OPENNRT_CC_CHANNELS",
     "OPENNRT_CC_ALGO",
     "OPENNRT_CC_ALGOS",
