@@ -1,4 +1,4 @@
-/* Host-driven collectives through the public headers only (issue 5, "Done when"):
+/* Host-driven collectives through the public headers only:
  * 8 threads, one per logical core (NEURON_RT_VISIBLE_CORES=0-7), each doing
  * nrt_init -> nrt_cc_global_comm_init -> nrta_cc_prepare / nrta_cc_schedule for all-reduce,
  * all-gather and reduce-scatter in bf16, fp32 and fp8_e4 -> wait (nrta_is_completed, or an

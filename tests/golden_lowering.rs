@@ -1,4 +1,4 @@
-//! Golden tests (issue 3, "Done when", third bullet): the bytes of four small programs made by
+//! Golden tests: the bytes of four small programs made by
 //! the real pipeline (`lower` → `emit`), every descriptor, cc_op entry, SLOT record and semaphore
 //! address compared word by word with values derived by hand from the spec — never from the
 //! code's own output. The spec formulas and the expected-program models live in

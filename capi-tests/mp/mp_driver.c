@@ -1,4 +1,4 @@
-/* Multi-process collectives (issue 6 item 5), through the public headers only.
+/* Multi-process collectives, through the public headers only.
  *
  *   mp_driver [collectives] [mixed] [two-jobs] [kill] [errors]     (no argument: all of them)
  *

@@ -1,5 +1,5 @@
-/* Multi-process faults and errors (issue 6 item 5): what every rank sees when a rank's
- * process dies, or when the ranks of a job disagree. Expected statuses are the issue-6
+/* Multi-process faults and errors: what every rank sees when a rank's
+ * process dies, or when the ranks of a job disagree. Expected statuses are the
  * contract of the multi-process tests (README.md "One rank per process"; status numbers
  * spec/nrt-abi.md §2.1), never taken from the library.
  *

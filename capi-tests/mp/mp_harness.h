@@ -1,4 +1,4 @@
-/* The multi-process test harness (issue 6 item 5): fork rank processes with the environment a
+/* The multi-process test harness: fork rank processes with the environment a
  * launcher gives them, order their starts, bound every wait, collect exit statuses and logs,
  * and check that a job leaves nothing in /dev/shm.
  *

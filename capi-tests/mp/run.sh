@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Multi-process tests (issue 6 item 5) against the libraries in <lib-dir> (default
+# Multi-process tests against the libraries in <lib-dir> (default
 # target/release): one process per rank, forked before nrt_init as the plain-C driver of
 # spec/nrt-abi.md §8 does, bootstrapped through NEURON_RT_ROOT_COMM_ID (spec §5.10-§5.11).
 #

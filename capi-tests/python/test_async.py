@@ -187,7 +187,7 @@ def test_exec_ret_and_completion_of_back_to_back_requests(world):
 
 
 def test_a_context_reused_after_a_timeout_fails_cleanly_then_recovers():
-    # Issue 13 "done when": a context reused after a failed run fails cleanly or recovers and
+    # A context reused after a failed run fails cleanly or recovers, and
     # never silently reuses stale state. 2 ranks as threads, the same tensors throughout
     # (the machine stays resident): 3 exact runs; then rank 0 schedules alone and, after
     # NEURON_RT_EXEC_TIMEOUT (1 s), gets NRT_TIMEOUT (spec §5.8); rank 1 arrives at that

@@ -1,4 +1,4 @@
-"""Multi-process collectives through ctypes (issue 6 item 5): one process per rank.
+"""Multi-process collectives through ctypes: one process per rank.
 
 The launcher follows spec/nrt-abi.md §5.11 (one process per logical core, global id = rank,
 every rank sharing ``NEURON_RT_ROOT_COMM_ID=<host>:<port>``; the process holding global id 0

@@ -1,4 +1,4 @@
-/* The library swap (issue 5 item 8): a client built against "the vendor's" libnrt.so.1 — here
+/* The library swap: a client built against "the vendor's" libnrt.so.1 — here
  * the aborting stand-in, linked with -lnrt — that runs unchanged on OpenNRT once
  * shim/opennrt-run puts OpenNRT's libnrt.so.1 in front (LD_LIBRARY_PATH, or LD_PRELOAD).
  *
