@@ -54,8 +54,8 @@ impl Carrier {
             .iter()
             .find(|(n, _)| *n == name)
             .map(|(_, l)| *l);
-        let lib: &'static libloading::Library = match kept {
-            Some(lib) => lib,
+        let (lib, (get_image, ctx_log)) = match kept {
+            Some(lib) => (lib, gate(lib).map_err(fail)?),
             None => {
                 // SAFETY: loading a shared object runs its initialisers; libncfw has none that
                 // matter (it is inert by contract, spec/ncfw.md §1.1).
@@ -68,13 +68,12 @@ impl Carrier {
                 .map_err(|e| fail(e.to_string()))?;
                 let lib: libloading::Library = lib.into();
                 // A carrier that fails the gate is closed again (dropped here).
-                gate(&lib).map_err(fail)?;
+                let entry = gate(&lib).map_err(fail)?;
                 let lib: &'static libloading::Library = Box::leak(Box::new(lib));
                 KEPT.lock().push((name.clone(), lib));
-                lib
+                (lib, entry)
             }
         };
-        let (get_image, ctx_log) = gate(lib).map_err(fail)?;
         Ok(Carrier {
             name,
             get_image,

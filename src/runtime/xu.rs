@@ -591,9 +591,10 @@ fn never_submitted(st: &XuState, id: XuId, counter: u64) -> Result<()> {
 }
 
 /// [`is_completed`] for a caller that polls (`nrta_is_completed`): when the request has not
-/// completed, the thread gives its CPU away before returning `false` — by a yield while the
-/// request is young, then by sleeping on the XU's completion (woken at once by it) for at most
-/// [`POLL_SLEEP`] per call once the thread has polled the same request for [`POLL_YIELD_FOR`].
+/// completed, the thread gives its CPU away before returning `false` — by a yield while an
+/// inline request is young, otherwise by sleeping on the XU's completion (woken at once by it)
+/// for at most [`POLL_SLEEP`] per call: at once for a request on the worker thread, after
+/// [`POLL_YIELD_FOR`] of polling the same inline request.
 ///
 /// Why: the software device runs on the host's cores, often on the thread of another rank of
 /// the same process (the last to arrive runs the collective). A loop polling with nothing in
@@ -608,26 +609,29 @@ pub fn poll_completed(seq: u64) -> Result<bool> {
     let Some(unit) = existing(id) else {
         return is_completed(seq);
     };
-    let inline = {
-        let st = unit.state.lock();
-        never_submitted(&st, id, counter)?;
-        if st.completed >= counter {
-            return Ok(true);
-        }
-        st.inline.is_some_and(|c| c <= counter)
-    };
-    if !inline {
-        // The XU's worker thread runs the request (or one before it): this thread can only
-        // take a core from it, so it sleeps until the completion at once. A yield here kept
-        // two runnable threads per process of a job of 2 processes on 2 cores, and the
-        // scheduler often left both ranks' workers on one core (4 KiB all-reduce: 150-180 µs
-        // in such runs against 11-17 µs with the ranks pinned to their own cores).
-        let mut st = unit.state.lock();
-        if st.completed < counter {
-            unit.progress.wait_for(&mut st, POLL_SLEEP);
-        }
-        return Ok(st.completed >= counter);
+    let mut st = unit.state.lock();
+    never_submitted(&st, id, counter)?;
+    if st.completed >= counter {
+        return Ok(true);
     }
+    // Only an inline request (another rank of this process runs it on its own thread) is
+    // worth a yield while it is young. When the XU's worker thread runs the request (or one
+    // before it), this thread can only take a core from it, so it sleeps at once: a yield kept
+    // two runnable threads per process of a job of 2 processes on 2 cores, and the scheduler
+    // often left both ranks' workers on one core (4 KiB all-reduce: 150-180 µs in such runs
+    // against 11-17 µs with the ranks pinned to their own cores).
+    if st.inline.is_some_and(|c| c <= counter) && young(seq) {
+        drop(st);
+        std::thread::yield_now();
+        return Ok(unit.state.lock().completed >= counter);
+    }
+    unit.progress.wait_for(&mut st, POLL_SLEEP);
+    Ok(st.completed >= counter)
+}
+
+/// Whether this thread has polled `seq` for less than [`POLL_YIELD_FOR`] (its first poll of a
+/// new request starts the clock).
+fn young(seq: u64) -> bool {
     let now = Instant::now();
     let since = POLLING.with(|p| match p.get() {
         (s, t) if s == seq => t,
@@ -636,15 +640,7 @@ pub fn poll_completed(seq: u64) -> Result<bool> {
             now
         }
     });
-    if now.duration_since(since) < POLL_YIELD_FOR {
-        std::thread::yield_now();
-        return Ok(unit.state.lock().completed >= counter);
-    }
-    let mut st = unit.state.lock();
-    if st.completed < counter {
-        unit.progress.wait_for(&mut st, POLL_SLEEP);
-    }
-    Ok(st.completed >= counter)
+    now.duration_since(since) < POLL_YIELD_FOR
 }
 
 /// How long a thread polls one pending request with yields before [`poll_completed`] sleeps.
