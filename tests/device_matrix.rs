@@ -55,6 +55,7 @@ const REDOPS: [ReduceOp; 3] = [ReduceOp::Add, ReduceOp::Max, ReduceOp::Min];
 /// Above this many bytes per rank buffer, a 1<<16 case takes a 1-byte dtype.
 const BIG_BUFFER: u64 = 16 << 20;
 
+#[allow(clippy::disallowed_methods)] // the test's own switch, not a runtime knob
 fn full() -> bool {
     std::env::var("OPENNRT_MATRIX").is_ok_and(|v| v == "full")
 }

@@ -8,7 +8,6 @@
 mod common;
 
 use common::{algo_off, ctx_size, json, loaded, topsps, without_host_addrs};
-use opennrt::device::cc_context::HANG_DUMP_ENV;
 use opennrt::device::executor::Machine;
 use opennrt::device::sema::BlockId;
 use opennrt::error::ErrorKind;
@@ -48,7 +47,7 @@ fn check_stuck(mut m: Machine) -> Vec<u8> {
             .lines()
             .find(|l| l.contains(&who))
             .unwrap_or_else(|| panic!("{who:?} not in {report}"));
-        if std::env::var_os(HANG_DUMP_ENV).is_none() {
+        if opennrt::device::settings::hang_dump_dir().is_none() {
             let offer = format!(
                 "CC context of chip {chip} TOP_SP {t} (arch {}): Machine::ctx_log({chip}, {t})",
                 m.arch.id()

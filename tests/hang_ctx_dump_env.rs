@@ -1,19 +1,26 @@
-//! `OPENNRT_HANG_DUMP=<dir>`: the hang report itself writes the stuck TOP_SPs' CC-context dumps
-//! and names the files (src/device/cc_context.rs module doc). This binary holds a single test,
-//! because it sets a process-wide environment variable.
+//! A hang-dump directory (`OPENNRT_HANG_DUMP=<dir>`, which `nrt_init` applies through
+//! `device::settings`): the hang report itself writes the stuck TOP_SPs' CC-context dumps and
+//! names the files (src/device/cc_context.rs module doc). This binary holds a single test,
+//! because it changes a process-wide device setting.
 
 #[path = "hang_ctx_common.rs"]
 mod common;
 
 use common::{json, loaded};
-use opennrt::device::cc_context::HANG_DUMP_ENV;
+use opennrt::device::settings::{apply, DeviceSettings};
 use opennrt::error::ErrorKind;
 
 #[test]
 fn hang_report_writes_and_names_the_dumps() {
     let base = std::env::temp_dir().join(format!("opennrt-hang-env-{}", std::process::id()));
     let dir = base.join("dumps");
-    std::env::set_var(HANG_DUMP_ENV, &dir);
+    let dump_to = |d: Option<std::path::PathBuf>| {
+        apply(&DeviceSettings {
+            hang_dump_dir: d,
+            ..DeviceSettings::default()
+        })
+    };
+    dump_to(Some(dir.clone()));
     let (mut m, _) = loaded(None, true);
     let e = m.run().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::CollectivesHang);
@@ -31,10 +38,10 @@ fn hang_report_writes_and_names_the_dumps() {
 
     // A directory that cannot be created: the report says so instead of naming files.
     std::fs::write(base.join("file"), b"x").unwrap();
-    std::env::set_var(HANG_DUMP_ENV, base.join("file").join("sub"));
+    dump_to(Some(base.join("file").join("sub")));
     let (mut m, _) = loaded(None, true);
     let report = m.run().unwrap_err().to_string();
-    std::env::remove_var(HANG_DUMP_ENV);
+    dump_to(None);
     assert!(report.contains("CC context dumps not written"), "{report}");
     std::fs::remove_dir_all(&base).unwrap();
 }

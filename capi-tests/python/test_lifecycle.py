@@ -149,3 +149,38 @@ def test_handles_from_before_nrt_close_are_invalid_after_the_next_init():
     assert lines["stale"] == str(int(m.NrtStatus.NRT_INVALID_HANDLE)), res.stderr[-2000:]
     assert lines["ctx"] == str(int(m.NrtStatus.NRT_INVALID_HANDLE)), res.stderr[-2000:]
     assert lines["fresh"] == "True"
+
+
+@pytest.mark.parametrize(
+    "var, value",
+    [
+        ("NEURON_RT_LOG_LEVEL", "LOUD"),
+        ("NEURON_RT_EXEC_TIMEOUT", "soon"),
+        ("NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS", "0"),
+        ("OPENNRT_CC_ALGO", "bogus"),
+        ("OPENNRT_CC_CHANNELS", "99"),
+        ("OPENNRT_CC_VERIFY", "yes"),
+        ("OPENNRT_DEVICE_THREADS", "many"),
+        ("OPENNRT_DEVICE_POOL_MB", "-1"),
+        ("OPENNRT_BOOTSTRAP_TIMEOUT", "1.5"),
+        ("OPENNRT_SHARED_DEVICE", "true"),
+        ("OPENNRT_TOPOLOGY", "torus"),
+    ],
+)
+def test_a_bad_variable_fails_nrt_init_naming_it(var, value):
+    # README "Environment": every variable is parsed once, by nrt_init; a value that does not
+    # parse is NRT_INVALID with a log line naming the variable, and nothing is initialised.
+    code = textwrap.dedent(
+        """
+        import opennrt_ctypes as m
+        nrt = m.Nrt()
+        print(int(nrt.raw.nrt_init(0, b"", b"")))
+        print(int(nrt.raw.nrt_tensor_allocate(0, 0, 8, b"x", None)))
+        """
+    )
+    res = run_python(code, {var: value})
+    assert res.returncode == 0, res.stderr[-3000:]
+    init, after = (int(x) for x in res.stdout.split())
+    assert m.NrtStatus(init) == m.NrtStatus.NRT_INVALID, res.stderr
+    assert m.NrtStatus(after) == m.NrtStatus.NRT_UNINITIALIZED
+    assert f"{var}=" in res.stderr, res.stderr

@@ -99,17 +99,9 @@ pub const MAX_THREADS: usize = 16;
 /// flush, far below a timeslice.
 pub const SPIN: Duration = Duration::from_micros(20);
 
-/// Worker threads for bulk data: `OPENNRT_DEVICE_THREADS` (1..=16) or the available parallelism.
+/// Worker threads for bulk data ([`crate::device::settings::threads`]).
 pub fn device_threads() -> usize {
-    static N: once_cell::sync::Lazy<usize> = once_cell::sync::Lazy::new(|| {
-        std::env::var("OPENNRT_DEVICE_THREADS")
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .filter(|&n| n >= 1)
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-            .min(MAX_THREADS)
-    });
-    *N
+    crate::device::settings::threads()
 }
 
 /// Bytes `off .. off + len` of region `region`.

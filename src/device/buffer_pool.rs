@@ -12,8 +12,9 @@
 //! at once so far — what the process already needed while its largest machine ran, so keeping
 //! it never raises the peak memory; a repeated collective of any size then always finds its
 //! buffers (a fixed 1 GiB cap missed most of an 8-rank 64 MiB all-reduce's 1 GiB of regions:
-//! 0.92 s through the C API, 0.66 s with them all recycled). `OPENNRT_DEVICE_POOL_MB` set makes
-//! it a fixed cap in MiB instead (`0` disables the pool), read once. `nrt_close` empties it.
+//! 0.92 s through the C API, 0.66 s with them all recycled). A fixed cap in MiB
+//! (`OPENNRT_DEVICE_POOL_MB`, applied through `device::settings`; `0` disables the pool)
+//! replaces that rule. `nrt_close` empties it.
 //!
 //! Zeroing: a caller that writes a range of the buffer before anything reads it (the loader
 //! writing a rank's input) says so ([`take_except`]), and only the rest is zeroed again.
@@ -98,15 +99,16 @@ impl Pool {
     }
 }
 
-static POOL: Lazy<Mutex<Pool>> = Lazy::new(|| Mutex::new(Pool::new(*CAP)));
+static POOL: Lazy<Mutex<Pool>> = Lazy::new(|| Mutex::new(Pool::new(None)));
 
-/// `OPENNRT_DEVICE_POOL_MB` in bytes, if set (module doc).
-static CAP: Lazy<Option<usize>> = Lazy::new(|| {
-    std::env::var("OPENNRT_DEVICE_POOL_MB")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .map(|mb| mb.saturating_mul(1 << 20))
-});
+/// Set the fixed cap (`DeviceSettings::pool_cap`); buffers held beyond a new cap are freed.
+pub fn set_cap(cap: Option<usize>) {
+    let mut p = POOL.lock();
+    if p.cap != cap {
+        p.cap = cap;
+        p.clear();
+    }
+}
 
 /// `n` zeroed bytes: a recycled buffer of that size if the pool has one, else a fresh one.
 pub fn take(n: usize) -> Vec<u8> {

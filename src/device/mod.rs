@@ -59,4 +59,5 @@ mod memory_error;
 mod memory_region;
 pub mod peers;
 pub mod sema;
+pub mod settings;
 pub mod topsp;

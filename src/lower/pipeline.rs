@@ -2,7 +2,7 @@
 //! [`Program`]. Verification and emission run on the result ([`crate::lower::verify`],
 //! [`crate::lower::emit`]).
 //!
-//! Knobs (read by [`LowerConfig::from_env`]; the selection and topology knobs are documented
+//! Knobs (parsed by [`LowerConfig::from_lookup`] from what `runtime::config` read; the selection and topology knobs are documented
 //! in [`crate::lower::select`] and [`crate::lower::topology`]):
 //!
 //! | variable | default | meaning |
@@ -46,11 +46,6 @@ impl LowerConfig {
             channels: DEFAULT_CHANNELS,
             chunk_elems: None,
         })
-    }
-
-    /// Read the process environment.
-    pub fn from_env(world: u32) -> Result<LowerConfig> {
-        Self::from_lookup(|k| std::env::var(k).ok(), world)
     }
 
     /// Read the knobs from a variable lookup (pure).

@@ -13,7 +13,7 @@
 //! inter: that × node_n), else RING. Selection is pure: it does not know which composers exist.
 //! Every decision is logged at INFO (target `select`) and returned in [`Selection::reasons`].
 //!
-//! # Environment ([`SelectConfig::from_env`])
+//! # Environment ([`SelectConfig::from_lookup`], fed by `runtime::config`)
 //!
 //! * `OPENNRT_CC_ALGO` — force an algorithm, by the names of [`Algorithm::parse`]: `ring`,
 //!   `hier`, `mesh`, `kangaring`, `single_cycle_ring`, `intra_rdh`, `inter_rdh` (unset, empty
@@ -97,11 +97,6 @@ fn parse_bool(var: &str, v: &str) -> Result<bool> {
 }
 
 impl SelectConfig {
-    /// Read the process environment.
-    pub fn from_env() -> Result<SelectConfig> {
-        Self::from_lookup(|k| std::env::var(k).ok())
-    }
-
     /// Read the knobs from a variable lookup (pure).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<SelectConfig> {
         let mut c = SelectConfig::default();

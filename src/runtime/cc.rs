@@ -25,7 +25,6 @@ use parking_lot::Mutex;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::lower::addrmap::AddressMap;
-use crate::lower::cache::Signature;
 use crate::lower::emit::{emit, EmittedProgram};
 use crate::lower::pipeline::{address_map, lower, LowerConfig};
 use crate::lower::program::Buf;
@@ -134,94 +133,60 @@ const CACHE_CAPACITY: usize = 64;
 /// together lowered it 55 times, 45 s of CPU and 9 GiB of peak RSS, before this).
 type InFlight = Arc<once_cell::sync::OnceCell<Result<Arc<Lowered>>>>;
 
+/// The program cache's key: everything that decides the program. The request without its rank
+/// (every rank of a group lowers the same program, which covers all ranks), the world, and
+/// the lowering variables as `nrt_init` read them (the vendor keys its context cache on a
+/// signature of the op, spec/nrt-abi.md §5.7). Hashing the fields directly costs far less than
+/// building the topology or a serialized signature, which a hit never does.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ProgramKey {
+    req: CollectiveRequest,
+    world: u32,
+    lowering: Arc<crate::runtime::config::LoweringEnv>,
+    verify: bool,
+}
+
+/// The one cache of prepared collectives: least recently used out when full.
 #[derive(Debug, Default)]
 struct Cache {
-    map: HashMap<Signature, (u64, Arc<Lowered>)>,
-    inflight: HashMap<Signature, InFlight>,
+    map: HashMap<ProgramKey, (u64, Arc<Lowered>)>,
+    inflight: HashMap<ProgramKey, InFlight>,
     tick: u64,
 }
 
 static CACHE: Lazy<Mutex<Cache>> = Lazy::new(|| Mutex::new(Cache::default()));
 
-/// The lowering knobs of the environment (`lower::pipeline::LowerConfig::from_lookup` and the
-/// selection and topology it reads): part of the front cache's key, so a changed variable still
-/// lowers anew.
-const LOWERING_VARS: [&str; 12] = [
-    "NEURON_RT_CC_CHUNK_SIZE",
-    "OPENNRT_TOPOLOGY",
-    "OPENNRT_CC_CHANNELS",
-    "OPENNRT_CC_ALGO",
-    "OPENNRT_CC_ALGOS",
-    "OPENNRT_CC_MESH",
-    "OPENNRT_CC_RDH",
-    "NEURON_LOGICAL_NC_CONFIG",
-    "NEURON_RT_FAKE_INSTANCE_TYPE",
-    "NEURON_RT_VIRTUAL_CORE_SIZE",
-    "OPENNRT_INSTANCE_TYPE",
-    "OPENNRT_CC_VERIFY",
-];
-
-/// The front cache's key: the request without its rank, the world, the lowering knobs.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct FrontKey {
-    req: CollectiveRequest,
-    world: u32,
-    env: Vec<Option<String>>,
-}
-
-/// Most entries of the front cache (cleared when full: its entries are only shortcuts to the
-/// signature cache's).
-const FRONT_CAPACITY: usize = 256;
-
-/// Prepared collectives by [`FrontKey`]: a repeat prepare skips building the topology and the
-/// JSON signature (the cached path's cost before: a third of a small collective's C-API time).
-static FRONT: Lazy<Mutex<HashMap<FrontKey, Arc<Lowered>>>> = Lazy::new(Default::default);
-
 /// Lower, verify and emit `req` for a world of `world` ranks, or reuse the cached result.
 pub fn prepare(req: &CollectiveRequest, world: u32) -> Result<Arc<Lowered>> {
-    let key = FrontKey {
+    let config = crate::runtime::process::config()?;
+    let key = ProgramKey {
         req: CollectiveRequest {
             rank: 0,
             ..req.clone()
         },
         world,
-        env: LOWERING_VARS
-            .iter()
-            .map(|k| std::env::var(k).ok())
-            .collect(),
+        lowering: config.lowering.clone(),
+        verify: config.verify,
     };
-    if let Some(l) = FRONT.lock().get(&key) {
-        return Ok(l.clone());
-    }
-    let l = prepare_by_signature(req, world)?;
-    let mut f = FRONT.lock();
-    if f.len() >= FRONT_CAPACITY {
-        f.clear();
-    }
-    f.insert(key, l.clone());
-    Ok(l)
-}
-
-/// [`prepare`] through the signature cache.
-fn prepare_by_signature(req: &CollectiveRequest, world: u32) -> Result<Arc<Lowered>> {
-    let cfg = LowerConfig::from_env(world)?;
-    let sig = Signature::of(req, &cfg.key());
     let slot = {
         let mut c = CACHE.lock();
         c.tick += 1;
         let tick = c.tick;
-        if let Some((used, l)) = c.map.get_mut(&sig) {
+        if let Some((used, l)) = c.map.get_mut(&key) {
             *used = tick;
             return Ok(l.clone());
         }
-        c.inflight.entry(sig.clone()).or_default().clone()
+        c.inflight.entry(key.clone()).or_default().clone()
     };
     let lowered = slot
-        .get_or_init(|| lower_verify_emit(req, &cfg, world))
+        .get_or_init(|| {
+            let cfg = config.lower_config(world)?;
+            lower_verify_emit(&key.req, &cfg, world, config.verify)
+        })
         .clone();
     let mut c = CACHE.lock();
-    if c.inflight.get(&sig).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
-        c.inflight.remove(&sig);
+    if c.inflight.get(&key).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+        c.inflight.remove(&key);
         // An error is not cached: the next prepare lowers again.
         if let Ok(l) = &lowered {
             if c.map.len() >= CACHE_CAPACITY {
@@ -235,22 +200,23 @@ fn prepare_by_signature(req: &CollectiveRequest, world: u32) -> Result<Arc<Lower
                 }
             }
             let tick = c.tick;
-            c.map.insert(sig, (tick, l.clone()));
+            c.map.insert(key, (tick, l.clone()));
         }
     }
     lowered
 }
 
-/// Lower, verify and emit `req` (a cache miss of [`prepare_by_signature`]).
+/// Lower, verify (unless `verify` is off) and emit `req` (a cache miss of [`prepare`]).
 fn lower_verify_emit(
     req: &CollectiveRequest,
     cfg: &LowerConfig,
     world: u32,
+    verify: bool,
 ) -> Result<Arc<Lowered>> {
     let mut r = req.clone();
     r.rank = 0;
     let program = lower(&r, cfg)?;
-    if std::env::var("OPENNRT_CC_VERIFY").map_or(true, |v| v.trim() != "0") {
+    if verify {
         crate::lower::verify::verify(&program).map_err(|e| {
             Error::failure(format!(
                 "the lowered program failed symbolic verification (an OpenNRT bug; \
@@ -324,7 +290,7 @@ pub fn run(key: &GroupKey, instance: u64, arrival: Arrival) -> Result<()> {
 
 /// Arrive at a meeting held in this process (single process, or the root of a job).
 pub fn meet_here(key: &GroupKey, instance: u64, arrival: Arrival) -> Result<()> {
-    let deadline = crate::runtime::process::config()?.exec_timeout()?;
+    let deadline = crate::runtime::process::config()?.exec_timeout();
     let rank = arrival.req.rank;
     MEETINGS.meet(key, instance, rank, arrival, deadline, |all| {
         run_instance(key, instance, all)
@@ -340,7 +306,7 @@ pub fn arrive_here(
     arrival: Arrival,
     done: crate::runtime::rendezvous::Done<()>,
 ) {
-    let deadline = match crate::runtime::process::config().and_then(|c| c.exec_timeout()) {
+    let deadline = match crate::runtime::process::config().map(|c| c.exec_timeout()) {
         Ok(d) => d,
         Err(e) => return done(Err(e)),
     };
@@ -469,7 +435,6 @@ pub fn reset() {
     MEETINGS.reset();
     crate::runtime::multi_process::run::reset();
     CACHE.lock().map.clear();
-    FRONT.lock().clear();
     crate::device::buffer_pool::clear();
 }
 

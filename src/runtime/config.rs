@@ -1,14 +1,34 @@
-//! Configuration from the environment (spec/nrt-abi.md §5.2, §5.10), read once by `nrt_init`
-//! (and on demand by the core-count getters, which are legal before `nrt_init`).
+//! Configuration: the one place the environment is read (clippy's `disallowed-methods` forbids
+//! `std::env::var` / `var_os` everywhere else).
+//!
+//! [`Config::from_lookup`] parses every variable OpenNRT knows ([`vars::VARIABLES`], the table
+//! the README's "Environment" section is checked against) with one rule: unset means the
+//! default, and a value that does not parse is an `NRT_INVALID` error at `nrt_init` naming the
+//! variable. `nrt_init` reads the environment once ([`Config::from_env`]) and everything after
+//! uses the parsed [`Config`]; the core-count getters, legal before `nrt_init`, parse it afresh,
+//! and the log level is read on the first log line before `nrt_init` ([`log_level_from_env`]).
 //!
 //! The simulated instance comes from `OPENNRT_INSTANCE_TYPE`, else from the vendor's own
 //! simulation variable `NEURON_RT_FAKE_INSTANCE_TYPE`, else defaults to `trn1.32xlarge`
 //! (OpenNRT's choice: 16 devices × 2 NeuronCore-v2, LNC 1, 32 logical cores; documented in the
 //! README). The instance table lives with the lowering's topology model
 //! (`crate::lower::topology`, design.md §2.8) and is re-exported here.
+//!
+//! To add a variable: a row in [`vars::VARIABLES`] (and the README table, which a test
+//! compares), a field here parsed in [`Config::from_lookup`], a test in `config/tests.rs`.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::device::settings::DeviceSettings;
 use crate::error::{Error, Result};
+use crate::lower::pipeline::LowerConfig;
 pub use crate::lower::topology::{InstanceType, DEFAULT_INSTANCE, INSTANCE_TYPES};
+use crate::runtime::log::Level;
+
+pub mod vars;
+
+pub use vars::{LoweringEnv, Variable, LOWERING_VARS, VARIABLES};
 
 /// What `nrt_init` derives from the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,8 +43,8 @@ pub struct Config {
     pub visible_cores: u32,
     /// `NEURON_RT_ROOT_COMM_ID` as read (validated when a world is created).
     pub root_comm_id: Option<String>,
-    /// `NEURON_RT_EXEC_TIMEOUT` as read (parsed by [`Config::exec_timeout`]).
-    pub exec_timeout_raw: Option<String>,
+    /// `NEURON_RT_EXEC_TIMEOUT`: `None` is no timeout ([`exec_timeout`]).
+    pub exec_timeout: Option<Duration>,
     /// `OPENNRT_SHARED_DEVICE=1`: every multi-rank collective on the shared device segments
     /// (`runtime::multi_process::run`), even without a job.
     pub shared_device: bool,
@@ -34,6 +54,28 @@ pub struct Config {
     /// `OPENNRT_RESIDENT_BUDGET`: most bytes the resident machines of the process's prepared
     /// collectives keep loaded between runs (`runtime::resident`); see [`resident_budget`].
     pub resident_budget: u64,
+    /// `NEURON_RT_LOG_LEVEL`.
+    pub log_level: Level,
+    /// `OPENNRT_NCFW_PATH`: the firmware carrier to load (a path or a library name).
+    pub ncfw_path: String,
+    /// `NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS` ([`crate::runtime::xu::compute_queue_limit`]).
+    pub compute_queue_limit: u64,
+    /// `OPENNRT_VERSION_OVERRIDE`, else this crate's version: what a process announces at the
+    /// bootstrap.
+    pub version: String,
+    /// `OPENNRT_BOOTSTRAP_TIMEOUT`: how long a process keeps trying to reach the job's root.
+    pub bootstrap_timeout: Duration,
+    /// The lowering variables as read ([`LOWERING_VARS`]); validated here, turned into a
+    /// [`LowerConfig`] per world by [`Config::lower_config`]. Shared: it keys the program cache.
+    pub lowering: Arc<LoweringEnv>,
+    /// `OPENNRT_CC_VERIFY`: run the symbolic verifier on every newly lowered collective.
+    pub verify: bool,
+    /// The software device's knobs (`OPENNRT_DEVICE_THREADS`, `OPENNRT_DEVICE_POOL_MB`,
+    /// `OPENNRT_HANG_DUMP`), applied to the device by `nrt_init`.
+    pub device: DeviceSettings,
+    /// `NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS` as read: accepted and ignored (implicit
+    /// async mode was removed in runtime 2.34, spec/nrt-abi.md §5.3); `nrt_init` warns.
+    pub ignored_async_inflight: Option<String>,
 }
 
 impl Config {
@@ -43,18 +85,25 @@ impl Config {
     }
 
     /// The execution timeout as read at `nrt_init` (see [`exec_timeout`]).
-    pub fn exec_timeout(&self) -> Result<Option<std::time::Duration>> {
-        exec_timeout(|_| self.exec_timeout_raw.clone())
+    pub fn exec_timeout(&self) -> Option<Duration> {
+        self.exec_timeout
+    }
+
+    /// The lowering configuration for a world of `world` ranks.
+    pub fn lower_config(&self, world: u32) -> Result<LowerConfig> {
+        LowerConfig::from_lookup(|k| self.lowering.get(k), world)
     }
 
     /// Read the process environment.
     pub fn from_env() -> Result<Config> {
-        Self::from_lookup(|k| std::env::var(k).ok())
+        Self::from_lookup(env_lookup)
     }
 
     /// Derive the configuration from a variable lookup (testable without touching the
-    /// process environment).
+    /// process environment). Every variable read here is a row of [`VARIABLES`] (tested).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config> {
+        // An empty value counts as unset, for every variable.
+        let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
         let inst_name = get("OPENNRT_INSTANCE_TYPE")
             .or_else(|| get("NEURON_RT_FAKE_INSTANCE_TYPE"))
             .unwrap_or_else(|| DEFAULT_INSTANCE.to_string());
@@ -108,33 +157,145 @@ impl Config {
         } else {
             (0, total)
         };
+        let lowering = Arc::new(LoweringEnv::read(&get));
+        // Validate the lowering knobs now (a one-rank world accepts every topology form), so a
+        // bad value fails `nrt_init`, not the first collective.
+        LowerConfig::from_lookup(|k| lowering.get(k), 1)?;
         Ok(Config {
             instance,
             lnc,
             first_core,
             visible_cores,
             root_comm_id: get("NEURON_RT_ROOT_COMM_ID"),
-            exec_timeout_raw: get(EXEC_TIMEOUT_ENV),
-            shared_device: get(crate::runtime::multi_process::run::SHARED_DEVICE_ENV)
-                .is_some_and(|v| v.trim() == "1"),
-            kill_in_run: get(crate::runtime::multi_process::run::KILL_IN_RUN_ENV)
-                .and_then(|v| v.trim().parse().ok()),
+            exec_timeout: exec_timeout(&get)?,
+            shared_device: flag(&get, crate::runtime::multi_process::run::SHARED_DEVICE_ENV)?
+                .unwrap_or(false),
+            kill_in_run: number(
+                &get,
+                crate::runtime::multi_process::run::KILL_IN_RUN_ENV,
+                "a global rank id",
+            )?,
             resident_budget: resident_budget(get(RESIDENT_BUDGET_ENV), physical_memory())?,
+            log_level: match get(LOG_LEVEL_ENV) {
+                None => Level::Error,
+                Some(v) => Level::parse(&v).ok_or_else(|| {
+                    Error::invalid(format!(
+                        "{LOG_LEVEL_ENV}={v:?} is not one of ERROR, WARNING, INFO, DEBUG, TRACE"
+                    ))
+                })?,
+            },
+            ncfw_path: get(NCFW_PATH_ENV).unwrap_or_else(|| DEFAULT_NCFW.to_string()),
+            compute_queue_limit: crate::runtime::xu::compute_queue_limit(&get)?,
+            version: get(VERSION_OVERRIDE_ENV)
+                .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string()),
+            bootstrap_timeout: Duration::from_secs(
+                number(&get, BOOTSTRAP_TIMEOUT_ENV, "a whole number of seconds")?
+                    .unwrap_or(DEFAULT_BOOTSTRAP_TIMEOUT_S),
+            ),
+            verify: flag(&get, VERIFY_ENV)?.unwrap_or(true),
+            lowering,
+            device: DeviceSettings {
+                threads: match number::<usize>(&get, DEVICE_THREADS_ENV, "a thread count")? {
+                    Some(0) => {
+                        return Err(Error::invalid(format!(
+                            "{DEVICE_THREADS_ENV}=\"0\": at least 1 thread"
+                        )))
+                    }
+                    n => n,
+                },
+                pool_cap: number::<usize>(&get, DEVICE_POOL_MB_ENV, "a whole number of MiB")?
+                    .map(|mb| mb.saturating_mul(1 << 20)),
+                hang_dump_dir: get(HANG_DUMP_ENV).map(std::path::PathBuf::from),
+            },
+            ignored_async_inflight: get(ASYNC_INFLIGHT_ENV),
         })
     }
 }
 
+/// Read one variable of the process environment: the only call of `std::env::var` in the
+/// crate. Tools that drive the lowering or the device without `nrt_init` (the `opennrt`
+/// binary) read their variables through it too. A value that is not Unicode counts as unset.
+#[allow(clippy::disallowed_methods)] // the one sanctioned environment read
+pub fn env_lookup(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// `NEURON_RT_LOG_LEVEL` from the environment, for log lines written before `nrt_init` parsed
+/// it: an unknown value is ERROR here (`nrt_init` then refuses it, naming the variable).
+pub fn log_level_from_env() -> Level {
+    env_lookup(LOG_LEVEL_ENV)
+        .and_then(|v| Level::parse(&v))
+        .unwrap_or(Level::Error)
+}
+
+/// The device settings of the environment, for tools that drive the device without
+/// `nrt_init` (the same parser and errors as [`Config::from_lookup`]).
+pub fn device_settings_from_env() -> Result<DeviceSettings> {
+    Config::from_env().map(|c| c.device)
+}
+
+/// `0` or `1` (unset: `None`); anything else is an error naming `var`.
+fn flag(get: &impl Fn(&str) -> Option<String>, var: &str) -> Result<Option<bool>> {
+    match get(var) {
+        None => Ok(None),
+        Some(v) => match v.trim() {
+            "0" => Ok(Some(false)),
+            "1" => Ok(Some(true)),
+            other => Err(Error::invalid(format!("{var}={other:?}: must be 0 or 1"))),
+        },
+    }
+}
+
+/// A whole number (unset: `None`); anything else is an error naming `var` and saying `what`.
+fn number<T: std::str::FromStr>(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &str,
+    what: &str,
+) -> Result<Option<T>> {
+    match get(var) {
+        None => Ok(None),
+        Some(v) => v
+            .trim()
+            .parse::<T>()
+            .map(Some)
+            .map_err(|_| Error::invalid(format!("{var}={v:?} is not {what}"))),
+    }
+}
+
+/// The log level variable.
+pub const LOG_LEVEL_ENV: &str = "NEURON_RT_LOG_LEVEL";
+/// The carrier variable and its default.
+pub const NCFW_PATH_ENV: &str = "OPENNRT_NCFW_PATH";
+/// The carrier `nrt_init` loads by default: found by the dynamic loader's search (the one
+/// installed next to `libnrt.so.1`).
+pub const DEFAULT_NCFW: &str = "libncfw.so";
+/// The announced-version override (tests of the version check).
+pub const VERSION_OVERRIDE_ENV: &str = "OPENNRT_VERSION_OVERRIDE";
+/// The bootstrap deadline variable and its default (seconds).
+pub const BOOTSTRAP_TIMEOUT_ENV: &str = "OPENNRT_BOOTSTRAP_TIMEOUT";
+const DEFAULT_BOOTSTRAP_TIMEOUT_S: u64 = 30;
+/// The symbolic-verifier switch.
+pub const VERIFY_ENV: &str = "OPENNRT_CC_VERIFY";
+/// The device's bulk-data threads.
+pub const DEVICE_THREADS_ENV: &str = "OPENNRT_DEVICE_THREADS";
+/// The device's recycled-buffer pool cap (MiB).
+pub const DEVICE_POOL_MB_ENV: &str = "OPENNRT_DEVICE_POOL_MB";
+/// The hang-dump directory.
+pub const HANG_DUMP_ENV: &str = crate::device::cc_context::HANG_DUMP_ENV;
+/// The implicit-async depth variable, ignored with a warning.
+pub const ASYNC_INFLIGHT_ENV: &str = "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS";
+
 /// The execution timeout of `NEURON_RT_EXEC_TIMEOUT` (whole seconds; spec/nrt-abi.md env table:
 /// default 30, the guide's value — older prose says 2). Choice: `0` means no timeout; a value
 /// that is not a number is an error naming the variable.
-pub fn exec_timeout(get: impl Fn(&str) -> Option<String>) -> Result<Option<std::time::Duration>> {
+pub fn exec_timeout(get: &impl Fn(&str) -> Option<String>) -> Result<Option<Duration>> {
     match get(EXEC_TIMEOUT_ENV) {
-        None => Ok(Some(std::time::Duration::from_secs(
+        None => Ok(Some(Duration::from_secs(
             crate::device::executor::DEFAULT_EXEC_TIMEOUT_S,
         ))),
         Some(v) => match v.trim().parse::<u64>() {
             Ok(0) => Ok(None),
-            Ok(s) => Ok(Some(std::time::Duration::from_secs(s))),
+            Ok(s) => Ok(Some(Duration::from_secs(s))),
             Err(_) => Err(Error::invalid(format!(
                 "{EXEC_TIMEOUT_ENV}={v:?} is not a whole number of seconds"
             ))),
@@ -221,120 +382,4 @@ pub fn parse_core_list(s: &str) -> Result<Vec<u32>> {
 }
 
 #[cfg(test)]
-mod tests {
-    #[test]
-    fn resident_budget_default_suffixes_and_errors() {
-        use super::resident_budget;
-        let g = 1u64 << 30;
-        assert_eq!(resident_budget(None, 24 * g).unwrap(), 6 * g);
-        assert_eq!(
-            resident_budget(None, 4 * g).unwrap(),
-            2 * g,
-            "at least 2 GiB"
-        );
-        assert_eq!(resident_budget(None, 0).unwrap(), 2 * g);
-        assert_eq!(resident_budget(Some("0".into()), 24 * g).unwrap(), 0);
-        assert_eq!(
-            resident_budget(Some(" 512M ".into()), 0).unwrap(),
-            512 << 20
-        );
-        assert_eq!(resident_budget(Some("3g".into()), 0).unwrap(), 3 * g);
-        assert_eq!(resident_budget(Some("4096".into()), 0).unwrap(), 4096);
-        for bad in ["", "G", "-1", "1.5G", "1T", "99999999999999999999G"] {
-            let e = resident_budget(Some(bad.into()), 0).unwrap_err();
-            assert!(
-                e.message().contains("OPENNRT_RESIDENT_BUDGET"),
-                "{bad:?}: {e}"
-            );
-        }
-    }
-
-    #[test]
-    fn exec_timeout_default_zero_and_errors() {
-        use std::time::Duration;
-        let t = |v: Option<&str>| {
-            super::exec_timeout(|k| {
-                (k == "NEURON_RT_EXEC_TIMEOUT")
-                    .then(|| v.map(String::from))
-                    .flatten()
-            })
-        };
-        // Default 30 s: spec/nrt-abi.md environment table.
-        assert_eq!(t(None).unwrap(), Some(Duration::from_secs(30)));
-        assert_eq!(t(Some("5")).unwrap(), Some(Duration::from_secs(5)));
-        assert_eq!(t(Some("0")).unwrap(), None);
-        let e = t(Some("soon")).unwrap_err();
-        assert!(
-            e.message().contains("NEURON_RT_EXEC_TIMEOUT"),
-            "{}",
-            e.message()
-        );
-    }
-
-    use super::*;
-    use std::collections::HashMap;
-
-    fn cfg(vars: &[(&str, &str)]) -> Result<Config> {
-        let m: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Config::from_lookup(|k| m.get(k).cloned())
-    }
-
-    #[test]
-    fn defaults_to_trn1_32xlarge() {
-        let c = cfg(&[]).unwrap();
-        assert_eq!(c.instance.name, "trn1.32xlarge");
-        assert_eq!(
-            (c.total_cores(), c.visible_cores, c.first_core),
-            (32, 32, 0)
-        );
-    }
-
-    #[test]
-    fn trn2_lnc_changes_logical_counts() {
-        let c = cfg(&[("OPENNRT_INSTANCE_TYPE", "trn2.48xlarge")]).unwrap();
-        assert_eq!((c.lnc, c.total_cores()), (2, 64));
-        let c = cfg(&[
-            ("OPENNRT_INSTANCE_TYPE", "trn2.48xlarge"),
-            ("NEURON_LOGICAL_NC_CONFIG", "1"),
-        ])
-        .unwrap();
-        assert_eq!(c.total_cores(), 128);
-        // v2 silicon forces LNC 1.
-        let c = cfg(&[("NEURON_LOGICAL_NC_CONFIG", "2")]).unwrap();
-        assert_eq!(c.lnc, 1);
-    }
-
-    #[test]
-    fn visible_cores_rules() {
-        let c = cfg(&[("NEURON_RT_VISIBLE_CORES", "4-7")]).unwrap();
-        assert_eq!((c.first_core, c.visible_cores), (4, 4));
-        let c = cfg(&[("NEURON_RT_VISIBLE_CORES", "3,2,2")]).unwrap();
-        assert_eq!((c.first_core, c.visible_cores), (2, 2));
-        assert!(cfg(&[("NEURON_RT_VISIBLE_CORES", "0,2")])
-            .unwrap_err()
-            .message()
-            .contains("contiguous"));
-        assert!(cfg(&[("NEURON_RT_VISIBLE_CORES", "40")]).is_err());
-        assert!(cfg(&[("NEURON_RT_VISIBLE_CORES", "x")]).is_err());
-        // VISIBLE_CORES wins over NUM_CORES.
-        let c = cfg(&[
-            ("NEURON_RT_VISIBLE_CORES", "1"),
-            ("NEURON_RT_NUM_CORES", "8"),
-        ])
-        .unwrap();
-        assert_eq!(c.visible_cores, 1);
-        let c = cfg(&[("NEURON_RT_NUM_CORES", "0")]).unwrap();
-        assert_eq!(c.visible_cores, 32);
-        let c = cfg(&[("NEURON_RT_NUM_CORES", "3")]).unwrap();
-        assert_eq!(c.visible_cores, 3);
-    }
-
-    #[test]
-    fn unknown_instance_is_a_clear_error() {
-        let e = cfg(&[("OPENNRT_INSTANCE_TYPE", "p5.48xlarge")]).unwrap_err();
-        assert!(e.message().contains("trn1.32xlarge"), "{e}");
-    }
-}
+mod tests;

@@ -42,8 +42,7 @@ static KEPT: parking_lot::Mutex<Vec<(String, &'static libloading::Library)>> =
 impl Carrier {
     /// Load and gate the carrier (module doc). A carrier that passed the gate once is kept
     /// and gated again by a later `nrt_init`, never opened twice.
-    pub fn load() -> Result<Carrier> {
-        let name = std::env::var("OPENNRT_NCFW_PATH").unwrap_or_else(|_| "libncfw.so".to_string());
+    pub fn load(name: &str) -> Result<Carrier> {
         let fail = |why: String| {
             Error::failure(format!(
                 "cannot use the firmware carrier {name:?}: {why} (install OpenNRT's libncfw.so next to libnrt.so.1, or set OPENNRT_NCFW_PATH)"
@@ -70,12 +69,12 @@ impl Carrier {
                 // A carrier that fails the gate is closed again (dropped here).
                 let entry = gate(&lib).map_err(fail)?;
                 let lib: &'static libloading::Library = Box::leak(Box::new(lib));
-                KEPT.lock().push((name.clone(), lib));
+                KEPT.lock().push((name.to_string(), lib));
                 (lib, entry)
             }
         };
         Ok(Carrier {
-            name,
+            name: name.to_string(),
             get_image,
             ctx_log,
             _lib: lib,

@@ -138,7 +138,7 @@ pub fn all_gather(
     output[own..own + size].copy_from_slice(input);
     let instance = GATHERS.ticket(&key, gid);
     if crate::runtime::multi_process::bootstrap::is_member() {
-        let deadline = crate::runtime::process::config()?.exec_timeout()?;
+        let deadline = crate::runtime::process::config()?.exec_timeout();
         let out = Arc::new(Mutex::new(Vec::new()));
         let io = VecIo {
             input: input.to_vec(),
@@ -176,7 +176,7 @@ pub fn gather_here(
     rank: u32,
     input: Vec<u8>,
 ) -> Result<Arc<Vec<u8>>> {
-    let deadline = crate::runtime::process::config()?.exec_timeout()?;
+    let deadline = crate::runtime::process::config()?.exec_timeout();
     GATHERS.meet(key, instance, rank, input, deadline, |parts| {
         if let Some(r) = parts.iter().position(|p| p.len() != parts[0].len()) {
             let e = Error::invalid(format!(

@@ -58,31 +58,17 @@ const UNSET: u8 = 0;
 static LEVEL: AtomicU8 = AtomicU8::new(UNSET);
 static ONCE_KEYS: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
-/// Re-read `NEURON_RT_LOG_LEVEL`. An unknown value keeps the default (ERROR) and says so.
-pub fn reload_from_env() {
-    let raw = std::env::var("NEURON_RT_LOG_LEVEL").ok();
-    let level = raw.as_deref().map(Level::parse);
-    let chosen = match level {
-        Some(Some(l)) => l,
-        _ => Level::Error,
-    };
-    LEVEL.store(chosen as u8, Ordering::Relaxed);
-    if let (Some(raw), Some(None)) = (raw, level) {
-        write(
-            Level::Error,
-            "log",
-            format_args!(
-                "NEURON_RT_LOG_LEVEL={raw:?} is not one of ERROR, WARNING, INFO, DEBUG, TRACE; using ERROR"
-            ),
-        );
-    }
+/// Set the level in force (`nrt_init`, from its parsed configuration).
+pub fn set_level(l: Level) {
+    LEVEL.store(l as u8, Ordering::Relaxed);
 }
 
 /// The level in force.
 pub fn level() -> Level {
     let mut v = LEVEL.load(Ordering::Relaxed);
     if v == UNSET {
-        reload_from_env();
+        // A line before `nrt_init`: the variable as it stands (`nrt_init` sets it for good).
+        set_level(crate::runtime::config::log_level_from_env());
         v = LEVEL.load(Ordering::Relaxed);
     }
     match v {

@@ -411,7 +411,7 @@ pub fn ring_reposts(map: &AddressMap, emitted: &EmittedProgram) -> Result<Vec<(u
 pub fn new_machine(map: &AddressMap, chips: u8) -> Result<(Machine, FirmwareImage)> {
     let mut m = Machine::new(chips);
     m.arch = crate::ncfw::Arch::from_id(map.gen().ncfw_arch_id()).unwrap_or(m.arch);
-    m.timeout = crate::runtime::process::config()?.exec_timeout()?;
+    m.timeout = crate::runtime::process::config()?.exec_timeout();
     let (iram, dram) = image_for(m.arch);
     let fw = FirmwareImage::parse(iram, dram)?;
     Ok((m, fw))

@@ -31,9 +31,10 @@ static VISIBLE_CORES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU3
 /// `nrt_init`: read the environment, load the carrier, enter INIT. Idempotent while initialised.
 pub fn init(framework: u32, fw_version: &str, fal_version: &str) -> Result<()> {
     state::init(|| {
-        log::reload_from_env();
         let config = Config::from_env()?;
-        let carrier = Carrier::load()?;
+        log::set_level(config.log_level);
+        let carrier = Carrier::load(&config.ncfw_path)?;
+        crate::device::settings::apply(&config.device);
         crate::log_info!(
             "nrt_init",
             "framework {framework} ({fw_version:?}, {fal_version:?}); instance {} LNC {}; cores {}..{} of {}; carrier {}",
@@ -44,10 +45,11 @@ pub fn init(framework: u32, fw_version: &str, fal_version: &str) -> Result<()> {
             config.total_cores(),
             carrier.name
         );
-        if let Ok(v) = std::env::var("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS") {
+        if let Some(v) = &config.ignored_async_inflight {
             crate::log_warn!(
                 "nrt_init",
-                "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS={v} ignored: implicit async mode was removed in runtime 2.34"
+                "{}={v} ignored: implicit async mode was removed in runtime 2.34",
+                crate::runtime::config::ASYNC_INFLIGHT_ENV
             );
         }
         VISIBLE_CORES.store(config.visible_cores, std::sync::atomic::Ordering::Release);

@@ -139,7 +139,7 @@ const STATUS_EXEC_UNIT_UNRECOVERABLE: i32 = 101;
 /// submitted and not yet completed, the running one included (Choice: counting outstanding rather
 /// than waiting requests makes the limit independent of when the worker picks a request up).
 /// Default 8; a value that is not a positive whole number is `Invalid`, naming the variable.
-pub fn compute_queue_limit(get: impl Fn(&str) -> Option<String>) -> Result<u64> {
+pub fn compute_queue_limit(get: &impl Fn(&str) -> Option<String>) -> Result<u64> {
     match get(COMPUTE_MAX_QUEUED_ENV) {
         None => Ok(DEFAULT_COMPUTE_MAX_QUEUED),
         Some(v) => match v.trim().parse::<u64>() {
@@ -322,7 +322,7 @@ pub fn submit(lnc: u32, xu: XuType, queue: u32, exec_ret: ExecRet, job: Job) -> 
     }
     if st.worker.is_none() {
         st.limit = match xu {
-            XuType::Compute => Some(compute_queue_limit(|k| std::env::var(k).ok())?),
+            XuType::Compute => Some(crate::runtime::process::config()?.compute_queue_limit),
             XuType::TensorOp | XuType::Collectives => None,
         };
         let worker_unit = unit.clone();

@@ -107,7 +107,8 @@ fn build(a: &[(String, String)]) -> (CollectiveRequest, LowerConfig, Option<u32>
         }
         r
     };
-    let mut cfg = LowerConfig::from_env(n).unwrap_or_else(|e| fail(c, e.message()));
+    let mut cfg = LowerConfig::from_lookup(opennrt::runtime::config::env_lookup, n)
+        .unwrap_or_else(|e| fail(c, e.message()));
     if let Some(t) = topo {
         cfg.topology = Topology::parse(&t, n).unwrap_or_else(|e| fail(c, e.message()));
     }

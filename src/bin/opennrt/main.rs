@@ -30,6 +30,15 @@ commands:
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rest = args.get(1..).unwrap_or(&[]);
+    // The device knobs (OPENNRT_DEVICE_THREADS, …) as `nrt_init` would apply them, with the
+    // same errors: the subcommands that run the device directly never call `nrt_init`.
+    match opennrt::runtime::config::device_settings_from_env() {
+        Ok(s) => opennrt::device::settings::apply(&s),
+        Err(e) => {
+            eprintln!("opennrt: {}", e.message());
+            std::process::exit(2);
+        }
+    }
     let code = match args.first().map(String::as_str) {
         Some("version") | Some("--version") => {
             println!("opennrt {}", env!("CARGO_PKG_VERSION"));

@@ -68,7 +68,7 @@ fn core_range(p: u32, k: u32) -> String {
 /// finds through its `RUNPATH=$ORIGIN` but this binary does not. `None` when the caller set the
 /// variable or no carrier is there (then `nrt_init` says what is missing).
 fn carrier_next_to(exe: &std::path::Path) -> Option<std::path::PathBuf> {
-    if std::env::var_os("OPENNRT_NCFW_PATH").is_some() {
+    if opennrt::runtime::config::env_lookup("OPENNRT_NCFW_PATH").is_some() {
         return None;
     }
     let c = exe.parent()?.join("libncfw.so");
@@ -151,7 +151,7 @@ fn run_mode(template: &RankJob, procs: u32, o: &Opts, deadline: Duration) -> Out
             Some(r) => cmd.env("NEURON_RT_ROOT_COMM_ID", r),
             None => cmd.env_remove("NEURON_RT_ROOT_COMM_ID"),
         };
-        if std::env::var_os("NEURON_RT_EXEC_TIMEOUT").is_none() {
+        if opennrt::runtime::config::env_lookup("NEURON_RT_EXEC_TIMEOUT").is_none() {
             cmd.env("NEURON_RT_EXEC_TIMEOUT", EXEC_TIMEOUT_S);
         }
         if let Some(c) = &carrier {

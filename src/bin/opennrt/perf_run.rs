@@ -119,7 +119,7 @@ fn requests(s: &Setup, count: u64, in_place: bool) -> Result<Vec<CollectiveReque
 }
 
 fn prepare(s: &Setup, req: CollectiveRequest) -> Result<Prepared> {
-    let mut cfg = LowerConfig::from_env(s.n)?;
+    let mut cfg = LowerConfig::from_lookup(opennrt::runtime::config::env_lookup, s.n)?;
     if s.alg.is_some() {
         cfg.select.forced = s.alg;
     }

@@ -254,8 +254,8 @@ impl Machine {
     pub fn ctx_dump_offer(&self) -> String {
         let mut s = String::new();
         let arch = self.arch.id();
-        match std::env::var_os(HANG_DUMP_ENV) {
-            Some(dir) if !dir.is_empty() => match self.write_ctx_dumps(Path::new(&dir)) {
+        match crate::device::settings::hang_dump_dir() {
+            Some(dir) => match self.write_ctx_dumps(&dir) {
                 Ok(files) => {
                     for f in files {
                         let _ = write!(

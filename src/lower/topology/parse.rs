@@ -1,6 +1,6 @@
 //! Parsing `OPENNRT_TOPOLOGY` (grammar in [`crate::lower::topology`]) and resolving the
-//! topology from the environment. Parsing is pure (it takes the value string); only
-//! [`Topology::from_env`] reads the process environment.
+//! topology from the variables `runtime::config` read. Parsing is pure (it takes the value
+//! string); nothing here reads the process environment.
 
 use crate::error::{Error, Result};
 use crate::lower::topology::{
@@ -155,11 +155,6 @@ impl Topology {
             }
         };
         Topology::instance(&inst, None, lnc, world)
-    }
-
-    /// Resolve from the process environment for a world of `world` ranks.
-    pub fn from_env(world: u32) -> Result<Topology> {
-        Self::from_lookup(|k| std::env::var(k).ok(), world)
     }
 }
 

@@ -46,22 +46,14 @@ use crate::runtime::rendezvous::GroupKey;
 
 mod root;
 
-/// The bootstrap deadline variable and its default (seconds).
-pub const BOOTSTRAP_TIMEOUT_ENV: &str = "OPENNRT_BOOTSTRAP_TIMEOUT";
-const BOOTSTRAP_TIMEOUT_S: u64 = 30;
-
 /// The version a process announces (`OPENNRT_VERSION_OVERRIDE` replaces it, for tests).
-pub fn version() -> String {
-    std::env::var("OPENNRT_VERSION_OVERRIDE")
-        .unwrap_or_else(|_| env!("CARGO_PKG_VERSION").to_string())
+pub fn version() -> Result<String> {
+    Ok(crate::runtime::process::config()?.version.clone())
 }
 
-fn bootstrap_timeout() -> Duration {
-    let s = std::env::var(BOOTSTRAP_TIMEOUT_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(BOOTSTRAP_TIMEOUT_S);
-    Duration::from_secs(s)
+/// How long a process keeps trying to reach the root (`OPENNRT_BOOTSTRAP_TIMEOUT`).
+fn bootstrap_timeout() -> Result<Duration> {
+    Ok(crate::runtime::process::config()?.bootstrap_timeout)
 }
 
 /// A member process's link to the root.
@@ -112,7 +104,8 @@ pub fn join(slot: u8, gid: u32, count: u32, root_id: &str) -> Result<()> {
         let r = become_root(&host, port)?;
         return r.register_local(slot, gid, count);
     }
-    let deadline = Instant::now() + bootstrap_timeout();
+    let timeout = bootstrap_timeout()?;
+    let deadline = Instant::now() + timeout;
     loop {
         let job = JOB.lock().clone();
         match job {
@@ -146,9 +139,10 @@ pub fn join(slot: u8, gid: u32, count: u32, root_id: &str) -> Result<()> {
                 return Err(Error::new(
                     ErrorKind::Timeout,
                     format!(
-                        "no root at {root_id} after {:?} ({BOOTSTRAP_TIMEOUT_ENV}): the process \
+                        "no root at {root_id} after {:?} ({}): the process \
                          owning global id 0 never listened",
-                        bootstrap_timeout()
+                        timeout,
+                        crate::runtime::config::BOOTSTRAP_TIMEOUT_ENV
                     ),
                 ))
             }
@@ -206,7 +200,7 @@ fn connect(host: &str, port: u16) -> Result<Arc<Member>> {
         &mut s,
         &Msg::Hello {
             magic: wire::MAGIC,
-            version: version(),
+            version: version()?,
             pid: std::process::id(),
         },
     )?;
@@ -349,7 +343,7 @@ impl Member {
             gid,
             count,
         };
-        match self.ask(msg, Some(bootstrap_timeout()))? {
+        match self.ask(msg, Some(bootstrap_timeout()?))? {
             Msg::Joined { error: None, .. } => Ok(()),
             Msg::Joined { error: Some(e), .. } => Err(e.error()),
             other => Err(Error::failure(format!(
@@ -463,7 +457,7 @@ pub fn job_error() -> Option<Error> {
 /// slowest rank may run that long first). A member waits for the root's answer to a go a
 /// margin longer still, so the root's verdict (naming the missing rank) is what it reports.
 pub fn meet_deadline(done: bool) -> Result<Option<Duration>> {
-    let d = crate::runtime::process::config()?.exec_timeout()?;
+    let d = crate::runtime::process::config()?.exec_timeout();
     let margin = Duration::from_secs(if done { 10 } else { 0 });
     Ok(d.map(|d| d + margin))
 }

@@ -114,7 +114,7 @@ fn seq_layout_golden_values_spec_5_5() {
 #[test]
 fn compute_queue_limit_from_environment() {
     let lim = |v: Option<&str>| {
-        compute_queue_limit(|k| {
+        compute_queue_limit(&|k: &str| {
             (k == COMPUTE_MAX_QUEUED_ENV)
                 .then(|| v.map(String::from))
                 .flatten()
@@ -265,7 +265,9 @@ fn queue_and_core_ranges_are_invalid_beyond_spec_3_6() {
 #[test]
 fn compute_queue_full_at_its_depth_then_accepts_after_completion() {
     fresh(|| {
-        let depth = compute_queue_limit(|k| std::env::var(k).ok()).unwrap();
+        let depth = crate::runtime::process::config()
+            .unwrap()
+            .compute_queue_limit;
         let (tx, first) = gated(0);
         submit(0, XuType::Compute, 0, ExecRet::NONE, first).unwrap();
         for _ in 1..depth {

@@ -182,7 +182,8 @@ impl Root {
                 version: v,
                 pid,
             })) => {
-                let ours = version();
+                // The root closing meanwhile: no version to compare, the peer is refused.
+                let ours = version().unwrap_or_default();
                 let why = if magic != wire::MAGIC {
                     Some(format!(
                         "a peer (pid {pid}) sent bootstrap magic {magic:#x}, not {:#x}",

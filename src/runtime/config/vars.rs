@@ -1,0 +1,148 @@
+//! Every environment variable OpenNRT reads: one table, which the README's "Environment"
+//! section reproduces row for row (a test compares them, and another checks that
+//! [`Config::from_lookup`](super::Config::from_lookup) asks for exactly these names).
+
+/// One variable: its name, its default and what it means, as the README prints them
+/// (Markdown inside a table cell).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variable {
+    /// The name.
+    pub name: &'static str,
+    /// The default, or what unset means.
+    pub default: &'static str,
+    /// What it does.
+    pub meaning: &'static str,
+}
+
+const fn v(name: &'static str, default: &'static str, meaning: &'static str) -> Variable {
+    Variable {
+        name,
+        default,
+        meaning,
+    }
+}
+
+/// Every variable, grouped: the process, the job, the lowering, the device. An empty value
+/// counts as unset for all of them; a value that does not parse fails `nrt_init` with
+/// `NRT_INVALID` and a log line naming the variable.
+pub const VARIABLES: &[Variable] = &[
+    v("NEURON_RT_LOG_LEVEL", "`ERROR`", "`ERROR`, `WARNING`, `INFO`, `DEBUG`, `TRACE` (`WARN` too); logs go to stderr"),
+    v("NEURON_RT_VISIBLE_CORES", "all", "logical cores this process owns (`n`, `a-b`, or a list; must be contiguous)"),
+    v("NEURON_RT_NUM_CORES", "0 (= all)", "number of logical cores to own, when `NEURON_RT_VISIBLE_CORES` is unset"),
+    v("NEURON_LOGICAL_NC_CONFIG", "1 on trn1, 2 on trn2", "physical cores per logical core, 1 or 2 (2 is forced to 1 on trn1)"),
+    v("NEURON_RT_VIRTUAL_CORE_SIZE", "unset", "older name of `NEURON_LOGICAL_NC_CONFIG`, read when that one is unset"),
+    v("OPENNRT_INSTANCE_TYPE", "`trn1.32xlarge`", "simulated instance: `trn1.2xlarge`, `trn1.32xlarge`, `trn1n.32xlarge`, `trn2.3xlarge`, `trn2.48xlarge`, `trn2u.48xlarge`"),
+    v("NEURON_RT_FAKE_INSTANCE_TYPE", "unset", "the vendor's name for the simulated instance, read when `OPENNRT_INSTANCE_TYPE` is unset"),
+    v("OPENNRT_NCFW_PATH", "`libncfw.so`", "the firmware carrier `nrt_init` loads (a path or a library name); its images and `ctx_log` are what the device runs and dumps"),
+    v("NEURON_RT_EXEC_TIMEOUT", "30 (seconds)", "how long a collective waits for missing ranks (then `NRT_TIMEOUT`) and how long a device run may take (then 1200 with the hang report of that moment); `0` = no limit"),
+    v("NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS", "8", "depth of the compute XU queue (`NRT_QUEUE_FULL` beyond); the tensor-op and collectives queues are unbounded"),
+    v("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", "unset", "ignored with a warning (implicit async mode was removed in runtime 2.34), so the `nrta_*` interlock never fires"),
+    v("OPENNRT_RESIDENT_BUDGET", "¼ of physical memory, ≥ 2 GiB", "most bytes of loaded machines kept resident between runs of prepared collectives (K/M/G suffixes; `0`: none, every run loads afresh)"),
+    v("NEURON_RT_ROOT_COMM_ID", "unset", "`host:port`, `[v6]:port` or `hostname:port` of the job's root (the process owning global id 0 binds it); required when a world is larger than the process's cores, optional while all ranks are in one process"),
+    v("OPENNRT_BOOTSTRAP_TIMEOUT", "30 (seconds)", "how long a process keeps trying to reach the job's root (then `NRT_TIMEOUT`)"),
+    v("OPENNRT_VERSION_OVERRIDE", "this build's version", "the version a process announces at the bootstrap (tests of the version check)"),
+    v("OPENNRT_SHARED_DEVICE", "0", "`1`: run every multi-rank device collective on shared device segments, one executor per rank, even without a job (tests)"),
+    v("OPENNRT_TEST_KILL_IN_RUN", "unset", "fault injection for tests: the process holding this global id SIGKILLs itself inside its first `nrta_cc_*` collective on the shared device, once every peer's executor is stepping"),
+    v("OPENNRT_TOPOLOGY", "derived from the world size", "`trn1.32xlarge`, `trn2.48xlarge:lnc=1`, `trn2-ultraserver`, `custom:2x16x8:lnc=2:gen=v3`, … (grammar in `src/lower/topology.rs`)"),
+    v("OPENNRT_CC_ALGO", "auto", "force an algorithm like `NCCL_ALGO` (an illegal force is an error, never a silent fallback)"),
+    v("OPENNRT_CC_ALGOS", "all", "comma list of allowed algorithms"),
+    v("OPENNRT_CC_RDH", "0", "`1`: RDH mode"),
+    v("OPENNRT_CC_MESH", "1", "`0`: no mesh"),
+    v("OPENNRT_CC_CHANNELS", "2", "ring channels per leg (1..=32)"),
+    v("NEURON_RT_CC_CHUNK_SIZE", "2 MiB", "chunk bytes"),
+    v("OPENNRT_CC_VERIFY", "1", "run the symbolic verifier on every newly prepared collective; `0` skips it"),
+    v("OPENNRT_DEVICE_THREADS", "available parallelism (≤ 16)", "worker threads for bulk data; `1` = everything on the calling thread"),
+    v("OPENNRT_DEVICE_POOL_MB", "unset (= the peak in use)", "host memory kept for recycling large simulated-device regions between collectives: unset, at most the peak the process had in use at once (never raising its peak); set, a fixed cap in MiB (`0` disables it); emptied by `nrt_close`"),
+    v("OPENNRT_HANG_DUMP", "unset", "directory where a hang report writes the CC-context dumps of stuck TOP_SPs"),
+];
+
+/// The variables that decide a lowered program (`lower::pipeline::LowerConfig::from_lookup`
+/// and the selection and topology it reads): kept as read, they key the program cache.
+pub const LOWERING_VARS: [&str; 11] = [
+    "NEURON_RT_CC_CHUNK_SIZE",
+    "OPENNRT_TOPOLOGY",
+    "OPENNRT_CC_CHANNELS",
+    "OPENNRT_CC_ALGO",
+    "OPENNRT_CC_ALGOS",
+    "OPENNRT_CC_MESH",
+    "OPENNRT_CC_RDH",
+    "NEURON_LOGICAL_NC_CONFIG",
+    "NEURON_RT_FAKE_INSTANCE_TYPE",
+    "NEURON_RT_VIRTUAL_CORE_SIZE",
+    "OPENNRT_INSTANCE_TYPE",
+];
+
+/// The lowering variables as read (`None`: unset), in [`LOWERING_VARS`] order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct LoweringEnv {
+    values: [Option<String>; LOWERING_VARS.len()],
+}
+
+impl LoweringEnv {
+    /// Read the lowering variables from `get`.
+    pub fn read(get: &impl Fn(&str) -> Option<String>) -> LoweringEnv {
+        LoweringEnv {
+            values: LOWERING_VARS.map(get),
+        }
+    }
+
+    /// The value of `name` as read; `None` for an unset variable or one that is not a
+    /// lowering variable.
+    pub fn get(&self, name: &str) -> Option<String> {
+        let i = LOWERING_VARS.iter().position(|k| *k == name)?;
+        self.values[i].clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README's "Environment" table is this table, row for row.
+    #[test]
+    fn readme_environment_table_is_the_variable_table() {
+        let readme = include_str!("../../../README.md");
+        let start = readme
+            .find("\n## Environment\n")
+            .expect("README has an Environment section");
+        let section = &readme[start + 1..];
+        let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+        let rows: Vec<&str> = section.lines().filter(|l| l.starts_with("| `")).collect();
+        let want: Vec<String> = VARIABLES
+            .iter()
+            .map(|v| format!("| `{}` | {} | {} |", v.name, v.default, v.meaning))
+            .collect();
+        if rows != want {
+            panic!(
+                "README's Environment table differs from runtime::config::vars::VARIABLES; \
+                 it should read:\n\n| variable | default | meaning |\n|---|---|---|\n{}\n",
+                want.join("\n")
+            );
+        }
+    }
+
+    /// `Config::from_lookup` asks for every variable of the table and for no other.
+    #[test]
+    fn config_reads_exactly_the_table() {
+        let asked = std::cell::RefCell::new(std::collections::BTreeSet::new());
+        super::super::Config::from_lookup(|k| {
+            asked.borrow_mut().insert(k.to_string());
+            None
+        })
+        .unwrap();
+        let asked = asked.into_inner();
+        let table: std::collections::BTreeSet<String> =
+            VARIABLES.iter().map(|v| v.name.to_string()).collect();
+        assert_eq!(asked, table);
+        for k in LOWERING_VARS {
+            assert!(
+                table.contains(k),
+                "{k} is a lowering variable but not in the table"
+            );
+        }
+        let mut names: Vec<_> = VARIABLES.iter().map(|v| v.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), VARIABLES.len(), "a variable is listed twice");
+    }
+}
