@@ -1,5 +1,5 @@
-//! Element types the collectives move, and the conversions the CCE needs (spec/device.md §11,
-//! spec/lowering.md §1.10).
+//! Element types the collectives move, and the conversions the CCE needs (docs/contract/device.md §11,
+//! docs/contract/isa.md §10).
 //!
 //! The type tag is the wire enum [`Dtype`] of [`crate::isa::enums`] (one enum for the whole
 //! crate). This module adds what numerics need on top of it:
@@ -8,7 +8,7 @@
 //! * exact widening to binary32 and round-to-nearest-even narrowing from it for the float I/O
 //!   types: BF16 (the §11.3 rule 7 bit trick, NaN handled apart), FP16 (the `half` crate), FP32,
 //!   and the three FP8 formats of [`fp8`] (E3M4 = FP8_EXP3, E4M3 = FP8_EXP4, E5M2 = FP8_EXP5);
-//! * the FP8 mode switches of §11.2 ([`Numerics`]): IEEE-like defaults (design.md §2.9), the
+//! * the FP8 mode switches of §11.2 ([`Numerics`]): IEEE-like defaults (docs/design.md §2.9), the
 //!   E4M3 "fn" variant (with or without the OCP-saturate knob) and the E3M4 extended mode;
 //! * [`FloatCodec`]: a conversion resolved once per (dtype, numerics), with bulk slice methods
 //!   whose loops the compiler vectorizes, so that hot paths never dispatch per element.
@@ -27,14 +27,14 @@ use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
 pub use crate::isa::enums::Dtype;
 pub use fp8::{Fp8Format, Fp8Overflow, Fp8Special};
 
-/// Canonical BF16 NaN (device.md §11.3 rule 5).
+/// Canonical BF16 NaN (docs/contract/device.md §11.3 rule 5).
 pub const BF16_NAN: u16 = 0x7FC0;
-/// Canonical FP16 NaN (device.md §11.3 rule 5).
+/// Canonical FP16 NaN (docs/contract/device.md §11.3 rule 5).
 pub const FP16_NAN: u16 = 0x7E00;
 /// Canonical FP32 NaN of our reduce outputs (the IEEE default quiet NaN).
 pub const FP32_NAN: u32 = 0x7FC0_0000;
 
-/// The I/O dtypes the CCE reduces (device.md §11.1), narrowest-exponent FP8 last.
+/// The I/O dtypes the CCE reduces (docs/contract/device.md §11.1), narrowest-exponent FP8 last.
 pub const CCE_IO_DTYPES: [Dtype; 6] = [
     Dtype::Bf16,
     Dtype::Fp16,
@@ -44,7 +44,7 @@ pub const CCE_IO_DTYPES: [Dtype; 6] = [
     Dtype::Fp8E5,
 ];
 
-/// Bytes per element in memory (lowering.md §1.10); an error for INVALID.
+/// Bytes per element in memory (docs/contract/isa.md §10); an error for INVALID.
 pub fn size_bytes(d: Dtype) -> Result<usize> {
     d.size_bytes()
         .ok_or_else(|| Error::invalid(format!("dtype {d} has no element size")))
@@ -57,7 +57,7 @@ pub fn bf16_to_f32(h: u16) -> f32 {
 }
 
 /// f32 → BF16 with round-to-nearest-even: add `0x7FFF + ((bits >> 16) & 1)`, keep the top 16
-/// bits (device.md §11.3 rule 7). Overflow carries into the Inf pattern by itself, subnormals
+/// bits (docs/contract/device.md §11.3 rule 7). Overflow carries into the Inf pattern by itself, subnormals
 /// round like any other value; NaN gives [`BF16_NAN`].
 #[inline]
 pub fn f32_to_bf16(x: f32) -> u16 {
@@ -87,8 +87,8 @@ pub fn f32_to_fp16(x: f32) -> u16 {
     }
 }
 
-/// The FP8 modes of device.md §11.2: one format per FP8 dtype. `Default` is the IEEE-like set
-/// the hardware generations we simulate use (design.md §2.9).
+/// The FP8 modes of docs/contract/device.md §11.2: one format per FP8 dtype. `Default` is the IEEE-like set
+/// the hardware generations we simulate use (docs/design.md §2.9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Numerics {
     /// FP8_EXP3.
@@ -166,7 +166,7 @@ pub enum FloatCodec {
 
 impl FloatCodec {
     /// The codec of a float I/O dtype: BF16, FP16, FP32, FP8 E3/E4/E5. Integer dtypes, FP32R (an
-    /// accumulation type, never an I/O type, device.md §11.1) and INVALID are errors.
+    /// accumulation type, never an I/O type, docs/contract/device.md §11.1) and INVALID are errors.
     pub fn new(d: Dtype, numerics: &Numerics) -> Result<Self> {
         Ok(match d {
             Dtype::Bf16 => FloatCodec::Bf16,
@@ -178,7 +178,7 @@ impl FloatCodec {
             }
             Dtype::Fp32r => {
                 return Err(Error::invalid(format!(
-                    "dtype {d} is an accumulation type, not an I/O type (device.md §11.1)"
+                    "dtype {d} is an accumulation type, not an I/O type (docs/contract/device.md §11.1)"
                 )))
             }
             _ => {

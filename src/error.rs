@@ -9,7 +9,7 @@
 use std::fmt;
 
 /// The failure classes the core distinguishes. Each maps to one `NRT_STATUS` value
-/// (see `abi::boundary::status_of`); the numbers are the vendor's (spec/nrt-abi.md §2.1).
+/// (see `abi::boundary::status_of`); the numbers are the vendor's (docs/contract/abi.md §2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
     /// Generic failure (`NRT_FAILURE` 1), also "incompatible runtime state" in a forked child.
@@ -41,7 +41,7 @@ pub enum ErrorKind {
     /// A collective hung or failed on the device (`NRT_EXEC_HW_ERR_COLLECTIVES` 1200).
     CollectivesHang,
     /// A DMA engine aborted on a bad descriptor, address, tag or CCE dtype
-    /// (`NRT_EXEC_HW_ERR_DMA_ABORT` 1203, spec/device.md §12).
+    /// (`NRT_EXEC_HW_ERR_DMA_ABORT` 1203, docs/contract/device.md §12).
     DmaAbort,
     /// The execution unit is dead; restart required (`NRT_EXEC_UNIT_UNRECOVERABLE` 101).
     ExecUnitUnrecoverable,

@@ -4,7 +4,7 @@
 //! closed `libnrt.so.1` (which lowers each collective into programs for on-chip sequencers and
 //! DMA rings) and `libncfw.so` (the carrier of the firmware that walks them).
 //!
-//! The crate is the safe core plus one thin ABI layer (design.md §3):
+//! The crate is the safe core plus one thin ABI layer (docs/design.md §3):
 //!
 //! * [`abi`] — every `extern "C"` function and nothing else; the boundary macro that catches
 //!   panics, guards the lifecycle and maps [`Error`] to `NRT_STATUS` once.

@@ -1,10 +1,10 @@
-//! The C boundary (design.md §4): one entry macro for every exported function.
+//! The C boundary (docs/design.md §4): one entry macro for every exported function.
 //!
 //! [`abi_entry!`](crate::abi_entry) wraps a function body so that:
 //!
 //! * a panic never crosses into C: it is caught, logged at ERROR and becomes `NRT_FAILURE`
 //!   (or the function's failure value);
-//! * the lifecycle guard of spec/nrt-abi.md §5.1 runs first where the entry point has one
+//! * the lifecycle guard of docs/contract/abi.md §5.1 runs first where the entry point has one
 //!   (13 before `nrt_init` and after `nrt_close` returned, 14 during teardown, 1 in a forked
 //!   child);
 //! * entry and exit are logged at TRACE;
@@ -313,7 +313,7 @@ mod tests {
         for (k, s, n) in cases {
             let st = status_of(&Error::new(k, "x"));
             assert_eq!(st, s);
-            assert_eq!(st as i32, n, "spec/nrt-abi.md §2.1 value of {s:?}");
+            assert_eq!(st as i32, n, "docs/contract/abi.md §2.1 value of {s:?}");
         }
     }
 

@@ -1,4 +1,4 @@
-//! The host-driven collective path of the async API (spec/nrt-abi.md §3.6, §5.4, §5.7):
+//! The host-driven collective path of the async API (docs/contract/abi.md §3.6, §5.4, §5.7):
 //! `nrta_cc_prepare` / `nrta_cc_schedule`, and their internal twins `nrt_cc_prepare` /
 //! `nrt_cc_schedule` (the names the vendor's runtime uses inside; not exported by the vendor in
 //! 2.31, so their prototypes here are OpenNRT's: the same as the `nrta_` functions, bound at

@@ -1,7 +1,7 @@
-//! `nrt.h` host-driven collectives and communicator setup (spec/nrt-abi.md §3.5, §5.7–§5.8),
+//! `nrt.h` host-driven collectives and communicator setup (docs/contract/abi.md §3.5, §5.7–§5.8),
 //! over `runtime::comm` (the worlds), `runtime::host_cc` (barrier, host all-gather).
 //!
-//! Several ranks in one process (design.md §2.6): each thread calls these with its own `vnc`
+//! Several ranks in one process (docs/design.md §2.6): each thread calls these with its own `vnc`
 //! and global id, and the calls of one collective meet in `runtime::rendezvous`. Ranks in other
 //! processes are the multi-process issue (6): until then a world whose ranks are not all in
 //! this process ends its collectives with `NRT_TIMEOUT` naming the ranks that never came.
@@ -64,7 +64,7 @@ pub extern "C" fn nrt_cc_global_comm_init(
 /// Let host-driven collectives run beside NEFF collectives on a separate collective stream.
 /// OpenNRT records the request (there are no NEFF collectives to split the engines with; the
 /// host-driven collectives always have their own machine). Stream ids 0–3 are accepted (the
-/// four collective streams of the pseudo-instructions, spec/lowering.md).
+/// four collective streams of the pseudo-instructions, docs/contract/lowering.md).
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID` for a stream id above 3; `NRT_UNINITIALIZED` before `nrt_init`.

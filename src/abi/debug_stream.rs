@@ -1,4 +1,4 @@
-//! `nrt_debug_stream.h`: the device debug-event stream (spec/nrt-abi.md §3.9). OpenNRT's
+//! `nrt_debug_stream.h`: the device debug-event stream (docs/contract/abi.md §3.9). OpenNRT's
 //! simulated device emits no debug events, so the stream is real but always empty — a
 //! deliberate, well-behaved no-op for good:
 //!

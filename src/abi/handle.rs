@@ -1,4 +1,4 @@
-//! Opaque objects and C-owned buffers handed out by the ABI (design.md §4: "handles are typed
+//! Opaque objects and C-owned buffers handed out by the ABI (docs/design.md §4: "handles are typed
 //! and converted only through helpers").
 //!
 //! **Objects.** An object C receives as an opaque handle (e.g. `nrt_inspect_config_t *`) is a

@@ -1,4 +1,4 @@
-//! `nrt_profile.h` inspect family (spec/nrt-abi.md §3.9): activity capture and its
+//! `nrt_profile.h` inspect family (docs/contract/abi.md §3.9): activity capture and its
 //! configuration object. OpenNRT simulates the device, so nothing is captured: these are
 //! deliberate, well-behaved no-ops for good. torch-neuronx calls several at start-up, so they
 //! succeed.

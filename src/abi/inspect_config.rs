@@ -1,4 +1,4 @@
-//! `nrt_profile.h` inspect configuration object (spec/nrt-abi.md §3.9), used by
+//! `nrt_profile.h` inspect configuration object (docs/contract/abi.md §3.9), used by
 //! `nrt_inspect_begin_with_options` (see [`inspect`](super::inspect) for the policy). The object
 //! is real: allocated, validated, freed; every setter stores its value. These functions are pure
 //! and work before `nrt_init` (no lifecycle guard). Every setter returns `NRT_INVALID` for a NULL

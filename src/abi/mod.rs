@@ -9,7 +9,7 @@
 //! each one as `opennrt::abi::<symbol>`. `docs/abi-status.md` lists every export with its
 //! current behaviour.
 //!
-//! | module | header / family (spec/nrt-abi.md) |
+//! | module | header / family (docs/contract/abi.md) |
 //! |---|---|
 //! | [`nrt`] | lifecycle, version, counts, topology and memory getters (§3.1–§3.2) |
 //! | [`tensor`] | tensors, tensor sets, `nrt_memcpy_to_device` (§3.3) |

@@ -1,4 +1,4 @@
-//! `nrt.h` models: load, execute and introspection (spec/nrt-abi.md §3.4).
+//! `nrt.h` models: load, execute and introspection (docs/contract/abi.md §3.4).
 //!
 //! Not implemented yet (loading NEFFs). Each entry point runs the lifecycle guard
 //! (`NRT_UNINITIALIZED` before `nrt_init`), then checks its arguments as the real one will:

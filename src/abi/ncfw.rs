@@ -1,4 +1,4 @@
-//! `ncfw/ncfw.h`: the three unversioned exports of libncfw.so (spec/ncfw.md §1.3–§1.6).
+//! `ncfw/ncfw.h`: the three unversioned exports of libncfw.so (docs/contract/carrier.md §1.3–§1.6).
 //!
 //! libncfw returns plain `int`s with positive errno values, not `NRT_STATUS`: 0 success,
 //! 2 (ENOENT) unknown arch key in `libncfw_get_image`, 22 (EINVAL) bad argument, 28 (ENOSPC)
@@ -65,7 +65,7 @@ pub extern "C" fn libncfw_get_version() -> c_int {
 fn ram_image(img: &'static [u8]) -> ncfw_ram_image_t {
     ncfw_ram_image_t {
         ram_image: img.as_ptr().cast(),
-        // Sizes are u32 words zero-extended into the 64-bit slot (spec/ncfw.md §1.5).
+        // Sizes are u32 words zero-extended into the 64-bit slot (docs/contract/carrier.md §1.5).
         ram_image_size: u64::from(u32::try_from(img.len()).expect("image sizes fit in u32")),
     }
 }
@@ -100,7 +100,7 @@ pub unsafe extern "C" fn libncfw_get_image(arch_id: u32, out: *mut ncfw_image_t)
 }
 
 /// Pretty-print a collective-communication context as JSON-like text into `out_buf`
-/// (spec/ncfw.md §4). `out_buf` is zeroed (exactly 1 MiB) and receives NUL-terminated text;
+/// (docs/contract/carrier.md §4). `out_buf` is zeroed (exactly 1 MiB) and receives NUL-terminated text;
 /// `model_name` is inserted verbatim (not escaped); `arch_id` is the key of `libncfw_get_image`.
 ///
 /// # Returns
@@ -161,7 +161,7 @@ mod tests {
         assert_eq!(libncfw_get_version(), 2);
     }
 
-    /// spec/ncfw.md §1.5: NULL `out` → 22 before the key test; unknown key → 2, `out` untouched.
+    /// docs/contract/carrier.md §1.5: NULL `out` → 22 before the key test; unknown key → 2, `out` untouched.
     #[test]
     fn get_image_check_order() {
         // SAFETY: NULL and valid out-pointers are both allowed inputs.
@@ -186,7 +186,7 @@ mod tests {
         }
     }
 
-    /// spec/ncfw.md §1.6: unknown arch → 22 without touching the buffer; NULL arguments → 22.
+    /// docs/contract/carrier.md §1.6: unknown arch → 22 without touching the buffer; NULL arguments → 22.
     #[test]
     fn ctx_log_check_order() {
         let ctx = crate::ncfw::sample_context(Arch::V3);

@@ -1,4 +1,4 @@
-//! `nec.h`: the callbacks libnccom makes into libnrt (spec/nrt-abi.md §3.10). Their return
+//! `nec.h`: the callbacks libnccom makes into libnrt (docs/contract/abi.md §3.10). Their return
 //! types are mixed — `void`, `int`, `bool`, `size_t` and `NRT_STATUS` — and each is given a
 //! simple, defined behaviour for the simulated instance (`process::config()`, the same one the
 //! count getters report). None runs the lifecycle guard: they answer from the configuration

@@ -1,4 +1,4 @@
-//! `nec.h` dynamic-size callbacks (spec/nrt-abi.md §3.10): libnccom asks the runtime how many
+//! `nec.h` dynamic-size callbacks (docs/contract/abi.md §3.10): libnccom asks the runtime how many
 //! bytes a ragged (all-to-all-v) collective sends to, and receives from, each rank, reading a
 //! per-rank table in host memory described by an `enc_host_mem_t`. No lifecycle guard (see
 //! [`nec`](super::nec)); every access is bounds- and alignment-checked, and an invalid argument

@@ -1,5 +1,5 @@
 //! `nrt.h`: lifecycle, version, status strings, core counts, instance info, and the topology
-//! and memory getters (spec/nrt-abi.md §3.1–§3.2).
+//! and memory getters (docs/contract/abi.md §3.1–§3.2).
 //!
 //! Guards: `nrt_init`, `nrt_close`, the version and status-string functions, the four count
 //! getters and `nrt_get_instance_info` work in any state; every other getter here runs the

@@ -1,5 +1,5 @@
 //! `nrt_async.h`: the explicit async API, async 3.0 generation (runtime 2.31+, "GEN-B"; symbol
-//! node `NRT_3.0.0`; spec/nrt-abi.md §3.6, §5.3–§5.6, design.md §2.4). Only the GEN-B
+//! node `NRT_3.0.0`; docs/contract/abi.md §3.6, §5.3–§5.6, docs/design.md §2.4). Only the GEN-B
 //! prototypes are exported: per-request `NRT_STATUS *exec_ret`, `lnc_idx` on the tensor
 //! functions, `nrta_xu_t` numbered TENSOR_OP 0 / COMPUTE 1 / COLLECTIVES 2, and the 2.32
 //! event-fd registration pair.

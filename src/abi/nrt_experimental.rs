@@ -1,4 +1,4 @@
-//! `nrt_experimental.h` and other miscellaneous exports (spec/nrt-abi.md §3.8): the legacy
+//! `nrt_experimental.h` and other miscellaneous exports (docs/contract/abi.md §3.8): the legacy
 //! trace pair, the network-plugin hand-off to libnccom, and the pool-engine microcode hook.
 
 use std::ffi::{c_char, c_int, c_void};

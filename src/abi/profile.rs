@@ -1,5 +1,5 @@
 //! `nrt_profile.h`: device profiling, profile sessions and continuous profiling
-//! (spec/nrt-abi.md §3.9). OpenNRT simulates the device, so there is nothing to profile: these
+//! (docs/contract/abi.md §3.9). OpenNRT simulates the device, so there is nothing to profile: these
 //! are deliberate, well-behaved no-ops for good.
 //!
 //! * The continuous-profile options object is real (allocated, validated, freed); its functions

@@ -1,5 +1,5 @@
 //! `nrt_async_sendrecv.h`: point-to-point async send/recv between logical cores, possibly on
-//! other hosts (spec/nrt-abi.md §3.7, §5.12; symbol node `NRT_2.0.0`).
+//! other hosts (docs/contract/abi.md §3.7, §5.12; symbol node `NRT_2.0.0`).
 //!
 //! The vendor's entry points are unguarded thunks (the engine behind them checks the state,
 //! spec §5.1), so these run with no lifecycle guard of their own. The two limit getters answer

@@ -1,9 +1,9 @@
 //! `nrt_status.h`: the status codes every `NRT_STATUS`-returning function returns
-//! (spec/nrt-abi.md §2.1), with their names.
+//! (docs/contract/abi.md §2.1), with their names.
 
 #![allow(non_camel_case_types)]
 
-/// Status codes (spec/nrt-abi.md §2.1). Values 8 and 12 are unused.
+/// Status codes (docs/contract/abi.md §2.1). Values 8 and 12 are unused.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum nrt_status {

@@ -1,4 +1,4 @@
-//! `nrt_sys_trace.h`: the system-event trace (spec/nrt-abi.md §3.9). OpenNRT simulates the
+//! `nrt_sys_trace.h`: the system-event trace (docs/contract/abi.md §3.9). OpenNRT simulates the
 //! device and records no system events: these are deliberate, well-behaved no-ops for good.
 //!
 //! * The capture-config and fetch-options objects are real: allocated, freed, and every setter

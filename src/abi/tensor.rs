@@ -1,4 +1,4 @@
-//! `nrt.h` tensors and tensor sets, and `nrt_memcpy_to_device` (spec/nrt-abi.md §3.3), on top of
+//! `nrt.h` tensors and tensor sets, and `nrt_memcpy_to_device` (docs/contract/abi.md §3.3), on top of
 //! [`runtime::tensor`](crate::runtime::tensor).
 //!
 //! **Handles.** A `nrt_tensor_t *` is a registered handle ([`handle`]) of an object holding one

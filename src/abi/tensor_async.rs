@@ -1,4 +1,4 @@
-//! The tensor-op path of the async API (spec/nrt-abi.md §3.6, §5.4; GEN-B with `lnc_idx`):
+//! The tensor-op path of the async API (docs/contract/abi.md §3.6, §5.4; GEN-B with `lnc_idx`):
 //! `nrta_tensor_write`, `nrta_tensor_read`, `nrta_tensor_copy` queue their transfer on the
 //! tensor-op execution unit `queue` (0–1) of logical core `lnc_idx`.
 //!
@@ -142,7 +142,7 @@ pub(crate) unsafe fn copy(
     let d: Tensor = unsafe { tensor_of(dst, "dst") }?;
     if s.placement() != Placement::Device || d.placement() != Placement::Device {
         return Err(Error::invalid(
-            "nrta_tensor_copy needs two device tensors (spec/nrt-abi.md §5.4)",
+            "nrta_tensor_copy needs two device tensors (docs/contract/abi.md §5.4)",
         ));
     }
     if s.vnc() != d.vnc() {

@@ -1,4 +1,4 @@
-//! `nrt.h` tensor sets (spec/nrt-abi.md §3.3): the name → tensor maps `nrt_execute` consumes.
+//! `nrt.h` tensor sets (docs/contract/abi.md §3.3): the name → tensor maps `nrt_execute` consumes.
 //! A child of [`tensor`](super) (declared there, so `src/abi/mod.rs` re-exports it with the
 //! tensor functions).
 //!

@@ -1,4 +1,4 @@
-//! `#[repr(C)]` twins of every public vendor type (spec/nrt-abi.md §2), with compile-time
+//! `#[repr(C)]` twins of every public vendor type (docs/contract/abi.md §2), with compile-time
 //! size and alignment assertions. cbindgen turns these into the committed headers.
 //!
 //! Enums are declared twice on purpose. The Rust `enum` (e.g. [`nrt_dtype_t`]) carries the
@@ -201,7 +201,7 @@ pub enum nrt_tensor_usage_t {
     NRT_TENSOR_USAGE_OUTPUT = 1,
 }
 
-/// Execution-unit types, async 3.0 numbering (runtime 2.31+, design.md §2.4).
+/// Execution-unit types, async 3.0 numbering (runtime 2.31+, docs/design.md §2.4).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum nrta_xu_t {
@@ -571,7 +571,7 @@ macro_rules! assert_layout {
     )*};
 }
 
-// Sizes and alignments from spec/nrt-abi.md §2.4 (compiled from the public headers).
+// Sizes and alignments from docs/contract/abi.md §2.4 (compiled from the public headers).
 assert_layout! {
     nrt_version_t => (224, 8);
     nrt_instance_info_t => (32, 4);

@@ -1,12 +1,12 @@
 //! Executing `neff_barrier_config`s on the software device: the device barrier (4 steps ×
-//! 4 slots, spec/device.md §7.1) and the host barrier (§7.2), over the machine's EVT_SEM blocks
+//! 4 slots, docs/contract/device.md §7.1) and the host barrier (§7.2), over the machine's EVT_SEM blocks
 //! (§5). The configs are [`crate::isa::barrier_cfg`] values decoded from their 0x128 bytes; the
 //! lowering that builds them (`lower::barrier_cfg`) documents the protocol they encode.
 //!
 //! # What a TOP_SP does with its device view
 //!
 //! It walks steps 0..3 and in each step its active slots 0..3 (a slot is active when its address
-//! or target is non-zero). Choice (device.md §7.1 is \[M\] flow), decided per slot from the
+//! or target is non-zero). Choice (docs/contract/device.md §7.1 is \[M\] flow), decided per slot from the
 //! address alone:
 //! * a semaphore of another TOP_SP → **ENTRY**: a 4-byte store of 1 to its INC window (the stored
 //!   READ address + 0x800, §9.2), routed by the memory like the DMA's broadcast write; target 0;
@@ -29,7 +29,7 @@
 //! names that semaphore (Choice: the count is not in the 16 bytes; the firmware knows its VNC's
 //! TOP_SPs, here it is counted from the configs of the run). The host and the non-leaders wait
 //! `barrier_done ≥ 1` and consume 1; once the host has it, the leader's
-//! `neff_ctx.barrier_completed` (ncfw.md §3.3, +0x5C) is 1 ([`write_barrier_completed`]).
+//! `neff_ctx.barrier_completed` (docs/contract/carrier.md §3.3, +0x5C) is 1 ([`write_barrier_completed`]).
 //!
 //! # Scheduling
 //!
@@ -124,7 +124,7 @@ impl Agent {
 fn resolve(m: &Machine, chip: u8, topsp: u8, addr: u64, what: &str) -> Result<Key> {
     let bad = |why: String| {
         Error::invalid(format!(
-            "barrier config of chip {chip} TOP_SP {topsp}: {what} {addr:#x} {why} (device.md §9.2)"
+            "barrier config of chip {chip} TOP_SP {topsp}: {what} {addr:#x} {why} (docs/contract/device.md §9.2)"
         ))
     };
     let (c, on) = m.mem.route(chip, addr).map_err(|e| bad(e.to_string()))?;
@@ -164,7 +164,7 @@ fn device_ops(m: &Machine, chip: u8, topsp: u8, d: &DeviceBarrier) -> Result<Vec
             let fail = |why: &str| {
                 Error::invalid(format!(
                     "barrier config of chip {chip} TOP_SP {topsp}: {what} {addr:#x} target \
-                     {target}: {why} (device.md §7.1)"
+                     {target}: {why} (docs/contract/device.md §7.1)"
                 ))
             };
             if k >= shape.slots(s) {
@@ -217,7 +217,7 @@ pub fn run_device_barrier(
         let BarrierConfig::Device(d) = cfg else {
             return Err(Error::invalid(format!(
                 "barrier config of chip {chip} TOP_SP {topsp}: execute_device_barrier is 0 (the \
-                 host view is live, ncfw.md §3.2.8)"
+                 host view is live, docs/contract/carrier.md §3.2.8)"
             )));
         };
         agents.push(Agent {
@@ -242,7 +242,7 @@ pub fn run_host_barrier(
         let BarrierConfig::Host(h) = *cfg else {
             return Err(Error::invalid(format!(
                 "barrier config of chip {chip} TOP_SP {topsp}: execute_device_barrier is 1 (the \
-                 device view is live, ncfw.md §3.2.8)"
+                 device view is live, docs/contract/carrier.md §3.2.8)"
             )));
         };
         let done = resolve(machine, chip, topsp, h.barrier_done, "barrier_done")?;
@@ -319,7 +319,7 @@ pub fn run_host_barrier(
     })
 }
 
-/// Set `neff_ctx.barrier_completed` (u8 at runtime NEFF context + 0x5C, ncfw.md §3.3) in an
+/// Set `neff_ctx.barrier_completed` (u8 at runtime NEFF context + 0x5C, docs/contract/carrier.md §3.3) in an
 /// NCFW context image of `layout`.
 pub fn write_barrier_completed(ctx: &mut [u8], layout: &CtxLayout, value: u8) -> Result<()> {
     let at = layout.neff_off + runtime_neff::BARRIER_COMPLETED;

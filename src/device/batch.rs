@@ -1,5 +1,5 @@
 //! Deferred, parallel execution of the DMA engines' bulk data movement (bulk data movement
-//! spread over the machine's cores; design.md §2).
+//! spread over the machine's cores; docs/design.md §2).
 //!
 //! The engines still walk their rings strictly in order and check every packet when they reach
 //! it (framing, lengths, addresses, CCE dtype/op: an abort is reported exactly as before). What
@@ -39,7 +39,7 @@
 //!   an engine's ring (the engines read their rings directly and the producer writes them), a
 //!   same-region copy whose ranges overlap (`memmove`), an address that is not plain memory, a
 //!   reduce with a partly overlapping source — all executed in order right after;
-//! * before a semaphore write (the DMB-ordered "data then signal" of device.md §6.4) when
+//! * before a semaphore write (the DMB-ordered "data then signal" of docs/contract/device.md §6.4) when
 //!   another executor may read the signalled data (a shared run, `Machine::peers`), or when the
 //!   write's source bytes are pending; inside one machine every reader of data is an engine
 //!   op that goes through this batch, so a signal needs no flush there;

@@ -1,5 +1,5 @@
 //! The live CC context of one simulated TOP_SP: its state rendered as the NCFW context image of
-//! spec/ncfw.md §3 for the machine's arch, so that `libncfw_ctx_log` (our
+//! docs/contract/carrier.md §3 for the machine's arch, so that `libncfw_ctx_log` (our
 //! [`ncfw::ctx_log`](crate::ncfw::ctx_log()) or the vendor's) dumps a running or stuck collective.
 //!
 //! **On demand.** The image is built from the live state each time it is asked for
@@ -19,7 +19,7 @@
 //! again) for every stuck TOP_SP and names the `.json` files instead (an empty value counts as
 //! unset); a failed write is reported in the same place. The `.json` file is exactly what
 //! `libncfw_ctx_log` prints, vendor quirks included (`%p` fields are not JSON strings,
-//! spec/ncfw.md §5 item 5).
+//! docs/contract/carrier.md §5 item 5).
 //!
 //! # Where each value comes from
 //!
@@ -29,7 +29,7 @@
 //!
 //! | context field (§) | value |
 //! |---|---|
-//! | `neff_configs.trigger`, `trigger_next`, `complete`, `complete_prev` (§3.2.7) | the loaded neff values: SoC addresses in the READ-window form (device.md §9.2) |
+//! | `neff_configs.trigger`, `trigger_next`, `complete`, `complete_prev` (§3.2.7) | the loaded neff values: SoC addresses in the READ-window form (docs/contract/device.md §9.2) |
 //! | `neff_configs.op_num`, `leader` | the loaded neff values |
 //! | `neff_configs.tpb_compl_addr_num`, `neff.op.tpb_compl[0..2]` (§3.4) | the number of completion addresses, and the first two |
 //! | `neff_configs.ctrl_spad_base`, `slot_spad_base[0]`; `neff.basic_block.ctrl_spad_addr`, `slot_spad_addr[0]` (§3.6) | the program area of the TOP_SP (`isa::memmap`), found from its M2S ring base |
@@ -51,7 +51,7 @@
 //!
 //! Choices (the spec gives the field, not its meaning for our device — change them here):
 //! * [`RunState`] values 0 start / 1 records / 2 completions / 3 done (`run_state` is \[M\],
-//!   spec/ncfw.md Q-K).
+//!   docs/contract/carrier.md Q-K).
 //! * `repeat_cnt` is derived from the queue tails: the queue pair's tails move only by the
 //!   sequencer's releases, so the tail minus what the records before the current one released,
 //!   divided by the current record's increment, is how many repeats it applied (clamped to
@@ -137,7 +137,7 @@ impl LiveTopsp<'_> {
             .wrapping_add(t)
     }
 
-    /// READ-window address of a record's wait semaphore (device.md §9.2).
+    /// READ-window address of a record's wait semaphore (docs/contract/device.md §9.2).
     fn read_addr(&self, w: &SlotWait) -> u64 {
         SemAddr {
             topsp: self.device(w.topsp),
@@ -164,7 +164,7 @@ pub fn dump_file_stem(chip: u8, topsp: u8) -> String {
 
 /// Is this cc_op a mesh-family entry (mesh events) rather than a ring one (channels)?
 /// Under the host-algorithm reading the mesh family is MESH 2, INTRA_RDH 5, SINGLE_STEP_MESH 6
-/// and the mesh variants 8..10 (spec/lowering.md §2.2, §6.1).
+/// and the mesh variants 8..10 (docs/contract/lowering.md §2.2, §6.1).
 fn is_mesh(c: &SpadCtrlEntry) -> bool {
     match ALGO_TYPE_CARRIES {
         AlgoTypeEncoding::DevicePattern => c.algo_type == DevicePattern::Mesh as u8,
@@ -267,7 +267,7 @@ fn repeats_done(live: &LiveTopsp, cur: &Cursor) -> u16 {
 }
 
 /// The CC-context image of one live TOP_SP: exactly the arch's minimum context size
-/// (0x32C6 bytes on v2, 0x44E6 on v3+, spec/ncfw.md §3.1), filled as the module doc says.
+/// (0x32C6 bytes on v2, 0x44E6 on v3+, docs/contract/carrier.md §3.1), filled as the module doc says.
 pub fn cc_context_image(live: &LiveTopsp) -> Vec<u8> {
     const IN_RANGE: &str = "index in range by construction";
     let seq = live.seq;

@@ -1,7 +1,7 @@
 //! The CCE: the compute block in the SDMA data path that reduces up to 32 source streams while
-//! the data moves (spec/device.md §2.1, §2.3, §11).
+//! the data moves (docs/contract/device.md §2.1, §2.3, §11).
 //!
-//! Semantics (device.md §2.3, §11.3), for each element e:
+//! Semantics (docs/contract/device.md §2.3, §11.3), for each element e:
 //!
 //! ```text
 //! acc = widen(src[0][e])                      exact, to binary32
@@ -34,7 +34,7 @@ use crate::dtype::{Dtype, FloatCodec, Numerics};
 use crate::error::{Error, Result};
 use crate::isa::udma::CceOp;
 
-/// Most sources one CCE packet reduces (device.md §2.1).
+/// Most sources one CCE packet reduces (docs/contract/device.md §2.1).
 pub const MAX_SOURCES: usize = 32;
 
 /// Elements per processing block: the f32 scratch of one source fits in L1.
@@ -53,7 +53,7 @@ pub fn reduce(op: CceOp, dtype: Dtype, sources: &[&[u8]], out: &mut [u8]) -> Res
 }
 
 /// FMA: `acc = acc + scale[s]·src[s]`, with one FP32 scale per source (W3 of its compute
-/// descriptor, device.md §2.1).
+/// descriptor, docs/contract/device.md §2.1).
 pub fn reduce_fma(dtype: Dtype, sources: &[&[u8]], scales: &[f32], out: &mut [u8]) -> Result<()> {
     reduce_with(
         &Numerics::default(),
@@ -126,7 +126,7 @@ pub fn check(
 fn abort(msg: String) -> Error {
     Error::new(
         crate::error::ErrorKind::DmaAbort,
-        format!("CCE: {msg} (DMA abort, device.md §11.4)"),
+        format!("CCE: {msg} (DMA abort, docs/contract/device.md §11.4)"),
     )
 }
 
@@ -136,7 +136,7 @@ fn check_len(i: usize, got: usize, want: usize) -> Result<()> {
     } else {
         Err(abort(format!(
             "source {i} is {got} bytes but the output is {want}: every source has the \
-             destination's length (device.md §2.1)"
+             destination's length (docs/contract/device.md §2.1)"
         )))
     }
 }
@@ -161,7 +161,7 @@ impl<'s> Plan<'s> {
             let why = if dtype.is_integer() {
                 "the CCE has no integer datapath (the compiler converts integer reductions to FP32)"
             } else if dtype == Dtype::Fp32r {
-                "FP32R is an accumulation type, not an I/O type (device.md §11.1)"
+                "FP32R is an accumulation type, not an I/O type (docs/contract/device.md §11.1)"
             } else {
                 "not a CCE dtype"
             };
@@ -178,7 +178,7 @@ impl<'s> Plan<'s> {
         }
         if n_sources == 0 || n_sources > MAX_SOURCES {
             return Err(abort(format!(
-                "{n_sources} sources; a packet reduces 1 to {MAX_SOURCES} (device.md §2.1)"
+                "{n_sources} sources; a packet reduces 1 to {MAX_SOURCES} (docs/contract/device.md §2.1)"
             )));
         }
         match (op, scales) {

@@ -1,5 +1,5 @@
 //! The UDMA engine of one (chip, TOP_SP): an M2S (TX) and an S2M (RX) queue over the rings the
-//! emitter laid out, executing whole packets (spec/device.md §1–§4, §11.4, §12).
+//! emitter laid out, executing whole packets (docs/contract/device.md §1–§4, §11.4, §12).
 //!
 //! **Queues** (§3.1–§3.3). A [`Queue`] has a ring base (on-chip address of the issuing chip,
 //! 64-byte aligned), a power-of-two length in descriptors, and monotonic `head` / `tail`
@@ -64,7 +64,7 @@ use crate::isa::udma::{ring_id_at, CceOp, Descriptor, Direction, DESC_BYTES};
 /// spread over cores, [`crate::device::batch`]).
 pub const BULK_DESCS: u64 = 64;
 
-/// The permanent guard gap between producer and consumer (device.md §3.2).
+/// The permanent guard gap between producer and consumer (docs/contract/device.md §3.2).
 pub const RING_GUARD: u64 = 16;
 
 /// Why and where an engine aborted.
@@ -138,7 +138,7 @@ pub struct Progress {
     pub bytes: u64,
 }
 
-/// The producer side of a ring shorter than its descriptor stream (device.md §3.2, §4): the
+/// The producer side of a ring shorter than its descriptor stream (docs/contract/device.md §3.2, §4): the
 /// host copy of the whole stream (the vring), and how far it has been written into the ring.
 /// Before a doorbell makes stream indices valid, [`QueuePair::refill`] writes every one of them
 /// not yet written into its slot (`index % len`): a slot is reused only after the engine read
@@ -167,7 +167,7 @@ impl Queue {
         if !len.is_power_of_two() || len <= RING_GUARD || len > MAX_RING_DESCS || base % 64 != 0 {
             return Err(Error::invalid(format!(
                 "DMA {dir:?} ring {base:#x} x {len}: the length must be a power of two in \
-                 {}..=2^24 and the base 64-byte aligned (device.md §3.1)",
+                 {}..=2^24 and the base 64-byte aligned (docs/contract/device.md §3.1)",
                 2 * RING_GUARD
             )));
         }
@@ -244,7 +244,7 @@ impl Queue {
         if n > self.len - RING_GUARD {
             return Err(format!(
                 "tail increment {n} exceeds the ring length {} minus the {RING_GUARD}-descriptor \
-                 guard gap (device.md §3.2)",
+                 guard gap (docs/contract/device.md §3.2)",
                 self.len
             ));
         }
@@ -309,7 +309,7 @@ impl Queue {
                     self.dir,
                     format!(
                         "stale descriptor: RING_ID {tag}, expected {want} for lap {} of a \
-                         {}-slot ring (device.md §1.3)",
+                         {}-slot ring (docs/contract/device.md §1.3)",
                         i >> shift,
                         self.len
                     ),
@@ -596,7 +596,7 @@ impl Regions {
         self.known.clear();
     }
 
-    /// Know every mapped region from the start, under both routes that reach it (device.md
+    /// Know every mapped region from the start, under both routes that reach it (docs/contract/device.md
     /// §1.4, as [`Memory::route`] resolves them): an address without the id-valid bit targets
     /// the issuing chip (so region `r` of chip `c` is reached by issuer `c`), one with it the
     /// chip in bits 53:48 whoever issues it. Any other address (a neighbour route, a chip id
@@ -945,7 +945,7 @@ impl QueuePair {
                 Direction::S2M,
                 format!(
                     "length mismatch: the TX packet at M2S index {} carries {tx_bytes} bytes, this \
-                     RX packet takes {rx_bytes} (device.md §1.2)",
+                     RX packet takes {rx_bytes} (docs/contract/device.md §1.2)",
                     self.m2s.head,
                 ),
             ));

@@ -1,12 +1,12 @@
 //! The executor: one deterministic scheduler for every simulated TOP_SP of the process
-//! (spec/device.md §8–§10, §12).
+//! (docs/contract/device.md §8–§10, §12).
 //!
 //! A [`Machine`] owns the [`Memory`] (with every chip's EVT_SEM blocks) and, per (chip, device
 //! TOP_SP), one [`QueuePair`] and one [`Sequencer`]. [`Machine::run`] repeats *passes* over the
 //! agents that may progress, in (chip, TOP_SP) order:
 //!
 //! 1. every *ready* sequencer steps until it is [`Action::Blocked`] or [`Action::Done`]; each
-//!    [`Action::TailInc`] rings its pair's doorbells, S2M first, then M2S (device.md §1.2: RX
+//!    [`Action::TailInc`] rings its pair's doorbells, S2M first, then M2S (docs/contract/device.md §1.2: RX
 //!    posted before TX) and makes that pair ready;
 //! 2. every ready pair runs until it stalls ([`QueuePair::run`]'s loop; its bulk data is
 //!    deferred into the machine's one batch, [`super::batch`]).
@@ -35,7 +35,7 @@
 //! with several processes, a peer that never signals) is bounded by [`Machine::timeout`]
 //! (`NEURON_RT_EXEC_TIMEOUT`, default [`DEFAULT_EXEC_TIMEOUT_S`] s, read by the runtime): a run
 //! past it fails with `NRT_EXEC_HW_ERR_COLLECTIVES` and the hang report of that moment
-//! (device.md §12.2: 1200 when a collective is in flight).
+//! (docs/contract/device.md §12.2: 1200 when a collective is in flight).
 //!
 //! **Hang report** (`NRT_EXEC_HW_ERR_COLLECTIVES`, [`ErrorKind::CollectivesHang`]): per blocked
 //! sequencer its chip, device TOP_SP (and rank, when known), cc_op entry and CTRL slot, SLOT
@@ -92,7 +92,7 @@ struct Agent {
     pair: QueuePair,
     seq: Sequencer,
     /// Tail increments the sequencer issued that wait for ring space: `(m2s, s2m)` still to
-    /// ring (S2M first). The producer rule of device.md §3.2 — at most `len − 16` descriptors
+    /// ring (S2M first). The producer rule of docs/contract/device.md §3.2 — at most `len − 16` descriptors
     /// outstanding — makes the TOP_SP wait here, not abort.
     doorbell: Option<(u64, u64)>,
 }
@@ -208,7 +208,7 @@ pub struct Machine {
     /// FP8 modes etc. of the CCE.
     pub numerics: Numerics,
     /// Arch of the TOP_SPs: selects the CC-context layout of [`Machine::cc_context`]. Default
-    /// [`Arch::V3`] (cayman, whose EVT_SEM map device.md §5.1 gives); `runtime::machine`
+    /// [`Arch::V3`] (cayman, whose EVT_SEM map docs/contract/device.md §5.1 gives); `runtime::machine`
     /// sets it from the topology's generation.
     pub arch: Arch,
     /// The execution timeout ([`DEFAULT_EXEC_TIMEOUT_S`] unless the runtime sets it from
@@ -222,7 +222,7 @@ pub struct Machine {
     cx: RunCx,
 }
 
-/// Default execution timeout in seconds (spec/nrt-abi.md environment table; device.md §12.2
+/// Default execution timeout in seconds (docs/contract/abi.md environment table; docs/contract/device.md §12.2
 /// "30 s observed").
 pub const DEFAULT_EXEC_TIMEOUT_S: u64 = 30;
 

@@ -1,5 +1,5 @@
 //! Simulated device memory for every chip of the process, addressed by SoC address
-//! (spec/device.md §1.4, §5.1, §13 item 1; design.md §2.7 "simulated memory is real memory").
+//! (docs/contract/device.md §1.4, §5.1, §13 item 1; docs/design.md §2.7 "simulated memory is real memory").
 //!
 //! **Routing.** Every access names the *issuing* chip: an address without the id-valid bit
 //! (bit 54) targets the issuer, one with it targets chip bits 53:48. The remaining bits 47:0 (die
@@ -177,7 +177,7 @@ impl Memory {
 
     /// Map the `len` bytes at byte `off` of `mem` (a shared-memory segment, used as it is, not
     /// zeroed) at on-chip address `base` of `chip`: what this machine writes there, every
-    /// other mapping of `mem` sees (design.md §2.7).
+    /// other mapping of `mem` sees (docs/design.md §2.7).
     pub fn map_external(
         &mut self,
         chip: u8,
@@ -556,7 +556,7 @@ impl Memory {
 
     /// Copy `len` bytes from `src` to `dst` (both issued by `issuer`, possibly on different
     /// chips) without an intermediate buffer; overlapping ranges in one region behave as
-    /// `memmove`. A copy into an EVT_SEM window (the DMA semaphore increment, device.md §1.2)
+    /// `memmove`. A copy into an EVT_SEM window (the DMA semaphore increment, docs/contract/device.md §1.2)
     /// reads the source and applies the words; its [`Touched`] names the semaphores.
     pub fn copy(
         &mut self,

@@ -111,7 +111,7 @@ impl fmt::Display for MemError {
             MemError::SemAccess { addr, len } => write!(
                 f,
                 "EVT_SEM access {addr:#x} + {len} bytes: must be whole aligned 4-byte words in one \
-                 window (device.md §5.1)"
+                 window (docs/contract/device.md §5.1)"
             ),
             MemError::NotMemory { addr } => {
                 write!(f, "address {addr:#x} is an EVT_SEM window, not memory")
@@ -137,7 +137,7 @@ impl fmt::Display for MemError {
 impl std::error::Error for MemError {}
 
 /// The core error for a failed device access. The status class is the DMA abort (1203,
-/// device.md §12.2); `ErrorKind` has no such kind yet, so this is `Failure` with the class named
+/// docs/contract/device.md §12.2); `ErrorKind` has no such kind yet, so this is `Failure` with the class named
 /// in the message — the DMA engine adds the descriptor.
 impl From<MemError> for crate::error::Error {
     fn from(e: MemError) -> Self {

@@ -14,7 +14,7 @@ pub(super) struct Region {
 
 /// Where a region's bytes live: the machine's own (recycled through `device::buffer_pool`), or
 /// a window of memory owned elsewhere — a shared-memory segment that other processes map, so
-/// that their DMA engines write into this chip's HBM (design.md §2.7).
+/// that their DMA engines write into this chip's HBM (docs/design.md §2.7).
 pub(super) enum Backing {
     Heap(Vec<u8>),
     External {

@@ -1,5 +1,5 @@
 //! The software device: a simulated Trainium that executes the lowered bytes — and only them —
-//! so that collectives give exact results on a CPU (design.md §1–§2, spec/device.md).
+//! so that collectives give exact results on a CPU (docs/design.md §1–§2, docs/contract/device.md).
 //!
 //! The device never imports the lowering: they meet only in the bytes of [`crate::isa`] (the
 //! descriptor codec `isa::udma`, EVT_SEM and SoC addresses `isa::evtsem`, the cc_op slot
@@ -12,8 +12,8 @@
 //!   errors the DMA engine turns into an abort (`NRT_EXEC_HW_ERR_DMA_ABORT`), never a panic.
 //! * `buffer_pool` — large regions recycled between machines (zeroed on reuse).
 //! * `sema` — per (chip, TOP_SP) 256 semaphores + 256 events, and the exact comparison of every
-//!   wait kind (device.md §5.3).
-//! * `cce` — the in-transfer reduce kernels (device.md §2.3, §11), over `crate::dtype`.
+//!   wait kind (docs/contract/device.md §5.3).
+//! * `cce` — the in-transfer reduce kernels (docs/contract/device.md §2.3, §11), over `crate::dtype`.
 //! * `dma` — per (chip, TOP_SP) one M2S and one S2M queue over the rings the emitter
 //!   laid out (`isa::memmap` ring bases, power-of-two length, RING_ID laps); a tail increment
 //!   makes descriptors valid; the engine consumes whole packets (FIRST..LAST): a TX copy packet
@@ -34,7 +34,7 @@
 //!   names, per stuck rank, the cc_op slot, the record (step), the semaphore (address, index),
 //!   its value and target, and the not-yet-executed descriptors in any ring that would write
 //!   that semaphore (their chip, TOP_SP and ring index) — status `NRT_EXEC_HW_ERR_COLLECTIVES`.
-//!   A doorbell that does not fit its ring's free slots waits (device.md §3.2); rings shorter
+//!   A doorbell that does not fit its ring's free slots waits (docs/contract/device.md §3.2); rings shorter
 //!   than their stream are fed lap by lap (`dma::Feed`). `NEURON_RT_EXEC_TIMEOUT` bounds a run.
 //!   `runtime::machine` loads an emitted program.
 //! * `barrier` — the device barrier (a `{1,4,4,1}` step machine over BARRIER0/BARRIER1
@@ -43,7 +43,7 @@
 //!   busy-waiting; a missing participant is a diagnosed hang.
 //! * `batch` — deferred bulk data: copies and reduces of the DMA engines in dependency levels,
 //!   each level split over the machine's cores; the same bytes as in-order execution.
-//! * `cc_context` — the live CC context of a TOP_SP in the spec/ncfw.md §3 layout of the
+//! * `cc_context` — the live CC context of a TOP_SP in the docs/contract/carrier.md §3 layout of the
 //!   machine's arch ([`executor::Machine::cc_context`], [`executor::Machine::ctx_log`]); the hang
 //!   report offers it for every stuck TOP_SP (`OPENNRT_HANG_DUMP=<dir>` writes the dumps).
 

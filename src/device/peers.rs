@@ -1,4 +1,4 @@
-//! The other executors of a run (design.md §2.7): when the ranks of one
+//! The other executors of a run (docs/design.md §2.7): when the ranks of one
 //! collective run in several executors — one per rank, in several processes — each
 //! [`super::executor::Machine`] steps only its own TOP_SPs, while the other ranks' HBM and
 //! EVT_SEM blocks are shared memory it maps. What it needs from the others is this trait,

@@ -1,4 +1,4 @@
-//! The EVT_SEM blocks: semaphores, events and the exact wait comparisons (spec/device.md §5).
+//! The EVT_SEM blocks: semaphores, events and the exact wait comparisons (docs/contract/device.md §5).
 //!
 //! Every TOP_SP hosts one block of 256 signed 32-bit semaphores and 256 one-bit events (§5.1); so
 //! does every per-TPB (compute engine) block. This module holds the state and the pure
@@ -11,7 +11,7 @@
 //!
 //! **Which wait uses which comparison** (§5.3 rule for the simulator):
 //! * TOP_SP / barrier records and ring steps: [`SemBlock::wait_ge_and_dec`] — `≥ target`, then −1;
-//! * mesh events: [`SemBlock::wait_ge_and_sub`] — `≥ wait_val`, then −wait_val (lowering.md §4.6);
+//! * mesh events: [`SemBlock::wait_ge_and_sub`] — `≥ wait_val`, then −wait_val (docs/contract/lowering.md §4.6);
 //! * compute-stream EVENTS fields: [`satisfied`] / [`SemBlock::try_wait`] per WAIT_MODE, where
 //!   0x04 is strictly greater and 0x05 is greater-or-equal.
 
@@ -29,7 +29,7 @@ use crate::isa::memmap::MAX_TPBS;
 /// Semaphores (and events) per block.
 pub const SEMS: usize = SEMS_PER_TOPSP as usize;
 
-/// Does WAIT_MODE `mode` hold for `value` against `target` (lowering.md §1.2, device.md §5.2)?
+/// Does WAIT_MODE `mode` hold for `value` against `target` (docs/contract/isa.md §2, docs/contract/device.md §5.2)?
 ///
 /// For the `*_IMM` forms `target` is the instruction's immediate; for the `*_REG` forms (0x8x)
 /// it is the register's value, which the caller reads. For the event forms `value` is the event
@@ -61,10 +61,10 @@ pub fn is_event_wait(mode: WaitMode) -> bool {
 }
 
 /// The words of one EVT_SEM block as they sit in memory: 256 × i32 semaphores and 256 event
-/// bits (device.md §5.1). Atomic because a block may live in shared memory that another
-/// process's DMA engine increments while this one's sequencer waits on it (design.md §2.7);
+/// bits (docs/contract/device.md §5.1). Atomic because a block may live in shared memory that another
+/// process's DMA engine increments while this one's sequencer waits on it (docs/design.md §2.7);
 /// every access is `SeqCst`, which also orders the data a DMA wrote before its semaphore
-/// write ("data then signal", device.md §6.4) before the waiter's reads.
+/// write ("data then signal", docs/contract/device.md §6.4) before the waiter's reads.
 #[repr(C)]
 pub struct SemWords {
     values: [AtomicI32; SEMS],
@@ -119,7 +119,7 @@ unsafe impl Send for Store {}
 // SAFETY: as above: shared access is through atomics only.
 unsafe impl Sync for Store {}
 
-/// One EVT_SEM block: 256 × i32 semaphores and 256 event bits (device.md §5.1), owned by the
+/// One EVT_SEM block: 256 × i32 semaphores and 256 event bits (docs/contract/device.md §5.1), owned by the
 /// machine or living in shared memory ([`SemBlock::external`]).
 pub struct SemBlock {
     store: Store,
@@ -288,7 +288,7 @@ impl SemBlock {
             .filter(|&(_, v)| v != 0)
     }
 
-    /// A 4-byte store of `raw` into `window` slot `idx` (device.md §5.1). Returns whether state
+    /// A 4-byte store of `raw` into `window` slot `idx` (docs/contract/device.md §5.1). Returns whether state
     /// changed its meaning: READ is read-only and the write is **ignored** (as the spec's table
     /// says) — returning `false` lets the caller trace it. EVENT: non-zero sets, zero clears.
     pub fn store(&mut self, window: SemWindow, idx: u8, raw: u32) -> bool {
@@ -318,7 +318,7 @@ impl SemBlock {
         self.take_if_ge(idx, target, 1)
     }
 
-    /// The mesh-event wait (lowering.md §4.6): if semaphore `idx` ≥ `wait_val`, subtract
+    /// The mesh-event wait (docs/contract/lowering.md §4.6): if semaphore `idx` ≥ `wait_val`, subtract
     /// `wait_val` and return true.
     pub fn wait_ge_and_sub(&mut self, idx: u8, wait_val: i32) -> bool {
         self.take_if_ge(idx, wait_val, wait_val)
@@ -344,7 +344,7 @@ impl SemBlock {
         ok
     }
 
-    /// Apply UPDATE_MODE `mode` to index `idx` with immediate `value` (lowering.md §1.2). The
+    /// Apply UPDATE_MODE `mode` to index `idx` with immediate `value` (docs/contract/isa.md §2). The
     /// read/complete split (0x0x vs 0x1x) is *when* the executor calls this, not what it does.
     /// `SEM_WR_REG_COMPLETE` takes the register's value as `value`.
     pub fn update(&mut self, mode: UpdateMode, idx: u8, value: i32) {
@@ -476,7 +476,7 @@ impl ChipSems {
 mod tests {
     use super::*;
 
-    /// device.md §5.1: every window's semantics, two's complement wrap.
+    /// docs/contract/device.md §5.1: every window's semantics, two's complement wrap.
     #[test]
     fn windows() {
         let mut b = SemBlock::new();
@@ -531,7 +531,7 @@ mod tests {
         assert_eq!(b.value(3), 1);
     }
 
-    /// lowering.md §4.6: ≥ wait_val, then −wait_val.
+    /// docs/contract/lowering.md §4.6: ≥ wait_val, then −wait_val.
     #[test]
     fn mesh_wait_subtracts_wait_val() {
         let mut b = SemBlock::new();
@@ -545,7 +545,7 @@ mod tests {
         assert_eq!(b.value(9), 2);
     }
 
-    /// lowering.md §1.2: every comparison; 0x04 strictly greater vs 0x05 greater-or-equal.
+    /// docs/contract/isa.md §2: every comparison; 0x04 strictly greater vs 0x05 greater-or-equal.
     #[test]
     fn every_comparison() {
         use WaitMode as W;

@@ -1,17 +1,17 @@
 //! The TOP_SP sequencer of one (rank, TOP_SP): a pure, resumable state machine that walks the
-//! cc_op program it was loaded with (spec/device.md §8.3, §10; spec/lowering.md §6.2–§6.5) —
+//! cc_op program it was loaded with (docs/contract/device.md §8.3, §10; docs/contract/lowering.md §6.2–§6.5) —
 //! no threads, no blocking. The executor calls [`Sequencer::step`] until it returns
 //! [`Action::Blocked`] (re-run it when that semaphore changes) or [`Action::Done`].
 //!
 //! # Protocol (exactly what `lower::emit` / `lower::spad` write)
 //!
-//! 1. Wait the `trigger` semaphore (own id 0): `≥ 1`, consume 1 (device.md §8.3).
+//! 1. Wait the `trigger` semaphore (own id 0): `≥ 1`, consume 1 (docs/contract/device.md §8.3).
 //! 2. Per cc_op entry (CTRL SPAD slot k; `SPAD_SLOT_CONTINUE_MARK` slots extend it, and CTRL
 //!    slot k ↔ SLOT SPAD slot k), its records from the first record of slot k up to END
 //!    (`isa::slot`): wait `sem ≥ target` then `sem −= consume` (the record's own consume: 1 for
-//!    ring steps, `wait_val` for mesh events — device.md §5.3, lowering.md §4.6; never the
+//!    ring steps, `wait_val` for mesh events — docs/contract/device.md §5.3, docs/contract/lowering.md §4.6; never the
 //!    firmware's strict `>`); then `repeat` × {S2M tail += s2m; M2S tail += m2s}, one
-//!    [`Action::TailInc`] per repeat (the executor applies S2M first, device.md §1.2). A record
+//!    [`Action::TailInc`] per repeat (the executor applies S2M first, docs/contract/device.md §1.2). A record
 //!    whose m2s and s2m are both 0 releases nothing and yields no action.
 //! 3. At the entry's end (§6.3 as the emitter implements it): `ring_wait_complete` (reporter)
 //!    waits its own `complete_prev` semaphore (`CHAIN_SEM`) `≥ complete_prev_target`, consuming
@@ -19,13 +19,13 @@
 //!    (non-reporter) increments `complete` (the reporter's `CHAIN_SEM`) by 1; `trigger_next`
 //!    increments its own `trigger_next` semaphore (`NEXT_SEM`) by 1, and the next entry starts
 //!    by waiting that semaphore `≥ 1`, consuming 1.
-//! 4. After the last entry the leader posts completion once (device.md §10): +1 on its own
+//! 4. After the last entry the leader posts completion once (docs/contract/device.md §10): +1 on its own
 //!    COMPLETION semaphore (id 1), then +1 at every `completion_addrs` address (the compute
 //!    engines' SEM_INC_COMPLETE). Then [`Action::Done`].
 //!
 //! Choices: §10 says the reporter "sets" COMPLETION; we increment it by 1 (so repeated runs
 //! count). Neff addresses are SoC addresses in the READ form; increments go to the INC twin
-//! (+0x800, device.md §9.2) through [`SemAccess::inc_addr`], waits on own semaphores use the
+//! (+0x800, docs/contract/device.md §9.2) through [`SemAccess::inc_addr`], waits on own semaphores use the
 //! decoded index through [`SemAccess::try_wait`]. Completion is posted when this TOP_SP has
 //! released its last descriptors: draining the DMA rings is the executor's (or the program's
 //! final waits') business.
@@ -36,12 +36,12 @@ use crate::isa::slot::SlotRecord;
 
 mod load;
 
-/// Reserved TOP_SP semaphore id the leader increments on completion (lowering.md §6.4).
+/// Reserved TOP_SP semaphore id the leader increments on completion (docs/contract/lowering.md §6.4).
 pub const COMPLETION_SEM: u8 = 1;
 
-/// The `neff_configs` values the sequencer needs (lowering.md §6.3), as plain numbers. Mirrors
+/// The `neff_configs` values the sequencer needs (docs/contract/lowering.md §6.3), as plain numbers. Mirrors
 /// the emitter's `NeffConfigs` (the loader fills it from there or from a context image);
-/// semaphore fields are SoC addresses in the READ-window form (device.md §9.2), 0 = unused.
+/// semaphore fields are SoC addresses in the READ-window form (docs/contract/device.md §9.2), 0 = unused.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SeqConfig {
     /// Rank-local TOP_SP index (own semaphores are waited as `(topsp, idx)`).
@@ -182,7 +182,7 @@ impl Sequencer {
     }
 
     /// `(CTRL slot, algo_type)` of every cc_op entry in order: the key of the NCFW dispatch
-    /// (device.md §9.1).
+    /// (docs/contract/device.md §9.1).
     pub fn entry_algo_types(&self) -> Vec<(usize, u8)> {
         self.prog
             .entries

@@ -1,4 +1,4 @@
-//! The FP8 codecs (spec/device.md §11.2–§11.3): one generic sign | exponent | mantissa
+//! The FP8 codecs (docs/contract/device.md §11.2–§11.3): one generic sign | exponent | mantissa
 //! implementation, parameterised by exponent bits, mantissa bits, bias and the special-value
 //! variant, with the three collective formats as constants.
 //!
@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use once_cell::sync::Lazy;
 use parking_lot::RwLock;
 
-/// Which codes are special (device.md §11.2).
+/// Which codes are special (docs/contract/device.md §11.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Fp8Special {
     /// The all-ones exponent is reserved: mantissa 0 = ±Inf, otherwise NaN.
@@ -55,7 +55,7 @@ impl Fp8Format {
     pub const E3M4: Fp8Format = Fp8Format::raw(3, 4, 3, Fp8Special::Ieee, Fp8Overflow::Inf);
     /// FP8_EXP3 extended mode: exp 7 holds values, max 30, only S.111.1111 is NaN, overflow → NaN.
     pub const E3M4_EXT: Fp8Format = Fp8Format::raw(3, 4, 3, Fp8Special::Extended, Fp8Overflow::Nan);
-    /// FP8_EXP4 default (trn1–trn3, design.md §2.9): E4M3, bias 7, IEEE-style, max 240, Inf.
+    /// FP8_EXP4 default (trn1–trn3, docs/design.md §2.9): E4M3, bias 7, IEEE-style, max 240, Inf.
     pub const E4M3: Fp8Format = Fp8Format::raw(4, 3, 7, Fp8Special::Ieee, Fp8Overflow::Inf);
     /// FP8_EXP4 "fn" variant: max 448, single NaN S.1111.111, overflow → NaN (ml_dtypes).
     pub const E4M3FN: Fp8Format = Fp8Format::raw(4, 3, 7, Fp8Special::Extended, Fp8Overflow::Nan);
@@ -65,7 +65,7 @@ impl Fp8Format {
     /// FP8_EXP5: E5M2, bias 15, IEEE (the top byte of binary16), max 57344.
     pub const E5M2: Fp8Format = Fp8Format::raw(5, 2, 15, Fp8Special::Ieee, Fp8Overflow::Inf);
 
-    /// The canonical NaN (device.md §11.3 rule 5): 0x7F — every exponent and mantissa bit set,
+    /// The canonical NaN (docs/contract/device.md §11.3 rule 5): 0x7F — every exponent and mantissa bit set,
     /// a NaN in both the IEEE-style and the extended variant — except for E5M2, which follows
     /// the binary16 canonical NaN 0x7E00 it is the top byte of (0x7E).
     const fn raw(e: u8, m: u8, bias: i32, special: Fp8Special, overflow: Fp8Overflow) -> Self {

@@ -1,4 +1,4 @@
-//! BF16 / FP16 rounding edge cases (device.md §11.3), the bulk codec paths against the
+//! BF16 / FP16 rounding edge cases (docs/contract/device.md §11.3), the bulk codec paths against the
 //! one-element functions, and the dtype errors.
 
 use super::*;

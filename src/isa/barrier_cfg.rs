@@ -1,9 +1,9 @@
 //! The 0x128-byte `neff_barrier_config` (`barrier_configs` of `neff_configs`): encode, decode and
-//! the barrier step enums (spec/ncfw.md §3.2.8–§3.2.10, §3.2.5; spec/device.md §7; spec/lowering.md
+//! the barrier step enums (docs/contract/carrier.md §3.2.8–§3.2.10, §3.2.5; docs/contract/device.md §7; docs/contract/lowering.md
 //! §2.9).
 //!
 //! Layout (offsets from the container; every field little-endian, packed, u64s unaligned as
-//! ncfw.md §5 item 17 says):
+//! docs/contract/carrier.md §5 item 17 says):
 //!
 //! | off | size | field |
 //! |---|---|---|
@@ -18,7 +18,7 @@
 //! u32 @0x110/0x114, `desc_count` u32 @0x118, `total_desc_n` u32 @0x11C, `dma_engines_bitmap` u16
 //! @0x120, `queue_id` u8 @0x122, reserved u8 @0x123. `host_barrier` (§3.2.9): `barrier_start` u64
 //! @0, `barrier_done` u64 @8 — the same bytes as step 0's `m2s_val`, `s2m_val` and
-//! `barrier_sema[0]` (device.md §7.1).
+//! `barrier_sema[0]` (docs/contract/device.md §7.1).
 //!
 //! The offsets are the ones `ctx_log` already walks ([`crate::ncfw::ctx_layout`]); this codec
 //! reuses them rather than restating them.
@@ -26,30 +26,30 @@
 //! Choices where the spec is silent:
 //! * **Inactive step slot** = `barrier_sema[k] == 0` and `target_sema_val[k] == 0` (0 is never an
 //!   EVT_SEM address). The firmware's own step program pads unused entries with
-//!   (type [`BarrierType::Max`], op [`BarrierOp::Max`]) (ncfw.md Appendix A); that table is
+//!   (type [`BarrierType::Max`], op [`BarrierOp::Max`]) (docs/contract/carrier.md Appendix A); that table is
 //!   compile-time firmware data, given here by [`StepShape::program`], not part of these bytes.
 //! * **Union bytes outside the live view**: [`BarrierConfig::encode`] writes zeros there;
 //!   [`BarrierConfig::decode`] ignores them (the other view is not meaningful, Q-C). Both views can
 //!   still be read from any bytes with [`HostBarrier::decode`] / [`DeviceBarrier::decode`], as
 //!   ctx_log dumps both.
 //! * **Reserved bits** (gate bits 1–7, 0x123, 0x125..0x128) are written 0 and ignored on decode:
-//!   ncfw.md Q-C (3) says only bit 0 matters.
+//!   docs/contract/carrier.md Q-C (3) says only bit 0 matters.
 
 use crate::error::{Error, Result};
 use crate::ncfw::ctx_layout::{apb_bcast, barrier_configs, barrier_step, device_barrier as db};
 
-/// Bytes of the whole `neff_barrier_config` (ncfw.md §3.2.8).
+/// Bytes of the whole `neff_barrier_config` (docs/contract/carrier.md §3.2.8).
 pub const BARRIER_CONFIG_BYTES: usize = barrier_configs::SIZE;
-/// Bytes of the `device_barrier` view (ncfw.md §3.2.10).
+/// Bytes of the `device_barrier` view (docs/contract/carrier.md §3.2.10).
 pub const DEVICE_BARRIER_BYTES: usize = db::SIZE;
-/// Bytes of the `host_barrier` view (ncfw.md §3.2.9).
+/// Bytes of the `host_barrier` view (docs/contract/carrier.md §3.2.9).
 pub const HOST_BARRIER_BYTES: usize = 16;
 /// Steps of the device barrier.
 pub const BARRIER_STEPS: usize = db::STEP_COUNT;
 /// Semaphore slots per step.
 pub const STEP_SLOTS: usize = barrier_step::SEMAS;
 
-/// `barrier_type_t` (spec/lowering.md §2.9, ncfw.md Appendix A): what a step entry talks to.
+/// `barrier_type_t` (docs/contract/lowering.md §2.9, docs/contract/carrier.md Appendix A): what a step entry talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum BarrierType {
@@ -71,13 +71,13 @@ pub enum BarrierType {
     Max = 7,
 }
 
-/// `barrier_operation_t` (spec/lowering.md §2.9): ENTRY increments, EXIT waits.
+/// `barrier_operation_t` (docs/contract/lowering.md §2.9): ENTRY increments, EXIT waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum BarrierOp {
-    /// A semaphore increment of a peer's `barrier_sema[k]` (device.md §7.1).
+    /// A semaphore increment of a peer's `barrier_sema[k]` (docs/contract/device.md §7.1).
     Entry = 0,
-    /// `wait_ge_and_dec` on an own semaphore until `target_sema_val[k]` (device.md §7.1).
+    /// `wait_ge_and_dec` on an own semaphore until `target_sema_val[k]` (docs/contract/device.md §7.1).
     Exit = 1,
     /// The pad value of an unused entry.
     Max = 2,
@@ -86,7 +86,7 @@ pub enum BarrierOp {
 /// One entry of the firmware's barrier step program: `(barrier_type, operation)`.
 pub type StepEntry = (BarrierType, BarrierOp);
 
-/// `barrier_step_sizes`: how many entries each of the 4 steps has (device.md §7.1).
+/// `barrier_step_sizes`: how many entries each of the 4 steps has (docs/contract/device.md §7.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct StepShape(pub [u8; BARRIER_STEPS]);
 
@@ -101,7 +101,7 @@ impl StepShape {
         usize::from(self.0[s])
     }
 
-    /// The firmware step program of this shape (device.md §7.1 table; ncfw.md Appendix A):
+    /// The firmware step program of this shape (docs/contract/device.md §7.1 table; docs/contract/carrier.md Appendix A):
     /// step 0 (INTRA_CHIP, ENTRY), steps 1–2 (`peer_type`, ENTRY then EXIT), step 3
     /// (INTRA_CHIP, EXIT); entries beyond the shape padded with (MAX 7, MAX 2).
     pub fn program(self, peer_type: BarrierType) -> [[StepEntry; STEP_SLOTS]; BARRIER_STEPS] {
@@ -121,7 +121,7 @@ impl StepShape {
     }
 }
 
-/// `dma_apb_bcast` (ncfw.md §3.2.5): addresses of the broadcast tail-increment registers.
+/// `dma_apb_bcast` (docs/contract/carrier.md §3.2.5): addresses of the broadcast tail-increment registers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ApbBcast {
     /// SoC address of the M2S broadcast tail-increment register.
@@ -132,14 +132,14 @@ pub struct ApbBcast {
     pub mask: u32,
 }
 
-/// One `barrier_step_config` (52 bytes, ncfw.md §3.2.10).
+/// One `barrier_step_config` (52 bytes, docs/contract/carrier.md §3.2.10).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct BarrierStep {
     /// Tail increment (M2S) to apply.
     pub m2s_val: u16,
     /// Tail increment (S2M).
     pub s2m_val: u16,
-    /// READ-window SoC addresses of semaphores (device.md §9.2); 0 = inactive slot.
+    /// READ-window SoC addresses of semaphores (docs/contract/device.md §9.2); 0 = inactive slot.
     pub barrier_sema: [u64; STEP_SLOTS],
     /// Targets.
     pub target_sema_val: [u32; STEP_SLOTS],
@@ -154,7 +154,7 @@ impl BarrierStep {
     }
 }
 
-/// The `device_barrier` view (292 bytes, ncfw.md §3.2.10).
+/// The `device_barrier` view (292 bytes, docs/contract/carrier.md §3.2.10).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DeviceBarrier {
     /// The four steps.
@@ -181,7 +181,7 @@ pub struct DeviceBarrier {
     pub queue_id: u8,
 }
 
-/// The `host_barrier` view (16 bytes, ncfw.md §3.2.9).
+/// The `host_barrier` view (16 bytes, docs/contract/carrier.md §3.2.9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct HostBarrier {
     /// READ-window SoC address of the semaphore the host arms (0: this TOP_SP is not armed).
@@ -219,7 +219,7 @@ fn put(b: &mut [u8], o: usize, v: &[u8]) {
 fn need(b: &[u8], n: usize, what: &str) -> Result<()> {
     if b.len() < n {
         return Err(Error::invalid(format!(
-            "{what}: {} bytes, need {n} (spec/ncfw.md §3.2.8-§3.2.10)",
+            "{what}: {} bytes, need {n} (docs/contract/carrier.md §3.2.8-§3.2.10)",
             b.len()
         )));
     }
@@ -227,7 +227,7 @@ fn need(b: &[u8], n: usize, what: &str) -> Result<()> {
 }
 
 impl HostBarrier {
-    /// Write the 16 bytes at the start of `b` (ncfw.md §3.2.9).
+    /// Write the 16 bytes at the start of `b` (docs/contract/carrier.md §3.2.9).
     pub fn encode_into(&self, b: &mut [u8]) {
         put(
             b,
@@ -251,7 +251,7 @@ impl HostBarrier {
 }
 
 impl DeviceBarrier {
-    /// Write the 292 bytes at the start of `b` (ncfw.md §3.2.10); byte 0x123 is written 0.
+    /// Write the 292 bytes at the start of `b` (docs/contract/carrier.md §3.2.10); byte 0x123 is written 0.
     pub fn encode_into(&self, b: &mut [u8]) {
         for (s, st) in self.steps.iter().enumerate() {
             let o = db::STEPS + s * barrier_step::SIZE;

@@ -1,6 +1,6 @@
 //! The 8-byte `spad_ctrl_entry`: one cc_op slot of the TOP_SP CTRL scratchpad table.
 //!
-//! Layout (seed `003_85c867ca45640e23.txt` §1–§3, spec/ncfw.md §3.5, spec/lowering.md §6.1):
+//! Layout (seed `003_85c867ca45640e23.txt` §1–§3, docs/contract/carrier.md §3.5, docs/contract/lowering.md §6.1):
 //!
 //! | slot byte | bits | field |
 //! |---|---|---|
@@ -17,7 +17,7 @@
 //! The `cc_op_entry` proper starts at slot byte 1: a consumer offset `cc_op + N` is slot byte
 //! `N + 1` (seed 003 §6, "the +1 header base"). Everything here is measured from the slot.
 //!
-//! What `algo_type` carries is a contested fact (spec/lowering.md §6.1, §7 item 3; design.md
+//! What `algo_type` carries is a contested fact (docs/contract/lowering.md §6.1, §7 item 3; docs/design.md
 //! §2.5). We follow seed 003: the device pattern `enc_pattern_t` (RING 0 / MESH 1). The choice
 //! lives in exactly one place, [`ALGO_TYPE_CARRIES`], so it can be flipped if real dumps show the
 //! other reading.
@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 /// Size of one slot in bytes.
 pub const SPAD_CTRL_ENTRY_SIZE: usize = 8;
 
-/// Bytes of the CTRL scratchpad on cayman: at most 512 slots (spec/ncfw.md §3.5, Appendix A).
+/// Bytes of the CTRL scratchpad on cayman: at most 512 slots (docs/contract/carrier.md §3.5, Appendix A).
 pub const CTRL_SPAD_BYTES: usize = 0x1000;
 
 /// Marker stored in a continuation slot (`SPAD_SLOT_CONTINUE_MARK`, seed 003 §5).
@@ -53,11 +53,11 @@ pub enum AlgoTypeEncoding {
     HostAlgorithm,
 }
 
-/// The one switch for the `algo_type` contradiction (design.md §2.5). The lowering writes and
+/// The one switch for the `algo_type` contradiction (docs/design.md §2.5). The lowering writes and
 /// the device reads `algo_type` according to this constant.
 pub const ALGO_TYPE_CARRIES: AlgoTypeEncoding = AlgoTypeEncoding::DevicePattern;
 
-/// Mesh flavours written into `algo_sub_type` for mesh ops (spec/ncfw.md Appendix A).
+/// Mesh flavours written into `algo_sub_type` for mesh ops (docs/contract/carrier.md Appendix A).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum MeshSubType {
@@ -334,7 +334,7 @@ mod tests {
         assert!(e.cc_op && e.reporter);
         assert_eq!(e.algo_type, 0);
         assert_eq!(e.channel_list(), list);
-        // Same bytes seen through the mesh view (the dumper prints both, spec/ncfw.md §5 item 1).
+        // Same bytes seen through the mesh view (the dumper prints both, docs/contract/carrier.md §5 item 1).
         assert_eq!(e.sema_shift_offset(), 0x0021);
         assert_eq!(e.sema_mask(), 0x8000);
     }
@@ -351,7 +351,7 @@ mod tests {
         assert_eq!(&b[4..8], &[0, 0, 0, 0]);
     }
 
-    /// Seed 003 §2 / spec/lowering.md §6.1: `assert(channel->id != 0 || channel->reporter)`.
+    /// Seed 003 §2 / docs/contract/lowering.md §6.1: `assert(channel->id != 0 || channel->reporter)`.
     #[test]
     fn channel_zero_needs_reporter() {
         let mut f = ring_fields(1);
@@ -376,7 +376,7 @@ mod tests {
         assert!(e.pack().is_err());
     }
 
-    /// spec/ncfw.md §3.5: safe_mode is bit 3 and unique_tensors bit 4 of slot byte 2; the
+    /// docs/contract/carrier.md §3.5: safe_mode is bit 3 and unique_tensors bit 4 of slot byte 2; the
     /// CTRL-mark logger reads safe_mode as bit 19 of the slot's first dword (seed 003 §5).
     #[test]
     fn hidden_flags_positions() {

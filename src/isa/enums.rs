@@ -1,6 +1,6 @@
 //! The enum tables of the pseudo-instruction words, with their exact wire values.
 //!
-//! Every enum here is one table of spec/lowering.md §1.2 (EVENTS) or §1.10 (ISA enums), plus the
+//! Every enum here is one table of docs/contract/isa.md §2 (EVENTS) or §10 (ISA enums), plus the
 //! host `enc_op_type` of §2.1 that rule 12 of §1.9 is stated in; the address markers, the LNC
 //! size format and the opcodes are in [`markers`](super::markers). Each has `from_u8` (returning `None` for a code the table does not list: the
 //! decoder turns that into an [`IsaError`](super::isa_error::IsaError) naming the field),
@@ -65,7 +65,7 @@ macro_rules! wire_enum {
 pub(crate) use wire_enum;
 
 wire_enum! {
-    /// WAIT_MODE, header byte 4 (lowering.md §1.2) **\[H\]**: the word does not issue until the
+    /// WAIT_MODE, header byte 4 (docs/contract/isa.md §2) **\[H\]**: the word does not issue until the
     /// condition holds. The register forms are 0x81..0x85 (the source names 0x85 = GE-register and
     /// "0x81..0x85 for register thresholds"); no other 0x8x code is listed, so none is accepted.
     pub enum WaitMode {
@@ -103,7 +103,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// UPDATE_MODE, header byte 6 (lowering.md §1.2) **\[H\]**. Low nibble = action; 0x1x = on
+    /// UPDATE_MODE, header byte 6 (docs/contract/isa.md §2) **\[H\]**. Low nibble = action; 0x1x = on
     /// completion, 0x0x = once the inputs are read. Only the listed codes are valid; 0x06/0x08 and
     /// 0x16/0x18 are named by no source and are rejected (§1.2 "treat every code not listed as
     /// invalid"). 0x99 is the one register-sourced form the ISA header names.
@@ -144,7 +144,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// COLLECTIVE_TYPE (ctype): 0xC8 byte 32, 0xD9 byte 14 (lowering.md §1.10) **\[H\]**. Value 0
+    /// COLLECTIVE_TYPE (ctype): 0xC8 byte 32, 0xD9 byte 14 (docs/contract/isa.md §10) **\[H\]**. Value 0
     /// is unused and therefore not listed (it decodes as an error). ALL_TO_ALL_V = 9 is out of
     /// sequence: it was added later.
     pub enum CollectiveType {
@@ -170,7 +170,7 @@ wire_enum! {
 }
 
 impl CollectiveType {
-    /// The host `enc_op_type` this ctype lowers to (lowering.md §2.1 mapping table **\[M\]**).
+    /// The host `enc_op_type` this ctype lowers to (docs/contract/lowering.md §2.1 mapping table **\[M\]**).
     pub fn enc_op(self) -> EncOpType {
         match self {
             CollectiveType::AllReduce => EncOpType::AllReduce,
@@ -209,7 +209,7 @@ impl CollectiveType {
 }
 
 wire_enum! {
-    /// Host `enc_op_type` (lowering.md §2.1) **\[H\]**. Not on the wire of a pseudo-op, but §1.9
+    /// Host `enc_op_type` (docs/contract/lowering.md §2.1) **\[H\]**. Not on the wire of a pseudo-op, but §1.9
     /// rule 12 is stated in it and the API path builds requests with it.
     pub enum EncOpType {
         /// ALLGATHER.
@@ -244,18 +244,18 @@ wire_enum! {
 }
 
 impl EncOpType {
-    /// Input element count = num_elements × rank_n: `(1 << op) & 0x90` (lowering.md §1.4 **\[H\]**).
+    /// Input element count = num_elements × rank_n: `(1 << op) & 0x90` (docs/contract/isa.md §4 **\[H\]**).
     pub fn input_spans_ranks(self) -> bool {
         (1u32 << self.as_u8()) & 0x90 != 0
     }
-    /// Output element count = num_elements × rank_n: `(1 << op) & 0x81` (lowering.md §1.4 **\[H\]**).
+    /// Output element count = num_elements × rank_n: `(1 << op) & 0x81` (docs/contract/isa.md §4 **\[H\]**).
     pub fn output_spans_ranks(self) -> bool {
         (1u32 << self.as_u8()) & 0x81 != 0
     }
 }
 
 wire_enum! {
-    /// ALU_OP, byte 12 of 0xC7/0xC8/0xD9 (lowering.md §1.10) **\[H\]**.
+    /// ALU_OP, byte 12 of 0xC7/0xC8/0xD9 (docs/contract/isa.md §10) **\[H\]**.
     pub enum AluOp {
         /// Pass-through: what copy ops normally carry.
         Bypass = 0x00 => "BYPASS",
@@ -291,7 +291,7 @@ impl AluOp {
     pub fn is_integer(self) -> bool {
         matches!(self, AluOp::AddInt | AluOp::MaxInt | AluOp::MinInt)
     }
-    /// The CCE op this ALU op reduces with (lowering.md §2.11): ADD/MAX/MIN map 1:1; MULT's
+    /// The CCE op this ALU op reduces with (docs/contract/lowering.md §2.11): ADD/MAX/MIN map 1:1; MULT's
     /// positional mapping to FMA is a scaled accumulate, not a product, so it maps to nothing,
     /// like every other op.
     pub fn cce_op(self) -> Option<CceOp> {
@@ -305,7 +305,7 @@ impl AluOp {
 }
 
 wire_enum! {
-    /// CCE_OP = SDMA_CCETYPE, the reduce op on a CCE descriptor (lowering.md §1.10, §2.10)
+    /// CCE_OP = SDMA_CCETYPE, the reduce op on a CCE descriptor (docs/contract/isa.md §10, §2.10)
     /// **\[H\]**. Only ADD, MAX and MIN are reached from collectives.
     pub enum CceOp {
         /// acc += src.
@@ -324,7 +324,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// DTYPE, byte 13 (lowering.md §1.10) **\[H\]**; identical to SDMA_DTYPE and the public
+    /// DTYPE, byte 13 (docs/contract/isa.md §10) **\[H\]**; identical to SDMA_DTYPE and the public
     /// `nrt_dtype_t`. Codes ≥ 16 (FP4, compute-kernel types) are invalid for collectives and are
     /// not listed. INVALID = 0 is listed (it decodes) and rejected by §1.9 rule 10.
     pub enum Dtype {
@@ -350,7 +350,7 @@ wire_enum! {
         Uint32 = 9 => "UINT32",
         /// FP32.
         Fp32 = 10 => "FP32",
-        /// FP32R: an accumulation type, not an I/O type (design.md §2.9).
+        /// FP32R: an accumulation type, not an I/O type (docs/design.md §2.9).
         Fp32r = 11 => "FP32R",
         /// INT64.
         Int64 = 12 => "INT64",
@@ -396,8 +396,8 @@ impl Dtype {
                 | Dtype::Int64
         )
     }
-    /// The CCE can reduce it: BF16, FP16, FP32, FP8 E3/E4/E5 (design.md §2.9; FP32 per
-    /// lowering.md §7 item 5). FP32R is an accumulation type, not an I/O type, so it is not.
+    /// The CCE can reduce it: BF16, FP16, FP32, FP8 E3/E4/E5 (docs/design.md §2.9; FP32 per
+    /// docs/contract/lowering.md §7 item 5). FP32R is an accumulation type, not an I/O type, so it is not.
     pub fn is_cce_reducible(self) -> bool {
         matches!(
             self,
@@ -407,7 +407,7 @@ impl Dtype {
 }
 
 wire_enum! {
-    /// COLLECTIVE_DIMENSION (cc_dim), 0xD9 byte 15 (lowering.md §1.10) **\[H\]** values; only 0 and
+    /// COLLECTIVE_DIMENSION (cc_dim), 0xD9 byte 15 (docs/contract/isa.md §10) **\[H\]** values; only 0 and
     /// 1 are valid ("Invalid cc_dim", §1.9 rule 7). What each value means is **\[L\]**: see
     /// [`CC_DIM_0_AXIS`].
     pub enum CcDim {
@@ -427,7 +427,7 @@ pub enum Axis {
     Partition,
 }
 
-/// The one constant behind the cc_dim meaning (lowering.md §1.10, §7 item 13): seed 002 reads
+/// The one constant behind the cc_dim meaning (docs/contract/isa.md §10, §7 item 13): seed 002 reads
 /// DIM_0 as the free dimension from runtime strings that describe the wire value; the compiler's
 /// own enum orders them the other way but no conversion into the wire byte was traced. We follow
 /// seed 002. Flip this constant (and nothing else) if dumps show otherwise.
@@ -445,7 +445,7 @@ impl CcDim {
 }
 
 wire_enum! {
-    /// INSTR_CHAINING, 0xDA byte 1 (lowering.md §1.10) **\[H\]**.
+    /// INSTR_CHAINING, 0xDA byte 1 (docs/contract/isa.md §10) **\[H\]**.
     pub enum InstrChaining {
         /// Standalone.
         None = 0 => "NONE",
@@ -460,7 +460,7 @@ wire_enum! {
 
 wire_enum! {
     /// The boolean knobs of the 0xDA word: UNIQUE_TENSORS and CROSS_SBOUTPUT_TRANSFER
-    /// (lowering.md §1.10). Their codes are **\[OPEN\]**; the spec says treat them as 0 = off,
+    /// (docs/contract/isa.md §10). Their codes are **\[OPEN\]**; the spec says treat them as 0 = off,
     /// 1 = on, so any other value is rejected at decode: with an **\[L\]** offset, a stray value
     /// more likely means the offset guess is wrong than a new code (see `layout.rs`).
     pub enum Flag {
@@ -486,7 +486,7 @@ impl Flag {
     }
 }
 
-/// PERMUTE_CHAIN, 0xDA byte 43 (lowering.md §1.10 **\[M\]**, codes **\[OPEN\]**): 0 = not in a chain,
+/// PERMUTE_CHAIN, 0xDA byte 43 (docs/contract/isa.md §10 **\[M\]**, codes **\[OPEN\]**): 0 = not in a chain,
 /// any non-zero value = in a protected run of permutes (fed into cc_op `safe_mode`). Every byte
 /// is accepted, so the word keeps the raw byte and this is its view.
 pub fn permute_chain_active(raw: u8) -> bool {
@@ -497,7 +497,7 @@ pub fn permute_chain_active(raw: u8) -> bool {
 mod tests {
     use super::*;
 
-    /// lowering.md §1.10: the compiler's ctype lookup table in order AR, RS, AG, A2A, A2Av, PERM,
+    /// docs/contract/isa.md §10: the compiler's ctype lookup table in order AR, RS, AG, A2A, A2Av, PERM,
     /// PERM_RED, PERM_IMPL, PERM_RED_IMPL is `01 02 03 04 09 05 06 07 08`.
     #[test]
     fn golden_ctype_compiler_table() {
@@ -554,7 +554,7 @@ mod tests {
         assert_eq!(Dtype::from_u8(16), None);
     }
 
-    /// lowering.md §1.10: FP32R is 4 bytes in memory, 0 in the SDMA size table.
+    /// docs/contract/isa.md §10: FP32R is 4 bytes in memory, 0 in the SDMA size table.
     #[test]
     fn golden_dtype_sizes() {
         let sizes: Vec<usize> = Dtype::ALL.iter().map(|d| d.sdma_size_table()).collect();
@@ -563,7 +563,7 @@ mod tests {
         assert_eq!(Dtype::Invalid.size_bytes(), None);
     }
 
-    /// lowering.md §1.9 rule 6 mask 0x350 = ADD, MULT, MAX, MIN; §1.4 masks 0x90 / 0x81.
+    /// docs/contract/isa.md §9 rule 6 mask 0x350 = ADD, MULT, MAX, MIN; §4 masks 0x90 / 0x81.
     #[test]
     fn golden_masks() {
         let pass: Vec<AluOp> = AluOp::ALL

@@ -1,5 +1,5 @@
-//! EVT_SEM semaphore addresses and SoC address routing (spec/device.md §1.4, §5.1;
-//! spec/ncfw.md Appendix A).
+//! EVT_SEM semaphore addresses and SoC address routing (docs/contract/device.md §1.4, §5.1;
+//! docs/contract/carrier.md Appendix A).
 //!
 //! * TOP_SP `i`'s EVT_SEM block sits at `0x8280000000 + ((i & 7) << 30) + ((i > 7) << 47)`
 //!   (v3/v4, **\[H\]**). The v2 TOP_SP layout was not recovered; we use the same formula on v2
@@ -21,7 +21,7 @@ pub const SEMS_PER_TOPSP: u32 = 256;
 /// Most TOP_SP instances the address formula covers (v3/v4: 16).
 pub const MAX_TOPSPS: u8 = 16;
 
-/// The windows of an EVT_SEM block (device.md §5.1).
+/// The windows of an EVT_SEM block (docs/contract/device.md §5.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SemWindow {
     /// +0x0000: events (1 bit each).
@@ -136,7 +136,7 @@ pub enum Route {
     },
 }
 
-/// A SoC address (device.md §1.4).
+/// A SoC address (docs/contract/device.md §1.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SocAddr {
     /// Bits 46:0.
@@ -171,7 +171,7 @@ impl SocAddr {
     pub fn decode(a: u64) -> Result<SocAddr> {
         if a >> 55 != 0 {
             return Err(Error::invalid(format!(
-                "SoC address {a:#x}: bits 63:55 = {:#x} must be 0 (device.md §1.4)",
+                "SoC address {a:#x}: bits 63:55 = {:#x} must be 0 (docs/contract/device.md §1.4)",
                 a >> 55
             )));
         }
@@ -211,7 +211,7 @@ impl SocAddr {
 mod tests {
     use super::*;
 
-    /// device.md §5.1 examples: TOP_SP 1 = 0x82C0000000, TOP_SP 8 = 0x808280000000.
+    /// docs/contract/device.md §5.1 examples: TOP_SP 1 = 0x82C0000000, TOP_SP 8 = 0x808280000000.
     #[test]
     fn golden_topsp_bases() {
         assert_eq!(topsp_base(0), 0x82_8000_0000);
@@ -221,7 +221,7 @@ mod tests {
         assert_eq!(topsp_base(15), 0x8084_4000_0000);
     }
 
-    /// device.md §5.1: INC of semaphore idx = base + 0x1800 + 4·idx; ncfw.md App. A windows.
+    /// docs/contract/device.md §5.1: INC of semaphore idx = base + 0x1800 + 4·idx; docs/contract/carrier.md App. A windows.
     #[test]
     fn golden_windows() {
         let s = SemAddr {
@@ -280,7 +280,7 @@ mod tests {
         }
     }
 
-    /// device.md §1.4: chip id 53:48, id-valid 54, die 47.
+    /// docs/contract/device.md §1.4: chip id 53:48, id-valid 54, die 47.
     #[test]
     fn golden_soc_routing() {
         let a = SocAddr {

@@ -298,7 +298,7 @@ mod tests {
     use crate::isa::enums::{AluOp, CollectiveType, Dtype};
     use proptest::prelude::*;
 
-    /// lowering.md §1.4 worked example: an all-reduce of 32 FP32 elements.
+    /// docs/contract/isa.md §4 worked example: an all-reduce of 32 FP32 elements.
     /// `c8 10 00 00 | 04 0a 13 16 | 00 00 00 00 | 04 0a 00 00 | 03 00 00 00 | 04 00 00 00 |
     /// 20 00.. | ctype 01 @32`.
     #[test]

@@ -1,5 +1,5 @@
 //! The collective trigger words: 0xC7, 0xC8, 0xD9, the 0xDA collective2 ext, and the
-//! 0xD9 + 0xDA pair (lowering.md §1.3–§1.6).
+//! 0xD9 + 0xDA pair (docs/contract/isa.md §3–§6).
 
 use super::enums::{AluOp, CcDim, CollectiveType, Dtype, Flag, InstrChaining};
 use super::instr::{enum_at, Common, WORD};
@@ -366,7 +366,7 @@ mod tests {
     use super::*;
     use crate::isa::operand::PseudoAddr8;
 
-    /// lowering.md §1.6: dma_configs@41 (& 7), permute_chain@43, chaining@1, group@2,
+    /// docs/contract/isa.md §6: dma_configs@41 (& 7), permute_chain@43, chaining@1, group@2,
     /// channel@4, stream@6, dst@8; table-placed knobs land where `layout.rs` says.
     #[test]
     fn golden_da_offsets() {
@@ -402,7 +402,7 @@ mod tests {
         );
     }
 
-    /// lowering.md §1.4 masks: RS input × rank_n, AG output × rank_n, A2A both.
+    /// docs/contract/isa.md §4 masks: RS input × rank_n, AG output × rank_n, A2A both.
     #[test]
     fn c8_counts() {
         let mut b = [0u8; 64];

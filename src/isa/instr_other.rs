@@ -1,4 +1,4 @@
-//! The other words the lowering reads or emits (lowering.md §1.8): 0xCB PSEUDO_SEND_RECV,
+//! The other words the lowering reads or emits (docs/contract/isa.md §8): 0xCB PSEUDO_SEND_RECV,
 //! 0xDB PSEUDO_CUR_PROCESSING_RANK_ID and the real 0xBF SB2SB_COLLECTIVE (S3D3).
 //!
 //! Where a compiler-side page disagrees with the ISA header (0xCB), the ISA layout is used
@@ -204,7 +204,7 @@ mod tests {
     use super::*;
     use crate::isa::operand::Addr4;
 
-    /// lowering.md §1.8: 0xCB tensor_id@12, peer_id@16, is_send@24, offset@48, size@56.
+    /// docs/contract/isa.md §8: 0xCB tensor_id@12, peer_id@16, is_send@24, offset@48, size@56.
     #[test]
     fn golden_send_recv_offsets() {
         let mut b = [0u8; 64];
@@ -228,7 +228,7 @@ mod tests {
         );
     }
 
-    /// lowering.md §1.8: 0xDB group@12, channel@14, iteration@16, dst_reg@18, stream@20.
+    /// docs/contract/isa.md §8: 0xDB group@12, channel@14, iteration@16, dst_reg@18, stream@20.
     #[test]
     fn golden_cur_rank_offsets() {
         let mut b = [0u8; 64];
@@ -250,7 +250,7 @@ mod tests {
         assert_eq!(w.encode(), b);
     }
 
-    /// lowering.md §1.8: 0xBF lnc@32, channels@33, src@16, dst@48.
+    /// docs/contract/isa.md §8: 0xBF lnc@32, channels@33, src@16, dst@48.
     #[test]
     fn golden_sb2sb_offsets() {
         let w = Sb2sbCollective {

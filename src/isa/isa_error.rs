@@ -1,9 +1,9 @@
 //! The error of a rejected instruction word.
 //!
-//! design.md §4: "a bad pseudo-instruction names the opcode, the field, the byte offset and the
+//! docs/design.md §4: "a bad pseudo-instruction names the opcode, the field, the byte offset and the
 //! rule it broke". [`IsaError`] carries exactly that, plus the bad value, a sentence saying why,
 //! and (when the word came from a stream) where the word sits. It converts into the core's
-//! [`Error`] with kind `Invalid` (`NRT_INVALID` = 2, lowering.md §1.9).
+//! [`Error`] with kind `Invalid` (`NRT_INVALID` = 2, docs/contract/isa.md §9).
 
 use std::fmt;
 
@@ -11,42 +11,42 @@ use crate::error::Error;
 
 /// The rule citations used in [`IsaError::rule`]. One place, so every message cites the same way.
 pub mod rule {
-    /// Stream framing: 64-byte words, fixed 0x40 stride (lowering.md §1.1).
-    pub const FRAMING: &str = "lowering.md §1.1";
-    /// The EVENTS enums (lowering.md §1.2).
-    pub const EVENTS: &str = "lowering.md §1.2";
-    /// A wire enum outside its table (lowering.md §1.10).
-    pub const ENUMS: &str = "lowering.md §1.10";
-    /// INSTR_CHAINING chain structure (lowering.md §1.6, §1.10).
-    pub const CHAINING: &str = "lowering.md §1.6/§1.10 INSTR_CHAINING";
-    /// 0xC8 bytes 33–47 reserved, must be 0 (lowering.md §1.4, §7 item 2).
-    pub const C8_RESERVED: &str = "lowering.md §1.4 and §7 item 2";
+    /// Stream framing: 64-byte words, fixed 0x40 stride (docs/contract/isa.md §1).
+    pub const FRAMING: &str = "docs/contract/isa.md §1";
+    /// The EVENTS enums (docs/contract/isa.md §2).
+    pub const EVENTS: &str = "docs/contract/isa.md §2";
+    /// A wire enum outside its table (docs/contract/isa.md §10).
+    pub const ENUMS: &str = "docs/contract/isa.md §10";
+    /// INSTR_CHAINING chain structure (docs/contract/isa.md §6, §10).
+    pub const CHAINING: &str = "docs/contract/isa.md §6/§10 INSTR_CHAINING";
+    /// 0xC8 bytes 33–47 reserved, must be 0 (docs/contract/isa.md §4, §7 item 2).
+    pub const C8_RESERVED: &str = "docs/contract/isa.md §4 and §7 item 2";
     /// A field too wide for its bits on encode.
     pub const WIDTH: &str = "field width";
     /// §1.9 rule 1: update mode.
-    pub const RULE_1: &str = "lowering.md §1.9 rule 1";
+    pub const RULE_1: &str = "docs/contract/isa.md §9 rule 1";
     /// §1.9 rule 2: single stream for plain triggers.
-    pub const RULE_2: &str = "lowering.md §1.9 rule 2";
+    pub const RULE_2: &str = "docs/contract/isa.md §9 rule 2";
     /// §1.9 rule 3: 0xD9 pairing.
-    pub const RULE_3: &str = "lowering.md §1.9 rule 3";
+    pub const RULE_3: &str = "docs/contract/isa.md §9 rule 3";
     /// §1.9 rule 4: address markers.
-    pub const RULE_4: &str = "lowering.md §1.9 rule 4";
+    pub const RULE_4: &str = "docs/contract/isa.md §9 rule 4";
     /// §1.9 rule 5: dma_configs.
-    pub const RULE_5: &str = "lowering.md §1.9 rule 5";
+    pub const RULE_5: &str = "docs/contract/isa.md §9 rule 5";
     /// §1.9 rule 6: reduce op.
-    pub const RULE_6: &str = "lowering.md §1.9 rule 6";
+    pub const RULE_6: &str = "docs/contract/isa.md §9 rule 6";
     /// §1.9 rule 7: cc_dim.
-    pub const RULE_7: &str = "lowering.md §1.9 rule 7";
+    pub const RULE_7: &str = "docs/contract/isa.md §9 rule 7";
     /// §1.9 rule 8: stream, channel and group limits.
-    pub const RULE_8: &str = "lowering.md §1.9 rule 8";
+    pub const RULE_8: &str = "docs/contract/isa.md §9 rule 8";
     /// §1.9 rule 9: ALL_TO_ALL_V metadata.
-    pub const RULE_9: &str = "lowering.md §1.9 rule 9";
+    pub const RULE_9: &str = "docs/contract/isa.md §9 rule 9";
     /// §1.9 rule 10: dtype.
-    pub const RULE_10: &str = "lowering.md §1.9 rule 10";
+    pub const RULE_10: &str = "docs/contract/isa.md §9 rule 10";
     /// §1.9 rule 11: S3D3.
-    pub const RULE_11: &str = "lowering.md §1.9 rule 11";
+    pub const RULE_11: &str = "docs/contract/isa.md §9 rule 11";
     /// §1.9 rule 12: unsupported operation kinds.
-    pub const RULE_12: &str = "lowering.md §1.9 rule 12";
+    pub const RULE_12: &str = "docs/contract/isa.md §9 rule 12";
 }
 
 /// A rejected instruction word: which opcode, which field at which byte, the bad value, why,
@@ -64,7 +64,7 @@ pub struct IsaError {
     pub value: u64,
     /// Why the value is rejected, in words.
     pub reason: String,
-    /// The rule broken, e.g. `lowering.md §1.9 rule 1` (see [`rule`]).
+    /// The rule broken, e.g. `docs/contract/isa.md §9 rule 1` (see [`rule`]).
     pub rule: &'static str,
     /// Byte position of the word in its stream, when it came from [`decode_stream`](super::decode_stream).
     pub word_at: Option<usize>,
@@ -127,7 +127,7 @@ mod tests {
     use super::*;
     use crate::error::ErrorKind;
 
-    /// The message format the brief and design.md §4 ask for.
+    /// The message format the brief and docs/design.md §4 ask for.
     #[test]
     fn display_names_opcode_field_offset_value_rule() {
         let e = IsaError::new(
@@ -141,7 +141,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "opcode 0xC8: field update_mode at byte 6 = 0x03: collective pseudo-ops must use \
-             update mode SEM_INC_COMPLETE (0x13) (lowering.md §1.9 rule 1)"
+             update mode SEM_INC_COMPLETE (0x13) (docs/contract/isa.md §9 rule 1)"
         );
         let e = e.at(0x80).at(0x40);
         assert_eq!(e.word_at, Some(0x80));

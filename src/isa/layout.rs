@@ -1,7 +1,7 @@
 //! Table-driven field offsets for the parts of the words whose layout is not settled, plus the
 //! little-endian byte helpers the codecs share.
 //!
-//! **0xDA bytes 32–63** (lowering.md §1.6, §7 item 1): the headers name the knobs in the order
+//! **0xDA bytes 32–63** (docs/contract/isa.md §6, §7 item 1): the headers name the knobs in the order
 //! cc_buf_*, dma_configs, src1_bitmap, cross_sb_out, but only dma_configs@41 and
 //! permute_chain@43 are read directly **\[H\]**. Decode, encode and validation of these knobs all
 //! go through [`DA_EXT_FIELDS`]: to correct an offset or width, edit that one table (and nothing
@@ -11,7 +11,7 @@
 //! **0xC8 bytes 33–47** (§1.4, §7 item 2): undocumented, required to be 0; the range is
 //! [`C8_RESERVED`].
 
-/// How sure a table row is (lowering.md §0 tags).
+/// How sure a table row is (docs/contract/lowering.md §0 tags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Confidence {
     /// Read directly from a header, DWARF or disassembly.
@@ -59,7 +59,7 @@ pub struct FieldSpec {
     pub conf: Confidence,
 }
 
-/// The 0xDA bytes 32–63 layout (lowering.md §1.6 table):
+/// The 0xDA bytes 32–63 layout (docs/contract/isa.md §6 table):
 ///
 /// | field | off | width | conf |
 /// |---|---|---|---|
@@ -157,7 +157,7 @@ pub struct ReservedRange {
     pub width: usize,
 }
 
-/// 0xC8 bytes 33–47: not documented, must be 0 (lowering.md §1.4 **\[OPEN\]**, §7 item 2).
+/// 0xC8 bytes 33–47: not documented, must be 0 (docs/contract/isa.md §4 **\[OPEN\]**, §7 item 2).
 pub const C8_RESERVED: ReservedRange = ReservedRange {
     name: "reserved",
     offset: 33,
@@ -229,7 +229,7 @@ mod tests {
                 *slot = true;
             }
         }
-        // lowering.md §1.6 \[H\] rows.
+        // docs/contract/isa.md §6 \[H\] rows.
         assert_eq!(da_field(ExtField::DmaConfigs).offset, 41);
         assert_eq!(da_field(ExtField::PermuteChain).offset, 43);
         assert!(da_covers(41) && !da_covers(45));

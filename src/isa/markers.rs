@@ -1,12 +1,12 @@
 //! Address-operand markers, the 0xBF LNC size format, and the opcodes of the typed words
-//! (lowering.md §1.1, §1.7, §1.8). Split from `enums.rs`; same `wire_enum!` conventions.
+//! (docs/contract/isa.md §1, §7, §8). Split from `enums.rs`; same `wire_enum!` conventions.
 
 use std::fmt;
 
 use super::enums::wire_enum;
 
 wire_enum! {
-    /// PSEUDO_ADDR8 mode: bits 7..5 of the marker byte (lowering.md §1.7) **\[H\]**.
+    /// PSEUDO_ADDR8 mode: bits 7..5 of the marker byte (docs/contract/isa.md §7) **\[H\]**.
     pub enum Addr8Mode {
         /// Immediate address.
         Imm = 0x00 => "IMM",
@@ -35,7 +35,7 @@ pub const ADDR8_MOD_TBL_OFFSET_REG: u8 = 0x08;
 pub const ADDR8_MOD_WIDE_TBL_OFFSET: u8 = 0x04;
 
 wire_enum! {
-    /// ADDR4 marker: the high byte masked with 0xFC (lowering.md §1.7) **\[H\]**. Bits 25:24 belong
+    /// ADDR4 marker: the high byte masked with 0xFC (docs/contract/isa.md §7) **\[H\]**. Bits 25:24 belong
     /// to the offset, so they are outside the mask.
     pub enum Addr4Marker {
         /// Immediate (an SBUF partition offset when bit 25 is clear).
@@ -54,7 +54,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// lnc_size_fmt, 0xBF byte 32 (lowering.md §1.8) **\[H\]**. All four decode; only LNC1 and
+    /// lnc_size_fmt, 0xBF byte 32 (docs/contract/isa.md §8) **\[H\]**. All four decode; only LNC1 and
     /// LNC2 pass §1.9 rule 11.
     pub enum LncSizeFmt {
         /// One physical core per logical core.
@@ -75,7 +75,7 @@ impl LncSizeFmt {
     }
 }
 
-/// Opcodes of the words this module types (lowering.md §1.1, §1.8).
+/// Opcodes of the words this module types (docs/contract/isa.md §1, §8).
 pub mod opcode {
     /// 0xC7 PSEUDO_TRIGGER_ALL_REDUCE.
     pub const TRIGGER_ALL_REDUCE: u8 = 0xC7;

@@ -1,6 +1,6 @@
 //! The device memory map both sides share: where the lowering puts every rank's constants,
 //! program areas, rings and buffers, and where the device's register and semaphore blocks sit
-//! (spec/device.md §1.4, §5.1, §8.1; design.md §3: `isa` holds every wire format, and the device
+//! (docs/contract/device.md §1.4, §5.1, §8.1; docs/design.md §3: `isa` holds every wire format, and the device
 //! never imports the lowering). Addresses here are *on-chip* (bits 47:0, die bit included); the
 //! routing bits of a SoC address are [`super::evtsem::SocAddr`]'s business.
 //!
@@ -35,21 +35,21 @@ pub const CONST_PAGE_BYTES: u64 = 4 * CONST_WORDS as u64;
 pub const PROGRAM_OFF: u64 = 0x1000_0000;
 /// Stride of the per-TOP_SP program areas.
 pub const PROGRAM_STRIDE: u64 = 1 << 30;
-/// CTRL SPAD offset in a program area (4 KiB, spec/ncfw.md App. A).
+/// CTRL SPAD offset in a program area (4 KiB, docs/contract/carrier.md App. A).
 pub const CTRL_SPAD_OFF: u64 = 0;
-/// CTRL SPAD bytes (device.md §8.2).
+/// CTRL SPAD bytes (docs/contract/device.md §8.2).
 pub const CTRL_SPAD_BYTES: u64 = 0x1000;
 /// SLOT SPAD offset in a program area (32 KiB).
 pub const SLOT_SPAD_OFF: u64 = 0x1000;
-/// SLOT SPAD bytes (device.md §8.2).
+/// SLOT SPAD bytes (docs/contract/device.md §8.2).
 pub const SLOT_SPAD_BYTES: u64 = 0x8000;
 /// M2S pring offset in a program area.
 pub const M2S_RING_OFF: u64 = 0x10_0000;
 /// S2M pring offset in a program area.
 pub const S2M_RING_OFF: u64 = 0x2000_0000;
-/// Largest ring (DRL bits 23:0, device.md §3.1).
+/// Largest ring (DRL bits 23:0, docs/contract/device.md §3.1).
 pub const MAX_RING_DESCS: u64 = 1 << 24;
-/// Bytes of one UDMA descriptor (device.md §1.1).
+/// Bytes of one UDMA descriptor (docs/contract/device.md §1.1).
 pub const DESC_BYTES: u64 = 16;
 /// Bytes reserved for one pring (the largest ring).
 pub const RING_BYTES: u64 = MAX_RING_DESCS * DESC_BYTES;
@@ -122,7 +122,7 @@ pub fn program_part(win_off: u64, topsps: u32) -> Option<(u8, ProgramPart, u64)>
         .map(|&(part, off, _)| (t, part, p - off))
 }
 
-/// Per-TPB (compute engine) EVT_SEM block 0 (device.md §5.1 **\[H\]**): a different block from
+/// Per-TPB (compute engine) EVT_SEM block 0 (docs/contract/device.md §5.1 **\[H\]**): a different block from
 /// the TOP_SP ones; compute-engine semaphores named in the pseudo-op EVENTS fields live here.
 pub const TPB_EVT_SEM_BASE: u64 = 0x28_0270_0000;
 /// Stride between per-TPB blocks. **Our choice**: the spec gives only TPB 0's base; one block per
@@ -130,7 +130,7 @@ pub const TPB_EVT_SEM_BASE: u64 = 0x28_0270_0000;
 pub const TPB_EVT_SEM_STRIDE: u64 = 0x1_0000;
 /// Per-TPB blocks per chip (one per logical core window).
 pub const MAX_TPBS: u8 = MAX_CORES as u8;
-/// Bytes of one EVT_SEM block: events + READ/SET/INC/DEC (device.md §5.1); the per-TPB blocks
+/// Bytes of one EVT_SEM block: events + READ/SET/INC/DEC (docs/contract/device.md §5.1); the per-TPB blocks
 /// use the TOP_SP window layout (our choice; the spec does not give theirs).
 pub const SEM_BLOCK_BYTES: u64 = 0x2000;
 
@@ -191,7 +191,7 @@ pub fn overlaps_sem_block(base: u64, end: u64) -> bool {
         || hit(TPB_EVT_SEM_BASE, tpb_span)
 }
 
-/// TOP_SP LOCAL_REG base (device.md §8.1 **\[H\]**).
+/// TOP_SP LOCAL_REG base (docs/contract/device.md §8.1 **\[H\]**).
 pub const LOCAL_REG_BASE: u64 = 0x6_0000;
 /// LOCAL_REG + 0x1540: init.
 pub const REG_INIT_OFF: u64 = 0x1540;
@@ -246,7 +246,7 @@ mod tests {
         assert_eq!(p(PROGRAM_OFF + 2 * PROGRAM_STRIDE), None);
     }
 
-    /// device.md §5.1: per-TPB block 0 at 0x2802700000; TOP_SP blocks per the formula.
+    /// docs/contract/device.md §5.1: per-TPB block 0 at 0x2802700000; TOP_SP blocks per the formula.
     #[test]
     fn golden_sem_blocks() {
         assert_eq!(tpb_evt_sem_base(0), 0x28_0270_0000);
@@ -275,7 +275,7 @@ mod tests {
         assert!(!overlaps_sem_block(HBM_BASE, HBM_BASE + CORE_WINDOW));
     }
 
-    /// device.md §8.1.
+    /// docs/contract/device.md §8.1.
     #[test]
     fn golden_local_regs() {
         assert_eq!(HOST_TRIGGER_V3, 0x615A0);

@@ -1,11 +1,11 @@
 //! Every wire format of the hardware contract: encode, decode and validate.
 //!
 //! The lowering writes these bytes, the software device reads them, and libncfw's `ctx_log`
-//! dumps them; none of the three imports another for a byte format (design.md §3).
+//! dumps them; none of the three imports another for a byte format (docs/design.md §3).
 //!
 //! * [`ccop`] — the 8-byte `spad_ctrl_entry` (one cc_op slot of the TOP_SP CTRL scratchpad).
 //! * [`enums`] — the enum tables of the pseudo-instruction words with their wire values
-//!   (lowering.md §1.2, §1.7, §1.8, §1.10, and the host `enc_op_type` of §2.1).
+//!   (docs/contract/isa.md §2, §7, §8, §10, and the host `enc_op_type` of §2.1).
 //! * [`memmap`] — the device memory map shared by lowering and device: HBM windows, constant
 //!   page, program areas, buffers, the per-TPB EVT_SEM block and the TOP_SP LOCAL_REG registers.
 //! * [`markers`] — PSEUDO_ADDR8 / ADDR4 markers and modifier bits, the 0xBF LNC size format,

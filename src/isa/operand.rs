@@ -1,4 +1,4 @@
-//! Address operands of the pseudo-instruction words (lowering.md §1.7, §1.8).
+//! Address operands of the pseudo-instruction words (docs/contract/isa.md §7, §8).
 //!
 //! Every operand keeps its raw bits, so any bit pattern decodes and re-encodes unchanged; the
 //! typed views (marker, mode, variable id, SBUF-ness, element walk) are methods. Whether a marker
@@ -308,7 +308,7 @@ mod tests {
         assert_eq!(PseudoAddr8 { raw: 0xA0 << 56 }.mode(), None);
     }
 
-    /// lowering.md §1.7: `addr = start + (i0·step[0] + i1·step[1])·dtype_size`, i0 innermost.
+    /// docs/contract/isa.md §7: `addr = start + (i0·step[0] + i1·step[1])·dtype_size`, i0 innermost.
     #[test]
     fn golden_tensor2d_walk() {
         let t = Tensor2d {

@@ -1,5 +1,5 @@
 //! Our SLOT SPAD format: the per-step records the TOP_SP sequencer executes
-//! (spec/lowering.md §6.2, device.md §8.3). The lowering writes it (`lower::emit`), the software
+//! (docs/contract/lowering.md §6.2, docs/contract/device.md §8.3). The lowering writes it (`lower::emit`), the software
 //! device reads it; it lives in `isa` because it is part of the contract between the two.
 //!
 //! The spec gives the content of a step — `tp_inc_steps[i] = {m2s, s2m, repeat}` and a
@@ -17,9 +17,9 @@
 //! | 12 | u32 | `wait_consume`: then `sem -= consume` |
 //!
 //! Execution of a record: wait (if any), then `repeat` times {RX tail += s2m; TX tail += m2s}
-//! (RX first, device.md §1.2), then the next record; after an END record the cc_op is done.
+//! (RX first, docs/contract/device.md §1.2), then the next record; after an END record the cc_op is done.
 //!
-//! **Slots.** The SLOT SPAD (32 KiB, spec/ncfw.md App. A) is cut into [`SLOTS`] slots of
+//! **Slots.** The SLOT SPAD (32 KiB, docs/contract/carrier.md App. A) is cut into [`SLOTS`] slots of
 //! [`SLOT_RECORDS`] records; slot k belongs to CTRL SPAD slot k. A cc_op whose records do not
 //! fit one slot continues in the next slot, whose CTRL slot holds `SPAD_SLOT_CONTINUE_MARK`
 //! (§6.2). A cc_op with no step gets one empty END record.
@@ -30,12 +30,12 @@ use crate::error::{Error, Result};
 pub const RECORD_BYTES: usize = 16;
 /// Records per slot (1 KiB slots).
 pub const SLOT_RECORDS: usize = 64;
-/// Bytes of the SLOT SPAD (spec/ncfw.md Appendix A).
+/// Bytes of the SLOT SPAD (docs/contract/carrier.md Appendix A).
 pub const SLOT_SPAD_BYTES: usize = 0x8000;
 /// Slots in the SLOT SPAD.
 pub const SLOTS: usize = SLOT_SPAD_BYTES / (SLOT_RECORDS * RECORD_BYTES);
 /// TOP_SP semaphore of our own that collects the other TOP_SPs' completions on the reporter
-/// (`complete` / `complete_prev`, spec/lowering.md §6.3). Composers never use it.
+/// (`complete` / `complete_prev`, docs/contract/lowering.md §6.3). Composers never use it.
 pub const CHAIN_SEM: u8 = 254;
 /// TOP_SP semaphore of our own that `trigger_next` increments to start the next chained entry.
 /// Composers never use it.
@@ -44,7 +44,7 @@ pub const NEXT_SEM: u8 = 253;
 pub const NO_WAIT: u8 = 0xFF;
 const END: u8 = 0x10;
 
-/// The wait of a record (`wait_ge_and_dec` generalised to any consume, device.md §5.3).
+/// The wait of a record (`wait_ge_and_dec` generalised to any consume, docs/contract/device.md §5.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SlotWait {
     /// Rank-local TOP_SP of the semaphore.

@@ -1,12 +1,12 @@
 //! The 16-byte UDMA descriptor, the copy (CME) meta_ctrl and the CCE compute descriptor
-//! (spec/device.md §1.1–§1.3, §2.1–§2.2).
+//! (docs/contract/device.md §1.1–§1.3, §2.1–§2.2).
 //!
-//! Word layout (device.md §1.1): W0 `len_ctrl` @0, W1 `meta_ctrl` @4, `buf_ptr` u64 @8 (a meta
+//! Word layout (docs/contract/device.md §1.1): W0 `len_ctrl` @0, W1 `meta_ctrl` @4, `buf_ptr` u64 @8 (a meta
 //! descriptor stores two u32 there instead). All little-endian.
 //!
 //! Three choices of ours, documented because the spec leaves them open:
 //! * **The top byte of a META descriptor.** The vendor reads bits 31:24 of a meta descriptor's
-//!   W0 as a "meta index" (device.md §1.1, §2.1). We encode that index so that it *is* a valid
+//!   W0 as a "meta index" (docs/contract/device.md §1.1, §2.1). We encode that index so that it *is* a valid
 //!   len_ctrl top byte: RING_ID in index bits 1:0, FIRST in bit 2, LAST in bit 3, … — the vendor
 //!   constant `(idx << 24) | 0x04800000` for copy meta descriptors already has FIRST set this
 //!   way. So one [`LenCtrl`] decoder serves every descriptor, and the engine's generation-tag
@@ -25,9 +25,9 @@ pub use cce::{CceCompute, CceMeta, CceOp, ACCUM_FP32R, W2_COMBO, W2_MIN_MAX};
 
 /// Size of one descriptor.
 pub const DESC_BYTES: usize = 16;
-/// Largest data length of one descriptor (LENGTH 0 encodes it), device.md §1.1.
+/// Largest data length of one descriptor (LENGTH 0 encodes it), docs/contract/device.md §1.1.
 pub const MAX_DESC_BYTES: u32 = 65536;
-/// The default CME (copy) meta_ctrl, device.md §1.1 **\[H\]**.
+/// The default CME (copy) meta_ctrl, docs/contract/device.md §1.1 **\[H\]**.
 pub const META_CTRL_COPY_DEFAULT: u32 = 0x0108_0003;
 /// SDMA operation class CME (plain copy), meta_ctrl bits 25:23.
 pub const CLASS_CME: u8 = 2;
@@ -53,7 +53,7 @@ fn b(w: u32, n: u32) -> bool {
     (w >> n) & 1 == 1
 }
 
-/// W0 `len_ctrl` (device.md §1.1).
+/// W0 `len_ctrl` (docs/contract/device.md §1.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct LenCtrl {
     /// Data bytes, 1..=65536 (LENGTH 0 = 65536). Always 0 on a META descriptor.
@@ -135,7 +135,7 @@ impl LenCtrl {
     }
 }
 
-/// W1 of a copy-class (CME) descriptor (device.md §1.1).
+/// W1 of a copy-class (CME) descriptor (docs/contract/device.md §1.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CopyMeta {
     /// Bits 2:0 (`block_attr`; bits 1:0 = is_last_block / is_first_block), 3 in the default.
@@ -226,7 +226,7 @@ pub enum Descriptor {
     },
     /// M2S CCE compute descriptor.
     Cce(CceCompute),
-    /// M2S copy-class meta descriptor (`(idx << 24) | 0x04800000`, device.md §1.1).
+    /// M2S copy-class meta descriptor (`(idx << 24) | 0x04800000`, docs/contract/device.md §1.1).
     CopyMetaDesc {
         /// W0 (META set).
         ctrl: LenCtrl,
@@ -394,7 +394,7 @@ impl Descriptor {
 }
 
 /// The generation tag of the descriptor at stream position `index` of a ring of `ring_len`
-/// slots (device.md §1.3): 1 on the first lap, +1 mod 4 each time the producer wraps to 0.
+/// slots (docs/contract/device.md §1.3): 1 on the first lap, +1 mod 4 each time the producer wraps to 0.
 pub fn ring_id_at(index: u64, ring_len: u64) -> u8 {
     ((1 + index / ring_len.max(1)) % 4) as u8
 }

@@ -1,4 +1,4 @@
-//! The load-time validation rules of lowering.md §1.9 (reject with `NRT_INVALID` = 2).
+//! The load-time validation rules of docs/contract/isa.md §9 (reject with `NRT_INVALID` = 2).
 //!
 //! One function per rule, named after it (`rule_01_update_mode` … `rule_12_supported_operation`),
 //! all called by [`validate`] in rule order, so a word that breaks several rules reports the
@@ -316,8 +316,8 @@ pub fn rule_05_dma_configs(ext: &Collective2Ext) -> IsaResult<()> {
 }
 
 /// Rule 6: a reducing op (all-reduce, reduce-scatter, the permute-reduces) needs ADD, MAX or
-/// MIN. The vendor mask `(1<<op) & 0x350` also admits MULT, which we reject (design.md §2.9,
-/// lowering.md §2.11). Copy ops ignore the op byte.
+/// MIN. The vendor mask `(1<<op) & 0x350` also admits MULT, which we reject (docs/design.md §2.9,
+/// docs/contract/lowering.md §2.11). Copy ops ignore the op byte.
 pub fn rule_06_reduce_op(op: u8, ctype: CollectiveType, alu: AluOp) -> IsaResult<()> {
     if !ctype.is_reducing() || alu.cce_op().is_some() {
         return Ok(());
@@ -325,13 +325,13 @@ pub fn rule_06_reduce_op(op: u8, ctype: CollectiveType, alu: AluOp) -> IsaResult
     let reason = if alu.is_integer() {
         format!(
             "{} is an integer reduction, which is not supported: the compiler converts integer \
-             reductions to FP32 (design.md §2.9)",
+             reductions to FP32 (docs/design.md §2.9)",
             alu.name()
         )
     } else if alu == AluOp::Mult {
         "MULT is not supported as a reduce op: the CCE has no product reduce, and the positional \
          ALU->CCE mapping gives FMA, a scaled accumulate that would give wrong numbers \
-         (design.md §2.9, lowering.md §2.11); use ADD, MAX or MIN"
+         (docs/design.md §2.9, docs/contract/lowering.md §2.11); use ADD, MAX or MIN"
             .to_string()
     } else {
         format!(
@@ -424,13 +424,13 @@ pub fn rule_10_dtype(
     } else if reducing && d.is_integer() {
         format!(
             "{} reduction is not supported: the compiler converts integer reductions to FP32 \
-             (design.md §2.9)",
+             (docs/design.md §2.9)",
             d.name()
         )
     } else if reducing && !d.is_cce_reducible() {
         format!(
             "{} cannot be reduced: the CCE reduces BF16, FP16, FP32 and FP8 E3/E4/E5 (FP32R is an \
-             accumulation type, not an I/O type; design.md §2.9)",
+             accumulation type, not an I/O type; docs/design.md §2.9)",
             d.name()
         )
     } else {

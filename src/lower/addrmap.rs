@@ -1,5 +1,5 @@
 //! The address map the emitter writes into descriptors: where every rank's buffers, constants,
-//! scratchpads, rings and semaphores live as SoC addresses (spec/device.md §1.4, §5.1), and the
+//! scratchpads, rings and semaphores live as SoC addresses (docs/contract/device.md §1.4, §5.1), and the
 //! inverse [`AddressMap::resolve`] used by the decode-back check and the software device.
 //!
 //! **Placement.** Each rank is a logical core ([`RankPlace`]: node, device, core). Ranks on
@@ -299,7 +299,7 @@ impl AddressMap {
             .encode(),
         )
     }
-    /// The INC window address of `sem` as seen from `from` (device.md §1.2, §5.1).
+    /// The INC window address of `sem` as seen from `from` (docs/contract/device.md §1.2, §5.1).
     pub fn sem_inc_addr(&self, from: u32, sem: Sem) -> Result<u64> {
         self.sem_addr(from, sem, SemWindow::Inc)
     }

@@ -1,19 +1,19 @@
 //! Building the `neff_barrier_config` of every TOP_SP of a replica group: the device barrier
-//! (`{1,4,4,1}` steps, spec/device.md §7.1) and the host barrier view (§7.2). The bytes are
+//! (`{1,4,4,1}` steps, docs/contract/device.md §7.1) and the host barrier view (§7.2). The bytes are
 //! [`crate::isa::barrier_cfg`]'s; `device::barrier` executes them.
 //!
 //! # Participants and semaphores
 //!
 //! Every TOP_SP of every rank of the group participates (Choice: each TOP_SP has its own NCFW
-//! context and with it its own `barrier_configs`, ncfw.md §3.2.7), in group order, then rank-local
+//! context and with it its own `barrier_configs`, docs/contract/carrier.md §3.2.7), in group order, then rank-local
 //! TOP_SP order. Addresses come from the collective programs' [`AddressMap`] (same chip ids, same
-//! device TOP_SP numbering), in the READ-window form the firmware stores (device.md §9.2), routed
-//! when the semaphore is on another chip. Two reserved ids (lowering.md §6.4) are used:
+//! device TOP_SP numbering), in the READ-window form the firmware stores (docs/contract/device.md §9.2), routed
+//! when the semaphore is on another chip. Two reserved ids (docs/contract/lowering.md §6.4) are used:
 //! [`GATHER_SEM`] = BARRIER0 (2) counts arrivals, [`RELEASE_SEM`] = BARRIER1 (3) carries the
 //! leaders' exchange and the release. Keeping them apart means an early release or peer signal
 //! can never be counted as an arrival.
 //!
-//! # Slot semantics (Choice; device.md §7.1 is \[M\] flow)
+//! # Slot semantics (Choice; docs/contract/device.md §7.1 is \[M\] flow)
 //!
 //! A slot naming a semaphore of the executing TOP_SP itself is an **EXIT** (wait `≥ target`, then
 //! consume `target` with `wait_ge_and_dec`); a slot naming another TOP_SP's semaphore is an
@@ -48,14 +48,14 @@
 //! ENTRY is a direct semaphore store, not a descriptor ring (`device::barrier` rejects non-zero
 //! DMA fields instead of ignoring them).
 //!
-//! # Host barrier (device.md §7.2; Choice for the ids)
+//! # Host barrier (docs/contract/device.md §7.2; Choice for the ids)
 //!
 //! The leader of each rank (rank-local TOP_SP 0, the `leader` of `neff_configs`) gets
 //! `{barrier_start: own START, barrier_done: own DONE}`; the rank's other TOP_SPs get
 //! `{barrier_start: 0, barrier_done: the leader's DONE}`. Ids: host-CC mode DONE = HOST_BARRIER0
-//! (6), START = HOST_BARRIER1 (7); otherwise DONE = BARRIER0 (2), START = BARRIER1 (3). device.md
-//! §7.2 names id 6 / id 2 for `barrier_done`; ncfw.md Appendix A lists "6/7 start/done" — we
-//! follow device.md, the statement that names the field; flip [`host_barrier_ids`] if dumps say
+//! (6), START = HOST_BARRIER1 (7); otherwise DONE = BARRIER0 (2), START = BARRIER1 (3). docs/contract/device.md
+//! §7.2 names id 6 / id 2 for `barrier_done`; docs/contract/carrier.md Appendix A lists "6/7 start/done" — we
+//! follow docs/contract/device.md, the statement that names the field; flip [`host_barrier_ids`] if dumps say
 //! otherwise.
 
 use crate::error::{Error, Result};
@@ -67,7 +67,7 @@ use crate::lower::addrmap::{AddressMap, BufferSizes, RankPlace};
 use crate::lower::program::{sem_id, Sem};
 use crate::lower::topology::{Fabric, Topology};
 
-/// Arrivals are counted here (BARRIER0, lowering.md §6.4).
+/// Arrivals are counted here (BARRIER0, docs/contract/lowering.md §6.4).
 pub const GATHER_SEM: u8 = sem_id::BARRIER0;
 /// Root exchange and release (BARRIER1).
 pub const RELEASE_SEM: u8 = sem_id::BARRIER1;
@@ -359,7 +359,7 @@ impl DeviceBarrierPlan {
                     let q = &self.participants[i];
                     return Err(Error::invalid(format!(
                         "device barrier: rank {} TOP_SP {} step {s} slot {k} is beyond the step \
-                         shape {:?} (device.md §7.1)",
+                         shape {:?} (docs/contract/device.md §7.1)",
                         q.rank, q.topsp, self.shape.0
                     )));
                 }

@@ -1,5 +1,5 @@
 //! The signature cache: lowering the same request on the same communicator reuses the prepared
-//! program (issue item 8; spec/nrt-abi.md §5.7, where the vendor's `nrt_cc_prepare` keys its
+//! program (issue item 8; docs/contract/abi.md §5.7, where the vendor's `nrt_cc_prepare` keys its
 //! context cache on an MD5 signature of the op).
 //!
 //! * **Key.** A [`Signature`] is the request's canonical serialized form *minus the caller's

@@ -83,7 +83,7 @@ pub enum A2avRecv {
     /// element 0 in descending peer order (so they are not in peer order), any tail untouched.
     Packed,
     /// Only send rows given (src1_bitmap 0x03): the block from peer p lands at
-    /// `(output / N) · p` = `count · p` (lowering.md §1.9 rule 9), gaps inside every block.
+    /// `(output / N) · p` = `count · p` (docs/contract/isa.md §9 rule 9), gaps inside every block.
     Derived,
 }
 

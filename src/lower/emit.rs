@@ -1,4 +1,4 @@
-//! Emission (spec/lowering.md §5–§6, device.md §1–§8): a [`Program`] → for every rank and every
+//! Emission (docs/contract/lowering.md §5–§6, docs/contract/device.md §1–§8): a [`Program`] → for every rank and every
 //! TOP_SP it uses, the bytes the hardware runs — M2S/S2M descriptor streams, the SLOT SPAD
 //! step records, the CTRL SPAD cc_op table, and the essential `neff_configs` values.
 //!
@@ -13,7 +13,7 @@
 //! across entries is the program's (semaphores, e.g. `compose::leg_join`), as the verifier
 //! models it (program.rs, "Order").
 //!
-//! Rings: length = smallest power of two ≥ descriptors + 16 (guard gap, device.md §3.2), at
+//! Rings: length = smallest power of two ≥ descriptors + 16 (guard gap, docs/contract/device.md §3.2), at
 //! most [`EmitOptions::max_ring`]; a longer stream wraps, and RING_ID follows the lap
 //! (1, 2, 3, 0, …, §1.3). `TopspImage::m2s`/`s2m` hold the stream in issue order: stream
 //! index `i` sits in ring slot `i % ring_len`.
@@ -43,7 +43,7 @@ pub use crate::isa::slot::{CHAIN_SEM, NEXT_SEM};
 /// Emission knobs.
 #[derive(Debug, Clone, Copy)]
 pub struct EmitOptions {
-    /// Largest ring, a power of two > 16 (default 65536: a vring page, device.md §4).
+    /// Largest ring, a power of two > 16 (default 65536: a vring page, docs/contract/device.md §4).
     pub max_ring: u64,
 }
 
@@ -54,7 +54,7 @@ impl Default for EmitOptions {
 }
 
 /// Most descriptors one record may release on one queue: a u16, and never more than the ring
-/// minus its guard gap (the doorbell rejects more, device.md §3.2).
+/// minus its guard gap (the doorbell rejects more, docs/contract/device.md §3.2).
 pub fn release_cap(max_ring: u64) -> u64 {
     (max_ring - RING_GUARD).min(u64::from(u16::MAX))
 }
@@ -77,7 +77,7 @@ pub struct StepRange {
 }
 
 /// The `neff_configs` values the device needs (spec §6.3; full context images are built by
-/// `ncfw::ctx_builder`). Semaphore fields use the READ-window form (device.md §9.2); 0 = unused.
+/// `ncfw::ctx_builder`). Semaphore fields use the READ-window form (docs/contract/device.md §9.2); 0 = unused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct NeffConfigs {
     /// Own TRIGGER semaphore (id 0).

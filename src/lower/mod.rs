@@ -1,5 +1,5 @@
 //! The lowering core: one collective → for every rank, the program the Trainium hardware would
-//! run (design.md §1–§2, spec/lowering.md).
+//! run (docs/design.md §1–§2, docs/contract/lowering.md).
 //!
 //! Pipeline: [`request`] (both entry paths: decoded pseudo-instructions and API arguments) →
 //! [`topology`] (the simulated instance and rank placement) → [`select`] (algorithm per leg, with

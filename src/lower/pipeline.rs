@@ -1,4 +1,4 @@
-//! The lowering pipeline (spec/lowering.md §6.6 steps 2–5): request → selection → composition →
+//! The lowering pipeline (docs/contract/lowering.md §6.6 steps 2–5): request → selection → composition →
 //! [`Program`]. Verification and emission run on the result ([`crate::lower::verify`],
 //! [`crate::lower::emit`]).
 //!
@@ -200,7 +200,7 @@ pub fn a2av_layout(req: &CollectiveRequest) -> Result<mesh_a2a::A2avLayout> {
     let meta = req.a2av.as_ref().ok_or_else(|| {
         Error::invalid(
             "all-to-all-v request without A2Av metadata: the lowering needs every rank's send \
-             counts and displacements (lowering.md §1.9 rule 9)",
+             counts and displacements (docs/contract/isa.md §9 rule 9)",
         )
     })?;
     let table = meta.table.as_ref().ok_or_else(|| {
@@ -309,7 +309,7 @@ pub fn lower(req: &CollectiveRequest, cfg: &LowerConfig) -> Result<Program> {
     })
 }
 
-/// [`lower`] through the signature cache (issue item 8; spec/nrt-abi.md §5.7): the same request
+/// [`lower`] through the signature cache (issue item 8; docs/contract/abi.md §5.7): the same request
 /// on the same configuration reuses the prepared program. The caller's own rank is not part of
 /// the key (programs cover every rank), and the stored program carries rank 0.
 pub fn lower_cached(

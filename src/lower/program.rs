@@ -1,12 +1,12 @@
-//! The program IR: for every rank, the step tapes of one collective (spec/lowering.md §4) and,
-//! once emitted, the bytes the hardware would run (§5–§6, device.md §1–§6).
+//! The program IR: for every rank, the step tapes of one collective (docs/contract/lowering.md §4) and,
+//! once emitted, the bytes the hardware would run (§5–§6, docs/contract/device.md §1–§6).
 //!
 //! Shape: a [`Program`] has one [`RankProgram`] per rank. A rank program is a sequence of
 //! [`Entry`]s — one per cc_op slot of the TOP_SP table (a flat algorithm has one; a hierarchical
 //! op has one per leg, chained). An entry has one [`Tape`] per channel; a tape is an ordered list
 //! of [`Step`]s in the step vocabulary of §4.0.
 //!
-//! Order (what the device does, device.md §8.3, lowering.md §6.3; modelled by the verifier's
+//! Order (what the device does, docs/contract/device.md §8.3, docs/contract/lowering.md §6.3; modelled by the verifier's
 //! `lanes`): each TOP_SP of a rank runs the tapes it drives one after the other — the entries
 //! it takes part in, in order, and inside an entry in channel order; TOP_SPs and ranks run
 //! concurrently and synchronise through semaphores. Entries are **not** a rank-wide barrier:
@@ -17,7 +17,7 @@
 //!
 //! Semantics of one step (what the verifier executes and the emitter encodes):
 //! 1. if `wait` is set: block until `sem >= target`, then `sem -= consume` (ring steps:
-//!    `wait_ge_and_dec`, consume 1, device.md §5.3; mesh events: consume = wait_val, §4.6);
+//!    `wait_ge_and_dec`, consume 1, docs/contract/device.md §5.3; mesh events: consume = wait_val, §4.6);
 //! 2. run every [`Transfer`] (a copy, or a CCE reduce of several sources), in order;
 //! 3. once the data has landed, apply every [`Signal`] (`sem += amount`): the LOCAL increment
 //!    (source may be reused) and the REMOTE one on the receiver (data ready), §6.4.
@@ -86,7 +86,7 @@ pub enum Transfer {
         len: u64,
     },
     /// In-transfer reduce (DMA class CCE = 4): `dst[i] = op(srcs[0][i], srcs[1][i], ...)`,
-    /// accumulated in FP32 and rounded once to the dtype (device.md §2.3, §11).
+    /// accumulated in FP32 and rounded once to the dtype (docs/contract/device.md §2.3, §11).
     Reduce {
         /// The reduce op (`SDMA_CCETYPE`).
         op: ReduceOp,
@@ -121,18 +121,18 @@ impl Transfer {
 }
 
 /// A TOP_SP semaphore of some rank: the 256-entry EVT_SEM block of TOP_SP `topsp` of the
-/// rank's logical core (device.md §5.1).
+/// rank's logical core (docs/contract/device.md §5.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct Sem {
     /// Whose TOP_SP.
     pub rank: u32,
     /// Which TOP_SP of that rank.
     pub topsp: u8,
-    /// Semaphore index 0..=255 (0..=7 are reserved, spec/lowering.md §6.4).
+    /// Semaphore index 0..=255 (0..=7 are reserved, docs/contract/lowering.md §6.4).
     pub id: u8,
 }
 
-/// Reserved TOP_SP semaphore ids (spec/lowering.md §6.4).
+/// Reserved TOP_SP semaphore ids (docs/contract/lowering.md §6.4).
 pub mod sem_id {
     /// Started by the compute stream's trigger record.
     pub const TRIGGER: u8 = 0;
@@ -283,7 +283,7 @@ pub struct Tape {
     pub steps: Vec<Step>,
 }
 
-/// The host algorithm (`enc_alg_type`, spec/lowering.md §2.2), with its wire values.
+/// The host algorithm (`enc_alg_type`, docs/contract/lowering.md §2.2), with its wire values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Algorithm {

@@ -1,5 +1,5 @@
 //! The collective request: what both entry paths (pseudo-instructions and the C API) produce,
-//! and what everything after decode works from (design.md §1).
+//! and what everything after decode works from (docs/design.md §1).
 //!
 //! * [`CollectiveRequest`] — one collective for one rank: op, dtype, reduce op, the per-rank
 //!   block count (§1.4), in-place, replica group and rank, stream / channel / cc_dim / priority,
@@ -7,7 +7,7 @@
 //!   all-to-all-v metadata ([`A2avMeta`], §1.9 rule 9), operand names ([`Operands`]), the API
 //!   list forms ([`IoForm`]), the 0xDA scratch knobs and the trigger's EVENTS ([`TriggerEvents`]).
 //! * The mapping tables: ctype → [`CollectiveOp`] (§2.1), ALU_OP → [`ReduceOp`] (§2.11),
-//!   `nrt_op_type_t` → [`ReduceOp`] (nrt-abi.md §2.2).
+//!   `nrt_op_type_t` → [`ReduceOp`] (docs/contract/abi.md §2.2).
 //! * The two builders live next door: [`instr`]
 //!   (`CollectiveRequest::from_instr`, [`requests_from_stream`]) and
 //!   [`api`] (`CollectiveRequest::from_api`); the A2Av table is
@@ -33,7 +33,7 @@ pub use api::ApiComm;
 pub use instr::{InstrContext, TensorInfo};
 pub use stream::requests_from_stream;
 
-/// The collective operation (host view, `enc_op_type` of spec/lowering.md §2.1 minus the
+/// The collective operation (host view, `enc_op_type` of docs/contract/lowering.md §2.1 minus the
 /// unsupported BROADCAST / REDUCE / explicit PERMUTE_REDUCE).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -97,7 +97,7 @@ impl CollectiveOp {
                 return Err(Error::invalid(
                     "ctype PERMUTE_REDUCE (6) is not supported: the runtime's operation \
                      dispatcher has no path for explicit permute-reduce (enc op 9) \
-                     (lowering.md §1.9 rule 12, §4.9)",
+                     (docs/contract/isa.md §9 rule 12, §4.9)",
                 ))
             }
         })
@@ -114,7 +114,7 @@ impl CollectiveOp {
     }
 }
 
-/// The reduction applied by the CCE (`SDMA_CCETYPE`, spec/lowering.md §2.10): only these three
+/// The reduction applied by the CCE (`SDMA_CCETYPE`, docs/contract/lowering.md §2.10): only these three
 /// reach the hardware from collectives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -127,7 +127,7 @@ pub enum ReduceOp {
     Min,
 }
 
-/// `nrt_op_type_t` values (nrt-abi.md §2.2 **\[H\]**; same numbering as SDMA_CCETYPE).
+/// `nrt_op_type_t` values (docs/contract/abi.md §2.2 **\[H\]**; same numbering as SDMA_CCETYPE).
 pub mod nrt_op {
     /// NRT_OP_ADD.
     pub const ADD: u32 = 0;
@@ -141,7 +141,7 @@ pub mod nrt_op {
     pub const INVALID: u32 = 0xF;
 }
 
-/// `nrt_cc_op_type_t` values (nrt-abi.md §2.2 **\[H\]**).
+/// `nrt_cc_op_type_t` values (docs/contract/abi.md §2.2 **\[H\]**).
 pub mod nrt_cc_op {
     /// NRT_CC_ALLGATHER.
     pub const ALLGATHER: u32 = 0;
@@ -172,16 +172,16 @@ impl ReduceOp {
             AluOp::Mult => {
                 "the CCE has no product reduce; MULT's positional mapping is SDMA_CCETYPE FMA, \
                  which computes a scaled accumulate (acc += scale*src), not a product of the \
-                 ranks' inputs, so it would give wrong numbers (lowering.md §2.11)"
+                 ranks' inputs, so it would give wrong numbers (docs/contract/lowering.md §2.11)"
             }
             AluOp::Subtract | AluOp::Divide => {
                 "it is not associative and has no SDMA_CCETYPE; only ADD, MAX and MIN reach the \
-                 CCE (lowering.md §2.11)"
+                 CCE (docs/contract/lowering.md §2.11)"
             }
             AluOp::Bypass => "BYPASS is the copy op; a reducing collective needs ADD, MAX or MIN",
             AluOp::AddInt | AluOp::MaxInt | AluOp::MinInt => {
                 "integer reductions are not supported: the compiler converts integer reductions \
-                 to FP32 (design.md §2.9)"
+                 to FP32 (docs/design.md §2.9)"
             }
         };
         Err(Error::invalid(format!(
@@ -191,7 +191,7 @@ impl ReduceOp {
         )))
     }
 
-    /// The reduce op of `nrt_op_type_t` value `op` (nrt-abi.md §2.2; the identity on the CCE
+    /// The reduce op of `nrt_op_type_t` value `op` (docs/contract/abi.md §2.2; the identity on the CCE
     /// numbering). FMA needs a scale the collective API does not carry; INVALID and unlisted
     /// values are not reductions. `what` names the operation for the message.
     pub fn from_nrt_op(op: u32, what: &str) -> Result<Self> {
@@ -300,7 +300,7 @@ impl ChainInfo {
     }
 }
 
-/// How the API path's tensor lists map onto the per-rank blocks (nrt-abi.md §5.7, 2.33 forms).
+/// How the API path's tensor lists map onto the per-rank blocks (docs/contract/abi.md §5.7, 2.33 forms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum IoForm {
@@ -341,7 +341,7 @@ pub struct TriggerEvents {
 
 /// One collective, fully described, for one rank of its replica group.
 ///
-/// Element counts follow the `num_elements` convention of spec/lowering.md §1.4: `count` is
+/// Element counts follow the `num_elements` convention of docs/contract/isa.md §4: `count` is
 /// the per-rank block. All-reduce: in = out = count; all-gather: in = count, out = count·N;
 /// reduce-scatter: in = count·N, out = count; all-to-all: in = out = count·N. All-to-all-v
 /// carries its buffer sizes in [`A2avMeta`]. Implicit permute-reduce: in = 2·count, out = count

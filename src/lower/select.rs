@@ -1,4 +1,4 @@
-//! Algorithm selection (spec/lowering.md §3): which composer runs a collective, per leg, and
+//! Algorithm selection (docs/contract/lowering.md §3): which composer runs a collective, per leg, and
 //! why.
 //!
 //! [`select`] computes the group's shape on the [`Topology`], evaluates the seven gates of §3.2

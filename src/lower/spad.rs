@@ -1,4 +1,4 @@
-//! The CTRL SPAD cc_op table of one TOP_SP (spec/lowering.md §6.1–§6.3, seed 003): one
+//! The CTRL SPAD cc_op table of one TOP_SP (docs/contract/lowering.md §6.1–§6.3, seed 003): one
 //! 8-byte `spad_ctrl_entry` per [`Entry`] the TOP_SP takes part in (drives at least one tape),
 //! followed by `SPAD_SLOT_CONTINUE_MARK` slots when that entry's step records overflow one
 //! SLOT SPAD slot (see `emit_slot`). At most 512 slots (4 KiB).

@@ -1,13 +1,13 @@
-//! Topology as data (design.md §2.8): the simulated instance the lowering reads, and where every
+//! Topology as data (docs/design.md §2.8): the simulated instance the lowering reads, and where every
 //! rank sits on it.
 //!
 //! A [`Topology`] is a value: an instance type (or a custom shape), a number of nodes, the LNC
 //! size (physical NeuronCores per logical core, 1 or 2, forced to 1 on v2 silicon as
-//! `NEURON_LOGICAL_NC_CONFIG` is, spec/nrt-abi.md §5.10), and the inter-node fabric (none, an
-//! UltraServer pod's P2P links, or a switch). Ranks are logical cores (design.md §2.6): global
+//! `NEURON_LOGICAL_NC_CONFIG` is, docs/contract/abi.md §5.10), and the inter-node fabric (none, an
+//! UltraServer pod's P2P links, or a switch). Ranks are logical cores (docs/design.md §2.6): global
 //! device id `g` is logical core `g` of the world, numbered node-major, then device, then core
 //! ([`Topology::place`]). A replica group's shape (node_n, local_rank_n, intra or inter,
-//! spec/lowering.md §0 and §3.1) comes from [`Topology::group_shape`].
+//! docs/contract/lowering.md §0 and §3.1) comes from [`Topology::group_shape`].
 //!
 //! # `OPENNRT_TOPOLOGY`
 //!
@@ -28,7 +28,7 @@
 //! * `trn2-ultraserver` is 4 nodes of trn2u.48xlarge joined by the pod's P2P links (fabric pod);
 //!   `trn2u.48xlarge` alone is a pod member too, with at most 4 nodes.
 //! * `<cores>` is physical cores per device; the logical cores per device (`cores / lnc`) must
-//!   not exceed the TOP_SPs of a device (6 on v2, 16 on v3/v4, device.md §0) since every logical
+//!   not exceed the TOP_SPs of a device (6 on v2, 16 on v3/v4, docs/contract/device.md §0) since every logical
 //!   core needs at least one TOP_SP of its own.
 //!
 //! A value that does not parse, or a world that does not fit, is an error that lists the forms.
@@ -39,9 +39,9 @@
 //! the world (1 rank → 1 node; 33 ranks on trn1.32xlarge → 2 nodes). Chosen so that the same
 //! environment gives the runtime and the lowering the same instance.
 //!
-//! Hardware facts carried as data: TOP_SPs per device (device.md §0, §5.1), dies (device.md
+//! Hardware facts carried as data: TOP_SPs per device (docs/contract/device.md §0, §5.1), dies (docs/contract/device.md
 //! §1.4: bit 47 of a SoC address; TOP_SPs 8..15 sit on die 1), the cross-die peer engine
-//! `seng ^ 2`, 4 C2C ports per MLA, and the kangaring DMA engine sets (spec/lowering.md §4.4).
+//! `seng ^ 2`, 4 C2C ports per MLA, and the kangaring DMA engine sets (docs/contract/lowering.md §4.4).
 //! The placement of the rest (node, device, core) is this project's numbering.
 
 pub(super) mod parse;
@@ -49,7 +49,7 @@ pub(super) mod place;
 
 use crate::error::{Error, Result};
 
-/// Silicon generation (spec/lowering.md §0).
+/// Silicon generation (docs/contract/lowering.md §0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Generation {
     /// Sunda / Trn1 (NeuronCore-v2).
@@ -61,7 +61,7 @@ pub enum Generation {
 }
 
 impl Generation {
-    /// libncfw arch id of the TOP_SP (spec/ncfw.md §2.1): 5 v2, 12 v3, 20 v4.
+    /// libncfw arch id of the TOP_SP (docs/contract/carrier.md §2.1): 5 v2, 12 v3, 20 v4.
     pub fn ncfw_arch_id(self) -> u32 {
         match self {
             Generation::V2 => 5,
@@ -69,14 +69,14 @@ impl Generation {
             Generation::V4 => 20,
         }
     }
-    /// TOP_SP sequencers per device (device.md §0): 6 on v2, 16 on v3/v4.
+    /// TOP_SP sequencers per device (docs/contract/device.md §0): 6 on v2, 16 on v3/v4.
     pub fn topsps_per_device(self) -> u32 {
         match self {
             Generation::V2 => 6,
             Generation::V3 | Generation::V4 => 16,
         }
     }
-    /// Dies per device: v3/v4 route die 1 with SoC address bit 47 (device.md §1.4, §5.1);
+    /// Dies per device: v3/v4 route die 1 with SoC address bit 47 (docs/contract/device.md §1.4, §5.1);
     /// v2 is modelled as one die.
     pub fn dies_per_device(self) -> u32 {
         match self {
@@ -91,14 +91,14 @@ impl Generation {
             Generation::V3 | Generation::V4 => 8,
         }
     }
-    /// CCE elements per descriptor (spec/lowering.md §5.2).
+    /// CCE elements per descriptor (docs/contract/lowering.md §5.2).
     pub fn cce_max_elems(self) -> u64 {
         match self {
             Generation::V2 => 1024,
             Generation::V3 | Generation::V4 => 2048,
         }
     }
-    /// Most descriptors per packet (TX, RX), spec/lowering.md §5.2.
+    /// Most descriptors per packet (TX, RX), docs/contract/lowering.md §5.2.
     pub fn max_descs_per_packet(self) -> (u32, u32) {
         match self {
             Generation::V2 => (128, 128),
@@ -132,7 +132,7 @@ impl Generation {
     }
 }
 
-/// How nodes reach each other (spec/lowering.md §3.1; `nec_pod_type_t` of the ABI).
+/// How nodes reach each other (docs/contract/lowering.md §3.1; `nec_pod_type_t` of the ABI).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Fabric {
     /// Nodes talk over the network only (or there is one node).
@@ -165,9 +165,9 @@ impl Fabric {
 pub struct InstanceType {
     /// EC2 name, e.g. `trn1.32xlarge`.
     pub name: &'static str,
-    /// `NRT_INSTANCE_*` family value (spec/nrt-abi.md §2.2).
+    /// `NRT_INSTANCE_*` family value (docs/contract/abi.md §2.2).
     pub family: u32,
-    /// `NRT_INSTANCE_SIZE_*` value (spec/nrt-abi.md §2.2).
+    /// `NRT_INSTANCE_SIZE_*` value (docs/contract/abi.md §2.2).
     pub size: u32,
     /// Neuron devices.
     pub devices: u32,
@@ -186,7 +186,7 @@ pub struct InstanceType {
 }
 
 impl InstanceType {
-    /// libncfw arch id of the TOP_SP (spec/ncfw.md §2.1): 5 v2, 12 v3, 20 v4.
+    /// libncfw arch id of the TOP_SP (docs/contract/carrier.md §2.1): 5 v2, 12 v3, 20 v4.
     pub fn ncfw_arch_id(&self) -> u32 {
         self.generation.ncfw_arch_id()
     }
@@ -246,9 +246,9 @@ trn2-ultraserver[:lnc=1|2]; custom:<nodes>x<devices>x<cores>[:lnc=1|2][:gen=v2|v
 
 /// Nodes in a trn2 UltraServer.
 pub const ULTRASERVER_NODES: u32 = 4;
-/// C2C (chip-to-chip) ports per MLA, i.e. per device (device.md §1.4).
+/// C2C (chip-to-chip) ports per MLA, i.e. per device (docs/contract/device.md §1.4).
 pub const C2C_PORTS_PER_DEVICE: u32 = 4;
-/// Most devices a node can address: the SoC chip-id field is 6 bits (device.md §1.4).
+/// Most devices a node can address: the SoC chip-id field is 6 bits (docs/contract/device.md §1.4).
 pub const MAX_DEVICES_PER_NODE: u32 = 64;
 /// Most nodes a topology may have (keeps every count within `u32`).
 pub const MAX_NODES: u32 = 1 << 16;
@@ -432,7 +432,7 @@ impl Topology {
             1
         }
     }
-    /// C2C ports per device (4 per MLA, device.md §1.4).
+    /// C2C ports per device (4 per MLA, docs/contract/device.md §1.4).
     pub fn c2c_ports(&self) -> u32 {
         C2C_PORTS_PER_DEVICE
     }

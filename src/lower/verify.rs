@@ -1,4 +1,4 @@
-//! The verifier (design.md §2.2, "verify before running", as MSCCLang does): execute the step
+//! The verifier (docs/design.md §2.2, "verify before running", as MSCCLang does): execute the step
 //! program of every rank on symbolic chunks and prove that it computes the collective.
 //!
 //! What [`verify`] proves:

@@ -17,7 +17,7 @@ use super::ctx_layout::*;
 use crate::error::{Error, Result};
 use crate::isa::ccop::{pack_cc_op, CcOpFields, SPAD_CTRL_ENTRY_SIZE};
 
-/// The barrier structures are the wire codec's (`isa::barrier_cfg`, ncfw.md §3.2.5, §3.2.10):
+/// The barrier structures are the wire codec's (`isa::barrier_cfg`, docs/contract/carrier.md §3.2.5, §3.2.10):
 /// the context image and the device read the same bytes.
 pub use crate::isa::barrier_cfg::{ApbBcast, BarrierStep, DeviceBarrier};
 

@@ -1,4 +1,4 @@
-//! The per-arch layout of the NCFW collective-communication (CC) context (spec/ncfw.md §3).
+//! The per-arch layout of the NCFW collective-communication (CC) context (docs/contract/carrier.md §3).
 //!
 //! The context is an image of the TOP_SP's NCFW context region in the *device* layout: packed,
 //! little-endian, with unaligned u64s. Three regions sit back to back (§3.1):
@@ -14,7 +14,7 @@
 //! Offsets inside a struct live in one small module per struct below; the derived sums the
 //! spec's review log lists are checked at compile time at the bottom of this file.
 
-/// Supported arch ids (the runtime's `<GEN>_NX_TOPSP` coretype ordinals, spec/ncfw.md §2.1).
+/// Supported arch ids (the runtime's `<GEN>_NX_TOPSP` coretype ordinals, docs/contract/carrier.md §2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum Arch {
@@ -321,7 +321,7 @@ pub mod runtime_algo {
     pub const MESH_EVENT_INDEX: usize = 0x204;
 }
 
-// The derived sums of the spec's review log (spec/ncfw.md, "Facts checked").
+// The derived sums of the spec's review log (docs/contract/carrier.md, "Facts checked").
 const V2: CtxLayout = Arch::V2.layout();
 const V3: CtxLayout = Arch::V3.layout();
 const _: () = {
@@ -393,7 +393,7 @@ mod tests {
         }
     }
 
-    /// spec/ncfw.md §3.1: v3, v4 and v4+ share one layout; v2 differs only by the mesh count.
+    /// docs/contract/carrier.md §3.1: v3, v4 and v4+ share one layout; v2 differs only by the mesh count.
     #[test]
     fn per_arch_layouts() {
         assert_eq!(Arch::V3.layout(), Arch::V4.layout());

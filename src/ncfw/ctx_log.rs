@@ -1,4 +1,4 @@
-//! The `libncfw_ctx_log` JSON writer (spec/ncfw.md §4): walks a CC-context image in the layout
+//! The `libncfw_ctx_log` JSON writer (docs/contract/carrier.md §4): walks a CC-context image in the layout
 //! of [`ctx_layout`](super::ctx_layout) and appends a pretty-printed, JSON-like document into a
 //! caller buffer with the vendor's bounded-append rules.
 //!

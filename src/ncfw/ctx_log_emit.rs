@@ -1,4 +1,4 @@
-//! Emission primitives of the `ctx_log` writer (spec/ncfw.md §4.1): the bounded
+//! Emission primitives of the `ctx_log` writer (docs/contract/carrier.md §4.1): the bounded
 //! `snprintf`-style appends into the caller buffer with a per-call truncation flag, the
 //! unaligned little-endian context reads, and the object / array / scalar / `{addr}` leaf
 //! shapes with the whitespace rules of choice 2 in [`ctx_log`](super::ctx_log).

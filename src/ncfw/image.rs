@@ -1,6 +1,6 @@
 //! OpenNRT's own firmware images for the simulated TOP_SP (never vendor bytes), one IRAM/DRAM
 //! pair per arch key, built at compile time into read-only statics so that
-//! `libncfw_get_image` can hand out pointers valid for the library's lifetime (spec/ncfw.md
+//! `libncfw_get_image` can hand out pointers valid for the library's lifetime (docs/contract/carrier.md
 //! §2.3). **These images are for OpenNRT's software device only; they must never be uploaded to
 //! real silicon.**
 //!

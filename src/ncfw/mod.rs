@@ -1,5 +1,5 @@
 //! libncfw's logic: OpenNRT's firmware images, the per-arch CC-context layout, and the
-//! `ctx_log` JSON serializer (spec/ncfw.md). The three C entry points live in `abi::ncfw`.
+//! `ctx_log` JSON serializer (docs/contract/carrier.md). The three C entry points live in `abi::ncfw`.
 //!
 //! * [`ctx_layout`] — [`Arch`] (keys 5/12/20/28) and every offset of the CC context (§3).
 //! * [`ctx_builder`] — [`CcContextBuilder`]: typed setters → a context image.

@@ -1,4 +1,4 @@
-//! Host-driven collectives (spec/nrt-abi.md §5.7; design.md §1): prepare lowers and emits the
+//! Host-driven collectives (docs/contract/abi.md §5.7; docs/design.md §1): prepare lowers and emits the
 //! collective once per signature, and a run gathers every rank of the group and executes the
 //! emitted program on the software device.
 //!
@@ -6,7 +6,7 @@
 //!   arguments) → [`Lowered`] (program of every rank, address map, emitted descriptors, cc_op
 //!   tables and semaphores), through a cache keyed by the request's signature without the rank
 //!   and the lowering configuration (the vendor's "context caching", §5.7). A cache miss also
-//!   runs the symbolic verifier on the program (design.md §2.2); `OPENNRT_CC_VERIFY=0` skips it.
+//!   runs the symbolic verifier on the program (docs/design.md §2.2); `OPENNRT_CC_VERIFY=0` skips it.
 //! * [`run`]: one rank's arrival at the k-th collective of its group (`runtime::rendezvous`).
 //!   The last rank to arrive checks that every rank prepared the same collective (op, dtype,
 //!   count, group, in place, reduce op — a mismatch is an error on every rank naming both
@@ -136,7 +136,7 @@ type InFlight = Arc<once_cell::sync::OnceCell<Result<Arc<Lowered>>>>;
 /// The program cache's key: everything that decides the program. The request without its rank
 /// (every rank of a group lowers the same program, which covers all ranks), the world, and
 /// the lowering variables as `nrt_init` read them (the vendor keys its context cache on a
-/// signature of the op, spec/nrt-abi.md §5.7). Hashing the fields directly costs far less than
+/// signature of the op, docs/contract/abi.md §5.7). Hashing the fields directly costs far less than
 /// building the topology or a serialized signature, which a hit never does.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct ProgramKey {

@@ -1,4 +1,4 @@
-//! The `nrta_cc_prepare` / `nrta_cc_schedule` path behind the ABI (spec/nrt-abi.md §3.6, §5.4,
+//! The `nrta_cc_prepare` / `nrta_cc_schedule` path behind the ABI (docs/contract/abi.md §3.6, §5.4,
 //! §5.7): the ABI layer converts and checks the C arguments and calls [`prepare`] and
 //! [`schedule`]; everything else about a host-driven collective happens here.
 //!
@@ -7,7 +7,7 @@
 //!   as the communicator says, and lowers + emits the collective (`runtime::cc::prepare`, cached
 //!   by signature).
 //! * [`schedule`] takes the rank's ticket — its place in the group's order of collectives — and
-//!   hands the run to the collectives XU `queue` of the core. Two ways (design.md §2.10):
+//!   hands the run to the collectives XU `queue` of the core. Two ways (docs/design.md §2.10):
 //!   - **on the caller's thread** when the XU is idle and the group meets in this process: the
 //!     rank arrives without waiting ([`crate::runtime::rendezvous::Rendezvous::arrive`]); the
 //!     last rank to arrive runs the resident machine right there, inside its own schedule
@@ -53,7 +53,7 @@ impl Prepared {
 }
 
 /// Maps a core error to the `NRT_STATUS` number written to `exec_ret` (the ABI's
-/// `boundary::status_of`: the runtime may not import the ABI, design.md §3).
+/// `boundary::status_of`: the runtime may not import the ABI, docs/design.md §3).
 pub type StatusOf = fn(&Error) -> i32;
 
 /// `nrta_cc_prepare` past its C arguments: `cc_op` is the raw `nrt_cc_op_type_t`, `dtype` and

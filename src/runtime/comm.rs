@@ -1,5 +1,5 @@
-//! The global communicators of this process (spec/nrt-abi.md §3.5, §5.7, §5.10–§5.11;
-//! design.md §2.6).
+//! The global communicators of this process (docs/contract/abi.md §3.5, §5.7, §5.10–§5.11;
+//! docs/design.md §2.6).
 //!
 //! The vendor keeps two collective worlds per process: context slot 0 for NEFF-embedded
 //! collectives and the host barrier / all-gather (`nrt_build_global_comm`, and implicitly the
@@ -61,7 +61,7 @@ static WORLDS: Mutex<BTreeMap<Slot, World>> = Mutex::new(BTreeMap::new());
 pub fn parse_root_comm_id(s: &str) -> Result<(String, u16)> {
     let bad = |why: &str| {
         Error::invalid(format!(
-            "NEURON_RT_ROOT_COMM_ID={s:?}: {why} (expected host:port or [ipv6]:port, spec/nrt-abi.md §5.10)"
+            "NEURON_RT_ROOT_COMM_ID={s:?}: {why} (expected host:port or [ipv6]:port, docs/contract/abi.md §5.10)"
         ))
     };
     let (host, port) = if let Some(rest) = s.strip_prefix('[') {
@@ -130,7 +130,7 @@ pub fn join(
             return Err(Error::invalid(format!(
                 "a world of {count} ranks, but this process owns {visible_cores} logical \
                  core(s): the other ranks are other processes, which needs \
-                 NEURON_RT_ROOT_COMM_ID=host:port (spec/nrt-abi.md §5.10)"
+                 NEURON_RT_ROOT_COMM_ID=host:port (docs/contract/abi.md §5.10)"
             )))
         }
         None => {}
@@ -165,7 +165,7 @@ fn check_local(slot: Slot, vnc: u32, gid: u32, count: u32) -> Result<bool> {
     if w.count != count {
         return Err(Error::invalid(format!(
             "the {slot:?} world has {} ranks; it cannot be re-created with {count} \
-             (the world is immutable once set, spec/nrt-abi.md §3.5)",
+             (the world is immutable once set, docs/contract/abi.md §3.5)",
             w.count
         )));
     }

@@ -12,7 +12,7 @@
 //! simulation variable `NEURON_RT_FAKE_INSTANCE_TYPE`, else defaults to `trn1.32xlarge`
 //! (OpenNRT's choice: 16 devices × 2 NeuronCore-v2, LNC 1, 32 logical cores; documented in the
 //! README). The instance table lives with the lowering's topology model
-//! (`crate::lower::topology`, design.md §2.8) and is re-exported here.
+//! (`crate::lower::topology`, docs/design.md §2.8) and is re-exported here.
 //!
 //! To add a variable: a row in [`vars::VARIABLES`] (and the README table, which a test
 //! compares), a field here parsed in [`Config::from_lookup`], a test in `config/tests.rs`.
@@ -74,7 +74,7 @@ pub struct Config {
     /// `OPENNRT_HANG_DUMP`), applied to the device by `nrt_init`.
     pub device: DeviceSettings,
     /// `NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS` as read: accepted and ignored (implicit
-    /// async mode was removed in runtime 2.34, spec/nrt-abi.md §5.3); `nrt_init` warns.
+    /// async mode was removed in runtime 2.34, docs/contract/abi.md §5.3); `nrt_init` warns.
     pub ignored_async_inflight: Option<String>,
 }
 
@@ -285,7 +285,7 @@ pub const HANG_DUMP_ENV: &str = crate::device::cc_context::HANG_DUMP_ENV;
 /// The implicit-async depth variable, ignored with a warning.
 pub const ASYNC_INFLIGHT_ENV: &str = "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS";
 
-/// The execution timeout of `NEURON_RT_EXEC_TIMEOUT` (whole seconds; spec/nrt-abi.md env table:
+/// The execution timeout of `NEURON_RT_EXEC_TIMEOUT` (whole seconds; docs/contract/abi.md env table:
 /// default 30, the guide's value — older prose says 2). Choice: `0` means no timeout; a value
 /// that is not a number is an error naming the variable.
 pub fn exec_timeout(get: &impl Fn(&str) -> Option<String>) -> Result<Option<Duration>> {

@@ -1,5 +1,5 @@
 //! Loading the firmware carrier `libncfw.so` exactly as the vendor runtime does
-//! (spec/ncfw.md §1.2, design.md §2.3): `dlopen("libncfw.so", RTLD_NOW)`, resolve
+//! (docs/contract/carrier.md §1.2, docs/design.md §2.3): `dlopen("libncfw.so", RTLD_NOW)`, resolve
 //! `libncfw_get_version` and require it to return 2, then resolve `libncfw_get_image` and
 //! `libncfw_ctx_log`. Any failure fails `nrt_init`. The handle is never closed, so image
 //! pointers stay valid for the life of the process. Either OpenNRT's or the vendor's carrier
@@ -13,7 +13,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 use crate::error::{Error, Result};
 
-/// The version the carrier must report (spec/ncfw.md §1.4).
+/// The version the carrier must report (docs/contract/carrier.md §1.4).
 pub const REQUIRED_NCFW_VERSION: c_int = 2;
 
 /// `libncfw_get_image(arch_id, out)`.
@@ -34,7 +34,7 @@ pub struct Carrier {
 }
 
 /// Carriers that passed the gate, by the name they were opened with: never closed, for the
-/// life of the process (spec/ncfw.md §1.2 "lifetime": image pointers stay valid), and reused by
+/// life of the process (docs/contract/carrier.md §1.2 "lifetime": image pointers stay valid), and reused by
 /// a later `nrt_init` instead of being opened again.
 static KEPT: parking_lot::Mutex<Vec<(String, &'static libloading::Library)>> =
     parking_lot::Mutex::new(Vec::new());
@@ -57,7 +57,7 @@ impl Carrier {
             Some(lib) => (lib, gate(lib).map_err(fail)?),
             None => {
                 // SAFETY: loading a shared object runs its initialisers; libncfw has none that
-                // matter (it is inert by contract, spec/ncfw.md §1.1).
+                // matter (it is inert by contract, docs/contract/carrier.md §1.1).
                 let lib = unsafe {
                     libloading::os::unix::Library::open(
                         Some(&name),
@@ -82,9 +82,9 @@ impl Carrier {
     }
 }
 
-/// The gate of spec/ncfw.md §1.2: `libncfw_get_version() == 2`, then the two entry points.
+/// The gate of docs/contract/carrier.md §1.2: `libncfw_get_version() == 2`, then the two entry points.
 fn gate(lib: &libloading::Library) -> std::result::Result<(GetImageFn, CtxLogFn), String> {
-    // SAFETY: the symbol types are the ones of spec/ncfw.md §1.3.
+    // SAFETY: the symbol types are the ones of docs/contract/carrier.md §1.3.
     let version = unsafe { lib.get::<unsafe extern "C" fn() -> c_int>(b"libncfw_get_version\0") }
         .map_err(|e| e.to_string())?;
     // SAFETY: libncfw_get_version takes no arguments and has no preconditions.

@@ -1,4 +1,4 @@
-//! `nrt_barrier` and `nrt_all_gather` (spec/nrt-abi.md §3.5, §5.8).
+//! `nrt_barrier` and `nrt_all_gather` (docs/contract/abi.md §3.5, §5.8).
 //!
 //! * **Barrier.** The vendor runs a tiny all-reduce NEFF (128-byte payload) on the device; so
 //!   do we: every caller contributes 32 FP32 ones, the all-reduce over global ids

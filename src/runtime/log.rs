@@ -1,5 +1,5 @@
 //! Logging to stderr under `NEURON_RT_LOG_LEVEL` (ERROR, WARNING, INFO, DEBUG, TRACE; default
-//! ERROR), as the vendor runtime does (spec/nrt-abi.md §5.10).
+//! ERROR), as the vendor runtime does (docs/contract/abi.md §5.10).
 //!
 //! The level is read from the environment on first use and again by `nrt_init` (which is where
 //! the vendor parses its environment), so a program that sets the variable before `nrt_init`

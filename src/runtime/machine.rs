@@ -1,5 +1,5 @@
 //! The software machine of one collective, every rank in this process: a lowered, emitted
-//! program loaded into a [`Machine`] and run (design.md §1–§2). The glue between `lower` (which
+//! program loaded into a [`Machine`] and run (docs/design.md §1–§2). The glue between `lower` (which
 //! decides the bytes) and `device` (which only executes bytes); the runtime may import both,
 //! the device never imports the lowering. A machine kept between runs is
 //! [`crate::runtime::resident`]; one rank's part of a collective whose ranks live in several
@@ -11,7 +11,7 @@
 //! semaphore increments), and per TOP_SP its program area (CTRL SPAD, SLOT SPAD, M2S and S2M
 //! rings) — writes the inputs, the SPAD images and the descriptor streams (stream index `i` at
 //! ring slot `i % len`), loads each [`Sequencer`] from the CTRL/SLOT SPAD bytes and the neff
-//! values, raises TRIGGER (semaphore 0) on every TOP_SP (the host trigger, device.md §8.2),
+//! values, raises TRIGGER (semaphore 0) on every TOP_SP (the host trigger, docs/contract/device.md §8.2),
 //! runs the machine and reads every rank's output buffer.
 //!
 //! In place, input and output are one storage and the data sits where NCCL puts it (the
@@ -23,7 +23,7 @@
 //! with the RING_ID of its lap) is loaded one lap at a time: the loader writes the first lap and
 //! attaches the stream to the queue ([`crate::device::dma::Feed`]), whose producer writes each
 //! later descriptor into its slot when a doorbell releases it — after the engine has read the
-//! slot's previous occupant (device.md §3.2: at most `len` outstanding).
+//! slot's previous occupant (docs/contract/device.md §3.2: at most `len` outstanding).
 
 use crate::device::dma::{Queue, QueuePair};
 use crate::device::executor::{Machine, RunReport};
@@ -243,7 +243,7 @@ pub fn seq_config(img: &TopspImage) -> SeqConfig {
     }
 }
 
-/// NCFW dispatch (device.md §9.1): every cc_op entry's handler is looked up by
+/// NCFW dispatch (docs/contract/device.md §9.1): every cc_op entry's handler is looked up by
 /// its `algo_type` in the dispatch table of OpenNRT's firmware image for the machine's arch —
 /// the bytes `libncfw_get_image` hands out ([`image_for`]); an entry without a handler (the
 /// image's default `Fault`) is refused at load, naming rank, TOP_SP, CTRL slot and algo_type.
@@ -253,7 +253,7 @@ pub fn check_dispatch(seq: &Sequencer, fw: &FirmwareImage, r: u32, topsp: u8) ->
         if fw.handler_for_algo_type(algo_type) == Handler::Fault {
             return Err(Error::invalid(format!(
                 "device run: rank {r} TOP_SP {topsp} CTRL slot {slot}: algo_type {algo_type} has \
-                 no handler in the {:?} firmware image's dispatch table (ncfw image, device.md \
+                 no handler in the {:?} firmware image's dispatch table (ncfw image, docs/contract/device.md \
                  §9.1)",
                 fw.arch
             )));
@@ -313,7 +313,7 @@ pub struct TopspAgent {
 }
 
 impl TopspAgent {
-    /// Raise its TRIGGER (semaphore 0, the host trigger, device.md §8.2) in `m`'s memory and
+    /// Raise its TRIGGER (semaphore 0, the host trigger, docs/contract/device.md §8.2) in `m`'s memory and
     /// add it to `m`.
     pub fn attach(self, m: &mut Machine) -> Result<()> {
         let (chip, dev) = (self.chip, self.dev);

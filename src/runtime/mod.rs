@@ -1,11 +1,11 @@
 //! The runtime: process-wide state behind the C ABI.
 //!
-//! * [`state`] — the lifecycle state machine and its guard (spec/nrt-abi.md §5.1).
+//! * [`state`] — the lifecycle state machine and its guard (docs/contract/abi.md §5.1).
 //! * [`process`] — what `nrt_init` builds and `nrt_close` tears down.
-//! * [`config`] — the environment, read once at `nrt_init` (spec/nrt-abi.md §5.10).
-//! * [`firmware`] — loading and gating `libncfw.so` (spec/ncfw.md §1.2).
+//! * [`config`] — the environment, read once at `nrt_init` (docs/contract/abi.md §5.10).
+//! * [`firmware`] — loading and gating `libncfw.so` (docs/contract/carrier.md §1.2).
 //! * [`log`] — logging under `NEURON_RT_LOG_LEVEL`.
-//! * [`tensor`] — tensors: views of simulated device or host memory (spec/nrt-abi.md §3.3).
+//! * [`tensor`] — tensors: views of simulated device or host memory (docs/contract/abi.md §3.3).
 //! * [`machine`] — the software machine of one collective: an emitted program loaded into it
 //!   and run, every rank in this process.
 //! * [`resident`] — a prepared collective's machine kept loaded between runs.

@@ -84,7 +84,7 @@ pub fn visible_cores() -> Result<u32> {
 }
 
 /// The configuration in force: the cached one after `nrt_init`, else freshly derived from the
-/// environment (the count getters are legal before `nrt_init`, spec/nrt-abi.md §3.2).
+/// environment (the count getters are legal before `nrt_init`, docs/contract/abi.md §3.2).
 pub fn config() -> Result<Arc<Config>> {
     match get() {
         Some(rt) => Ok(rt.config.clone()),

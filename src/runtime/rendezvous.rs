@@ -1,4 +1,4 @@
-//! Where the ranks of one collective meet (design.md §2.6: several ranks in one process).
+//! Where the ranks of one collective meet (docs/design.md §2.6: several ranks in one process).
 //!
 //! Every rank of a group calls its collectives in the same order (the NCCL contract the
 //! vendor's API keeps), so the k-th collective a rank submits on a group is the k-th of every
@@ -55,7 +55,7 @@ fn missing_error<A>(key: &GroupKey, instance: u64, arrived: &[Option<A>], d: Dur
 pub struct GroupKey {
     /// The kind of exchange ("cc", "barrier", "all_gather"): each kind keeps its own order.
     pub kind: &'static str,
-    /// The world slot (spec/nrt-abi.md §3.5).
+    /// The world slot (docs/contract/abi.md §3.5).
     pub slot: u8,
     /// The participants' global device ids, in rank order.
     pub group: Vec<u32>,

@@ -1,5 +1,5 @@
 //! A resident device: the simulated machine of a prepared collective, kept loaded between runs
-//! (design.md §2.10; seed 000 §7–9: the exec prings are "set once per communicator ...
+//! (docs/design.md §2.10; seed 000 §7–9: the exec prings are "set once per communicator ...
 //! switched, not rebuilt", the program is DMA'd onto the TOP_SPs once and every execution is a
 //! `host_trigger` doorbell).
 //!
@@ -12,7 +12,7 @@
 //!    ring whose stream is longer than the ring (its feed overwrote those slots), start every
 //!    sequencer at its first cc_op entry and every queue at head = tail = 0;
 //! 2. **bind the tensors**: a rank's input and output buffers *are* its tensors' bytes
-//!    ([`Memory::map_external`] over the tensor storage; design.md §2.7), so the DMA engines read
+//!    ([`Memory::map_external`] over the tensor storage; docs/design.md §2.7), so the DMA engines read
 //!    the inputs and write the results in place, with no staging copy — see "binding" below;
 //! 3. **ring the host trigger** (TRIGGER, semaphore 0, on every TOP_SP) and run the machine;
 //! 4. **unbind**: the tensors' regions are unmapped again, so the machine never holds a user's
@@ -58,7 +58,7 @@ struct TensorBytes(Tensor);
 // SAFETY: `va()` points to `size()` bytes of the tensor's storage, which the held tensor keeps
 // alive; the resident binds only 8-aligned tensors (`bindable`). Access during a run follows the
 // async API's contract: the caller does not touch a tensor while a collective using it is in
-// flight (spec/nrt-abi.md §3.6), so the machine is the only writer.
+// flight (docs/contract/abi.md §3.6), so the machine is the only writer.
 unsafe impl ExternalBytes for TensorBytes {
     fn base_ptr(&self) -> *mut u8 {
         self.0.va()

@@ -1,4 +1,4 @@
-//! The process-global lifecycle state machine and its guard (spec/nrt-abi.md §5.1).
+//! The process-global lifecycle state machine and its guard (docs/contract/abi.md §5.1).
 //!
 //! | value | state | set by |
 //! |---|---|---|
@@ -10,7 +10,7 @@
 //! Guard: INIT → proceed; START → `NRT_UNINITIALIZED` (13); CLOSED → `NRT_CLOSED` (14);
 //! CHILD → `NRT_FAILURE` (1). Because a finished `nrt_close` returns to START, a call made after
 //! `nrt_close` has returned gets 13, and 14 is only seen during the teardown (spec §5.1 and §10
-//! item 7; design.md §4). Re-initialisation after close is allowed; CHILD is terminal.
+//! item 7; docs/design.md §4). Re-initialisation after close is allowed; CHILD is terminal.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Once;

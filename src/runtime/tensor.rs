@@ -1,4 +1,4 @@
-//! Tensors: byte views of simulated memory (spec/nrt-abi.md §3.3; design.md §2.7 "simulated
+//! Tensors: byte views of simulated memory (docs/contract/abi.md §3.3; docs/design.md §2.7 "simulated
 //! memory is real memory").
 //!
 //! A [`Tensor`] is a view `(offset, size)` of a shared storage. The storage is either one

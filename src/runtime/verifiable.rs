@@ -7,7 +7,7 @@
 //! # Exact-integer budgets ([`exact_budget`])
 //!
 //! The CCE widens every source to FP32, adds in source order, and narrows the result to the
-//! I/O type with round-to-nearest-even after each hop (spec/device.md §2.3, §11.3 rules 1–3);
+//! I/O type with round-to-nearest-even after each hop (docs/contract/device.md §2.3, §11.3 rules 1–3);
 //! a ring or tree stores every partial sum in the I/O type. So a reduction is bit-exact in any
 //! order iff **every partial sum** is representable. A binary format with `p` significand bits
 //! (mantissa bits + 1) holds every integer of magnitude ≤ `2^p`; one whose largest finite value
@@ -35,7 +35,7 @@
 //!   random values rather than almost always the budget's edge. Negative values are included
 //!   wherever the type is signed.
 //! * **Copy ops** (all-gather, all-to-all(-v), permutes, send/recv): copies move raw bytes
-//!   (device.md §11.1), so no budget applies. Choice: every element is a hashed bit pattern of its
+//!   (docs/contract/device.md §11.1), so no budget applies. Choice: every element is a hashed bit pattern of its
 //!   width; for float types a non-finite pattern gets its top exponent bit cleared (finite
 //!   values only, so that even a copy that went through the CCE must be exact).
 //!
@@ -149,7 +149,7 @@ pub fn exact_budget(d: Dtype) -> Result<u64> {
         }
         Dtype::Fp32r | Dtype::Invalid => {
             return Err(Error::invalid(format!(
-                "dtype {d} is not an I/O type: no verifiable data (device.md §11.1)"
+                "dtype {d} is not an I/O type: no verifiable data (docs/contract/device.md §11.1)"
             )))
         }
     })

@@ -1,5 +1,5 @@
 //! Execution units (XUs): the request queues behind the explicit async API, their sequence ids,
-//! completion, and the caller's eventfds (spec/nrt-abi.md §3.6, §5.4–§5.6; design.md §2.4).
+//! completion, and the caller's eventfds (docs/contract/abi.md §3.6, §5.4–§5.6; docs/design.md §2.4).
 //!
 //! An execution unit is one FIFO identified by (logical core, [`XuType`], queue index); per
 //! logical core there are 2 tensor-op queues, 1 compute queue and 3 collectives queues (§3.6).
@@ -17,7 +17,7 @@
 //! eventfds. So a caller that sees a request complete (by [`is_completed`], [`last_completed`] or
 //! an eventfd) also sees its status.
 //!
-//! Status numbers: the runtime may not import `abi` (design.md §3: `abi → runtime`), so a
+//! Status numbers: the runtime may not import `abi` (docs/design.md §3: `abi → runtime`), so a
 //! [`Job`] returns its `NRT_STATUS` as an `i32` itself; the closures are built in the ABI layer,
 //! which maps the core's `Error` with `abi::boundary::status_of`. The one status this module
 //! writes on its own is `NRT_EXEC_UNIT_UNRECOVERABLE` (101, spec §2.1) for a job that panicked
@@ -47,8 +47,8 @@ use parking_lot::{Condvar, Mutex};
 use crate::error::{Error, ErrorKind, Result};
 use crate::runtime::process;
 
-/// The GEN-B execution-unit types with their `nrta_xu_t` numbers (spec/nrt-abi.md §2.2,
-/// design.md §2.4).
+/// The GEN-B execution-unit types with their `nrta_xu_t` numbers (docs/contract/abi.md §2.2,
+/// docs/design.md §2.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum XuType {
     /// `NRTA_XU_TENSOR_OP`: tensor read/write/copy (2 queues).

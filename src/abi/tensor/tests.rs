@@ -1,6 +1,6 @@
 //! The tensor entry points through their `extern "C"` signatures: every error path (NULL, freed
 //! handle, wrong kind, bounds, overflow, placement and core), aliasing, attached memory,
-//! `nrt_memcpy_to_device`, batches, completion and tensor sets (spec/nrt-abi.md §3.3, §5.1).
+//! `nrt_memcpy_to_device`, batches, completion and tensor sets (docs/contract/abi.md §3.3, §5.1).
 
 use super::*;
 use crate::abi::handle::testing;

@@ -1,4 +1,4 @@
-//! `opennrt`: the command-line tool (design.md §3).
+//! `opennrt`: the command-line tool (docs/design.md §3).
 //!
 //! * `opennrt lower` — lower one collective and show the selection, the step program, the cc_op
 //!   table and descriptor counts (or the IR as JSON);

@@ -22,7 +22,7 @@
 //! nccl-tests columns unchanged.
 //!
 //! Integer reductions are refused before anything runs: the CCE has no integer datapath
-//! (spec/device.md §11.1; the compiler converts integer reductions to FP32), and the emitter
+//! (docs/contract/device.md §11.1; the compiler converts integer reductions to FP32), and the emitter
 //! would refuse the reduce descriptors anyway. With `--check 0` nothing is compared (`#wrong`
 //! prints `N/A`), which keeps large sizes cheap; the exit status is then that of the runs.
 //!
@@ -157,7 +157,7 @@ fn parse(a: &[String]) -> Opts {
         fail(
             c,
             &format!(
-                "{} of {} is not supported: the CCE has no integer datapath (device.md §11.1); \
+                "{} of {} is not supported: the CCE has no integer datapath (docs/contract/device.md §11.1); \
                  the compiler converts integer reductions to FP32, so use --dtype fp32",
                 args::op_name(op),
                 args::dtype_name(dtype)

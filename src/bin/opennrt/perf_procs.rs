@@ -6,7 +6,7 @@
 //! `perf-rank` subcommand ([`crate::perf_rank`]) — first one process owning all N logical cores
 //! (`NEURON_RT_VISIBLE_CORES=0-(N-1)`, one thread per core), then P processes owning N/P cores
 //! each (`NEURON_RT_VISIBLE_CORES=<range>`, global rank = process index · N/P + vnc, and
-//! `NEURON_RT_ROOT_COMM_ID=127.0.0.1:<port>` for the bootstrap of spec/nrt-abi.md §5.11; the
+//! `NEURON_RT_ROOT_COMM_ID=127.0.0.1:<port>` for the bootstrap of docs/contract/abi.md §5.11; the
 //! port is a free one found by binding port 0 and closing it). It collects the processes'
 //! report lines, checks every exit status, and prints for each size one nccl-tests-style row
 //! with both modes and the busbw ratio (P processes / 1 process), `# Avg bus bandwidth` per
@@ -64,7 +64,7 @@ fn core_range(p: u32, k: u32) -> String {
 }
 
 /// The firmware carrier cargo builds next to this binary (`target/<profile>/libncfw.so`), for
-/// `OPENNRT_NCFW_PATH`: `nrt_init` dlopens `libncfw.so` (spec/ncfw.md §1.2), which libnrt.so.1
+/// `OPENNRT_NCFW_PATH`: `nrt_init` dlopens `libncfw.so` (docs/contract/carrier.md §1.2), which libnrt.so.1
 /// finds through its `RUNPATH=$ORIGIN` but this binary does not. `None` when the caller set the
 /// variable or no carrier is there (then `nrt_init` says what is missing).
 fn carrier_next_to(exe: &std::path::Path) -> Option<std::path::PathBuf> {

@@ -86,7 +86,7 @@ pub struct SizeLine {
 
 const CMD: &str = "perf-rank";
 
-/// The collectives the C API's `nrt_cc_op_type_t` names (spec/nrt-abi.md §2.2).
+/// The collectives the C API's `nrt_cc_op_type_t` names (docs/contract/abi.md §2.2).
 pub fn cc_op_of(op: CollectiveOp) -> Option<nrt_cc_op_type_t> {
     match op {
         CollectiveOp::AllGather => Some(nrt_cc_op_type_t::NRT_CC_ALLGATHER),
@@ -276,7 +276,7 @@ fn in_turn<T>(j: &RankJob, f: impl FnOnce() -> Result<T, String>) -> Result<T, S
     got.expect("every process has a turn")
 }
 
-/// Block until `seq` completes: an eventfd registered for it (spec/nrt-abi.md §5.6) is read.
+/// Block until `seq` completes: an eventfd registered for it (docs/contract/abi.md §5.6) is read.
 fn wait(fd: c_int, seq: nrta_seq_t) -> Result<(), String> {
     ok(
         abi::nrta_event_register_seq_id_completion(seq, fd),

@@ -125,7 +125,7 @@ fn prepare(s: &Setup, req: CollectiveRequest) -> Result<Prepared> {
     }
     let prog = lower(&req, &cfg)?;
     let map = address_map(&prog, &cfg.topology)?;
-    // The emitter's default rings (a 64 Ki-descriptor vring page, device.md §4); a longer
+    // The emitter's default rings (a 64 Ki-descriptor vring page, docs/contract/device.md §4); a longer
     // stream runs lap by lap through the queue feed.
     let em = emit(&prog, &map)?;
     Ok(Prepared { req, prog, em, map })

@@ -1,6 +1,6 @@
 //! Executing lowered barrier configs on the machine: completion over single- and multi-node
 //! topologies, semaphore balance, the barrier property (no TOP_SP leaves while one participant
-//! is missing, and the report names it), corrupted bytes, and the host barrier (device.md §7).
+//! is missing, and the report names it), corrupted bytes, and the host barrier (docs/contract/device.md §7).
 //! Configs always travel as their 0x128 bytes (encode → decode), as they would to the device.
 
 use super::*;
@@ -229,7 +229,7 @@ fn host_cfgs(spec: &str, world: u32, group: &[u32], host_cc: bool) -> (Cfgs, Vec
     (cfgs, h.entries.iter().map(|e| e.leader).collect())
 }
 
-/// device.md §7.2: the host arms, leaders signal, host and non-leaders pass; every leader's
+/// docs/contract/device.md §7.2: the host arms, leaders signal, host and non-leaders pass; every leader's
 /// `barrier_completed` is 1; semaphores return to 0 — in both id modes.
 #[test]
 fn host_barrier_round_trip() {
@@ -251,7 +251,7 @@ fn host_barrier_round_trip() {
         assert_eq!(rep.run.decrements, rep.run.signals);
         assert_balanced(&m, "host barrier");
     }
-    // The host sees it in neff_ctx.barrier_completed (ncfw.md §3.3: runtime NEFF ctx + 0x5C).
+    // The host sees it in neff_ctx.barrier_completed (docs/contract/carrier.md §3.3: runtime NEFF ctx + 0x5C).
     for arch in [Arch::V2, Arch::V3] {
         let l = arch.layout();
         let mut ctx = vec![0u8; l.min_size];

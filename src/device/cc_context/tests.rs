@@ -1,6 +1,6 @@
 //! Tests of the live CC context: a hand-built ring program and a mesh program, driven step by
 //! step with a fake semaphore store, imaged at every interesting point. Field offsets are the
-//! spec's numbers (spec/ncfw.md §3), written out here, not the builder's constants; the JSON
+//! spec's numbers (docs/contract/carrier.md §3), written out here, not the builder's constants; the JSON
 //! side goes through `ctx_log`.
 
 use std::collections::HashMap;
@@ -19,7 +19,7 @@ use super::super::dma::Queue;
 use super::super::topsp::{Action, SemAccess, SeqConfig};
 
 /// Spec offsets per arch: (`neff_configs`, `dev_configs`, runtime `neff`, runtime `algo`)
-/// — spec/ncfw.md §3.1 (0x3060/0x30C0 vs 0x4280/0x42E0) and §3.2 (0x2228/0x3030 vs 0x3448/0x4250).
+/// — docs/contract/carrier.md §3.1 (0x3060/0x30C0 vs 0x4280/0x42E0) and §3.2 (0x2228/0x3030 vs 0x3448/0x4250).
 fn offs(arch: Arch) -> (usize, usize, usize, usize) {
     match arch {
         Arch::V2 => (0x2228, 0x3030, 0x3060, 0x30C0),
@@ -40,7 +40,7 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
     u64::from_le_bytes(b[o..o + 8].try_into().unwrap())
 }
 
-/// Quote the unquoted glibc `%p` values so the dump parses as JSON (spec/ncfw.md §5 item 5).
+/// Quote the unquoted glibc `%p` values so the dump parses as JSON (docs/contract/carrier.md §5 item 5).
 fn json(text: &str) -> Value {
     let mut s = String::new();
     for line in text.lines() {
@@ -90,7 +90,7 @@ impl SemAccess for Fake {
 const LOCAL: u8 = 1;
 const DEVICE: u8 = 9;
 const CHIP: u8 = 3;
-/// A compute-engine completion address (per-TPB EVT_SEM INC window, device.md §5.1).
+/// A compute-engine completion address (per-TPB EVT_SEM INC window, docs/contract/device.md §5.1).
 const COMPL: u64 = 0x28_0270_1800 + 4 * 3;
 
 struct Rig {
@@ -231,7 +231,7 @@ fn ring_records() -> Vec<SlotRecord> {
 }
 
 /// READ window of device TOP_SP 9's semaphore 9: 0x8280000000 + (9 & 7) << 30 + 1 << 47
-/// + 0x1000 + 4·9 (device.md §5.1, §9.2; spec/ncfw.md Appendix A).
+/// + 0x1000 + 4·9 (docs/contract/device.md §5.1, §9.2; docs/contract/carrier.md Appendix A).
 const SEM9_READ: u64 = 0x8082_C000_1024;
 
 /// Ring row `c` of the runtime algo context (§3.7: 16-byte rows).

@@ -1,4 +1,4 @@
-//! CCE tests (device.md §2.3, §11.3): exact small cases per dtype and op, the streaming
+//! CCE tests (docs/contract/device.md §2.3, §11.3): exact small cases per dtype and op, the streaming
 //! source-order rounding, NaN/Inf/±0, FP8 overflow modes, the limits, and an ignored benchmark.
 
 use super::*;

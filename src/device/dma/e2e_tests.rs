@@ -87,7 +87,7 @@ fn run_all_reduce(
             }
             let m2s = Queue::new(Direction::M2S, n.m2s_ring_base, ml).unwrap();
             let s2m = Queue::new(Direction::S2M, n.s2m_ring_base, sl).unwrap();
-            // The host trigger (TRIGGER, semaphore 0, device.md §8.2).
+            // The host trigger (TRIGGER, semaphore 0, docs/contract/device.md §8.2).
             let dev_t = map.device_topsp(r, img.topsp).unwrap();
             mem.sem_block_mut(chip, BlockId::TopSp(dev_t))
                 .unwrap()

@@ -1,4 +1,4 @@
-//! Packet checking and execution for [`super`] (spec/device.md §1.2, §2.1–§2.3): the framing
+//! Packet checking and execution for [`super`] (docs/contract/device.md §1.2, §2.1–§2.3): the framing
 //! rules a TX packet must follow, and the zero-copy execution of copy and CCE packets.
 //!
 //! The per-packet path allocates nothing: packets are parsed into the engine's reused
@@ -89,7 +89,7 @@ fn close(p: &[Raw], at: usize, first_seg: usize, segs: &[Seg]) -> Result<(), Fau
             TX,
             format!(
                 "CCE source carries {got} data bytes, its compute descriptor says {want} \
-                 (device.md §2.1)"
+                 (docs/contract/device.md §2.1)"
             ),
         ));
     }
@@ -126,7 +126,7 @@ fn parse_cce(
                                 r,
                                 TX,
                                 "CCE compute descriptors of one packet disagree on op, dtype or \
-                                 length (device.md §2.1: every source has the same length)",
+                                 length (docs/contract/device.md §2.1: every source has the same length)",
                             ));
                         }
                     }
@@ -171,7 +171,7 @@ fn parse_cce(
         return Err(fault(
             &p[k],
             TX,
-            "the final CCE source is not flagged last in its meta_ctrl (device.md §2.1)",
+            "the final CCE source is not flagged last in its meta_ctrl (docs/contract/device.md §2.1)",
         ));
     }
     bounds.push(segs.len());
@@ -192,7 +192,7 @@ fn parse_cce(
     let dtype = Dtype::from_u8(m.out).ok_or_else(|| bad_dtype("not a dtype"))?;
     if !dtype.is_cce_reducible() {
         return Err(bad_dtype(&format!(
-            "{dtype} cannot be reduced (device.md §11.1, §11.4)"
+            "{dtype} cannot be reduced (docs/contract/device.md §11.1, §11.4)"
         )));
     }
     if m.input != 0 && m.input != m.out {

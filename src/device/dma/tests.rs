@@ -1,4 +1,4 @@
-//! DMA engine tests (device.md §1–§3, §11.4, §12): copy and CCE packets built with the
+//! DMA engine tests (docs/contract/device.md §1–§3, §11.4, §12): copy and CCE packets built with the
 //! `isa::udma` encoders on rings at the memmap ring bases, doorbells, stalls, ring laps and every
 //! abort.
 

@@ -204,7 +204,7 @@ impl Machine {
         Some((live, a.rank))
     }
 
-    /// The live CC context of device TOP_SP `topsp` on `chip`, in the spec/ncfw.md §3 layout of
+    /// The live CC context of device TOP_SP `topsp` on `chip`, in the docs/contract/carrier.md §3 layout of
     /// [`Machine::arch`] (built on demand, [`crate::device::cc_context`]); `None` if no such TOP_SP.
     pub fn cc_context(&self, chip: u8, topsp: u8) -> Option<Vec<u8>> {
         self.live(chip, topsp).map(|(l, _)| cc_context_image(&l))

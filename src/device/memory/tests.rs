@@ -14,7 +14,7 @@ fn sem_addr(topsp: u8, window: SemWindow, idx: u8) -> u64 {
     SemAddr { topsp, window, idx }.encode()
 }
 
-/// device.md §5.1: every window reached through the router, on a routed chip too.
+/// docs/contract/device.md §5.1: every window reached through the router, on a routed chip too.
 #[test]
 fn sem_windows_through_the_router() {
     let mut m = Memory::new(2);
@@ -77,7 +77,7 @@ fn sem_windows_through_the_router() {
     assert_eq!((b.value(252), b.value(255)), (5, 8));
 }
 
-/// device.md §5.1: TOP_SP i at 0x8280000000 + ((i&7)<<30) + ((i>7)<<47), 0..15, die 1 for 8..15.
+/// docs/contract/device.md §5.1: TOP_SP i at 0x8280000000 + ((i&7)<<30) + ((i>7)<<47), 0..15, die 1 for 8..15.
 #[test]
 fn topsp_decode_all_sixteen() {
     let mut m = Memory::new(1);
@@ -338,7 +338,7 @@ fn copy_within_one_region_is_memmove() {
     );
 }
 
-/// The DMA semaphore increment (device.md §1.2): a 4-byte copy from the constant page into INC.
+/// The DMA semaphore increment (docs/contract/device.md §1.2): a 4-byte copy from the constant page into INC.
 #[test]
 fn copy_into_inc_window() {
     let mut m = Memory::new(2);

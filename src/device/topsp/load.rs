@@ -1,5 +1,5 @@
-//! Load-time decoding and validation of one TOP_SP's program (spec/lowering.md §6.1–§6.3,
-//! device.md §8.2): the CTRL SPAD cc_op table with its continuation marks, the SLOT SPAD records
+//! Load-time decoding and validation of one TOP_SP's program (docs/contract/lowering.md §6.1–§6.3,
+//! docs/contract/device.md §8.2): the CTRL SPAD cc_op table with its continuation marks, the SLOT SPAD records
 //! of every entry, and the `neff_configs` semaphore addresses. Everything that could go wrong at
 //! run time because of the bytes is checked here, so the walk in [`super`] never meets an
 //! undecodable byte; every error names the CTRL slot or SLOT record and its byte offset.
@@ -56,7 +56,7 @@ fn rec_err(t: u8, pos: usize, msg: impl std::fmt::Display) -> Error {
     ))
 }
 
-/// A semaphore address from `neff_configs` in the READ-window form (device.md §9.2).
+/// A semaphore address from `neff_configs` in the READ-window form (docs/contract/device.md §9.2).
 fn read_form(t: u8, name: &str, addr: u64) -> Result<(SocAddr, SemAddr)> {
     let bad = |why: String| {
         Error::invalid(format!(
@@ -68,7 +68,7 @@ fn read_form(t: u8, name: &str, addr: u64) -> Result<(SocAddr, SemAddr)> {
         .ok_or_else(|| bad("not a TOP_SP EVT_SEM semaphore address".into()))?;
     if sem.window != SemWindow::Read {
         return Err(bad(format!(
-            "{:?} window; neff_configs stores the READ form (device.md §9.2)",
+            "{:?} window; neff_configs stores the READ form (docs/contract/device.md §9.2)",
             sem.window
         )));
     }
@@ -95,7 +95,7 @@ fn own_sem(t: u8, name: &str, addr: u64, block: Option<u8>) -> Result<SemAddr> {
     Ok(sem)
 }
 
-/// INC-window twin of a READ-form address (INC = READ + 0x800, device.md §9.2); the routing
+/// INC-window twin of a READ-form address (INC = READ + 0x800, docs/contract/device.md §9.2); the routing
 /// bits are kept.
 fn inc_of(addr: u64) -> u64 {
     addr + (SemWindow::Inc.offset() - SemWindow::Read.offset())

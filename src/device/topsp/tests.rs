@@ -169,7 +169,7 @@ fn run(s: &mut Sequencer, f: &mut Fake) -> (Vec<Action>, Action) {
     }
 }
 
-/// device.md §8.3: TRIGGER, then records: no wait, wait (≥ then −1), END with repeat 2;
+/// docs/contract/device.md §8.3: TRIGGER, then records: no wait, wait (≥ then −1), END with repeat 2;
 /// the leader posts COMPLETION and the tpb_compl address.
 #[test]
 fn single_entry_three_records() {
@@ -224,7 +224,7 @@ fn single_entry_three_records() {
     assert_eq!(f.get(0, COMPLETION_SEM), 1, "completion posted once");
 }
 
-/// device.md §5.3 / lowering.md §4.6: ≥ (not >), and the record's consume is subtracted.
+/// docs/contract/device.md §5.3 / docs/contract/lowering.md §4.6: ≥ (not >), and the record's consume is subtracted.
 #[test]
 fn ge_and_consume() {
     let ctrl = ccop(true, false, false, false);

@@ -1,5 +1,5 @@
 //! FP8 codec tests: exhaustive against the ml_dtypes reference tables of
-//! `shared/testdata/fp8/` (device.md §11.2 says the library is the oracle for the default modes;
+//! `shared/testdata/fp8/` (docs/contract/device.md §11.2 says the library is the oracle for the default modes;
 //! NaN is compared by class, §11.3 rule 5), plus hand-derived cases for the modes the library
 //! does not have (E3M4 extended, E4M3-fn saturating).
 
@@ -120,7 +120,7 @@ fn every_code_round_trips_in_every_mode() {
 
 #[test]
 fn canonical_nan_and_limits() {
-    // device.md §11.3 rule 5 and the §11.2 table.
+    // docs/contract/device.md §11.3 rule 5 and the §11.2 table.
     assert_eq!(Fp8Format::E5M2.encode(f32::NAN), 0x7E);
     assert_eq!(Fp8Format::E4M3.encode(-f32::NAN), 0x7F);
     assert_eq!(Fp8Format::E3M4.encode(f32::NAN), 0x7F);

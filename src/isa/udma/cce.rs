@@ -1,4 +1,4 @@
-//! The CCE form of a descriptor (spec/device.md §2.1–§2.2): the `SDMA_CCETYPE` sub-op, the
+//! The CCE form of a descriptor (docs/contract/device.md §2.1–§2.2): the `SDMA_CCETYPE` sub-op, the
 //! CCE meta_ctrl with its two per-op layouts, and the compute descriptor's words. A child of
 //! [`udma`](super); re-exported there.
 
@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::isa::enums::Dtype;
 use crate::isa::udma::LenCtrl;
 
-/// `SDMA_CCETYPE` (spec/lowering.md §2.10), CCE meta_ctrl bits 2:0.
+/// `SDMA_CCETYPE` (docs/contract/lowering.md §2.10), CCE meta_ctrl bits 2:0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum CceOp {
@@ -42,7 +42,7 @@ impl CceOp {
     pub fn is_min_max(self) -> bool {
         matches!(self, CceOp::Max | CceOp::Min)
     }
-    /// The op selector bits 22:20 the builders write (device.md §2.2).
+    /// The op selector bits 22:20 the builders write (docs/contract/device.md §2.2).
     pub fn op_selector(self) -> u8 {
         match self {
             CceOp::Add | CceOp::Max | CceOp::Min => 0,
@@ -53,10 +53,10 @@ impl CceOp {
     }
 }
 
-/// Accumulation nibble our encoder writes: FP32R (11), device.md §11.1.
+/// Accumulation nibble our encoder writes: FP32R (11), docs/contract/device.md §11.1.
 pub const ACCUM_FP32R: u8 = 11;
 
-/// The CCE form of meta_ctrl (device.md §2.2). Bit positions of "last" and the flag depend on
+/// The CCE form of meta_ctrl (docs/contract/device.md §2.2). Bit positions of "last" and the flag depend on
 /// the op: ADD/FMA builder `last` = bit 7, flag = bit 4; MIN/MAX builder `last` = bit 4,
 /// notification = bit 7, use_const = bit 5.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -99,7 +99,7 @@ impl CceMeta {
     }
 
     /// The 32-bit word: `(sub & 7) | out << 12 | accum << 16 | last << 7 | wb << 6 | flag << 4
-    /// | 0x02000000` for ADD (device.md §2.2), the MIN/MAX layout otherwise.
+    /// | 0x02000000` for ADD (docs/contract/device.md §2.2), the MIN/MAX layout otherwise.
     pub fn encode(&self) -> u32 {
         let mm = self.op.is_min_max();
         let (last_bit, flag_bit) = if mm { (4, 7) } else { (7, 4) };
@@ -207,12 +207,12 @@ impl CceMeta {
     }
 }
 
-/// W2 high byte: MIN/MAX marker (W2 bit 25), device.md §2.1.
+/// W2 high byte: MIN/MAX marker (W2 bit 25), docs/contract/device.md §2.1.
 pub const W2_MIN_MAX: u8 = 0x02;
 /// W2 high byte: "more descriptors follow" in fused packets (W2 bit 30) **\[M\]**.
 pub const W2_COMBO: u8 = 0x40;
 
-/// One CCE compute descriptor (device.md §2.1): META W0, CCE meta_ctrl W1, byte length and
+/// One CCE compute descriptor (docs/contract/device.md §2.1): META W0, CCE meta_ctrl W1, byte length and
 /// op bits W2, FP32 scale W3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CceCompute {

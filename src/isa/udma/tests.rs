@@ -4,12 +4,12 @@ use super::*;
 use crate::isa::enums::Dtype;
 use proptest::prelude::*;
 
-/// device.md §1.1: the default CME meta_ctrl is 0x01080003 (class 2 at 25:23, bit 19, bits 1:0 = 3).
+/// docs/contract/device.md §1.1: the default CME meta_ctrl is 0x01080003 (class 2 at 25:23, bit 19, bits 1:0 = 3).
 #[test]
 fn golden_default_copy_meta_ctrl() {
     assert_eq!(CopyMeta::default().encode(), META_CTRL_COPY_DEFAULT);
     assert_eq!(CopyMeta::decode(0x0108_0003).unwrap(), CopyMeta::default());
-    // write_barrier is bit 26, notification bit 28 (device.md §1.1).
+    // write_barrier is bit 26, notification bit 28 (docs/contract/device.md §1.1).
     let m = CopyMeta {
         write_barrier: true,
         notification: true,
@@ -18,7 +18,7 @@ fn golden_default_copy_meta_ctrl() {
     assert_eq!(m.encode(), 0x1508_0003);
 }
 
-/// device.md §2.2: ADD, bf16 out (6), accum FP32R (11), last → 0x020B6080.
+/// docs/contract/device.md §2.2: ADD, bf16 out (6), accum FP32R (11), last → 0x020B6080.
 #[test]
 fn golden_cce_add_bf16_meta_ctrl() {
     let m = CceMeta::for_reduce(CceOp::Add, Dtype::Bf16, true);
@@ -33,7 +33,7 @@ fn golden_cce_add_bf16_meta_ctrl() {
     assert!(CceMeta::decode(0x0209_6080).is_err());
 }
 
-/// device.md §2.2: MIN/MAX put "last" at bit 4 (and notification at bit 7).
+/// docs/contract/device.md §2.2: MIN/MAX put "last" at bit 4 (and notification at bit 7).
 #[test]
 fn golden_cce_max_layout() {
     let m = CceMeta::for_reduce(CceOp::Max, Dtype::Fp16, true);
@@ -44,7 +44,7 @@ fn golden_cce_max_layout() {
     assert!(!d.last && d.flag);
 }
 
-/// device.md §1.1: len_ctrl bits; LENGTH 0 means 65536.
+/// docs/contract/device.md §1.1: len_ctrl bits; LENGTH 0 means 65536.
 #[test]
 fn golden_len_ctrl() {
     let c = LenCtrl {
@@ -67,7 +67,7 @@ fn golden_len_ctrl() {
     assert!(e.message().contains("22:16"), "{e}");
 }
 
-/// device.md §1.1: the copy meta descriptor word 0 is `(idx << 24) | 0x04800000`.
+/// docs/contract/device.md §1.1: the copy meta descriptor word 0 is `(idx << 24) | 0x04800000`.
 #[test]
 fn golden_copy_meta_descriptor_word0() {
     let d = Descriptor::CopyMetaDesc {
@@ -93,7 +93,7 @@ fn golden_copy_meta_descriptor_word0() {
     }
 }
 
-/// device.md §2.1: a CCE compute descriptor's words.
+/// docs/contract/device.md §2.1: a CCE compute descriptor's words.
 #[test]
 fn golden_cce_compute_words() {
     let d = Descriptor::Cce(CceCompute {
@@ -138,7 +138,7 @@ fn decode_errors_name_field_and_bits() {
     assert!(e.message().contains("25:23"), "{e}");
 }
 
-/// device.md §1.3: the tag starts at 1 and goes +1 mod 4 at each wrap.
+/// docs/contract/device.md §1.3: the tag starts at 1 and goes +1 mod 4 at each wrap.
 #[test]
 fn ring_id_generation_rule() {
     assert_eq!(ring_id_at(0, 64), 1);

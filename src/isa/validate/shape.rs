@@ -1,4 +1,4 @@
-//! The shape and placement rules of lowering.md §1.9: rule 7 (cc_dim against the op and the
+//! The shape and placement rules of docs/contract/isa.md §9: rule 7 (cc_dim against the op and the
 //! operand location), rule 9 (ALL_TO_ALL_V metadata) and rule 11 (the 0xBF S3D3 word). Split
 //! from `validate.rs` to keep files small; [`validate`](super::validate) calls them in rule order.
 

@@ -1,4 +1,4 @@
-//! One test per rule of lowering.md §1.9: a word that breaks it, and the exact error fields
+//! One test per rule of docs/contract/isa.md §9: a word that breaks it, and the exact error fields
 //! (opcode, field, byte offset, value, rule). Words are built valid, broken in one field, then
 //! encoded and run through `decode` + `validate`, as the loader does.
 
@@ -41,7 +41,7 @@ fn rule_1_update_mode() {
     assert_eq!(
         e.to_string(),
         "opcode 0xC8: field update_mode at byte 6 = 0x03: collective pseudo-ops must use update \
-         mode SEM_INC_COMPLETE (0x13) (lowering.md §1.9 rule 1)"
+         mode SEM_INC_COMPLETE (0x13) (docs/contract/isa.md §9 rule 1)"
     );
     let b = c2(|w| w.trigger.common.events.update_mode = UpdateMode::None);
     let e = check(&b, &ctx()).unwrap_err();
@@ -445,7 +445,7 @@ fn rule_12_supported_operation() {
     assert!(enc_op_unsupported(EncOpType::AllToAllV, Some(true)).is_none());
 }
 
-/// lowering.md §1.4 / §7 item 2: 0xC8 bytes 33–47 must be 0 (table-driven range).
+/// docs/contract/isa.md §4 / §7 item 2: 0xC8 bytes 33–47 must be 0 (table-driven range).
 #[test]
 fn c8_reserved_bytes() {
     let mut w = c8();

@@ -1,5 +1,5 @@
-//! Tests of the barrier planner: leaders, roots, step shapes, READ-window addresses (device.md
-//! §7.1, §9.2; ncfw.md Appendix A) and the host views (§7.2). Execution is tested in
+//! Tests of the barrier planner: leaders, roots, step shapes, READ-window addresses (docs/contract/device.md
+//! §7.1, §9.2; docs/contract/carrier.md Appendix A) and the host views (§7.2). Execution is tested in
 //! `device::barrier`'s tests.
 
 use super::*;
@@ -36,7 +36,7 @@ fn golden_two_chips() {
     assert_eq!(root.release_next, Some(1));
     assert_eq!(p.participants[15].release_next, None);
     // Member rank 1 TOP_SP 2 (device TOP_SP 6): arrives at TOP_SP 0's BARRIER0, in READ form:
-    // 0x8280000000 + 0x1000 + 4·2 (device.md §5.1, §9.2); waits its own BARRIER1 ≥ 1; passes
+    // 0x8280000000 + 0x1000 + 4·2 (docs/contract/device.md §5.1, §9.2); waits its own BARRIER1 ≥ 1; passes
     // the release to the next TOP_SP in order.
     let m = &p.configs[6];
     assert_eq!(p.participants[6].device_topsp, 6);
@@ -67,7 +67,7 @@ fn golden_two_chips() {
     }
 }
 
-/// Every stored address is READ-window form (device.md §9.2) of id 2 or 3.
+/// Every stored address is READ-window form (docs/contract/device.md §9.2) of id 2 or 3.
 #[test]
 fn addresses_are_read_window_barrier_ids() {
     let t = topo("trn1.32xlarge:nodes=2", 64);
@@ -171,7 +171,7 @@ fn bad_groups_are_rejected() {
     assert!(plan_host_barrier(&t, &[], false).is_err());
 }
 
-/// device.md §7.2 (ids: module doc): leaders own START and DONE, non-leaders name the leader's
+/// docs/contract/device.md §7.2 (ids: module doc): leaders own START and DONE, non-leaders name the leader's
 /// DONE and no START.
 #[test]
 fn host_views() {

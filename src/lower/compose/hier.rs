@@ -1,4 +1,4 @@
-//! HIER — hierarchical composition (spec/lowering.md §4.7): a collective over node_n nodes ×
+//! HIER — hierarchical composition (docs/contract/lowering.md §4.7): a collective over node_n nodes ×
 //! local_rank_n ranks (rank id = n·L + l) as chained legs, each composed by the per-leg
 //! algorithm of §3.4 through a dispatcher.
 //!
@@ -27,8 +27,8 @@
 //! composer scratch range after the region — a rank may start leg k+1 while a peer is still in
 //! leg k, so nothing is shared between legs.
 //!
-//! **Order between legs**: the device chains a TOP_SP's entries on that TOP_SP only (device.md
-//! §8.3, lowering.md §6.3), while leg k+1 on one TOP_SP reads what leg k wrote on another
+//! **Order between legs**: the device chains a TOP_SP's entries on that TOP_SP only (docs/contract/device.md
+//! §8.3, docs/contract/lowering.md §6.3), while leg k+1 on one TOP_SP reads what leg k wrote on another
 //! (legs differ in algorithm and channel split). So consecutive legs of a rank are joined
 //! explicitly with semaphores ([`leg_join`](super::leg_join)), one id per boundary after the
 //! legs' ranges.

@@ -1,4 +1,4 @@
-//! KANGARING: the ring tape of §4.2–§4.3 with the kangaring reduce step (spec/lowering.md
+//! KANGARING: the ring tape of §4.2–§4.3 with the kangaring reduce step (docs/contract/lowering.md
 //! §4.4, seed 001 §5.4: the composer passes `KANGARING_NR1W` where the ring passes
 //! `RING_2R1W`).
 //!

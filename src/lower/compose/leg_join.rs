@@ -1,9 +1,9 @@
-//! The join between two consecutive legs of one rank (hierarchical ops, spec/lowering.md §4.7):
+//! The join between two consecutive legs of one rank (hierarchical ops, docs/contract/lowering.md §4.7):
 //! explicit semaphores that make every TOP_SP start leg k + 1 only after every other TOP_SP of
 //! the rank has finished leg k.
 //!
 //! Why it is needed: the device chains the cc_op entries of a TOP_SP on that TOP_SP alone
-//! (device.md §8.3: `trigger_next` increments its own semaphore; lowering.md §6.3: only the
+//! (docs/contract/device.md §8.3: `trigger_next` increments its own semaphore; docs/contract/lowering.md §6.3: only the
 //! reporter waits for the others' completions). Leg k + 1 generally reads, on one TOP_SP, what
 //! leg k wrote on another: the legs use different algorithms and channel splits (an intra mesh
 //! leg runs on channel 0 only, the inter ring leg after it splits each block over two channels

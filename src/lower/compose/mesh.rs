@@ -1,4 +1,4 @@
-//! MESH: the event tape of spec/lowering.md §4.6 for all-reduce, reduce-scatter and all-gather
+//! MESH: the event tape of docs/contract/lowering.md §4.6 for all-reduce, reduce-scatter and all-gather
 //! (all-to-all and all-to-all-v live in [`super::mesh_a2a`]).
 //!
 //! **Step count** (G = ranks in the leg, one tape per rank on mesh window 0, one step per event):
@@ -38,7 +38,7 @@
 //! with wait_val = number of distinct ranks that signal the semaphore; a zero wait_val is no
 //! wait. **Signals** are +1 each, i.e. `1 << sema_shift_offset` with sema_shift_offset = 0
 //! ([`MESH_SEMA_SHIFT_OFFSET`]): the counting convention needs every sender to add the same 1
-//! (device.md §5.3 allows bit-flags; with counts they would not sum to wait_val). Triggers beyond
+//! (docs/contract/device.md §5.3 allows bit-flags; with counts they would not sum to wait_val). Triggers beyond
 //! the 3 direct ones of an event record ride on the DMA rings as semaphore descriptors (§6.4).
 //!
 //! **Semaphores**: three per leg from `leg.sems.base`: ENTRY, DATA, RESULT ([`MESH_SEMS`]); each
@@ -61,7 +61,7 @@ use crate::lower::program::{
 };
 use crate::lower::request::{CollectiveOp, ReduceOp};
 
-/// `enc_mesh_event_type`, newer numbering (spec/lowering.md §2.9; judgement: the newer table).
+/// `enc_mesh_event_type`, newer numbering (docs/contract/lowering.md §2.9; judgement: the newer table).
 pub mod event {
     /// Close the op: wait for the last writes into this rank.
     pub const SYNC: u8 = 0;

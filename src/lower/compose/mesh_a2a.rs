@@ -1,4 +1,4 @@
-//! MESH all-to-all and all-to-all-v (spec/lowering.md §4.6, §4.12): rank r's block i goes to
+//! MESH all-to-all and all-to-all-v (docs/contract/lowering.md §4.6, §4.12): rank r's block i goes to
 //! rank i's output slot r, one event for all destinations.
 //!
 //! **Step count**: 5 events per rank — FN_BARRIER_FIRST (arrive; in place: stage the input in

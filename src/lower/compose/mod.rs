@@ -1,5 +1,5 @@
 //! Composition: one file per algorithm, each turning a request on a ring/mesh geometry into the
-//! per-rank step tapes of spec/lowering.md §4 (gloo style: algorithms separate from transport).
+//! per-rank step tapes of docs/contract/lowering.md §4 (gloo style: algorithms separate from transport).
 //! Each file's doc comment states its step count and bytes on the wire.
 //!
 //! What every composer shares lives here: the [`Leg`] it composes (which ranks, in which ring

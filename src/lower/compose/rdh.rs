@@ -1,4 +1,4 @@
-//! RDH — recursive halving / doubling (spec/lowering.md §4.8) for reduce-scatter, all-gather
+//! RDH — recursive halving / doubling (docs/contract/lowering.md §4.8) for reduce-scatter, all-gather
 //! and all-reduce on a power-of-two group (rank_n = 2^k; position p in the leg's order is the
 //! group index r of §4.8, and chunk c is the block of rank id `order[c]`).
 //!

@@ -1,4 +1,4 @@
-//! RING: all-reduce, reduce-scatter and all-gather around one ring (spec/lowering.md §4.1–§4.3).
+//! RING: all-reduce, reduce-scatter and all-gather around one ring (docs/contract/lowering.md §4.1–§4.3).
 //!
 //! **Step count** per rank, per used channel, per (loop, half) piece, with N ranks:
 //! all-reduce 2N (reduce-scatter phase N + 1: `send`, N−2 × `recv_reduce_send`,

@@ -2,7 +2,7 @@
 //! family): the piece grid every rank agrees on, memory locations of a leg, step builders in the
 //! §4.0 vocabulary and the assembly of per-rank entries.
 //!
-//! **Data model (push, spec/lowering.md §4.10, §6.4).** A sending step's transfer writes into the
+//! **Data model (push, docs/contract/lowering.md §4.10, §6.4).** A sending step's transfer writes into the
 //! receiver's memory and carries the two increments of §6.4: LOCAL on the sender (its source may
 //! be reused) and REMOTE on the receiver's receive semaphore (the data has landed). The
 //! receiving step waits on its own receive semaphore (`wait_ge_and_dec`, target 1, consume 1)

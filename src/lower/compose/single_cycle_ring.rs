@@ -1,4 +1,4 @@
-//! SINGLE_CYCLE_RING: all-reduce only (spec/lowering.md §4.5; seed 001 §8 claim 3: the
+//! SINGLE_CYCLE_RING: all-reduce only (docs/contract/lowering.md §4.5; seed 001 §8 claim 3: the
 //! `can_post` gate requires `op_type == ENC_ALLREDUCE`). Any other op is an error.
 //!
 //! **OPEN in the spec**: the vendor's fused one-pass tape was not recovered. This composer

@@ -1,4 +1,4 @@
-//! Tiling one step into UDMA descriptors (spec/lowering.md §5, device.md §1.2, §2.1, §6.4).
+//! Tiling one step into UDMA descriptors (docs/contract/lowering.md §5, docs/contract/device.md §1.2, §2.1, §6.4).
 //!
 //! * **Copy** (`Transfer::Copy`): one M2S packet of TX data descriptors (≤ 64 KiB each, CME
 //!   meta_ctrl 0x01080003, plus the notification bit on v4) and the matching S2M packet of RX
@@ -28,7 +28,7 @@ use crate::lower::request::ReduceOp;
 /// class changes a result. Edit this table to model QoS classes.
 pub const PRIO_PKT_CAP: [u64; 5] = [8192; 5];
 
-/// Most CCE sources per packet (device.md §2.1).
+/// Most CCE sources per packet (docs/contract/device.md §2.1).
 pub const MAX_CCE_SOURCES: usize = 32;
 
 /// Most descriptors of one copy packet on `gen` (min of TX and RX limits, §5.2).
@@ -228,7 +228,7 @@ impl Tiler<'_> {
 }
 
 /// Set the RING_ID tag of every descriptor of a stream for a ring of `ring_len` slots and
-/// encode it (device.md §1.3).
+/// encode it (docs/contract/device.md §1.3).
 pub fn stamp(descs: &[Descriptor], ring_len: u64) -> Vec<[u8; 16]> {
     descs
         .iter()
@@ -247,7 +247,7 @@ pub fn stamp(descs: &[Descriptor], ring_len: u64) -> Vec<[u8; 16]> {
         .collect()
 }
 
-/// The ring guard gap (device.md §3.2).
+/// The ring guard gap (docs/contract/device.md §3.2).
 pub const RING_GUARD: u64 = 16;
 /// Smallest ring we allocate.
 pub const MIN_RING: u64 = 32;

@@ -161,7 +161,7 @@ fn words(b: &[u8; 16]) -> (u32, u32, u64) {
 
 // Rank 0's addresses (addrmap.rs doc): window 0x1000_0000_0000 (2^44), data at +2^36; input,
 // output and scratch 4 KiB apart; constant u32 1 at +4. Rank 1 is chip 1: routed addresses
-// carry (1 << 54) | (1 << 48) (device.md §1.4).
+// carry (1 << 54) | (1 << 48) (docs/contract/device.md §1.4).
 const IN0: u64 = 0x1010_0000_0000;
 const OUT0: u64 = 0x1010_0000_1000;
 const SCR0: u64 = 0x1010_0000_2000;
@@ -179,17 +179,17 @@ fn golden_tiny_program_rank0() {
     assert_eq!(
         m2s,
         vec![
-            // step 0, copy: TX data, 16 B, RING_ID 1, FIRST|LAST (device.md §1.1, §1.3); CME default meta_ctrl.
+            // step 0, copy: TX data, 16 B, RING_ID 1, FIRST|LAST (docs/contract/device.md §1.1, §1.3); CME default meta_ctrl.
             (0x0D00_0010, 0x0108_0003, IN0),
-            // step 0, LOCAL signal: 4-byte copy of the constant 1 (device.md §1.2, lowering.md §6.4).
+            // step 0, LOCAL signal: 4-byte copy of the constant 1 (docs/contract/device.md §1.2, docs/contract/lowering.md §6.4).
             (0x0D00_0004, 0x0108_0003, ONE0),
             // step 0, REMOTE signal: same source.
             (0x0D00_0004, 0x0108_0003, ONE0),
-            // step 1, CCE source 0: META|RING_ID 1|FIRST; ADD bf16 accum FP32R, not last; 16 B (device.md §2.1, §2.2).
+            // step 1, CCE source 0: META|RING_ID 1|FIRST; ADD bf16 accum FP32R, not last; 16 B (docs/contract/device.md §2.1, §2.2).
             (0x0580_0000, 0x020B_6000, 16),
             // step 1, source 0 data: 16 B of the input, W1 = 0 (class from the compute descriptor).
             (0x0100_0010, 0, IN0),
-            // step 1, CCE source 1: "last" (bit 7) set on the final source only (device.md §2.1).
+            // step 1, CCE source 1: "last" (bit 7) set on the final source only (docs/contract/device.md §2.1).
             (0x0180_0000, 0x020B_6080, 16),
             // step 1, source 1 data: scratch, LAST ends the packet.
             (0x0900_0010, 0, SCR0),
@@ -201,28 +201,28 @@ fn golden_tiny_program_rank0() {
     assert_eq!(
         s2m,
         vec![
-            // step 0: RX data into rank 1's scratch, routed to chip 1 (device.md §1.4).
+            // step 0: RX data into rank 1's scratch, routed to chip 1 (docs/contract/device.md §1.4).
             (0x0D00_0010, 0, TO_CHIP1 | SCR0),
-            // step 0: INC of own TOP_SP 0 sem 9 = 0x8280000000 + 0x1800 + 4·9, DMB set (device.md §5.1, §1.1).
+            // step 0: INC of own TOP_SP 0 sem 9 = 0x8280000000 + 0x1800 + 4·9, DMB set (docs/contract/device.md §5.1, §1.1).
             (0x4D00_0004, 0, 0x82_8000_1824),
-            // step 0: INC of rank 1's sem 8, routed to chip 1 (lowering.md §6.4 REMOTE).
+            // step 0: INC of rank 1's sem 8, routed to chip 1 (docs/contract/lowering.md §6.4 REMOTE).
             (0x4D00_0004, 0, TO_CHIP1 | 0x82_8000_1820),
-            // step 1: the reduced stream into the output (device.md §2.1 item 3).
+            // step 1: the reduced stream into the output (docs/contract/device.md §2.1 item 3).
             (0x0D00_0010, 0, OUT0),
             // step 1: INC of own sem 9.
             (0x4D00_0004, 0, 0x82_8000_1824),
         ]
     );
-    // Rings: next power of two ≥ n + 16, at least 32 (device.md §3.1–§3.2).
+    // Rings: next power of two ≥ n + 16, at least 32 (docs/contract/device.md §3.1–§3.2).
     assert_eq!((t.m2s_ring_len, t.s2m_ring_len), (32, 32));
-    // CTRL SPAD (lowering.md §6.1, seed 003): cc_op=1; RING (0); no trigger_next (last entry);
+    // CTRL SPAD (docs/contract/lowering.md §6.1, seed 003): cc_op=1; RING (0); no trigger_next (last entry);
     // reporter (channel 0); no chaining (one TOP_SP); channel_list = 1 << 0.
     assert_eq!(
         t.ctrl_spad,
         vec![0x01, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00]
     );
     // SLOT SPAD (emit_slot.rs format): step 0 releases 3/3, no wait; step 1 waits sem 8 ≥ 1
-    // then −1 (device.md §5.3), releases 5/2, END.
+    // then −1 (docs/contract/device.md §5.3), releases 5/2, END.
     assert_eq!(t.slot_spad.len(), 1024);
     assert_eq!(
         &t.slot_spad[..16],
@@ -235,7 +235,7 @@ fn golden_tiny_program_rank0() {
     assert!(t.slot_spad[32..].iter().all(|&b| b == 0));
     assert_eq!(t.steps[0].m2s, 0..3);
     assert_eq!(t.steps[1].s2m, 3..5);
-    // neff_configs values (lowering.md §6.3), semaphores in READ form (device.md §9.2).
+    // neff_configs values (docs/contract/lowering.md §6.3), semaphores in READ form (docs/contract/device.md §9.2).
     let n = t.neff;
     assert_eq!(n.trigger, 0x82_8000_1000); // id 0
     assert_eq!(n.trigger_next, 0x82_8000_13F4); // id 253
@@ -256,7 +256,7 @@ fn golden_tiny_program_rank1_routes_back_to_chip0() {
     let (p, m) = tiny();
     let e = emit(&p, &m).unwrap();
     let t = &e.ranks[1].topsps[0];
-    const TO_CHIP0: u64 = 1 << 54; // chip id 0 with id-valid (device.md §1.4)
+    const TO_CHIP0: u64 = 1 << 54; // chip id 0 with id-valid (docs/contract/device.md §1.4)
     assert_eq!(words(&t.m2s[0]).2, IN0); // rank 1's own input: same on-chip offsets, unrouted
     assert_eq!(words(&t.s2m[0]).2, TO_CHIP0 | SCR0);
     assert_eq!(words(&t.s2m[2]).2, TO_CHIP0 | 0x82_8000_1820);
@@ -321,7 +321,7 @@ fn reduce_step(r: u32, len: u64) -> Step {
     )
 }
 
-/// lowering.md §5.1–§5.2: 2048 CCE elements per packet on v3/v4, 1024 on v2.
+/// docs/contract/lowering.md §5.1–§5.2: 2048 CCE elements per packet on v3/v4, 1024 on v2.
 #[test]
 fn cce_tiling_caps() {
     for (gen, dtype, len, pkts) in [
@@ -358,7 +358,7 @@ fn cce_tiling_caps() {
     }
 }
 
-/// lowering.md §5.2: ≤ 64 KiB per data descriptor (LENGTH 0 = 65536), ≤ 60 per v3 packet.
+/// docs/contract/lowering.md §5.2: ≤ 64 KiB per data descriptor (LENGTH 0 = 65536), ≤ 60 per v3 packet.
 #[test]
 fn copy_tiling_caps() {
     let elems = (61 * 65536 + 100) / 2; // 61 full descriptors and a 100-byte tail, bf16
@@ -399,7 +399,7 @@ fn copy_tiling_caps() {
     decode_back(&e, &p, &m).unwrap();
 }
 
-/// device.md §1.3 / §3.2: a stream longer than the ring wraps; tags go 1, 2, 3, 0; a step with
+/// docs/contract/device.md §1.3 / §3.2: a stream longer than the ring wraps; tags go 1, 2, 3, 0; a step with
 /// more descriptors than ring − 16 is released by several records.
 #[test]
 fn ring_wrap_tags_and_release_split() {
@@ -436,7 +436,7 @@ fn ring_wrap_tags_and_release_split() {
     );
 }
 
-/// lowering.md §6.2: a cc_op whose records overflow a slot continues in the next, marked.
+/// docs/contract/lowering.md §6.2: a cc_op whose records overflow a slot continues in the next, marked.
 #[test]
 fn slot_continuation() {
     let one = step(

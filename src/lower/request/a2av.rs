@@ -1,4 +1,4 @@
-//! All-to-all-v metadata (spec/lowering.md §1.9 rule 9 **\[H\]**): which rows of the src1
+//! All-to-all-v metadata (docs/contract/isa.md §9 rule 9 **\[H\]**): which rows of the src1
 //! metadata tensor are inputs, which is an output, and — once the values are known — the
 //! resolved per-rank table the composer works from.
 //!
@@ -83,14 +83,14 @@ impl A2avMeta {
         if bitmap & 0b11 != 0b11 {
             return Err(Error::invalid(format!(
                 "ALL_TO_ALL_V: src1_bitmap = {bitmap:#04x}: bits 0 (send counts) and 1 (send \
-                 displacements) must both be set; those rows are always inputs (lowering.md §1.9 \
+                 displacements) must both be set; those rows are always inputs (docs/contract/isa.md §9 \
                  rule 9)"
             )));
         }
         if bitmap & 0xF0 != 0 {
             return Err(Error::invalid(format!(
                 "ALL_TO_ALL_V: src1_bitmap = {bitmap:#04x}: only bits 0-3 name metadata rows; \
-                 bits 4-7 must be clear (lowering.md §1.9 rule 9)"
+                 bits 4-7 must be clear (docs/contract/isa.md §9 rule 9)"
             )));
         }
         let rows = [
@@ -251,7 +251,7 @@ mod tests {
         A2avMeta::from_bitmap(bitmap, 9, 9, None).unwrap()
     }
 
-    /// lowering.md §1.9 rule 9: bits 0, 1 inputs; bit 2 clear → row 2 output; bit 3 clear →
+    /// docs/contract/isa.md §9 rule 9: bits 0, 1 inputs; bit 2 clear → row 2 output; bit 3 clear →
     /// row 3 derived.
     #[test]
     fn golden_bitmap_roles() {

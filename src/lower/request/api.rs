@@ -1,5 +1,5 @@
 //! The API entry path: `nrta_cc_prepare`'s arguments → [`CollectiveRequest`]
-//! (spec/nrt-abi.md §3.6, §5.7; enums of §2.2).
+//! (docs/contract/abi.md §3.6, §5.7; enums of §2.2).
 //!
 //! The C boundary reads `nrt_cc_comm_t` and the two tensor lists once and hands this module
 //! plain values: an [`ApiComm`], the byte sizes of the input and output tensors, whether the two
@@ -9,10 +9,10 @@
 //!
 //! Choices (the spec leaves them open):
 //! * `op` is ignored for all-gather (a copy; callers pass anything), like the instruction
-//!   path ignores the ALU op of copy ops (lowering.md §1.9 rule 6).
+//!   path ignores the ALU op of copy ops (docs/contract/isa.md §9 rule 6).
 //! * FP32R is accepted for all-gather (a copy of 4-byte elements is exact; the request carries
 //!   FP32, whose copy moves the same bytes) and rejected for
-//!   the reducing ops (an accumulation type, not an I/O type: design.md §2.9), the same as
+//!   the reducing ops (an accumulation type, not an I/O type: docs/design.md §2.9), the same as
 //!   rule 10 on the instruction path.
 //! * In-place (`same_tensor`) means input and output start at the same byte; it is refused with
 //!   the list forms, where "the same tensor" has no single meaning.
@@ -23,7 +23,7 @@ use super::{nrt_cc_op, CollectiveOp, CollectiveRequest, IoForm, ReduceOp};
 use crate::error::{Error, Result};
 use crate::isa::enums::Dtype;
 
-/// `nrt_cc_comm_t` as plain values (nrt-abi.md §5.7 **\[M\]**).
+/// `nrt_cc_comm_t` as plain values (docs/contract/abi.md §5.7 **\[M\]**).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct ApiComm {
     /// The participants' global device ids, in rank order (`rank_n` of them).
@@ -103,8 +103,8 @@ fn cc_op_of(cc_op: u32) -> Result<CollectiveOp> {
     })
 }
 
-/// The dtype of `nrt_dtype_t` value `v` for `op` (nrt-abi.md §2.2; same numbering as the ISA
-/// DTYPE, lowering.md §1.10).
+/// The dtype of `nrt_dtype_t` value `v` for `op` (docs/contract/abi.md §2.2; same numbering as the ISA
+/// DTYPE, docs/contract/isa.md §10).
 pub fn dtype_of(v: u32, op: CollectiveOp) -> Result<Dtype> {
     let d = u8::try_from(v)
         .ok()
@@ -120,13 +120,13 @@ pub fn dtype_of(v: u32, op: CollectiveOp) -> Result<Dtype> {
     } else if op.is_reducing() && d.is_integer() {
         format!(
             "{what} of {} is not supported: integer reductions are rejected because the \
-             compiler converts integer reductions to FP32 (design.md §2.9)",
+             compiler converts integer reductions to FP32 (docs/design.md §2.9)",
             d.name()
         )
     } else if op.is_reducing() && d == Dtype::Fp32r {
         format!(
             "{what} of FP32R is not supported: FP32R is an accumulation type, not an element \
-             type of tensors (design.md §2.9); use FLOAT32"
+             type of tensors (docs/design.md §2.9); use FLOAT32"
         )
     } else if op.is_reducing() && !d.is_cce_reducible() {
         format!(
@@ -268,7 +268,7 @@ impl CollectiveRequest {
             ));
         }
         // An FP32R all-gather moves 4-byte words: it is lowered as the FP32 copy (the DMA has
-        // no FP32R element size, device.md §5.1; the bytes are identical).
+        // no FP32R element size, docs/contract/device.md §5.1; the bytes are identical).
         let d = if d == Dtype::Fp32r { Dtype::Fp32 } else { d };
         let mut req =
             CollectiveRequest::new(cop, d, reduce, count, comm.replica_group.clone(), comm.rank);
@@ -315,7 +315,7 @@ mod tests {
         r.unwrap_err().message().to_string()
     }
 
-    /// nrt-abi.md §2.2: the three raw enums match the C twins in abi/types.rs.
+    /// docs/contract/abi.md §2.2: the three raw enums match the C twins in abi/types.rs.
     #[test]
     fn golden_nrt_enum_tables() {
         assert_eq!(nrt_cc_op_type_t::NRT_CC_ALLGATHER as u32, AG);
@@ -390,7 +390,7 @@ mod tests {
         assert_eq!(
             m,
             "dtype (nrt_dtype_t) = 8: all-reduce of INT32 is not supported: integer reductions \
-             are rejected because the compiler converts integer reductions to FP32 (design.md \
+             are rejected because the compiler converts integer reductions to FP32 (docs/design.md \
              §2.9)"
         );
         let m = msg(api(&c, &[32], &[8], 11, 0, RS));
@@ -456,7 +456,7 @@ mod tests {
         );
     }
 
-    /// nrt-abi.md §5.7: AG out = N × in, RS in = N × out, AR in = out; the 2.33 list forms.
+    /// docs/contract/abi.md §5.7: AG out = N × in, RS in = N × out, AR in = out; the 2.33 list forms.
     #[test]
     fn sizes_and_list_forms() {
         let c = comm(2);

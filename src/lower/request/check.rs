@@ -1,4 +1,4 @@
-//! Operand checks shared by the instruction path (spec/lowering.md §1.4, §1.7, §4.9): counts
+//! Operand checks shared by the instruction path (docs/contract/isa.md §4, §7, §4.9): counts
 //! that must not overflow, operands that must fit their NEFF variable, the in-place /
 //! overlap rule, and the explicit permute pairs. Split from `request/instr.rs` for size.
 
@@ -42,7 +42,7 @@ pub(super) fn pairs_of(ctx: &InstrContext, group_id: u16, n: u64) -> Result<Vec<
     let pairs = ctx.permute_pairs.get(&group_id).ok_or_else(|| {
         Error::invalid(format!(
             "explicit PERMUTE on group {group_id} needs the module's source-target pairs; none \
-             were given (lowering.md §4.9)"
+             were given (docs/contract/lowering.md §4.9)"
         ))
     })?;
     let (mut srcs, mut dsts) = (BTreeSet::new(), BTreeSet::new());
@@ -71,7 +71,7 @@ pub(super) fn var_operand(
 ) -> Result<Operand> {
     let (Some(var), Some(off)) = (t.start.var_id(), t.start.var_offset()) else {
         return Err(Error::invalid(format!(
-            "{field} is not a VAR_ID address (lowering.md §1.7)"
+            "{field} is not a VAR_ID address (docs/contract/isa.md §7)"
         )));
     };
     let info = ctx.var(var)?;

@@ -1,5 +1,5 @@
 //! The instruction entry path: decoded pseudo-instruction words → [`CollectiveRequest`]
-//! (spec/lowering.md §1.3–§1.9, §2.1, §2.11, §4.9–§4.12, §6.3).
+//! (docs/contract/isa.md §3–§9, §2.1, §2.11, §4.9–§4.12, §6.3).
 //!
 //! [`CollectiveRequest::from_instr`] lowers one word (0xC7, 0xC8, the 0xD9+0xDA pair, 0xCB);
 //! [`request_stream`](super::stream) lowers whole programs and chains. Every word first goes through [`isa::validate`](validate)
@@ -226,7 +226,7 @@ fn lower_c8(
         if off.checked_add(cnt).is_none_or(|end| end > have) {
             return Err(Error::invalid(format!(
                 "{what} tensor {id} has {have} {} elements ({} bytes); the op needs {cnt} from \
-                 element offset {off} (num_elements {num_elements}, rank_n {n}, lowering.md §1.4)",
+                 element offset {off} (num_elements {num_elements}, rank_n {n}, docs/contract/isa.md §4)",
                 dtype.name(),
                 info.bytes
             )));
@@ -304,7 +304,7 @@ fn lower_c2(
     let mismatch = |need: &str| {
         Err(Error::invalid(format!(
             "{}: src0 has {cin} elements and dst {cout} (num_elem[0]*num_elem[1]); {} needs \
-             {need} (rank_n {n}, lowering.md §1.4)",
+             {need} (rank_n {n}, docs/contract/isa.md §4)",
             t.ctype.name(),
             t.ctype.name()
         )))

@@ -1,6 +1,6 @@
 //! The stream entry path: every collective trigger of a decoded engine program → one
 //! [`CollectiveRequest`] each, in stream order, with INSTR_CHAINING chains resolved
-//! (spec/lowering.md §1.6, §1.10, §4.9, §6.3).
+//! (docs/contract/isa.md §6, §10, §4.9, §6.3).
 //!
 //! Each word goes through the one-word lowering of [`request_instr`](super::instr)
 //! against a running [`ValidationContext`], so rule 8's stream↔group mapping holds across the
@@ -79,7 +79,7 @@ pub fn requests_from_stream(
                 return Err(at(format!(
                     "chain member {k} runs on stream {} / group {} but the chain's INITIAL word \
                      (byte {:#x}) on stream {} / group {}: a chain is one cc-op bundle on one \
-                     stream (lowering.md §6.3)",
+                     stream (docs/contract/lowering.md §6.3)",
                     c.ext.stream_id,
                     c.ext.group_id,
                     first.offset,

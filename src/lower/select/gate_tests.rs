@@ -1,4 +1,4 @@
-//! Truth tables for the gates of spec/lowering.md §3.2, the mesh flavour (§3.5) and caps
+//! Truth tables for the gates of docs/contract/lowering.md §3.2, the mesh flavour (§3.5) and caps
 //! (§5.4), the legality rules, and each gate's reason strings.
 
 use crate::lower::program::Algorithm;

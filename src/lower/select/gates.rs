@@ -1,4 +1,4 @@
-//! The seven "can_post" gates of spec/lowering.md §3.2, the mesh flavour of §3.5, the mesh caps
+//! The seven "can_post" gates of docs/contract/lowering.md §3.2, the mesh flavour of §3.5, the mesh caps
 //! of §5.4 and the legality rules (re-exported from [`crate::lower::select`]).
 //!
 //! Every gate is a pure predicate over a [`GateCtx`] (the numbers of §3.1 for one group or one
@@ -453,7 +453,7 @@ pub fn collective_op_from_enc(enc_op_type: u8) -> Result<CollectiveOp> {
             };
             return Err(Error::invalid(format!(
                 "enc_op_type {enc_op_type} ({n}) is not a supported operation: the runtime has \
-                 no composer for it (spec/lowering.md §3.3)"
+                 no composer for it (docs/contract/lowering.md §3.3)"
             )));
         }
         other => {

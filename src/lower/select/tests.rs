@@ -1,5 +1,5 @@
 //! Precedence, HIER decomposition, forcing, env parsing and reason strings of
-//! [`crate::lower::select`] (spec/lowering.md §3.3–§3.5, §4.7).
+//! [`crate::lower::select`] (docs/contract/lowering.md §3.3–§3.5, §4.7).
 
 use crate::isa::enums::Dtype;
 use crate::lower::program::Algorithm::{self, *};

@@ -7,7 +7,7 @@
 //! `g % per_device`. Logical core `c` of a device spans physical cores `c·lnc .. c·lnc + lnc`
 //! and owns the TOP_SPs `c·k .. c·k + k` with `k = TOP_SPs per device / logical cores per
 //! device`. On v3/v4 this agrees with the hardware's die split: the first half of the physical
-//! cores and TOP_SPs 0..7 are die 0, the rest die 1 (device.md §5.1, bit 47).
+//! cores and TOP_SPs 0..7 are die 0, the rest die 1 (docs/contract/device.md §5.1, bit 47).
 
 use std::ops::Range;
 
@@ -21,7 +21,7 @@ pub struct Placement {
     pub global: u32,
     /// Node.
     pub node: u32,
-    /// Device within the node (the SoC chip id, device.md §1.4).
+    /// Device within the node (the SoC chip id, docs/contract/device.md §1.4).
     pub device: u32,
     /// Logical core within the device.
     pub core: u32,
@@ -35,7 +35,7 @@ pub struct Placement {
     pub topsps: Range<u32>,
 }
 
-/// SoC address bit 47: die (device.md §1.4).
+/// SoC address bit 47: die (docs/contract/device.md §1.4).
 pub const SOC_DIE_SHIFT: u32 = 47;
 /// SoC address bits 53:48: chip (device) id.
 pub const SOC_CHIP_SHIFT: u32 = 48;
@@ -51,7 +51,7 @@ pub const SOC_EXIT_DIE: u64 = 1 << 51;
 pub const SOC_NEIGHBOR_ROUTE: u64 = 1 << 52;
 
 impl Placement {
-    /// The routing bits a SoC address aimed at this rank's die carries (device.md §1.4):
+    /// The routing bits a SoC address aimed at this rank's die carries (docs/contract/device.md §1.4):
     /// id-valid, chip id = device, die. The node is not part of a SoC address: inter-node
     /// traffic goes through the network path.
     pub fn soc_route_bits(&self) -> u64 {
@@ -65,7 +65,7 @@ impl Placement {
     }
 }
 
-/// The shape of a replica group on a topology (spec/lowering.md §0, §3.1).
+/// The shape of a replica group on a topology (docs/contract/lowering.md §0, §3.1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupShape {
     /// Ranks in the group.
@@ -98,7 +98,7 @@ impl GroupShape {
         self.by_node.clone()
     }
     /// The inter-node sub-groups of a uniform group: group `l` holds local index `l` of every
-    /// node, in node order (spec/lowering.md §4.7). Empty if the group is not uniform.
+    /// node, in node order (docs/contract/lowering.md §4.7). Empty if the group is not uniform.
     pub fn inter_groups(&self) -> Vec<Vec<u32>> {
         if !self.is_uniform() {
             return Vec::new();
@@ -109,7 +109,7 @@ impl GroupShape {
     }
 }
 
-/// Which path a kangaring channel's engines serve (spec/lowering.md §4.4).
+/// Which path a kangaring channel's engines serve (docs/contract/lowering.md §4.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KangaPath {
     /// Die-to-die.
@@ -118,7 +118,7 @@ pub enum KangaPath {
     Pcie,
 }
 
-/// The DMA engines of a kangaring channel (spec/lowering.md §4.4): the primary channel uses
+/// The DMA engines of a kangaring channel (docs/contract/lowering.md §4.4): the primary channel uses
 /// 8 engines, the secondary 4.
 pub fn kangaring_engines(path: KangaPath, primary: bool) -> &'static [u32] {
     match (path, primary) {
@@ -129,7 +129,7 @@ pub fn kangaring_engines(path: KangaPath, primary: bool) -> &'static [u32] {
     }
 }
 
-/// The cross-die peer of DMA engine `seng`: `seng ^ 2` (device.md §1.4, lowering.md §4.4).
+/// The cross-die peer of DMA engine `seng`: `seng ^ 2` (docs/contract/device.md §1.4, docs/contract/lowering.md §4.4).
 pub fn cross_die_peer_engine(seng: u32) -> u32 {
     seng ^ 2
 }

@@ -42,7 +42,7 @@ impl fmt::Display for At {
     }
 }
 
-/// The vocabulary spelling of a primitive (spec/lowering.md §4.0).
+/// The vocabulary spelling of a primitive (docs/contract/lowering.md §4.0).
 pub fn primitive_name(p: Primitive) -> &'static str {
     match p {
         Primitive::Send => "send",

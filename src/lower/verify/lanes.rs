@@ -1,5 +1,5 @@
 //! The order in which the device runs one rank's tapes, as the scheduler (`schedule`) models it:
-//! one **lane** per TOP_SP (spec/device.md §8.3, lowering.md §6.2–§6.3, and exactly what
+//! one **lane** per TOP_SP (docs/contract/device.md §8.3, docs/contract/lowering.md §6.2–§6.3, and exactly what
 //! `lower::emit` lays out).
 //!
 //! * A TOP_SP walks only its own cc_op table: the entries it drives at least one tape of, in
@@ -66,7 +66,7 @@ impl Lane {
 }
 
 /// True if `topsp` is the reporter of `e` and `e` has other TOP_SPs whose completions it
-/// collects (lowering.md §6.3 as `lower::spad` applies it).
+/// collects (docs/contract/lowering.md §6.3 as `lower::spad` applies it).
 pub(crate) fn reporter_waits(e: &Entry, topsp: u8) -> bool {
     reporter_of(e) == Some(topsp) && participants(e).len() > 1
 }

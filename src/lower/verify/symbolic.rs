@@ -1,5 +1,5 @@
 //! Symbolic memory: what every element of every rank's buffers holds, as a formula over the
-//! ranks' inputs (design.md §2.2).
+//! ranks' inputs (docs/design.md §2.2).
 //!
 //! Nothing is tracked per element. Each storage (a rank's input, output or scratch; input and
 //! output are one storage when the request is in place) is an interval map whose segments carry

@@ -1,5 +1,5 @@
 //! Hand-built programs for the verifier's tests (independent of the composers): a ring
-//! all-reduce per spec/lowering.md §4.2 (partials pushed into the receiver's scratch, one
+//! all-reduce per docs/contract/lowering.md §4.2 (partials pushed into the receiver's scratch, one
 //! receive semaphore per (rank, channel) as in `compose::SemPlan`), a ring all-gather (§4.3),
 //! a mesh all-reduce (§4.6: broadcast to scratch, one G-source reduce, broadcast of the
 //! result; waits consume `wait_val`), an implicit permute, a barrier, and two-entry programs
@@ -478,7 +478,7 @@ pub fn staged_all_gather(count: u64, join: bool) -> Program {
     }
 }
 
-/// The order the device does give between entries (lowering.md §6.3), on two ranks: entry 0
+/// The order the device does give between entries (docs/contract/lowering.md §6.3), on two ranks: entry 0
 /// ("stage") on channel 0 (TOP_SP 0, the reporter: copies the own input) and channel 1
 /// (TOP_SP 1: stages the peer's input in scratch); entry 1 ("deliver") on channel 0 only
 /// copies the staged input. No join: TOP_SP 0, reporter of entry 0, waits for TOP_SP 1's

@@ -428,7 +428,7 @@ fn large_ring_all_reduce_is_quick() {
 }
 
 /// `cargo test --release -p opennrt bench_64_ranks -- --ignored --nocapture` prints the time
-/// for the performance target of design.md §2.2: 64 ranks × 1 Mi elements × 8 loops.
+/// for the performance target of docs/design.md §2.2: 64 ranks × 1 Mi elements × 8 loops.
 #[test]
 #[ignore]
 fn bench_64_ranks() {

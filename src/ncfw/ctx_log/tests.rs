@@ -1,4 +1,4 @@
-//! Golden tests of the `ctx_log` writer (spec/ncfw.md §4) on the sample context of
+//! Golden tests of the `ctx_log` writer (docs/contract/carrier.md §4) on the sample context of
 //! [`sample`](crate::ncfw::sample), whose fields all have distinctive values.
 
 use super::*;

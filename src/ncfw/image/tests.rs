@@ -1,4 +1,4 @@
-//! Tests of the firmware image format (spec/ncfw.md §2.3 for the size contract).
+//! Tests of the firmware image format (docs/contract/carrier.md §2.3 for the size contract).
 
 use super::*;
 
@@ -39,7 +39,7 @@ fn every_shipped_image_parses() {
     }
 }
 
-/// spec/ncfw.md §2.3: DRAM sizes equal to the vendor's; both non-zero; u32-sized; 20 and 28
+/// docs/contract/carrier.md §2.3: DRAM sizes equal to the vendor's; both non-zero; u32-sized; 20 and 28
 /// share one DRAM image.
 #[test]
 fn sizes_follow_the_spec() {

@@ -37,7 +37,7 @@ fn exec_timeout_default_zero_and_errors() {
                 .flatten()
         })
     };
-    // Default 30 s: spec/nrt-abi.md environment table.
+    // Default 30 s: docs/contract/abi.md environment table.
     assert_eq!(t(None).unwrap(), Some(Duration::from_secs(30)));
     assert_eq!(t(Some("5")).unwrap(), Some(Duration::from_secs(5)));
     assert_eq!(t(Some("0")).unwrap(), None);

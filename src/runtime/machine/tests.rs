@@ -310,7 +310,7 @@ fn wrong_elements(p: &Program) -> u64 {
 
 /// The orders the verifier relies on between entries on two TOP_SPs (`verify::lanes`) are
 /// ones the device gives: the leg join (HIER-2CH's fix, `compose::leg_join`) and the reporter's
-/// completion wait (lowering.md §6.3). Both programs verify and are exact on the device.
+/// completion wait (docs/contract/lowering.md §6.3). Both programs verify and are exact on the device.
 #[test]
 fn entries_on_two_topsps_run_in_the_verified_order() {
     use crate::lower::verify::{testprog, verify};
@@ -325,7 +325,7 @@ fn entries_on_two_topsps_run_in_the_verified_order() {
 
 /// NCFW dispatch: every cc_op entry of a real program has a handler in the firmware image of
 /// its arch; an image whose dispatch table lacks the AlgoType entries (only the default Fault
-/// is left) refuses the same sequencer, naming the slot and algo_type (device.md §9.1).
+/// is left) refuses the same sequencer, naming the slot and algo_type (docs/contract/device.md §9.1).
 #[test]
 fn cc_op_entries_dispatch_through_the_firmware_image() {
     use crate::device::topsp::Sequencer;

@@ -1,4 +1,4 @@
-//! One rank per process (spec/nrt-abi.md §5.10–§5.11; design.md §2.6–§2.7): the
+//! One rank per process (docs/contract/abi.md §5.10–§5.11; docs/design.md §2.6–§2.7): the
 //! job's processes, their connection to the root, and collectives whose ranks live in several
 //! processes.
 //!

@@ -1,4 +1,4 @@
-//! Device collectives whose ranks run in several processes (design.md §2.7):
+//! Device collectives whose ranks run in several processes (docs/design.md §2.7):
 //! every rank runs its own TOP_SPs in its own executor, on HBM and semaphores in shared memory.
 //!
 //! One collective, as rank `r` runs it ([`run`]):
@@ -271,7 +271,7 @@ fn peer_segment(name: &str, len: u64) -> Result<Arc<Segment>> {
 
 /// Write rank `r`'s part of `l` into its segment (module doc, step 1). `resident`: the
 /// segment holds `l`'s program from its last run already, so only what the hardware re-arms is
-/// written (design.md §2.10, as `runtime::resident` does in one process): the header, the
+/// written (docs/design.md §2.10, as `runtime::resident` does in one process): the header, the
 /// EVT_SEM blocks and queue words, the first lap of a ring whose feed overwrote it, and the
 /// input. Otherwise everything: the constant page, zeroed data buffers, SPADs and rings.
 fn fill(

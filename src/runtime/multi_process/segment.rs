@@ -1,4 +1,4 @@
-//! One rank's simulated device in shared memory (design.md §2.7): the
+//! One rank's simulated device in shared memory (docs/design.md §2.7): the
 //! *device segment* that holds the rank's HBM regions and EVT_SEM blocks, so that a DMA engine
 //! of another process writes into this rank's HBM and increments its semaphores as
 //! cross-device DMA does, and the words through which the executors of one run wait for each

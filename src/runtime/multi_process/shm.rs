@@ -1,5 +1,5 @@
 //! Named POSIX shared memory (`shm_open` + `mmap`) for data that crosses processes of one job
-//! (design.md §2.7).
+//! (docs/design.md §2.7).
 //!
 //! Every name is `/opennrt-<job>-<pid>-<what>`. The job tag ([`job_tag`]) is the root's port and
 //! a hash of the root's whole bound address, so two jobs on one host never share a prefix — not

@@ -1,4 +1,4 @@
-//! The private protocol between the processes of one job (spec/nrt-abi.md §5.11: "the
+//! The private protocol between the processes of one job (docs/contract/abi.md §5.11: "the
 //! wire protocol is private and can be our own, since every rank of a job runs the same
 //! library").
 //!
@@ -22,7 +22,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::isa::enums::Dtype;
 use crate::lower::request::{nrt_cc_op, nrt_op, CollectiveOp, CollectiveRequest, IoForm, ReduceOp};
 
-/// The bootstrap sanity magic of the vendor's hello (spec/nrt-abi.md §5.11).
+/// The bootstrap sanity magic of the vendor's hello (docs/contract/abi.md §5.11).
 pub const MAGIC: u32 = 0x6179_6c69;
 
 /// Largest message body accepted.

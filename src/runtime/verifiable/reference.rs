@@ -1,5 +1,5 @@
 //! The reference result of a collective, computed from the request and the inputs alone —
-//! never from the program — following each op's definition (spec/lowering.md §4; the request
+//! never from the program — following each op's definition (docs/contract/lowering.md §4; the request
 //! conventions of `CollectiveRequest`), in f64 (floats, exact for verifiable data) or i128
 //! (integers), then encoded with the dtype's codec.
 //!

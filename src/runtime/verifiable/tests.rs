@@ -27,7 +27,7 @@ fn u16s(v: &[u16]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-/// device.md §11.2 formats: BF16 p = 8, FP16 p = 11, FP32 p = 24, E4M3 p = 4, E5M2 p = 3, E3M4
+/// docs/contract/device.md §11.2 formats: BF16 p = 8, FP16 p = 11, FP32 p = 24, E4M3 p = 4, E5M2 p = 3, E3M4
 /// p = 5 but max 15.5.
 #[test]
 fn budgets_match_the_formats() {

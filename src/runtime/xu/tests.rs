@@ -79,7 +79,7 @@ fn close_fd(fd: i32) {
 
 #[test]
 fn seq_layout_golden_values_spec_5_5() {
-    // spec/nrt-abi.md §5.5: core << 56 | queue << 52 | type << 48 | counter.
+    // docs/contract/abi.md §5.5: core << 56 | queue << 52 | type << 48 | counter.
     assert_eq!(encode_seq(0, XuType::TensorOp, 0, 1), 0x0000_0000_0000_0001);
     assert_eq!(encode_seq(1, XuType::Compute, 0, 0), 0x0101_0000_0000_0000);
     assert_eq!(

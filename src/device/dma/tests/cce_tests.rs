@@ -1,4 +1,4 @@
-//! CCE packet details (device.md §2.1–§2.3): sources and destinations cut into several
+//! CCE packet details (docs/contract/device.md §2.1–§2.3): sources and destinations cut into several
 //! descriptors, FMA scales from W3, element-splitting boundaries and partial overlaps.
 
 use super::*;

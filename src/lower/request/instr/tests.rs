@@ -9,7 +9,7 @@ use crate::isa::instr_collective::{DmaConfigs, TriggerAllReduce};
 use crate::isa::operand::{Addr4, PseudoAddr8};
 use crate::lower::request::IoForm;
 
-/// lowering.md §1.4 worked example: `c8 10 00 00 | 04 0a 13 16 | 00 00 00 00 | 04 0a 00 00 |
+/// docs/contract/isa.md §4 worked example: `c8 10 00 00 | 04 0a 13 16 | 00 00 00 00 | 04 0a 00 00 |
 /// 03 00 00 00 | 04 00 00 00 | 20 00.. | ctype 01 @32` → an all-reduce of 32 FP32, ADD,
 /// group 0, tensors 3 → 4, waiting sem10 > 0, incrementing sem22 on completion.
 #[test]
@@ -167,7 +167,7 @@ fn in_place_and_overlap() {
     );
 }
 
-/// lowering.md §2.1: ctype → op for every ctype; explicit PERMUTE_REDUCE rejected.
+/// docs/contract/lowering.md §2.1: ctype → op for every ctype; explicit PERMUTE_REDUCE rejected.
 #[test]
 fn golden_ctype_table() {
     use CollectiveType as C;
@@ -221,7 +221,7 @@ fn golden_ctype_table() {
     );
 }
 
-/// lowering.md §2.11: ADD/MAX/MIN → CCE 0/2/3; the rest rejected with the reason.
+/// docs/contract/lowering.md §2.11: ADD/MAX/MIN → CCE 0/2/3; the rest rejected with the reason.
 #[test]
 fn golden_alu_table() {
     for alu in AluOp::ALL {

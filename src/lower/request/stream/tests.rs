@@ -113,7 +113,7 @@ fn stream_validation_carries_state() {
     assert_eq!(
         e.message(),
         "word at byte 0x80: opcode 0xDA: field group_id at byte 2 = 0x00: group 0 is already \
-         mapped to stream 1, not 2 (stream <-> group must be one-to-one) (lowering.md §1.9 rule 8)"
+         mapped to stream 1, not 2 (stream <-> group must be one-to-one) (docs/contract/isa.md §9 rule 8)"
     );
 }
 
