@@ -47,4 +47,11 @@ nf=$(readelf --dyn-syms -W "$ncfw" | awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" && $5 
 ok "libncfw exports exactly the three unversioned libncfw_* names"
 if readelf -V "$ncfw" | grep -q '.gnu.version_d'; then fail "libncfw.so has version definitions"; fi
 ok "libncfw has no version definitions"
+readelf -d "$ncfw" | grep -q 'Library soname: \[libncfw.so.2.31.1.0.cf13a49f\]' || fail "SONAME of $ncfw is not the vendor's libncfw.so.2.31.1.0.cf13a49f"
+ok "libncfw SONAME libncfw.so.2.31.1.0.cf13a49f"
+# The vendor's carrier needs libc only; Rust's std adds its unwinder and the TLS resolver
+# (cdylib/ncfw/build.rs says why). Nothing else may appear.
+needed=$(readelf -d "$ncfw" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')
+[ "$needed" = "ld-linux-x86-64.so.2 libc.so.6 libgcc_s.so.1 " ] || fail "libncfw.so needs '$needed'"
+ok "libncfw needs libc.so.6 (+ libgcc_s.so.1, ld-linux-x86-64.so.2 from Rust's std: documented deviation)"
 echo "abi-check: $pass passed, 0 failed"
