@@ -122,7 +122,9 @@ fn every_section_reference_in_src_resolves_inside_the_repo() {
                         let a = pages
                             .entry(p.clone())
                             .or_insert_with(|| {
-                                std::fs::read_to_string(root.join(p)).ok().map(|t| anchors(&t))
+                                std::fs::read_to_string(root.join(p))
+                                    .ok()
+                                    .map(|t| anchors(&t))
                             })
                             .as_ref();
                         match a {

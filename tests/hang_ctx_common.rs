@@ -20,6 +20,14 @@ use serde_json::Value;
 /// `topology` (`None`: the default, trn1.32xlarge); `drop_rank1` removes rank 1's program, so
 /// rank 0 waits for data that never comes.
 pub fn loaded(topology: Option<&str>, drop_rank1: bool) -> (Machine, AddressMap) {
+    try_loaded(topology, drop_rank1).unwrap()
+}
+
+/// [`loaded`], with the loader's error instead of a panic.
+pub fn try_loaded(
+    topology: Option<&str>,
+    drop_rank1: bool,
+) -> opennrt::Result<(Machine, AddressMap)> {
     let world = 2;
     let req = CollectiveRequest::new(
         CollectiveOp::AllReduce,
@@ -48,8 +56,8 @@ pub fn loaded(topology: Option<&str>, drop_rank1: bool) -> (Machine, AddressMap)
                 .collect()
         })
         .collect();
-    let m = load(&prog, &em, &map, &inputs).unwrap();
-    (m, map)
+    let m = load(&prog, &em, &map, &inputs)?;
+    Ok((m, map))
 }
 
 /// Every (rank, chip, device TOP_SP) the machine holds.

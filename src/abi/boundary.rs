@@ -24,7 +24,7 @@ use crate::runtime::{log, state};
 /// Whether an entry point runs the lifecycle guard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Guard {
-    /// The §5.1 guard: only proceed in INIT.
+    /// The docs/contract/abi.md §5.1 guard: only proceed in INIT.
     Lifecycle,
     /// No guard (nrt_init itself, version and count getters, status strings, libncfw).
     None,

@@ -287,8 +287,8 @@ pub(crate) fn device_index(dev: c_int, devices: u32, what: &str) -> crate::Resul
         })
 }
 
-/// Check a logical-core index relative to the visible cores of this process (spec §3.3: `vnc`
-/// 0 is the first visible core).
+/// Check a logical-core index relative to the visible cores of this process (docs/contract/abi.md
+/// §3.3: `vnc` 0 is the first visible core).
 pub(crate) fn visible_core(vnc: i64, what: &str) -> crate::Result<u32> {
     let visible = process::config()?.visible_cores;
     u32::try_from(vnc)

@@ -9,9 +9,10 @@
 //! so far): it runs the lifecycle guard and returns `NRT_FAILURE`, logging a WARNING once.
 //!
 //! Completion (`nrta_is_completed`, `nrta_get_sequence`, the two `nrta_event_register_*`) is
-//! implemented over the execution units of [`crate::runtime::xu`]. The implicit-async interlock
-//! of spec §5.3 never fires: `NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS` is warned about at
-//! `nrt_init` and ignored (runtime 2.34 behaviour), so no `nrta_*` fails with `NRT_FAILURE` for it.
+//! implemented over the execution units of [`crate::runtime::xu`]. The implicit-async interlock of
+//! docs/contract/abi.md §5.3 never fires: `NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS` is warned
+//! about at `nrt_init` and ignored (runtime 2.34 behaviour), so no `nrta_*` fails with
+//! `NRT_FAILURE` for it.
 
 // `nrta_execute_schedule`'s parameters are named for the header and unused until NEFF loading.
 #![allow(unused_variables)]
@@ -24,7 +25,8 @@ use crate::abi_entry;
 use crate::error::{Error, Result};
 use crate::runtime::xu::{self, XuType};
 
-/// A queue or core index passed as C `int`: negative is `NRT_INVALID` (spec §3.6 ranges).
+/// A queue or core index passed as C `int`: negative is `NRT_INVALID` (docs/contract/abi.md §3.6
+/// ranges).
 pub(crate) fn index_arg(v: c_int, what: &str) -> Result<u32> {
     u32::try_from(v).map_err(|_| Error::invalid(format!("{what} {v} is negative")))
 }
@@ -331,7 +333,8 @@ mod tests {
             let mut done = false;
             // SAFETY: out-parameters are live locals or NULL.
             unsafe {
-                // Counter 0 before any completion, full XU id in the top bits (spec §5.5).
+                // Counter 0 before any completion, full XU id in the top bits (docs/contract/abi.md
+                // §5.5).
                 assert_eq!(nrta_get_sequence(0, 2, 1, &mut seq) as i32, 0);
                 assert_eq!(seq, 0x0012_0000_0000_0000);
                 // Bad XU type, queue (negative, beyond the type's range), NULL out: NRT_INVALID,

@@ -15,9 +15,10 @@ use crate::abi::boundary::{not_implemented, out_param, Guard};
 use crate::abi::types::*;
 use crate::abi_entry;
 
-/// Communicators per logical core (the vendor's connect-task ring holds 128; spec §10 item 13).
+/// Communicators per logical core (the vendor's connect-task ring holds 128; docs/contract/abi.md
+/// §10 item 13).
 pub const MAX_COMMUNICATORS_PER_LNC: c_int = 128;
-/// Pending requests per communicator (spec §3.7).
+/// Pending requests per communicator (docs/contract/abi.md §3.7).
 pub const MAX_PENDING_REQUESTS: c_int = 128;
 
 /// Maximum number of communicators per logical core: 128. Legal in any state.

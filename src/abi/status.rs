@@ -72,7 +72,7 @@ pub type NRT_STATUS = nrt_status;
 pub type RawStatus = i32;
 
 impl nrt_status {
-    /// Every status with its name, in value order (28 enumerators, spec §2.1).
+    /// Every status with its name, in value order (28 enumerators, docs/contract/abi.md §2.1).
     pub const ALL: [(nrt_status, &'static str); 28] = {
         use nrt_status::*;
         [

@@ -315,7 +315,7 @@ pub unsafe extern "C" fn nrt_tensor_copy(
             && s.vnc() != d.vnc()
         {
             return Err(Error::invalid(format!(
-                "src is on logical core {:?} and dst on {:?}: device tensors must be on the same core (spec §3.3)",
+                "src is on logical core {:?} and dst on {:?}: device tensors must be on the same core (docs/contract/abi.md §3.3)",
                 s.vnc(),
                 d.vnc()
             )));

@@ -120,7 +120,7 @@ pub(crate) unsafe fn read(
     unsafe { submit(lnc_idx, queue, exec_ret, req_sequence, job) }
 }
 
-/// `nrta_tensor_copy`'s body: two device tensors of the same core (spec §5.4).
+/// `nrta_tensor_copy`'s body: two device tensors of the same core (docs/contract/abi.md §5.4).
 ///
 /// # Safety
 /// As `nrta_tensor_copy`.

@@ -17,7 +17,7 @@ pub use crate::abi::status::*;
 
 // ---------------------------------------------------------------- nrt.h enums
 
-/// Framework of the caller (spec §2.2).
+/// Framework of the caller (docs/contract/abi.md §2.2).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum nrt_framework_type_t {
@@ -37,7 +37,8 @@ pub enum nrt_framework_type_t {
 /// `nrt_framework_type_t` as passed in by C.
 pub type RawFramework = u32;
 
-/// Where a tensor lives (spec §2.2). VIRTUAL support was removed in 2.32; the value stays.
+/// Where a tensor lives (docs/contract/abi.md §2.2). VIRTUAL support was removed in 2.32; the value
+/// stays.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum nrt_tensor_placement_t {
@@ -51,7 +52,7 @@ pub enum nrt_tensor_placement_t {
 /// `nrt_tensor_placement_t` as passed in by C.
 pub type RawPlacement = u32;
 
-/// Instance family reported in `nrt_instance_info_t.family` (spec §2.2).
+/// Instance family reported in `nrt_instance_info_t.family` (docs/contract/abi.md §2.2).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum nrt_instance_family {
@@ -89,7 +90,7 @@ pub enum nrt_instance_family {
     NRT_INSTANCE_TRN3PDS98 = 15,
 }
 
-/// Instance size reported in `nrt_instance_info_t.size` (spec §2.2).
+/// Instance size reported in `nrt_instance_info_t.size` (docs/contract/abi.md §2.2).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum nrt_instance_size {
@@ -117,7 +118,8 @@ pub enum nrt_instance_size {
 /// Number of instance sizes (aliases `NRT_INSTANCE_SIZE_UNKNOWN`).
 pub const NRT_INSTANCE_SIZE_NUM: u32 = 9;
 
-/// Reduction operation of a collective (spec §2.2; same numbering as the DMA CCE op).
+/// Reduction operation of a collective (docs/contract/abi.md §2.2; same numbering as the DMA CCE
+/// op).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum nrt_op_type_t {
@@ -135,7 +137,7 @@ pub enum nrt_op_type_t {
 /// `nrt_op_type_t` as passed in by C.
 pub type RawOpType = u32;
 
-/// Element type (spec §2.2; same numbering as the ISA and DMA dtype).
+/// Element type (docs/contract/abi.md §2.2; same numbering as the ISA and DMA dtype).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum nrt_dtype_t {
@@ -177,7 +179,7 @@ pub const NRT_DTYPE_INVALID: u32 = 0;
 /// `nrt_dtype_t` as passed in by C.
 pub type RawDtype = u32;
 
-/// Collective operation of the host-driven API (spec §2.2).
+/// Collective operation of the host-driven API (docs/contract/abi.md §2.2).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum nrt_cc_op_type_t {
@@ -191,7 +193,7 @@ pub enum nrt_cc_op_type_t {
 /// `nrt_cc_op_type_t` as passed in by C.
 pub type RawCcOpType = u32;
 
-/// Tensor usage in `nrt_tensor_info_t` (spec §2.2).
+/// Tensor usage in `nrt_tensor_info_t` (docs/contract/abi.md §2.2).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum nrt_tensor_usage_t {
@@ -340,7 +342,7 @@ pub type ndebug_stream_event_header_t = ndebug_stream_event_header;
 /// A tensor set is an opaque `void` in the vendor header.
 pub type nrt_tensor_set_t = c_void;
 
-// ---------------------------------------------------------------- structs (spec §2.4)
+// ---------------------------------------------------------------- structs (docs/contract/abi.md §2.4)
 
 /// Runtime version (224 bytes).
 #[repr(C)]

@@ -70,7 +70,7 @@ use crate::dtype::Numerics;
 use crate::error::{Error, ErrorKind, Result};
 use crate::isa::evtsem::{SemAddr, SemWindow};
 use crate::isa::udma::{Descriptor, Direction, DESC_BYTES};
-use crate::ncfw::{ctx_log_string, Arch, LogStatus};
+use crate::ncfw::{Arch, LogStatus};
 
 /// What a successful [`Machine::run`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -3,11 +3,23 @@
 //! never reads the environment itself, so a knob has one parser and one error message.
 //!
 //! Until something applies settings, the defaults hold (all `None`).
+//!
+//! The firmware carrier is set the same way ([`set_carrier`]): `nrt_init` installs the
+//! `libncfw.so` it loaded, and from then on every machine's firmware image comes from that
+//! carrier's `libncfw_get_image` and every CC-context dump from its `libncfw_ctx_log`
+//! (docs/contract/carrier.md §1.2). So pairing another carrier (`OPENNRT_NCFW_PATH`) changes
+//! what the device runs and dumps. Without one (the `opennrt` tool, unit tests) the device uses
+//! OpenNRT's own images and writer, the same code `libncfw.so` is built from.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use parking_lot::Mutex;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::error::Result;
+use crate::ncfw::{Arch, FirmwareImage, LogStatus};
 
 /// What the device can be told.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -46,4 +58,42 @@ pub fn threads() -> usize {
 /// The hang-dump directory in force (see [`DeviceSettings::hang_dump_dir`]).
 pub fn hang_dump_dir() -> Option<PathBuf> {
     HANG_DUMP_DIR.lock().clone()
+}
+
+/// What the device needs of a firmware carrier.
+pub trait FirmwareCarrier: Send + Sync + std::fmt::Debug {
+    /// The carrier's name (what it was opened as), for messages.
+    fn name(&self) -> &str;
+    /// The parsed firmware image of `arch` (`libncfw_get_image`).
+    fn image(&self, arch: Arch) -> Result<FirmwareImage>;
+    /// The dump of the CC context `ctx` (`libncfw_ctx_log`), and whether it fit 1 MiB.
+    fn ctx_log(&self, ctx: &[u8], arch: Arch, model_name: &[u8]) -> Result<(String, LogStatus)>;
+}
+
+static CARRIER: RwLock<Option<Arc<dyn FirmwareCarrier>>> = RwLock::new(None);
+
+/// Install the carrier the device uses (`None`: OpenNRT's built-in images and writer).
+pub fn set_carrier(c: Option<Arc<dyn FirmwareCarrier>>) {
+    *CARRIER.write() = c;
+}
+
+/// The firmware image of `arch`: the installed carrier's, else OpenNRT's own.
+pub fn firmware_image(arch: Arch) -> Result<FirmwareImage> {
+    let carrier = CARRIER.read().clone();
+    match carrier {
+        Some(c) => c.image(arch),
+        None => {
+            let (iram, dram) = crate::ncfw::image_for(arch);
+            FirmwareImage::parse(iram, dram)
+        }
+    }
+}
+
+/// The `ctx_log` text of the CC context `ctx`: the installed carrier's, else OpenNRT's own.
+pub fn ctx_log(ctx: &[u8], arch: Arch, model_name: &[u8]) -> Result<(String, LogStatus)> {
+    let carrier = CARRIER.read().clone();
+    match carrier {
+        Some(c) => c.ctx_log(ctx, arch, model_name),
+        None => crate::ncfw::ctx_log_string(ctx, arch, model_name),
+    }
 }

@@ -1,6 +1,7 @@
 //! The 8-byte `spad_ctrl_entry`: one cc_op slot of the TOP_SP CTRL scratchpad table.
 //!
-//! Layout (seed `003_85c867ca45640e23.txt` §1–§3, docs/contract/carrier.md §3.5, docs/contract/lowering.md §6.1):
+//! Layout (seed `003_85c867ca45640e23.txt`, digested in docs/contract/isa.md §11.1–§11.3;
+//! docs/contract/carrier.md §3.5; docs/contract/lowering.md §6.1):
 //!
 //! | slot byte | bits | field |
 //! |---|---|---|
@@ -15,26 +16,28 @@
 //! | 4–7 | | union: ring `channel_list` u32, or mesh `sema_shift_offset` u16 @4 + `sema_mask` u16 @6 |
 //!
 //! The `cc_op_entry` proper starts at slot byte 1: a consumer offset `cc_op + N` is slot byte
-//! `N + 1` (seed 003 §6, "the +1 header base"). Everything here is measured from the slot.
+//! `N + 1` (seed 003, docs/contract/isa.md §11.6: "the +1 header base"). Everything here is
+//! measured from the slot.
 //!
-//! What `algo_type` carries is a contested fact (docs/contract/lowering.md §6.1, §7 item 3; docs/design.md
-//! §2.5). We follow seed 003: the device pattern `enc_pattern_t` (RING 0 / MESH 1). The choice
-//! lives in exactly one place, [`ALGO_TYPE_CARRIES`], so it can be flipped if real dumps show the
-//! other reading.
+//! What `algo_type` carries is a contested fact (docs/contract/lowering.md §6.1, §7 item 3;
+//! docs/design.md §2.5). We follow seed 003 (docs/contract/isa.md §11.4): the device pattern
+//! `enc_pattern_t` (RING 0 / MESH 1). The choice lives in exactly one place,
+//! [`ALGO_TYPE_CARRIES`], so it can be flipped if real dumps show the other reading.
 
 use crate::error::{Error, Result};
 
 /// Size of one slot in bytes.
 pub const SPAD_CTRL_ENTRY_SIZE: usize = 8;
 
-/// Bytes of the CTRL scratchpad on cayman: at most 512 slots (docs/contract/carrier.md §3.5, Appendix A).
+/// Bytes of the CTRL scratchpad on cayman: at most 512 slots (docs/contract/carrier.md §3.5,
+/// Appendix A).
 pub const CTRL_SPAD_BYTES: usize = 0x1000;
 
-/// Marker stored in a continuation slot (`SPAD_SLOT_CONTINUE_MARK`, seed 003 §5).
+/// Marker stored in a continuation slot (`SPAD_SLOT_CONTINUE_MARK`, docs/contract/isa.md §11.5).
 pub const SPAD_SLOT_CONTINUE_MARK: u64 = 0xFFFE_FFFE_0000_0000;
 
-/// The device algorithm family (`enc_pattern_t`, seed 003 §4): selects which union view the
-/// TOP_SP reads.
+/// The device algorithm family (`enc_pattern_t`, docs/contract/isa.md §11.4): selects which union
+/// view the TOP_SP reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum DevicePattern {
@@ -224,7 +227,8 @@ impl SpadCtrlEntry {
     }
 }
 
-/// Pack one cc_op into the slot `old`, exactly as the vendor packer does (seed 003 §2):
+/// Pack one cc_op into the slot `old`, exactly as the vendor packer does
+/// (docs/contract/isa.md §11.2):
 ///
 /// * the first 16-bit word is `(trigger_next << 15) | (algo_sub_type << 12) | (algo_type << 8) | 1`,
 ///   merged with `old_word & 0xFE` (the header's reserved bits 1–7 survive);
@@ -297,7 +301,8 @@ mod tests {
         }
     }
 
-    /// Seed 003 §2: word0 = (trigger_next<<15)|(algo_sub_type<<12)|(algo_type<<8)|1.
+    /// Seed 003 (docs/contract/isa.md §11.2):
+    /// word0 = (trigger_next<<15)|(algo_sub_type<<12)|(algo_type<<8)|1.
     #[test]
     fn golden_word0_formula_seed003() {
         let f = CcOpFields {
@@ -320,11 +325,11 @@ mod tests {
         // reporter | ring_wait<<1 | safe_mode<<3 = 0b01011.
         assert_eq!(b[2], 0x0B);
         assert_eq!(b[3], 0x00);
-        // Mesh union: two u16 stores at slot+4 and slot+6 (seed 003 §3).
+        // Mesh union: two u16 stores at slot+4 and slot+6 (docs/contract/isa.md §11.3).
         assert_eq!(&b[4..8], &[0x34, 0x12, 0xEF, 0xBE]);
     }
 
-    /// Seed 003 §3: channel_list is OR of (1 << abs_id); stored as u32 at slot+4.
+    /// docs/contract/isa.md §11.3: channel_list is OR of (1 << abs_id); stored as u32 at slot+4.
     #[test]
     fn golden_ring_union_seed003() {
         let list = (1 << 0) | (1 << 5) | (1 << 31);
@@ -334,12 +339,14 @@ mod tests {
         assert!(e.cc_op && e.reporter);
         assert_eq!(e.algo_type, 0);
         assert_eq!(e.channel_list(), list);
-        // Same bytes seen through the mesh view (the dumper prints both, docs/contract/carrier.md §5 item 1).
+        // Same bytes seen through the mesh view (the dumper prints both,
+        // docs/contract/carrier.md §5 item 1).
         assert_eq!(e.sema_shift_offset(), 0x0021);
         assert_eq!(e.sema_mask(), 0x8000);
     }
 
-    /// Seed 003 §2: the packer keeps `old_word & 0xFE`, `old_flag & 0xE0`, and never stores byte 3.
+    /// docs/contract/isa.md §11.2: the packer keeps `old_word & 0xFE`, `old_flag & 0xE0`, and never
+    /// stores byte 3.
     #[test]
     fn packer_preserves_reserved_bits() {
         let old = [0xFF; 8];
@@ -351,7 +358,8 @@ mod tests {
         assert_eq!(&b[4..8], &[0, 0, 0, 0]);
     }
 
-    /// Seed 003 §2 / docs/contract/lowering.md §6.1: `assert(channel->id != 0 || channel->reporter)`.
+    /// docs/contract/isa.md §11.2 / docs/contract/lowering.md §6.1:
+    /// `assert(channel->id != 0 || channel->reporter)`.
     #[test]
     fn channel_zero_needs_reporter() {
         let mut f = ring_fields(1);
@@ -376,8 +384,9 @@ mod tests {
         assert!(e.pack().is_err());
     }
 
-    /// docs/contract/carrier.md §3.5: safe_mode is bit 3 and unique_tensors bit 4 of slot byte 2; the
-    /// CTRL-mark logger reads safe_mode as bit 19 of the slot's first dword (seed 003 §5).
+    /// docs/contract/carrier.md §3.5: safe_mode is bit 3 and unique_tensors bit 4 of slot byte 2;
+    /// the CTRL-mark logger reads safe_mode as bit 19 of the slot's first dword
+    /// (docs/contract/isa.md §11.5).
     #[test]
     fn hidden_flags_positions() {
         let mut f = ring_fields(0);

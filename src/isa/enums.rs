@@ -1,10 +1,12 @@
 //! The enum tables of the pseudo-instruction words, with their exact wire values.
 //!
 //! Every enum here is one table of docs/contract/isa.md §2 (EVENTS) or §10 (ISA enums), plus the
-//! host `enc_op_type` of §2.1 that rule 12 of §1.9 is stated in; the address markers, the LNC
-//! size format and the opcodes are in [`markers`](super::markers). Each has `from_u8` (returning `None` for a code the table does not list: the
-//! decoder turns that into an [`IsaError`](super::isa_error::IsaError) naming the field),
-//! `as_u8`, `name` (the spec's spelling) and `ALL` (every listed value, for tests and strategies).
+//! host `enc_op_type` of docs/contract/lowering.md §2.1 that rule 12 of docs/contract/isa.md §9 is
+//! stated in; the address markers, the LNC size format and the opcodes are in
+//! [`markers`](super::markers). Each has `from_u8` (returning `None` for a code the table does not
+//! list: the decoder turns that into an [`IsaError`](super::isa_error::IsaError) naming the
+//! field), `as_u8`, `name` (the spec's spelling) and `ALL` (every listed value, for tests and
+//! strategies).
 
 use std::fmt;
 
@@ -65,9 +67,10 @@ macro_rules! wire_enum {
 pub(crate) use wire_enum;
 
 wire_enum! {
-    /// WAIT_MODE, header byte 4 (docs/contract/isa.md §2) **\[H\]**: the word does not issue until the
-    /// condition holds. The register forms are 0x81..0x85 (the source names 0x85 = GE-register and
-    /// "0x81..0x85 for register thresholds"); no other 0x8x code is listed, so none is accepted.
+    /// WAIT_MODE, header byte 4 (docs/contract/isa.md §2) **\[H\]**: the word does not issue until
+    /// the condition holds. The register forms are 0x81..0x85 (the source names 0x85 = GE-register
+    /// and "0x81..0x85 for register thresholds"); no other 0x8x code is listed, so none is
+    /// accepted.
     pub enum WaitMode {
         /// No wait.
         None = 0x00 => "NONE",
@@ -103,9 +106,9 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// UPDATE_MODE, header byte 6 (docs/contract/isa.md §2) **\[H\]**. Low nibble = action; 0x1x = on
-    /// completion, 0x0x = once the inputs are read. Only the listed codes are valid; 0x06/0x08 and
-    /// 0x16/0x18 are named by no source and are rejected (§1.2 "treat every code not listed as
+    /// UPDATE_MODE, header byte 6 (docs/contract/isa.md §2) **\[H\]**. Low nibble = action; 0x1x =
+    /// on completion, 0x0x = once the inputs are read. Only the listed codes are valid; 0x06/0x08
+    /// and 0x16/0x18 are named by no source and are rejected (§2 "treat every code not listed as
     /// invalid"). 0x99 is the one register-sourced form the ISA header names.
     pub enum UpdateMode {
         /// No update.
@@ -128,7 +131,8 @@ wire_enum! {
         EvtSetComplete = 0x11 => "EVT_SET_COMPLETE",
         /// Clear the event on completion.
         EvtClearComplete = 0x12 => "EVT_CLEAR_COMPLETE",
-        /// sem += 1 on completion: the mode every collective pseudo-op must use (§1.9 rule 1).
+        /// sem += 1 on completion: the mode every collective pseudo-op must use
+        /// (docs/contract/isa.md §9 rule 1).
         SemIncComplete = 0x13 => "SEM_INC_COMPLETE",
         /// sem -= 1 on completion.
         SemDecComplete = 0x14 => "SEM_DEC_COMPLETE",
@@ -144,9 +148,9 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// COLLECTIVE_TYPE (ctype): 0xC8 byte 32, 0xD9 byte 14 (docs/contract/isa.md §10) **\[H\]**. Value 0
-    /// is unused and therefore not listed (it decodes as an error). ALL_TO_ALL_V = 9 is out of
-    /// sequence: it was added later.
+    /// COLLECTIVE_TYPE (ctype): 0xC8 byte 32, 0xD9 byte 14 (docs/contract/isa.md §10) **\[H\]**.
+    /// Value 0 is unused and therefore not listed (it decodes as an error). ALL_TO_ALL_V = 9 is out
+    /// of sequence: it was added later.
     pub enum CollectiveType {
         /// All-reduce.
         AllReduce = 1 => "ALL_REDUCE",
@@ -158,19 +162,20 @@ wire_enum! {
         AllToAll = 4 => "ALL_TO_ALL",
         /// Explicit permute.
         Permute = 5 => "PERMUTE",
-        /// Explicit permute-reduce (no composer path: rejected, §1.9 rule 12).
+        /// Explicit permute-reduce (no composer path: rejected, docs/contract/isa.md §9 rule 12).
         PermuteReduce = 6 => "PERMUTE_REDUCE",
         /// Implicit permute.
         PermuteImplicit = 7 => "PERMUTE_IMPLICIT",
         /// Implicit permute-reduce.
         PermuteReduceImplicit = 8 => "PERMUTE_REDUCE_IMPLICIT",
-        /// All-to-all with per-peer counts (src1 metadata tensor, §1.9 rule 9).
+        /// All-to-all with per-peer counts (src1 metadata tensor, docs/contract/isa.md §9 rule 9).
         AllToAllV = 9 => "ALL_TO_ALL_V",
     }
 }
 
 impl CollectiveType {
-    /// The host `enc_op_type` this ctype lowers to (docs/contract/lowering.md §2.1 mapping table **\[M\]**).
+    /// The host `enc_op_type` this ctype lowers to (docs/contract/lowering.md §2.1 mapping table
+    /// **\[M\]**).
     pub fn enc_op(self) -> EncOpType {
         match self {
             CollectiveType::AllReduce => EncOpType::AllReduce,
@@ -196,7 +201,7 @@ impl CollectiveType {
         )
     }
 
-    /// One of the four permute kinds (HBM only, §1.9 rule 7).
+    /// One of the four permute kinds (HBM only, docs/contract/isa.md §9 rule 7).
     pub fn is_permute(self) -> bool {
         matches!(
             self,
@@ -209,8 +214,9 @@ impl CollectiveType {
 }
 
 wire_enum! {
-    /// Host `enc_op_type` (docs/contract/lowering.md §2.1) **\[H\]**. Not on the wire of a pseudo-op, but §1.9
-    /// rule 12 is stated in it and the API path builds requests with it.
+    /// Host `enc_op_type` (docs/contract/lowering.md §2.1) **\[H\]**. Not on the wire of a
+    /// pseudo-op, but docs/contract/isa.md §9 rule 12 is stated in it and the API path builds
+    /// requests with it.
     pub enum EncOpType {
         /// ALLGATHER.
         AllGather = 0 => "ALLGATHER",
@@ -244,11 +250,13 @@ wire_enum! {
 }
 
 impl EncOpType {
-    /// Input element count = num_elements × rank_n: `(1 << op) & 0x90` (docs/contract/isa.md §4 **\[H\]**).
+    /// Input element count = num_elements × rank_n: `(1 << op) & 0x90` (docs/contract/isa.md §4
+    /// **\[H\]**).
     pub fn input_spans_ranks(self) -> bool {
         (1u32 << self.as_u8()) & 0x90 != 0
     }
-    /// Output element count = num_elements × rank_n: `(1 << op) & 0x81` (docs/contract/isa.md §4 **\[H\]**).
+    /// Output element count = num_elements × rank_n: `(1 << op) & 0x81` (docs/contract/isa.md §4
+    /// **\[H\]**).
     pub fn output_spans_ranks(self) -> bool {
         (1u32 << self.as_u8()) & 0x81 != 0
     }
@@ -263,7 +271,8 @@ wire_enum! {
         Add = 0x04 => "ADD",
         /// Subtract (rejected as a reduce op).
         Subtract = 0x05 => "SUBTRACT",
-        /// Multiply (rejected as a reduce op: no product reduce on the CCE, §2.11).
+        /// Multiply (rejected as a reduce op: no product reduce on the CCE,
+        /// docs/contract/lowering.md §2.11).
         Mult = 0x06 => "MULT",
         /// Divide (rejected as a reduce op).
         Divide = 0x07 => "DIVIDE",
@@ -281,8 +290,9 @@ wire_enum! {
 }
 
 impl AluOp {
-    /// The vendor's reduce-op test `(1 << op) & 0x350` (ADD, MULT, MAX, MIN; §1.9 rule 6 **\[H\]**).
-    /// False for the integer forms, whose code is past the mask's width.
+    /// The vendor's reduce-op test `(1 << op) & 0x350` (ADD, MULT, MAX, MIN;
+    /// docs/contract/isa.md §9 rule 6 **\[H\]**). False for the integer forms, whose code is past
+    /// the mask's width.
     pub fn passes_vendor_reduce_mask(self) -> bool {
         let v = u32::from(self.as_u8());
         v < 32 && (1u32 << v) & 0x350 != 0
@@ -291,9 +301,9 @@ impl AluOp {
     pub fn is_integer(self) -> bool {
         matches!(self, AluOp::AddInt | AluOp::MaxInt | AluOp::MinInt)
     }
-    /// The CCE op this ALU op reduces with (docs/contract/lowering.md §2.11): ADD/MAX/MIN map 1:1; MULT's
-    /// positional mapping to FMA is a scaled accumulate, not a product, so it maps to nothing,
-    /// like every other op.
+    /// The CCE op this ALU op reduces with (docs/contract/lowering.md §2.11): ADD/MAX/MIN map 1:1;
+    /// MULT's positional mapping to FMA is a scaled accumulate, not a product, so it maps to
+    /// nothing, like every other op.
     pub fn cce_op(self) -> Option<CceOp> {
         match self {
             AluOp::Add => Some(CceOp::Add),
@@ -305,8 +315,9 @@ impl AluOp {
 }
 
 wire_enum! {
-    /// CCE_OP = SDMA_CCETYPE, the reduce op on a CCE descriptor (docs/contract/isa.md §10, §2.10)
-    /// **\[H\]**. Only ADD, MAX and MIN are reached from collectives.
+    /// CCE_OP = SDMA_CCETYPE, the reduce op on a CCE descriptor (docs/contract/isa.md §10,
+    /// docs/contract/lowering.md §2.10) **\[H\]**. Only ADD, MAX and MIN are reached from
+    /// collectives.
     pub enum CceOp {
         /// acc += src.
         Add = 0 => "ADD",
@@ -326,7 +337,7 @@ wire_enum! {
 wire_enum! {
     /// DTYPE, byte 13 (docs/contract/isa.md §10) **\[H\]**; identical to SDMA_DTYPE and the public
     /// `nrt_dtype_t`. Codes ≥ 16 (FP4, compute-kernel types) are invalid for collectives and are
-    /// not listed. INVALID = 0 is listed (it decodes) and rejected by §1.9 rule 10.
+    /// not listed. INVALID = 0 is listed (it decodes) and rejected by §9 rule 10.
     pub enum Dtype {
         /// INVALID.
         Invalid = 0 => "INVALID",
@@ -375,7 +386,8 @@ impl Dtype {
         })
     }
     /// The entry of the vendor's SDMA element-size table: the in-memory size, except FP32R
-    /// (and INVALID) which hold 0 — the "FP32R size-0 trap" of CCE packet sizing (§1.10, §5.1).
+    /// (and INVALID) which hold 0 — the "FP32R size-0 trap" of CCE packet sizing
+    /// (docs/contract/isa.md §10, docs/contract/lowering.md §5.1).
     pub fn sdma_size_table(self) -> usize {
         match self {
             Dtype::Fp32r => 0,
@@ -397,7 +409,8 @@ impl Dtype {
         )
     }
     /// The CCE can reduce it: BF16, FP16, FP32, FP8 E3/E4/E5 (docs/design.md §2.9; FP32 per
-    /// docs/contract/lowering.md §7 item 5). FP32R is an accumulation type, not an I/O type, so it is not.
+    /// docs/contract/lowering.md §7 item 5). FP32R is an accumulation type, not an I/O type, so it
+    /// is not.
     pub fn is_cce_reducible(self) -> bool {
         matches!(
             self,
@@ -407,9 +420,9 @@ impl Dtype {
 }
 
 wire_enum! {
-    /// COLLECTIVE_DIMENSION (cc_dim), 0xD9 byte 15 (docs/contract/isa.md §10) **\[H\]** values; only 0 and
-    /// 1 are valid ("Invalid cc_dim", §1.9 rule 7). What each value means is **\[L\]**: see
-    /// [`CC_DIM_0_AXIS`].
+    /// COLLECTIVE_DIMENSION (cc_dim), 0xD9 byte 15 (docs/contract/isa.md §10) **\[H\]** values;
+    /// only 0 and 1 are valid ("Invalid cc_dim", §9 rule 7). What each value means is **\[L\]**:
+    /// see [`CC_DIM_0_AXIS`].
     pub enum CcDim {
         /// DIM_0.
         Dim0 = 0 => "DIM_0",
@@ -427,10 +440,11 @@ pub enum Axis {
     Partition,
 }
 
-/// The one constant behind the cc_dim meaning (docs/contract/isa.md §10, §7 item 13): seed 002 reads
-/// DIM_0 as the free dimension from runtime strings that describe the wire value; the compiler's
-/// own enum orders them the other way but no conversion into the wire byte was traced. We follow
-/// seed 002. Flip this constant (and nothing else) if dumps show otherwise.
+/// The one constant behind the cc_dim meaning (docs/contract/isa.md §10, §12.5;
+/// docs/contract/lowering.md §7 item 13): seed 002 reads DIM_0 as the free dimension from runtime
+/// strings that describe the wire value; the compiler's own enum orders them the other way but no
+/// conversion into the wire byte was traced. We follow seed 002. Flip this constant (and nothing
+/// else) if dumps show otherwise.
 pub const CC_DIM_0_AXIS: Axis = Axis::Free;
 
 impl CcDim {
@@ -460,9 +474,9 @@ wire_enum! {
 
 wire_enum! {
     /// The boolean knobs of the 0xDA word: UNIQUE_TENSORS and CROSS_SBOUTPUT_TRANSFER
-    /// (docs/contract/isa.md §10). Their codes are **\[OPEN\]**; the spec says treat them as 0 = off,
-    /// 1 = on, so any other value is rejected at decode: with an **\[L\]** offset, a stray value
-    /// more likely means the offset guess is wrong than a new code (see `layout.rs`).
+    /// (docs/contract/isa.md §10). Their codes are **\[OPEN\]**; the spec says treat them as 0 =
+    /// off, 1 = on, so any other value is rejected at decode: with an **\[L\]** offset, a stray
+    /// value more likely means the offset guess is wrong than a new code (see `layout.rs`).
     pub enum Flag {
         /// Off.
         Off = 0 => "OFF",
@@ -486,9 +500,9 @@ impl Flag {
     }
 }
 
-/// PERMUTE_CHAIN, 0xDA byte 43 (docs/contract/isa.md §10 **\[M\]**, codes **\[OPEN\]**): 0 = not in a chain,
-/// any non-zero value = in a protected run of permutes (fed into cc_op `safe_mode`). Every byte
-/// is accepted, so the word keeps the raw byte and this is its view.
+/// PERMUTE_CHAIN, 0xDA byte 43 (docs/contract/isa.md §10 **\[M\]**, codes **\[OPEN\]**): 0 = not in
+/// a chain, any non-zero value = in a protected run of permutes (fed into cc_op `safe_mode`). Every
+/// byte is accepted, so the word keeps the raw byte and this is its view.
 pub fn permute_chain_active(raw: u8) -> bool {
     raw != 0
 }
@@ -497,8 +511,8 @@ pub fn permute_chain_active(raw: u8) -> bool {
 mod tests {
     use super::*;
 
-    /// docs/contract/isa.md §10: the compiler's ctype lookup table in order AR, RS, AG, A2A, A2Av, PERM,
-    /// PERM_RED, PERM_IMPL, PERM_RED_IMPL is `01 02 03 04 09 05 06 07 08`.
+    /// docs/contract/isa.md §10: the compiler's ctype lookup table in order AR, RS, AG, A2A, A2Av,
+    /// PERM, PERM_RED, PERM_IMPL, PERM_RED_IMPL is `01 02 03 04 09 05 06 07 08`.
     #[test]
     fn golden_ctype_compiler_table() {
         use CollectiveType::*;

@@ -1,9 +1,10 @@
 //! The instruction words: the common header + EVENTS, the [`Instr`] sum type, and the one-word
 //! [`decode`] / [`encode`] pair.
 //!
-//! * Every TPB word is 64 bytes; the 0xD9 + 0xDA pair is one logical 128-byte word (§1.1, §1.6).
+//! * Every TPB word is 64 bytes; the 0xD9 + 0xDA pair is one logical 128-byte word
+//!   (docs/contract/isa.md §1, §6).
 //! * Decoding is *structural*: the length is right, every enum byte is in its table (an unlisted
-//!   code is an error naming the field), and a 0xD9 is followed by a 0xDA (§1.9 rule 3). Whether
+//!   code is an error naming the field), and a 0xD9 is followed by a 0xDA (§9 rule 3). Whether
 //!   a well-formed word is *acceptable* is [`validate`](super::validate::validate)'s job.
 //! * Every reserved or undocumented byte is kept raw in the structs, so `encode(decode(b)) == b`
 //!   for every `b` that decodes, and `decode(encode(x)) == x` for every `x` whose reserved
@@ -24,14 +25,15 @@ use super::layout::rd_u32;
 use super::markers::opcode;
 use super::validate::rule_03_d9_pairing;
 
-/// Bytes per instruction word; the stream stride (§1.1 **\[H\]**).
+/// Bytes per instruction word; the stream stride (docs/contract/isa.md §1 **\[H\]**).
 pub const WORD: usize = 64;
 
-/// `inst_word_len` of every collective pseudo-op seen: 0x10 four-byte words (§1.2). Decode keeps
-/// whatever byte is there (the stream stride ignores it); this is what the constructors write.
+/// `inst_word_len` of every collective pseudo-op seen: 0x10 four-byte words
+/// (docs/contract/isa.md §2). Decode keeps whatever byte is there (the stream stride ignores it);
+/// this is what the constructors write.
 pub const INST_WORD_LEN: u8 = 0x10;
 
-/// EVENTS, bytes 4–11 (§1.2 **\[H\]**).
+/// EVENTS, bytes 4–11 (docs/contract/isa.md §2 **\[H\]**).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Events {
     /// Byte 4.
@@ -148,7 +150,8 @@ pub enum Instr {
     CurProcessingRankId(CurProcessingRankId),
     /// 0xBF SB2SB_COLLECTIVE (a real POOL op).
     Sb2sb(Sb2sbCollective),
-    /// 0xDA *not* right after a 0xD9: a PSEUDO_DMA_EXT, not a collective ext (§1.6). Kept raw.
+    /// 0xDA *not* right after a 0xD9: a PSEUDO_DMA_EXT, not a collective ext
+    /// (docs/contract/isa.md §6). Kept raw.
     DmaExt {
         /// The word.
         raw: [u8; WORD],

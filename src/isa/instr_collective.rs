@@ -11,8 +11,8 @@ use super::layout::{
 use super::markers::opcode;
 use super::operand::{Addr4, Tensor2d};
 
-/// 0xC7 PSEUDO_TRIGGER_ALL_REDUCE (§1.3 **\[H\]**): the fixed all-reduce form, single replica
-/// group. It lowers like 0xC8 with ctype ALL_REDUCE and group 0.
+/// 0xC7 PSEUDO_TRIGGER_ALL_REDUCE (docs/contract/isa.md §3 **\[H\]**): the fixed all-reduce
+/// form, single replica group. It lowers like 0xC8 with ctype ALL_REDUCE and group 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TriggerAllReduce {
     /// Bytes 1–11.
@@ -64,7 +64,7 @@ impl TriggerAllReduce {
     }
 }
 
-/// 0xC8 PSEUDO_TRIGGER_COLLECTIVE (§1.4 **\[H\]**).
+/// 0xC8 PSEUDO_TRIGGER_COLLECTIVE (docs/contract/isa.md §4 **\[H\]**).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TriggerCollective {
     /// Bytes 1–11.
@@ -128,7 +128,7 @@ impl TriggerCollective {
         b
     }
     /// Input element count: `num_elements × rank_n` for REDUCE_SCATTER and ALLTOALL, else
-    /// `num_elements` (§1.4 **\[H\]**, mask 0x90 on the enc op).
+    /// `num_elements` (docs/contract/isa.md §4 **\[H\]**, mask 0x90 on the enc op).
     pub fn input_count(&self, rank_n: u64) -> u64 {
         let scale = if self.ctype.enc_op().input_spans_ranks() {
             rank_n
@@ -148,8 +148,8 @@ impl TriggerCollective {
     }
 }
 
-/// 0xD9 PSEUDO_TRIGGER_COLLECTIVE2 (§1.5 **\[H\]**): no tensor ids, no count; each operand's
-/// count is `num_elem[0]·num_elem[1]`.
+/// 0xD9 PSEUDO_TRIGGER_COLLECTIVE2 (docs/contract/isa.md §5 **\[H\]**): no tensor ids, no count;
+/// each operand's count is `num_elem[0]·num_elem[1]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TriggerCollective2 {
     /// Bytes 1–11.
@@ -197,7 +197,7 @@ impl TriggerCollective2 {
 }
 
 /// `dma_configs` (0xDA, [`ExtField::DmaConfigs`]): priority_class in bits 0–2, reserved in
-/// bits 3–7 (§1.6 **\[H\]**). Kept as the raw byte; §1.9 rule 5 checks it.
+/// bits 3–7 (docs/contract/isa.md §6 **\[H\]**). Kept as the raw byte; §9 rule 5 checks it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct DmaConfigs {
     /// The byte.
@@ -215,8 +215,9 @@ impl DmaConfigs {
     }
 }
 
-/// 0xDA PSEUDO_EXTENSION in its collective2-ext role (§1.6). Bytes 0–31 are **\[H\]**; the knobs
-/// in bytes 32–63 are placed by the [`DA_EXT_FIELDS`](super::layout::DA_EXT_FIELDS) table.
+/// 0xDA PSEUDO_EXTENSION in its collective2-ext role (docs/contract/isa.md §6). Bytes 0–31 are
+/// **\[H\]**; the knobs in bytes 32–63 are placed by the
+/// [`DA_EXT_FIELDS`](super::layout::DA_EXT_FIELDS) table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Collective2Ext {
     /// Byte 1.
@@ -265,8 +266,9 @@ impl Collective2Ext {
                     s.offset,
                     v,
                     format!(
-                        "{} is taken as a boolean (0 = off, 1 = on; codes OPEN, §7 item 11); \
-                             another value suggests its offset in layout.rs is wrong",
+                        "{} is taken as a boolean (0 = off, 1 = on; codes OPEN, \
+                             docs/contract/lowering.md §7 item 11); another value suggests its \
+                             offset in layout.rs is wrong",
                         s.name
                     ),
                     rule::ENUMS,
@@ -331,7 +333,7 @@ impl Collective2Ext {
     }
 }
 
-/// The 0xD9 + 0xDA pair: one logical cc-op of 128 bytes (§1.6 **\[H\]**).
+/// The 0xD9 + 0xDA pair: one logical cc-op of 128 bytes (docs/contract/isa.md §6 **\[H\]**).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Collective2 {
     /// The 0xD9 word (bytes 0–63).
@@ -341,7 +343,8 @@ pub struct Collective2 {
 }
 
 impl Collective2 {
-    /// Decode the pair. The caller has checked byte 64 is 0xDA (§1.9 rule 3); this only reads.
+    /// Decode the pair. The caller has checked byte 64 is 0xDA (docs/contract/isa.md §9 rule 3);
+    /// this only reads.
     pub fn decode(b: &[u8; 2 * WORD]) -> IsaResult<Self> {
         let mut w0 = [0u8; WORD];
         let mut w1 = [0u8; WORD];

@@ -2,7 +2,7 @@
 //! 0xDB PSEUDO_CUR_PROCESSING_RANK_ID and the real 0xBF SB2SB_COLLECTIVE (S3D3).
 //!
 //! Where a compiler-side page disagrees with the ISA header (0xCB), the ISA layout is used
-//! (§1.8, §7 item 10).
+//! (docs/contract/isa.md §8, docs/contract/lowering.md §7 item 10).
 
 use super::enums::{Dtype, EncOpType};
 use super::instr::{enum_at, Common, WORD};
@@ -11,9 +11,9 @@ use super::layout::{rd_u16, rd_u32, rd_u64};
 use super::markers::{opcode, LncSizeFmt};
 use super::operand::Tensor3d;
 
-/// 0xCB PSEUDO_SEND_RECV, ISA view (§1.8 **\[H\]**). The width of `tensor_id` is not stated; it
-/// is read as u32 (bytes 12–15), the only width that fits before `peer_id`@16 and matches the
-/// u32 tensor ids of 0xC7/0xC8.
+/// 0xCB PSEUDO_SEND_RECV, ISA view (docs/contract/isa.md §8 **\[H\]**). The width of `tensor_id`
+/// is not stated; it is read as u32 (bytes 12–15), the only width that fits before `peer_id`@16
+/// and matches the u32 tensor ids of 0xC7/0xC8.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SendRecv {
     /// Bytes 1–11.
@@ -73,7 +73,7 @@ impl SendRecv {
         b[56..64].copy_from_slice(&self.size_bytes.to_le_bytes());
         b
     }
-    /// ENC_SEND or ENC_RECV (§2.1).
+    /// ENC_SEND or ENC_RECV (docs/contract/lowering.md §2.1).
     pub fn enc_op(&self) -> EncOpType {
         if self.is_send {
             EncOpType::Send
@@ -83,8 +83,9 @@ impl SendRecv {
     }
 }
 
-/// 0xDB PSEUDO_CUR_PROCESSING_RANK_ID (§1.8: offsets **\[H\]**, u16 widths **\[M\]**): writes into
-/// `dst_reg` the rank whose data is processed at `iteration_id` of a permute chain.
+/// 0xDB PSEUDO_CUR_PROCESSING_RANK_ID (docs/contract/isa.md §8: offsets **\[H\]**, u16 widths
+/// **\[M\]**): writes into `dst_reg` the rank whose data is processed at `iteration_id` of a
+/// permute chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CurProcessingRankId {
     /// Bytes 1–11.
@@ -142,8 +143,9 @@ impl CurProcessingRankId {
 /// Bytes 34–47 of 0xBF: reserved1, must be 0.
 pub const SB2SB_RESERVED1: std::ops::Range<usize> = 34..48;
 
-/// 0xBF S3D3 / SB2SB_COLLECTIVE (§1.8 **\[H\]**): one state-buffer-to-state-buffer hop, the
-/// on-chip leg; nc ≥ v3 only. No reduce-op field. §1.9 rule 11 constrains it.
+/// 0xBF S3D3 / SB2SB_COLLECTIVE (docs/contract/isa.md §8 **\[H\]**): one
+/// state-buffer-to-state-buffer hop, the on-chip leg; nc ≥ v3 only. No reduce-op field. §9 rule 11
+/// constrains it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Sb2sbCollective {
     /// Bytes 1–11 (waits on the inbound semaphore, updates on completion).

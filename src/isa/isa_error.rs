@@ -19,33 +19,34 @@ pub mod rule {
     pub const ENUMS: &str = "docs/contract/isa.md §10";
     /// INSTR_CHAINING chain structure (docs/contract/isa.md §6, §10).
     pub const CHAINING: &str = "docs/contract/isa.md §6/§10 INSTR_CHAINING";
-    /// 0xC8 bytes 33–47 reserved, must be 0 (docs/contract/isa.md §4, §7 item 2).
-    pub const C8_RESERVED: &str = "docs/contract/isa.md §4 and §7 item 2";
+    /// 0xC8 bytes 33–47 reserved, must be 0 (docs/contract/isa.md §4, docs/contract/lowering.md
+    /// §7 item 2).
+    pub const C8_RESERVED: &str = "docs/contract/isa.md §4 and docs/contract/lowering.md §7 item 2";
     /// A field too wide for its bits on encode.
     pub const WIDTH: &str = "field width";
-    /// §1.9 rule 1: update mode.
+    /// docs/contract/isa.md §9 rule 1: update mode.
     pub const RULE_1: &str = "docs/contract/isa.md §9 rule 1";
-    /// §1.9 rule 2: single stream for plain triggers.
+    /// docs/contract/isa.md §9 rule 2: single stream for plain triggers.
     pub const RULE_2: &str = "docs/contract/isa.md §9 rule 2";
-    /// §1.9 rule 3: 0xD9 pairing.
+    /// docs/contract/isa.md §9 rule 3: 0xD9 pairing.
     pub const RULE_3: &str = "docs/contract/isa.md §9 rule 3";
-    /// §1.9 rule 4: address markers.
+    /// docs/contract/isa.md §9 rule 4: address markers.
     pub const RULE_4: &str = "docs/contract/isa.md §9 rule 4";
-    /// §1.9 rule 5: dma_configs.
+    /// docs/contract/isa.md §9 rule 5: dma_configs.
     pub const RULE_5: &str = "docs/contract/isa.md §9 rule 5";
-    /// §1.9 rule 6: reduce op.
+    /// docs/contract/isa.md §9 rule 6: reduce op.
     pub const RULE_6: &str = "docs/contract/isa.md §9 rule 6";
-    /// §1.9 rule 7: cc_dim.
+    /// docs/contract/isa.md §9 rule 7: cc_dim.
     pub const RULE_7: &str = "docs/contract/isa.md §9 rule 7";
-    /// §1.9 rule 8: stream, channel and group limits.
+    /// docs/contract/isa.md §9 rule 8: stream, channel and group limits.
     pub const RULE_8: &str = "docs/contract/isa.md §9 rule 8";
-    /// §1.9 rule 9: ALL_TO_ALL_V metadata.
+    /// docs/contract/isa.md §9 rule 9: ALL_TO_ALL_V metadata.
     pub const RULE_9: &str = "docs/contract/isa.md §9 rule 9";
-    /// §1.9 rule 10: dtype.
+    /// docs/contract/isa.md §9 rule 10: dtype.
     pub const RULE_10: &str = "docs/contract/isa.md §9 rule 10";
-    /// §1.9 rule 11: S3D3.
+    /// docs/contract/isa.md §9 rule 11: S3D3.
     pub const RULE_11: &str = "docs/contract/isa.md §9 rule 11";
-    /// §1.9 rule 12: unsupported operation kinds.
+    /// docs/contract/isa.md §9 rule 12: unsupported operation kinds.
     pub const RULE_12: &str = "docs/contract/isa.md §9 rule 12";
 }
 

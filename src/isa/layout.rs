@@ -1,15 +1,16 @@
 //! Table-driven field offsets for the parts of the words whose layout is not settled, plus the
 //! little-endian byte helpers the codecs share.
 //!
-//! **0xDA bytes 32–63** (docs/contract/isa.md §6, §7 item 1): the headers name the knobs in the order
-//! cc_buf_*, dma_configs, src1_bitmap, cross_sb_out, but only dma_configs@41 and
-//! permute_chain@43 are read directly **\[H\]**. Decode, encode and validation of these knobs all
-//! go through [`DA_EXT_FIELDS`]: to correct an offset or width, edit that one table (and nothing
-//! else); the codec keeps every byte the table does not cover as raw reserved bytes, so moving
-//! a field never loses data. The table's confidence column says how sure each row is.
+//! **0xDA bytes 32–63** (docs/contract/isa.md §6, docs/contract/lowering.md §7 item 1): the
+//! headers name the knobs in the order cc_buf_*, dma_configs, src1_bitmap, cross_sb_out, but only
+//! dma_configs@41 and permute_chain@43 are read directly **\[H\]**. Decode, encode and validation
+//! of these knobs all go through [`DA_EXT_FIELDS`]: to correct an offset or width, edit that one
+//! table (and nothing else); the codec keeps every byte the table does not cover as raw reserved
+//! bytes, so moving a field never loses data. The table's confidence column says how sure each row
+//! is.
 //!
-//! **0xC8 bytes 33–47** (§1.4, §7 item 2): undocumented, required to be 0; the range is
-//! [`C8_RESERVED`].
+//! **0xC8 bytes 33–47** (docs/contract/isa.md §4, docs/contract/lowering.md §7 item 2):
+//! undocumented, required to be 0; the range is [`C8_RESERVED`].
 
 /// How sure a table row is (docs/contract/lowering.md §0 tags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -157,7 +158,8 @@ pub struct ReservedRange {
     pub width: usize,
 }
 
-/// 0xC8 bytes 33–47: not documented, must be 0 (docs/contract/isa.md §4 **\[OPEN\]**, §7 item 2).
+/// 0xC8 bytes 33–47: not documented, must be 0 (docs/contract/isa.md §4 **\[OPEN\]**,
+/// docs/contract/lowering.md §7 item 2).
 pub const C8_RESERVED: ReservedRange = ReservedRange {
     name: "reserved",
     offset: 33,

@@ -23,7 +23,8 @@ wire_enum! {
     }
 }
 
-/// The PSEUDO_ADDR8 marker test mask: `(high byte & 0xFC)` is mode | modifiers (§1.7 **\[H\]**).
+/// The PSEUDO_ADDR8 marker test mask: `(high byte & 0xFC)` is mode | modifiers
+/// (docs/contract/isa.md §7 **\[H\]**).
 pub const ADDR8_MARKER_MASK: u8 = 0xFC;
 /// Bits of the marker byte that hold the mode.
 pub const ADDR8_MODE_MASK: u8 = 0xE0;
@@ -35,8 +36,8 @@ pub const ADDR8_MOD_TBL_OFFSET_REG: u8 = 0x08;
 pub const ADDR8_MOD_WIDE_TBL_OFFSET: u8 = 0x04;
 
 wire_enum! {
-    /// ADDR4 marker: the high byte masked with 0xFC (docs/contract/isa.md §7) **\[H\]**. Bits 25:24 belong
-    /// to the offset, so they are outside the mask.
+    /// ADDR4 marker: the high byte masked with 0xFC (docs/contract/isa.md §7) **\[H\]**. Bits 25:24
+    /// belong to the offset, so they are outside the mask.
     pub enum Addr4Marker {
         /// Immediate (an SBUF partition offset when bit 25 is clear).
         Imm = 0x00 => "IMM",
@@ -54,8 +55,8 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// lnc_size_fmt, 0xBF byte 32 (docs/contract/isa.md §8) **\[H\]**. All four decode; only LNC1 and
-    /// LNC2 pass §1.9 rule 11.
+    /// lnc_size_fmt, 0xBF byte 32 (docs/contract/isa.md §8) **\[H\]**. All four decode; only LNC1
+    /// and LNC2 pass §9 rule 11.
     pub enum LncSizeFmt {
         /// One physical core per logical core.
         Lnc1 = 0 => "LNC1",
@@ -92,7 +93,8 @@ pub mod opcode {
     /// 0xBF S3D3 / SB2SB_COLLECTIVE (a real POOL op).
     pub const SB2SB_COLLECTIVE: u8 = 0xBF;
 
-    /// The class rule: top three bits 0b110 (0xC0–0xDF) is a pseudo-op (§1.1 **\[H\]**).
+    /// The class rule: top three bits 0b110 (0xC0–0xDF) is a pseudo-op
+    /// (docs/contract/isa.md §1 **\[H\]**).
     pub fn is_pseudo(op: u8) -> bool {
         op & 0xE0 == 0xC0
     }

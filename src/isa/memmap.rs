@@ -1,8 +1,8 @@
 //! The device memory map both sides share: where the lowering puts every rank's constants,
 //! program areas, rings and buffers, and where the device's register and semaphore blocks sit
-//! (docs/contract/device.md §1.4, §5.1, §8.1; docs/design.md §3: `isa` holds every wire format, and the device
-//! never imports the lowering). Addresses here are *on-chip* (bits 47:0, die bit included); the
-//! routing bits of a SoC address are [`super::evtsem::SocAddr`]'s business.
+//! (docs/contract/device.md §1.4, §5.1, §8.1; docs/design.md §3: `isa` holds every wire format,
+//! and the device never imports the lowering). Addresses here are *on-chip* (bits 47:0, die bit
+//! included); the routing bits of a SoC address are [`super::evtsem::SocAddr`]'s business.
 //!
 //! **HBM windows (our choice, the spec gives none).** Every (chip, logical core) owns a 1 TiB
 //! window at `HBM_BASE + core · 2^40` with `HBM_BASE = 2^44` (16 TiB): [`MAX_CORES`] windows end
@@ -122,16 +122,17 @@ pub fn program_part(win_off: u64, topsps: u32) -> Option<(u8, ProgramPart, u64)>
         .map(|&(part, off, _)| (t, part, p - off))
 }
 
-/// Per-TPB (compute engine) EVT_SEM block 0 (docs/contract/device.md §5.1 **\[H\]**): a different block from
-/// the TOP_SP ones; compute-engine semaphores named in the pseudo-op EVENTS fields live here.
+/// Per-TPB (compute engine) EVT_SEM block 0 (docs/contract/device.md §5.1 **\[H\]**): a different
+/// block from the TOP_SP ones; compute-engine semaphores named in the pseudo-op EVENTS fields live
+/// here.
 pub const TPB_EVT_SEM_BASE: u64 = 0x28_0270_0000;
 /// Stride between per-TPB blocks. **Our choice**: the spec gives only TPB 0's base; one block per
 /// logical core is needed so ranks on one chip do not share compute semaphores. Change here.
 pub const TPB_EVT_SEM_STRIDE: u64 = 0x1_0000;
 /// Per-TPB blocks per chip (one per logical core window).
 pub const MAX_TPBS: u8 = MAX_CORES as u8;
-/// Bytes of one EVT_SEM block: events + READ/SET/INC/DEC (docs/contract/device.md §5.1); the per-TPB blocks
-/// use the TOP_SP window layout (our choice; the spec does not give theirs).
+/// Bytes of one EVT_SEM block: events + READ/SET/INC/DEC (docs/contract/device.md §5.1); the
+/// per-TPB blocks use the TOP_SP window layout (our choice; the spec does not give theirs).
 pub const SEM_BLOCK_BYTES: u64 = 0x2000;
 
 /// Base of per-TPB block `i` (on-chip address).
@@ -197,15 +198,16 @@ pub const LOCAL_REG_BASE: u64 = 0x6_0000;
 pub const REG_INIT_OFF: u64 = 0x1540;
 /// LOCAL_REG + 0x1560: tsync.
 pub const REG_TSYNC_OFF: u64 = 0x1560;
-/// LOCAL_REG + 0x15A0: host_trigger (write 1 to start the cc_op program once, §8.2).
+/// LOCAL_REG + 0x15A0: host_trigger (write 1 to start the cc_op program once,
+/// docs/contract/device.md §8.2).
 pub const REG_HOST_TRIGGER_OFF: u64 = 0x15A0;
 /// LOCAL_REG + 0x15C0: stop.
 pub const REG_STOP_OFF: u64 = 0x15C0;
-/// LOCAL_REG + 0x15E0: basic-block switch doorbell (§4).
+/// LOCAL_REG + 0x15E0: basic-block switch doorbell (docs/contract/device.md §4).
 pub const REG_BB_SWITCH_OFF: u64 = 0x15E0;
 /// Absolute host_trigger on v3/v4 (0x615A0).
 pub const HOST_TRIGGER_V3: u64 = LOCAL_REG_BASE + REG_HOST_TRIGGER_OFF;
-/// Absolute host_trigger on v2 (a different offset, §8.1 **\[H\]**).
+/// Absolute host_trigger on v2 (a different offset, docs/contract/device.md §8.1 **\[H\]**).
 pub const HOST_TRIGGER_V2: u64 = 0x6_0848;
 
 #[cfg(test)]
@@ -246,7 +248,8 @@ mod tests {
         assert_eq!(p(PROGRAM_OFF + 2 * PROGRAM_STRIDE), None);
     }
 
-    /// docs/contract/device.md §5.1: per-TPB block 0 at 0x2802700000; TOP_SP blocks per the formula.
+    /// docs/contract/device.md §5.1: per-TPB block 0 at 0x2802700000; TOP_SP blocks per the
+    /// formula.
     #[test]
     fn golden_sem_blocks() {
         assert_eq!(tpb_evt_sem_base(0), 0x28_0270_0000);

@@ -5,24 +5,25 @@
 //!
 //! * [`ccop`] — the 8-byte `spad_ctrl_entry` (one cc_op slot of the TOP_SP CTRL scratchpad).
 //! * [`enums`] — the enum tables of the pseudo-instruction words with their wire values
-//!   (docs/contract/isa.md §2, §7, §8, §10, and the host `enc_op_type` of §2.1).
+//!   (docs/contract/isa.md §2, §10, and the host `enc_op_type` of docs/contract/lowering.md §2.1).
 //! * [`memmap`] — the device memory map shared by lowering and device: HBM windows, constant
 //!   page, program areas, buffers, the per-TPB EVT_SEM block and the TOP_SP LOCAL_REG registers.
 //! * [`markers`] — PSEUDO_ADDR8 / ADDR4 markers and modifier bits, the 0xBF LNC size format,
-//!   and the opcodes of the typed words (§1.1, §1.7, §1.8).
-//! * [`operand`] — address operands: PSEUDO_ADDR8, PSEUDO_ADDR8TENSOR2D, ADDR4, TENSOR3D (§1.7).
+//!   and the opcodes of the typed words (docs/contract/isa.md §1, §7, §8).
+//! * [`operand`] — address operands: PSEUDO_ADDR8, PSEUDO_ADDR8TENSOR2D, ADDR4, TENSOR3D (§7, §8).
 //! * [`layout`] — the table-driven offsets of the unsettled 0xDA knobs and the 0xC8 reserved
-//!   range (§1.6, §7 items 1–2), plus the little-endian byte helpers.
+//!   range (docs/contract/isa.md §6, §4; docs/contract/lowering.md §7 items 1–2), plus the
+//!   little-endian byte helpers.
 //! * [`instr`] — the common header + EVENTS, the [`Instr`] sum type, one-word [`decode`] and
-//!   [`encode`] (§1.1–§1.2).
+//!   [`encode`] (docs/contract/isa.md §1–§2).
 //! * [`instr_collective`] — 0xC7, 0xC8, 0xD9, the 0xDA collective2 ext and the 0xD9+0xDA pair
-//!   (§1.3–§1.6).
-//! * [`instr_other`] — 0xCB SEND_RECV, 0xDB CUR_PROCESSING_RANK_ID, 0xBF SB2SB_COLLECTIVE (§1.8).
+//!   (docs/contract/isa.md §3–§6).
+//! * [`instr_other`] — 0xCB SEND_RECV, 0xDB CUR_PROCESSING_RANK_ID, 0xBF SB2SB_COLLECTIVE (§8).
 //! * [`stream`] — [`decode_stream`]: the 0x40-stride walker with 0xD9/0xDA pairing and
 //!   INSTR_CHAINING chains.
-//! * [`validate`](mod@validate) — the twelve rules of §1.9, one function each, behind
-//!   [`validate()`](validate::validate) and a [`ValidationContext`]; rules 7, 9 and 11 (shapes
-//!   and placement) sit in its child module `validate::shape`.
+//! * [`validate`](mod@validate) — the twelve rules of docs/contract/isa.md §9, one function each,
+//!   behind [`validate()`](validate::validate) and a [`ValidationContext`]; rules 7, 9 and 11
+//!   (shapes and placement) sit in its child module `validate::shape`.
 //! * [`isa_error`] — [`IsaError`]: opcode, field, byte offset, value, reason and rule of a
 //!   rejected word; converts into the core's `Error` (kind Invalid, `NRT_INVALID`).
 

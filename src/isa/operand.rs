@@ -2,7 +2,7 @@
 //!
 //! Every operand keeps its raw bits, so any bit pattern decodes and re-encodes unchanged; the
 //! typed views (marker, mode, variable id, SBUF-ness, element walk) are methods. Whether a marker
-//! is *acceptable* is a validation question (§1.9 rules 4 and 11), not a decoding one.
+//! is *acceptable* is a validation question (§9 rules 4 and 11), not a decoding one.
 
 use super::enums::{Axis, Dtype};
 use super::layout::{rd_i16, rd_i32, rd_u16, rd_u32, rd_u64};
@@ -13,8 +13,8 @@ use super::markers::{
 
 /// PSEUDO_ADDR8: an 8-byte address union whose high byte (bits 63:56) is the marker.
 ///
-/// The marker test is `high_byte & 0xFC` (§1.7 **\[H\]**); bits 57:56 are outside the mask and
-/// belong to the low part.
+/// The marker test is `high_byte & 0xFC` (docs/contract/isa.md §7 **\[H\]**); bits 57:56 are
+/// outside the mask and belong to the low part.
 ///
 /// **VAR_ID split (our choice; the spec only says "a NEFF variable id plus an immediate
 /// offset").** Under marker 0x10, bits 55:40 hold the NEFF variable id (16 bits: a NEFF has far
@@ -60,7 +60,7 @@ impl PseudoAddr8 {
         self.marker() & ADDR8_MOD_WIDE_TBL_OFFSET != 0
     }
     /// The form the translator requires of 0xD9/0xDA operands: `(marker & 0xFC) == 0x10`
-    /// (IMM mode, VAR_ID modifier and nothing else; §1.7 **\[H\]**).
+    /// (IMM mode, VAR_ID modifier and nothing else; docs/contract/isa.md §7 **\[H\]**).
     pub fn is_var_id(self) -> bool {
         self.marker() == ADDR8_MOD_VAR_ID
     }
@@ -97,12 +97,14 @@ impl PseudoAddr8 {
 }
 
 /// Which dimension of a [`Tensor2d`] walks the free dimension of an SBUF operand. Not
-/// documented (§1.7 **\[L\]**); the safe reading is dimension 0 = free, dimension 1 = partitions.
+/// documented (docs/contract/isa.md §7 **\[L\]**); the safe reading is dimension 0 = free,
+/// dimension 1 = partitions.
 pub const TENSOR2D_FREE_DIM: usize = 0;
 /// Which dimension of a [`Tensor2d`] walks partitions (see [`TENSOR2D_FREE_DIM`]).
 pub const TENSOR2D_PARTITION_DIM: usize = 1 - TENSOR2D_FREE_DIM;
 
-/// PSEUDO_ADDR8TENSOR2D (24 B, §1.7 **\[H\]**): start address, element strides, shape.
+/// PSEUDO_ADDR8TENSOR2D (24 B, docs/contract/isa.md §7 **\[H\]**): start address, element
+/// strides, shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Tensor2d {
     /// Bytes 0–7.
@@ -147,7 +149,7 @@ impl Tensor2d {
     pub fn is_absent(&self) -> bool {
         *self == Tensor2d::default()
     }
-    /// `num_elem[0] · num_elem[1]`: the element count (§1.5).
+    /// `num_elem[0] · num_elem[1]`: the element count (docs/contract/isa.md §5).
     pub fn num_elements(&self) -> u64 {
         u64::from(self.num_elem[0]) * u64::from(self.num_elem[1])
     }
@@ -165,7 +167,7 @@ impl Tensor2d {
             || i64::from(self.step_elem[1])
                 == i64::from(self.step_elem[0]) * i64::from(self.num_elem[0])
     }
-    /// Element offsets from `start`, in the order of §1.7:
+    /// Element offsets from `start`, in the order of docs/contract/isa.md §7:
     /// `for i1 in 0..num_elem[1] { for i0 in 0..num_elem[0] { i0·step[0] + i1·step[1] } }`.
     /// Saturating arithmetic: no real shape comes near i64's range, and the walk must not panic.
     pub fn element_offsets(&self) -> impl Iterator<Item = i64> + '_ {
@@ -186,9 +188,9 @@ impl Tensor2d {
     }
 }
 
-/// ADDR4: a 4-byte address whose high byte (masked with 0xFC) is the marker (§1.7 **\[H\]**).
-/// For an immediate SBUF partition offset, bits 25:0 are the offset and bit 25 clear means SBUF;
-/// the translator rejects bit 25 or bits 26–31 set.
+/// ADDR4: a 4-byte address whose high byte (masked with 0xFC) is the marker
+/// (docs/contract/isa.md §7 **\[H\]**). For an immediate SBUF partition offset, bits 25:0 are the
+/// offset and bit 25 clear means SBUF; the translator rejects bit 25 or bits 26–31 set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Addr4 {
     /// The 32 raw bits.
@@ -227,7 +229,8 @@ impl Addr4 {
     }
 }
 
-/// TENSOR3D of 0xBF (16 B, §1.8 **\[H\]**): ADDR4 + `i16 step[3]` + `u16 num[3]`.
+/// TENSOR3D of 0xBF (16 B, docs/contract/isa.md §8 **\[H\]**): ADDR4 + `i16 step[3]` +
+/// `u16 num[3]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Tensor3d {
     /// Bytes 0–3.
@@ -264,7 +267,7 @@ impl Tensor3d {
             b[off + 10 + 2 * k..off + 12 + 2 * k].copy_from_slice(&self.num[k].to_le_bytes());
         }
     }
-    /// `num[0]·num[1]·num[2]` (the `t3d_element_count` of §1.8).
+    /// `num[0]·num[1]·num[2]` (the `t3d_element_count` of docs/contract/isa.md §8).
     pub fn element_count(&self) -> u64 {
         self.num.iter().map(|&n| u64::from(n)).product()
     }
@@ -294,7 +297,7 @@ mod tests {
         assert_eq!(a.var_id(), Some(0x1234));
         assert_eq!(a.var_offset(), Some(0x00AB_CDEF_0123));
         assert!(PseudoAddr8::var(1, 1 << 40).is_none());
-        // Low two bits of the marker byte are outside the 0xFC mask (§1.7).
+        // Low two bits of the marker byte are outside the 0xFC mask (docs/contract/isa.md §7).
         let b = PseudoAddr8 {
             raw: a.raw | (3 << 56),
         };
@@ -308,7 +311,8 @@ mod tests {
         assert_eq!(PseudoAddr8 { raw: 0xA0 << 56 }.mode(), None);
     }
 
-    /// docs/contract/isa.md §7: `addr = start + (i0·step[0] + i1·step[1])·dtype_size`, i0 innermost.
+    /// docs/contract/isa.md §7: `addr = start + (i0·step[0] + i1·step[1])·dtype_size`, i0
+    /// innermost.
     #[test]
     fn golden_tensor2d_walk() {
         let t = Tensor2d {

@@ -1,6 +1,7 @@
 //! Our SLOT SPAD format: the per-step records the TOP_SP sequencer executes
-//! (docs/contract/lowering.md §6.2, docs/contract/device.md §8.3). The lowering writes it (`lower::emit`), the software
-//! device reads it; it lives in `isa` because it is part of the contract between the two.
+//! (docs/contract/lowering.md §6.2, docs/contract/device.md §8.3). The lowering writes it
+//! (`lower::emit`), the software device reads it; it lives in `isa` because it is part of the
+//! contract between the two.
 //!
 //! The spec gives the content of a step — `tp_inc_steps[i] = {m2s, s2m, repeat}` and a
 //! `wait_ge_and_dec` before the next step — but not the vendor's byte layout (not recovered).
@@ -17,12 +18,13 @@
 //! | 12 | u32 | `wait_consume`: then `sem -= consume` |
 //!
 //! Execution of a record: wait (if any), then `repeat` times {RX tail += s2m; TX tail += m2s}
-//! (RX first, docs/contract/device.md §1.2), then the next record; after an END record the cc_op is done.
+//! (RX first, docs/contract/device.md §1.2), then the next record; after an END record the cc_op is
+//! done.
 //!
-//! **Slots.** The SLOT SPAD (32 KiB, docs/contract/carrier.md App. A) is cut into [`SLOTS`] slots of
-//! [`SLOT_RECORDS`] records; slot k belongs to CTRL SPAD slot k. A cc_op whose records do not
+//! **Slots.** The SLOT SPAD (32 KiB, docs/contract/carrier.md App. A) is cut into [`SLOTS`] slots
+//! of [`SLOT_RECORDS`] records; slot k belongs to CTRL SPAD slot k. A cc_op whose records do not
 //! fit one slot continues in the next slot, whose CTRL slot holds `SPAD_SLOT_CONTINUE_MARK`
-//! (§6.2). A cc_op with no step gets one empty END record.
+//! (docs/contract/lowering.md §6.2). A cc_op with no step gets one empty END record.
 
 use crate::error::{Error, Result};
 
@@ -44,7 +46,8 @@ pub const NEXT_SEM: u8 = 253;
 pub const NO_WAIT: u8 = 0xFF;
 const END: u8 = 0x10;
 
-/// The wait of a record (`wait_ge_and_dec` generalised to any consume, docs/contract/device.md §5.3).
+/// The wait of a record (`wait_ge_and_dec` generalised to any consume,
+/// docs/contract/device.md §5.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SlotWait {
     /// Rank-local TOP_SP of the semaphore.

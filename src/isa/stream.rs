@@ -1,11 +1,11 @@
 //! The stream walker: one engine program as a sequence of logical words.
 //!
-//! * The stride is a fixed 0x40 per word, whatever `inst_word_len` says (§1.1 **\[H\]**); a
-//!   stream whose length is not a multiple of 64 is rejected.
+//! * The stride is a fixed 0x40 per word, whatever `inst_word_len` says (docs/contract/isa.md §1
+//!   **\[H\]**); a stream whose length is not a multiple of 64 is rejected.
 //! * A 0xD9 takes the word after it as its 0xDA ext (one 128-byte logical word); a 0xD9 not
-//!   followed by 0xDA is §1.9 rule 3. A 0xDA not right after a 0xD9 is a PSEUDO_DMA_EXT (§1.6).
+//!   followed by 0xDA is §9 rule 3. A 0xDA not right after a 0xD9 is a PSEUDO_DMA_EXT (§6).
 //! * Opcodes this module does not type are reported as [`Instr::Other`] and skipped over.
-//! * Chains (INSTR_CHAINING of the 0xDA, §1.10): INITIAL opens a chain, BODY continues it,
+//! * Chains (INSTR_CHAINING of the 0xDA, §10): INITIAL opens a chain, BODY continues it,
 //!   FINAL closes it; NONE is standalone. Our structural rules, since the spec gives only the
 //!   codes: chains do not nest; BODY/FINAL need an open chain; a stream may not end inside a
 //!   chain; and while a chain is open no *unchained* collective trigger (0xC7, 0xC8, 0xCB or a
@@ -161,7 +161,7 @@ mod tests {
         let mut s = Vec::new();
         s.extend_from_slice(&other(0x01)); // compute
         s.extend_from_slice(&collective2().encode()); // 0xD9 + 0xDA
-        s.extend_from_slice(&other(0xDA)); // lone 0xDA: PSEUDO_DMA_EXT (§1.6)
+        s.extend_from_slice(&other(0xDA)); // lone 0xDA: PSEUDO_DMA_EXT (docs/contract/isa.md §6)
         s.extend_from_slice(&other(0xD5)); // sync barrier, untyped
         let d = decode_stream(&s).unwrap();
         let offs: Vec<(usize, u8)> = d
@@ -175,7 +175,7 @@ mod tests {
         assert!(d.chains.is_empty());
     }
 
-    /// §1.9 rule 3 through the walker: a 0xD9 followed by something else.
+    /// docs/contract/isa.md §9 rule 3 through the walker: a 0xD9 followed by something else.
     #[test]
     fn d9_not_followed_by_da_is_rule_3() {
         let mut s = Vec::new();

@@ -23,7 +23,7 @@ pub fn var_tensor(var: u16, n: u32) -> Tensor2d {
     Tensor2d::contiguous(PseudoAddr8::var(var, 0).unwrap(), n)
 }
 
-/// A valid 0xC8 all-reduce (the §1.4 example's fields).
+/// A valid 0xC8 all-reduce (the docs/contract/isa.md §4 example's fields).
 pub fn c8() -> TriggerCollective {
     TriggerCollective {
         common: Common::default(),

@@ -1,15 +1,15 @@
 //! The 16-byte UDMA descriptor, the copy (CME) meta_ctrl and the CCE compute descriptor
 //! (docs/contract/device.md §1.1–§1.3, §2.1–§2.2).
 //!
-//! Word layout (docs/contract/device.md §1.1): W0 `len_ctrl` @0, W1 `meta_ctrl` @4, `buf_ptr` u64 @8 (a meta
-//! descriptor stores two u32 there instead). All little-endian.
+//! Word layout (docs/contract/device.md §1.1): W0 `len_ctrl` @0, W1 `meta_ctrl` @4, `buf_ptr` u64
+//! @8 (a meta descriptor stores two u32 there instead). All little-endian.
 //!
 //! Three choices of ours, documented because the spec leaves them open:
 //! * **The top byte of a META descriptor.** The vendor reads bits 31:24 of a meta descriptor's
-//!   W0 as a "meta index" (docs/contract/device.md §1.1, §2.1). We encode that index so that it *is* a valid
-//!   len_ctrl top byte: RING_ID in index bits 1:0, FIRST in bit 2, LAST in bit 3, … — the vendor
-//!   constant `(idx << 24) | 0x04800000` for copy meta descriptors already has FIRST set this
-//!   way. So one [`LenCtrl`] decoder serves every descriptor, and the engine's generation-tag
+//!   W0 as a "meta index" (docs/contract/device.md §1.1, §2.1). We encode that index so that it
+//!   *is* a valid len_ctrl top byte: RING_ID in index bits 1:0, FIRST in bit 2, LAST in bit 3, … —
+//!   the vendor constant `(idx << 24) | 0x04800000` for copy meta descriptors already has FIRST set
+//!   this way. So one [`LenCtrl`] decoder serves every descriptor, and the engine's generation-tag
 //!   check (§1.3) and packet framing work the same on meta and data descriptors.
 //! * **The "write-barrier flag" of the CCE compute W0** is the DMB bit (len_ctrl bit 30), the
 //!   only barrier bit of len_ctrl (§1.1 "barrier modes").
@@ -60,7 +60,7 @@ pub struct LenCtrl {
     pub length: u32,
     /// Bit 23: meta / compute-setup descriptor, no data buffer.
     pub meta: bool,
-    /// Bits 25:24: generation tag (§1.3).
+    /// Bits 25:24: generation tag (docs/contract/device.md §1.3).
     pub ring_id: u8,
     /// Bit 26: first descriptor of a packet.
     pub first: bool,
@@ -394,7 +394,8 @@ impl Descriptor {
 }
 
 /// The generation tag of the descriptor at stream position `index` of a ring of `ring_len`
-/// slots (docs/contract/device.md §1.3): 1 on the first lap, +1 mod 4 each time the producer wraps to 0.
+/// slots (docs/contract/device.md §1.3): 1 on the first lap, +1 mod 4 each time the producer wraps
+/// to 0.
 pub fn ring_id_at(index: u64, ring_len: u64) -> u8 {
     ((1 + index / ring_len.max(1)) % 4) as u8
 }

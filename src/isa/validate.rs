@@ -20,11 +20,11 @@ use super::markers::opcode;
 use super::operand::PseudoAddr8;
 use super::stream::DecodedStream;
 
-/// NEC_MAX_STREAM_N: stream ids are below 4 (§1.9 rule 8 **\[H\]**).
+/// NEC_MAX_STREAM_N: stream ids are below 4 (docs/contract/isa.md §9 rule 8 **\[H\]**).
 pub const MAX_STREAMS: u16 = 4;
-/// NEC_MAX_CHANNELS: ring channel ids are below 32 (§1.9 rule 8 **\[H\]**).
+/// NEC_MAX_CHANNELS: ring channel ids are below 32 (docs/contract/isa.md §9 rule 8 **\[H\]**).
 pub const MAX_CHANNELS: u16 = 32;
-/// `t3d_element_count <= 256` for 0xBF (§1.8 **\[H\]**).
+/// `t3d_element_count <= 256` for 0xBF (docs/contract/isa.md §8 **\[H\]**).
 pub const SB2SB_MAX_ELEMENTS: u64 = 256;
 
 /// Where a collective's operands live, when the loader knows (NEFF variable kind).
@@ -62,7 +62,7 @@ pub struct ValidationContext {
     pub mesh_available: Option<bool>,
     /// Rule 7: where the operands live.
     pub location: Option<Location>,
-    /// 0xBF needs nc ≥ v3 (§1.8); checked under rule 11.
+    /// 0xBF needs nc ≥ v3 (docs/contract/isa.md §8); checked under rule 11.
     pub arch: Option<Arch>,
     /// Rule 8: stream_id → group_id seen so far (filled by [`ValidationContext::observe`]).
     pub stream_to_group: BTreeMap<u16, u16>,
@@ -198,8 +198,8 @@ pub fn rule_02_single_stream(op: u8, ctx: &ValidationContext) -> IsaResult<()> {
     }
 }
 
-/// Rule 3: a 0xD9 at the start of `bytes` must be followed at +64 by a 0xDA (§1.6 **\[H\]**).
-/// Bytes not starting with 0xD9 pass.
+/// Rule 3: a 0xD9 at the start of `bytes` must be followed at +64 by a 0xDA
+/// (docs/contract/isa.md §6 **\[H\]**). Bytes not starting with 0xD9 pass.
 pub fn rule_03_d9_pairing(bytes: &[u8]) -> IsaResult<()> {
     if bytes.first() != Some(&opcode::TRIGGER_COLLECTIVE2) {
         return Ok(());
@@ -488,7 +488,8 @@ pub fn rule_12_supported_operation(
     }
 }
 
-/// 0xC8 bytes 33–47 ([`C8_RESERVED`]) must be 0 (§1.4 **\[OPEN\]**, §7 item 2).
+/// 0xC8 bytes 33–47 ([`C8_RESERVED`]) must be 0 (docs/contract/isa.md §4 **\[OPEN\]**,
+/// docs/contract/lowering.md §7 item 2).
 pub fn c8_reserved_zero(w: &TriggerCollective) -> IsaResult<()> {
     match w.reserved.iter().position(|&x| x != 0) {
         None => Ok(()),

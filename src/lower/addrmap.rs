@@ -1,6 +1,6 @@
 //! The address map the emitter writes into descriptors: where every rank's buffers, constants,
-//! scratchpads, rings and semaphores live as SoC addresses (docs/contract/device.md §1.4, §5.1), and the
-//! inverse [`AddressMap::resolve`] used by the decode-back check and the software device.
+//! scratchpads, rings and semaphores live as SoC addresses (docs/contract/device.md §1.4, §5.1),
+//! and the inverse [`AddressMap::resolve`] used by the decode-back check and the software device.
 //!
 //! **Placement.** Each rank is a logical core ([`RankPlace`]: node, device, core). Ranks on
 //! another chip are reached by setting the routed chip id (bits 53:48 + id-valid 54) on the

@@ -1,17 +1,17 @@
 //! Building the `neff_barrier_config` of every TOP_SP of a replica group: the device barrier
-//! (`{1,4,4,1}` steps, docs/contract/device.md §7.1) and the host barrier view (§7.2). The bytes are
-//! [`crate::isa::barrier_cfg`]'s; `device::barrier` executes them.
+//! (`{1,4,4,1}` steps, docs/contract/device.md §7.1) and the host barrier view (§7.2). The bytes
+//! are [`crate::isa::barrier_cfg`]'s; `device::barrier` executes them.
 //!
 //! # Participants and semaphores
 //!
 //! Every TOP_SP of every rank of the group participates (Choice: each TOP_SP has its own NCFW
-//! context and with it its own `barrier_configs`, docs/contract/carrier.md §3.2.7), in group order, then rank-local
-//! TOP_SP order. Addresses come from the collective programs' [`AddressMap`] (same chip ids, same
-//! device TOP_SP numbering), in the READ-window form the firmware stores (docs/contract/device.md §9.2), routed
-//! when the semaphore is on another chip. Two reserved ids (docs/contract/lowering.md §6.4) are used:
-//! [`GATHER_SEM`] = BARRIER0 (2) counts arrivals, [`RELEASE_SEM`] = BARRIER1 (3) carries the
-//! leaders' exchange and the release. Keeping them apart means an early release or peer signal
-//! can never be counted as an arrival.
+//! context and with it its own `barrier_configs`, docs/contract/carrier.md §3.2.7), in group order,
+//! then rank-local TOP_SP order. Addresses come from the collective programs' [`AddressMap`] (same
+//! chip ids, same device TOP_SP numbering), in the READ-window form the firmware stores
+//! (docs/contract/device.md §9.2), routed when the semaphore is on another chip. Two reserved ids
+//! (docs/contract/lowering.md §6.4) are used: [`GATHER_SEM`] = BARRIER0 (2) counts arrivals,
+//! [`RELEASE_SEM`] = BARRIER1 (3) carries the leaders' exchange and the release. Keeping them apart
+//! means an early release or peer signal can never be counted as an arrival.
 //!
 //! # Slot semantics (Choice; docs/contract/device.md §7.1 is \[M\] flow)
 //!
@@ -53,10 +53,10 @@
 //! The leader of each rank (rank-local TOP_SP 0, the `leader` of `neff_configs`) gets
 //! `{barrier_start: own START, barrier_done: own DONE}`; the rank's other TOP_SPs get
 //! `{barrier_start: 0, barrier_done: the leader's DONE}`. Ids: host-CC mode DONE = HOST_BARRIER0
-//! (6), START = HOST_BARRIER1 (7); otherwise DONE = BARRIER0 (2), START = BARRIER1 (3). docs/contract/device.md
-//! §7.2 names id 6 / id 2 for `barrier_done`; docs/contract/carrier.md Appendix A lists "6/7 start/done" — we
-//! follow docs/contract/device.md, the statement that names the field; flip [`host_barrier_ids`] if dumps say
-//! otherwise.
+//! (6), START = HOST_BARRIER1 (7); otherwise DONE = BARRIER0 (2), START = BARRIER1 (3).
+//! docs/contract/device.md §7.2 names id 6 / id 2 for `barrier_done`; docs/contract/carrier.md
+//! Appendix A lists "6/7 start/done" — we follow docs/contract/device.md, the statement that names
+//! the field; flip [`host_barrier_ids`] if dumps say otherwise.
 
 use crate::error::{Error, Result};
 use crate::isa::barrier_cfg::{

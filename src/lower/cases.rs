@@ -82,8 +82,8 @@ pub enum A2avRecv {
     /// Receive counts and displacements given (src1_bitmap 0x0F): the windows are packed from
     /// element 0 in descending peer order (so they are not in peer order), any tail untouched.
     Packed,
-    /// Only send rows given (src1_bitmap 0x03): the block from peer p lands at
-    /// `(output / N) · p` = `count · p` (docs/contract/isa.md §9 rule 9), gaps inside every block.
+    /// Only send rows given (src1_bitmap 0x03): the block from peer p lands at `(output / N) · p` =
+    /// `count · p` (docs/contract/isa.md §9 rule 9), gaps inside every block.
     Derived,
 }
 
@@ -281,8 +281,9 @@ impl Case {
         Ok(cfg)
     }
 
-    /// Lower the case. A forced algorithm that the selection refuses (§3.2; the error names
-    /// `OPENNRT_CC_ALGO`) is [`Lowered::Illegal`]; any other refusal is an error.
+    /// Lower the case. A forced algorithm that the selection refuses
+    /// (docs/contract/lowering.md §3.2; the error names `OPENNRT_CC_ALGO`) is [`Lowered::Illegal`];
+    /// any other refusal is an error.
     pub fn lower(&self) -> Result<Lowered> {
         let req = self.request()?;
         let cfg = self.config()?;

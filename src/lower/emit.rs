@@ -1,6 +1,6 @@
-//! Emission (docs/contract/lowering.md §5–§6, docs/contract/device.md §1–§8): a [`Program`] → for every rank and every
-//! TOP_SP it uses, the bytes the hardware runs — M2S/S2M descriptor streams, the SLOT SPAD
-//! step records, the CTRL SPAD cc_op table, and the essential `neff_configs` values.
+//! Emission (docs/contract/lowering.md §5–§6, docs/contract/device.md §1–§8): a [`Program`] → for
+//! every rank and every TOP_SP it uses, the bytes the hardware runs — M2S/S2M descriptor streams,
+//! the SLOT SPAD step records, the CTRL SPAD cc_op table, and the essential `neff_configs` values.
 //!
 //! Per rank, per TOP_SP (one basic block per program, so one M2S + one S2M ring, §4):
 //! entries in order, and inside an entry the tapes this TOP_SP drives in channel order, step by
@@ -13,14 +13,14 @@
 //! across entries is the program's (semaphores, e.g. `compose::leg_join`), as the verifier
 //! models it (program.rs, "Order").
 //!
-//! Rings: length = smallest power of two ≥ descriptors + 16 (guard gap, docs/contract/device.md §3.2), at
-//! most [`EmitOptions::max_ring`]; a longer stream wraps, and RING_ID follows the lap
-//! (1, 2, 3, 0, …, §1.3). `TopspImage::m2s`/`s2m` hold the stream in issue order: stream
-//! index `i` sits in ring slot `i % ring_len`.
+//! Rings: length = smallest power of two ≥ descriptors + 16 (guard gap,
+//! docs/contract/device.md §3.2), at most [`EmitOptions::max_ring`]; a longer stream wraps, and
+//! RING_ID follows the lap (1, 2, 3, 0, …, §1.3). `TopspImage::m2s`/`s2m` hold the stream in issue
+//! order: stream index `i` sits in ring slot `i % ring_len`.
 //!
-//! Reserved semaphores of our own (besides §6.4's 0..=7): [`CHAIN_SEM`] (254) collects the
-//! other TOP_SPs' completions on the reporter (`complete` / `complete_prev`), [`NEXT_SEM`] (253)
-//! is `trigger_next`. Composers allocate upward from 8 and must not reach 253.
+//! Reserved semaphores of our own (besides docs/contract/lowering.md §6.4's 0..=7): [`CHAIN_SEM`]
+//! (254) collects the other TOP_SPs' completions on the reporter (`complete` / `complete_prev`),
+//! [`NEXT_SEM`] (253) is `trigger_next`. Composers allocate upward from 8 and must not reach 253.
 
 pub mod check;
 pub mod desc;
@@ -76,8 +76,9 @@ pub struct StepRange {
     pub records: Range<u32>,
 }
 
-/// The `neff_configs` values the device needs (spec §6.3; full context images are built by
-/// `ncfw::ctx_builder`). Semaphore fields use the READ-window form (docs/contract/device.md §9.2); 0 = unused.
+/// The `neff_configs` values the device needs (docs/contract/lowering.md §6.3; full context images
+/// are built by `ncfw::ctx_builder`). Semaphore fields use the READ-window form
+/// (docs/contract/device.md §9.2); 0 = unused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct NeffConfigs {
     /// Own TRIGGER semaphore (id 0).

@@ -3,9 +3,10 @@
 //!
 //! Pipeline: [`request`] (both entry paths: decoded pseudo-instructions and API arguments) →
 //! [`topology`] (the simulated instance and rank placement) → [`select`] (algorithm per leg, with
-//! its reason) → [`compose`] (one file per algorithm: the per-rank step tapes of spec §4, in the
-//! vocabulary of §4.0) → [`program`] (the IR, with a stable JSON form and a text form) →
-//! [`verify`] (symbolic execution: exact contributions, matched sends/receives, no deadlock).
+//! its reason) → [`compose`] (one file per algorithm: the per-rank step tapes of
+//! docs/contract/lowering.md §4, in the vocabulary of §4.0) → [`program`] (the IR, with a stable
+//! JSON form and a text form) → [`verify`] (symbolic execution: exact contributions, matched
+//! sends/receives, no deadlock).
 //!
 //! The lowering never imports the device, and the device never imports the lowering: they meet
 //! only in the bytes of [`crate::isa`].

@@ -1,6 +1,6 @@
-//! The lowering pipeline (docs/contract/lowering.md §6.6 steps 2–5): request → selection → composition →
-//! [`Program`]. Verification and emission run on the result ([`crate::lower::verify`],
-//! [`crate::lower::emit`]).
+//! The lowering pipeline (docs/contract/lowering.md §6.6 steps 2–5): request → selection →
+//! composition → [`Program`]. Verification and emission run on the result
+//! ([`crate::lower::verify`], [`crate::lower::emit`]).
 //!
 //! Knobs (parsed by [`LowerConfig::from_lookup`] from what `runtime::config` read; the selection and topology knobs are documented
 //! in [`crate::lower::select`] and [`crate::lower::topology`]):
@@ -309,9 +309,9 @@ pub fn lower(req: &CollectiveRequest, cfg: &LowerConfig) -> Result<Program> {
     })
 }
 
-/// [`lower`] through the signature cache (issue item 8; docs/contract/abi.md §5.7): the same request
-/// on the same configuration reuses the prepared program. The caller's own rank is not part of
-/// the key (programs cover every rank), and the stored program carries rank 0.
+/// [`lower`] through the signature cache (issue item 8; docs/contract/abi.md §5.7): the same
+/// request on the same configuration reuses the prepared program. The caller's own rank is not part
+/// of the key (programs cover every rank), and the stored program carries rank 0.
 pub fn lower_cached(
     req: &CollectiveRequest,
     cfg: &LowerConfig,

@@ -1,23 +1,24 @@
-//! The program IR: for every rank, the step tapes of one collective (docs/contract/lowering.md §4) and,
-//! once emitted, the bytes the hardware would run (§5–§6, docs/contract/device.md §1–§6).
+//! The program IR: for every rank, the step tapes of one collective (docs/contract/lowering.md §4)
+//! and, once emitted, the bytes the hardware would run (§5–§6, docs/contract/device.md §1–§6).
 //!
 //! Shape: a [`Program`] has one [`RankProgram`] per rank. A rank program is a sequence of
 //! [`Entry`]s — one per cc_op slot of the TOP_SP table (a flat algorithm has one; a hierarchical
 //! op has one per leg, chained). An entry has one [`Tape`] per channel; a tape is an ordered list
-//! of [`Step`]s in the step vocabulary of §4.0.
+//! of [`Step`]s in the step vocabulary of docs/contract/lowering.md §4.0.
 //!
-//! Order (what the device does, docs/contract/device.md §8.3, docs/contract/lowering.md §6.3; modelled by the verifier's
-//! `lanes`): each TOP_SP of a rank runs the tapes it drives one after the other — the entries
-//! it takes part in, in order, and inside an entry in channel order; TOP_SPs and ranks run
-//! concurrently and synchronise through semaphores. Entries are **not** a rank-wide barrier:
-//! besides semaphores, the only order between TOP_SPs is that an entry's reporter (the TOP_SP
-//! of its lowest channel) waits for the entry's other TOP_SPs at its end. A program whose
-//! entry reads what another TOP_SP wrote in an earlier entry orders it with semaphores (the
-//! hierarchical legs' joins, `compose::leg_join`).
+//! Order (what the device does, docs/contract/device.md §8.3, docs/contract/lowering.md §6.3;
+//! modelled by the verifier's `lanes`): each TOP_SP of a rank runs the tapes it drives one after
+//! the other — the entries it takes part in, in order, and inside an entry in channel order;
+//! TOP_SPs and ranks run concurrently and synchronise through semaphores. Entries are **not** a
+//! rank-wide barrier: besides semaphores, the only order between TOP_SPs is that an entry's
+//! reporter (the TOP_SP of its lowest channel) waits for the entry's other TOP_SPs at its end. A
+//! program whose entry reads what another TOP_SP wrote in an earlier entry orders it with
+//! semaphores (the hierarchical legs' joins, `compose::leg_join`).
 //!
 //! Semantics of one step (what the verifier executes and the emitter encodes):
 //! 1. if `wait` is set: block until `sem >= target`, then `sem -= consume` (ring steps:
-//!    `wait_ge_and_dec`, consume 1, docs/contract/device.md §5.3; mesh events: consume = wait_val, §4.6);
+//!    `wait_ge_and_dec`, consume 1, docs/contract/device.md §5.3; mesh events: consume = wait_val,
+//!    docs/contract/lowering.md §4.6);
 //! 2. run every [`Transfer`] (a copy, or a CCE reduce of several sources), in order;
 //! 3. once the data has landed, apply every [`Signal`] (`sem += amount`): the LOCAL increment
 //!    (source may be reused) and the REMOTE one on the receiver (data ready), §6.4.
@@ -56,8 +57,8 @@ pub struct Loc {
     pub offset: u64,
 }
 
-/// The ring read/write shape of a reduce step (`reduction_type_t`, §2.6): the third argument
-/// of every `recv_reduce_*` primitive, distinct from the reduce op (the second).
+/// The ring read/write shape of a reduce step (`reduction_type_t`, docs/contract/lowering.md §2.6):
+/// the third argument of every `recv_reduce_*` primitive, distinct from the reduce op (the second).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum RingShape {
@@ -170,7 +171,7 @@ pub struct Wait {
     pub consume: u32,
 }
 
-/// Why a signal is sent (§6.4).
+/// Why a signal is sent (docs/contract/lowering.md §6.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SignalKind {
@@ -193,7 +194,7 @@ pub struct Signal {
     pub kind: SignalKind,
 }
 
-/// Step primitives (§4.0). Copy family first, then the reduce family.
+/// Step primitives (docs/contract/lowering.md §4.0). Copy family first, then the reduce family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Primitive {
@@ -223,7 +224,7 @@ pub enum Primitive {
     DirectReduceSendKangaring,
     /// Permute-reduce.
     DirectReduceSendPermute,
-    /// A mesh event (§4.6): wait, DMA kicks, direct semaphore triggers.
+    /// A mesh event (docs/contract/lowering.md §4.6): wait, DMA kicks, direct semaphore triggers.
     MeshEvent,
 }
 
@@ -242,7 +243,8 @@ impl Primitive {
     }
 }
 
-/// Which half of the current chunk a step works on (`enc_half_chunk_index`, §2.8).
+/// Which half of the current chunk a step works on (`enc_half_chunk_index`,
+/// docs/contract/lowering.md §2.8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub enum Half {
     /// First half.
@@ -258,7 +260,7 @@ pub struct Step {
     pub primitive: Primitive,
     /// Which half chunk.
     pub half: Half,
-    /// The chunk handled: a rank id (the block it belongs to), §4.1.
+    /// The chunk handled: a rank id (the block it belongs to), docs/contract/lowering.md §4.1.
     pub chunk: u32,
     /// Reduce op and ring shape, for the reduce family.
     pub reduction: Option<(ReduceOp, RingShape)>,
@@ -332,8 +334,9 @@ impl Algorithm {
             .into_iter()
             .find(|a| a.name().eq_ignore_ascii_case(s.trim()))
     }
-    /// The device pattern the cc_op `algo_type` carries for this algorithm (spec §6.1 (a)):
-    /// ring-family variants go out as RING, mesh-family (and intra RDH) as MESH.
+    /// The device pattern the cc_op `algo_type` carries for this algorithm
+    /// (docs/contract/lowering.md §6.1 (a)): ring-family variants go out as RING, mesh-family (and
+    /// intra RDH) as MESH.
     pub fn device_pattern(self) -> crate::isa::ccop::DevicePattern {
         use crate::isa::ccop::DevicePattern;
         match self {

@@ -1,13 +1,14 @@
 //! The collective request: what both entry paths (pseudo-instructions and the C API) produce,
 //! and what everything after decode works from (docs/design.md §1).
 //!
-//! * [`CollectiveRequest`] — one collective for one rank: op, dtype, reduce op, the per-rank
-//!   block count (§1.4), in-place, replica group and rank, stream / channel / cc_dim / priority,
-//!   permute pairs, and the fields only some words carry: chaining ([`ChainInfo`], §1.10, §6.3),
-//!   all-to-all-v metadata ([`A2avMeta`], §1.9 rule 9), operand names ([`Operands`]), the API
-//!   list forms ([`IoForm`]), the 0xDA scratch knobs and the trigger's EVENTS ([`TriggerEvents`]).
-//! * The mapping tables: ctype → [`CollectiveOp`] (§2.1), ALU_OP → [`ReduceOp`] (§2.11),
-//!   `nrt_op_type_t` → [`ReduceOp`] (docs/contract/abi.md §2.2).
+//! * [`CollectiveRequest`] — one collective for one rank: op, dtype, reduce op, the per-rank block
+//!   count (docs/contract/isa.md §4), in-place, replica group and rank, stream / channel / cc_dim /
+//!   priority, permute pairs, and the fields only some words carry: chaining ([`ChainInfo`], §10;
+//!   docs/contract/lowering.md §6.3), all-to-all-v metadata ([`A2avMeta`], docs/contract/isa.md §9
+//!   rule 9), operand names ([`Operands`]), the API list forms ([`IoForm`]), the 0xDA scratch knobs
+//!   and the trigger's EVENTS ([`TriggerEvents`]).
+//! * The mapping tables: ctype → [`CollectiveOp`] (docs/contract/lowering.md §2.1), ALU_OP →
+//!   [`ReduceOp`] (§2.11), `nrt_op_type_t` → [`ReduceOp`] (docs/contract/abi.md §2.2).
 //! * The two builders live next door: [`instr`]
 //!   (`CollectiveRequest::from_instr`, [`requests_from_stream`]) and
 //!   [`api`] (`CollectiveRequest::from_api`); the A2Av table is
@@ -63,8 +64,8 @@ pub enum CollectiveOp {
 }
 
 impl CollectiveOp {
-    /// The host `enc_op_type` (§2.1); `None` for a barrier, which has no enc op (it runs on
-    /// the barrier machinery, not the operation dispatcher).
+    /// The host `enc_op_type` (docs/contract/lowering.md §2.1); `None` for a barrier, which has no
+    /// enc op (it runs on the barrier machinery, not the operation dispatcher).
     pub fn enc_op(self) -> Option<EncOpType> {
         Some(match self {
             CollectiveOp::Barrier => return None,
@@ -81,8 +82,9 @@ impl CollectiveOp {
         })
     }
 
-    /// The op for a ctype (§2.1 table **\[M\]**). PERMUTE_REDUCE (explicit, enc op 9) has no
-    /// dispatcher path in the runtime and is rejected (§1.9 rule 12, §4.9).
+    /// The op for a ctype (docs/contract/lowering.md §2.1 table **\[M\]**). PERMUTE_REDUCE
+    /// (explicit, enc op 9) has no dispatcher path in the runtime and is rejected
+    /// (docs/contract/isa.md §9 rule 12; docs/contract/lowering.md §4.9).
     pub fn from_ctype(ct: CollectiveType) -> Result<Self> {
         Ok(match ct {
             CollectiveType::AllReduce => CollectiveOp::AllReduce,
@@ -97,7 +99,7 @@ impl CollectiveOp {
                 return Err(Error::invalid(
                     "ctype PERMUTE_REDUCE (6) is not supported: the runtime's operation \
                      dispatcher has no path for explicit permute-reduce (enc op 9) \
-                     (docs/contract/isa.md §9 rule 12, §4.9)",
+                     (docs/contract/isa.md §9 rule 12; docs/contract/lowering.md §4.9)",
                 ))
             }
         })
@@ -114,8 +116,8 @@ impl CollectiveOp {
     }
 }
 
-/// The reduction applied by the CCE (`SDMA_CCETYPE`, docs/contract/lowering.md §2.10): only these three
-/// reach the hardware from collectives.
+/// The reduction applied by the CCE (`SDMA_CCETYPE`, docs/contract/lowering.md §2.10): only these
+/// three reach the hardware from collectives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReduceOp {
@@ -161,9 +163,10 @@ impl ReduceOp {
         }
     }
 
-    /// The reduce op of ALU_OP `alu` for a reducing collective (§2.11): ADD/MAX/MIN map 1:1.
-    /// MULT, SUBTRACT, DIVIDE, BYPASS and the integer forms are rejected, each with its reason.
-    /// (Copy ops never call this: they ignore the op byte, normally BYPASS, §1.9 rule 6.)
+    /// The reduce op of ALU_OP `alu` for a reducing collective (docs/contract/lowering.md §2.11):
+    /// ADD/MAX/MIN map 1:1. MULT, SUBTRACT, DIVIDE, BYPASS and the integer forms are rejected, each
+    /// with its reason. (Copy ops never call this: they ignore the op byte, normally BYPASS,
+    /// docs/contract/isa.md §9 rule 6.)
     pub fn from_alu(alu: AluOp) -> Result<Self> {
         let why = match alu {
             AluOp::Add => return Ok(ReduceOp::Add),
@@ -191,8 +194,8 @@ impl ReduceOp {
         )))
     }
 
-    /// The reduce op of `nrt_op_type_t` value `op` (docs/contract/abi.md §2.2; the identity on the CCE
-    /// numbering). FMA needs a scale the collective API does not carry; INVALID and unlisted
+    /// The reduce op of `nrt_op_type_t` value `op` (docs/contract/abi.md §2.2; the identity on the
+    /// CCE numbering). FMA needs a scale the collective API does not carry; INVALID and unlisted
     /// values are not reductions. `what` names the operation for the message.
     pub fn from_nrt_op(op: u32, what: &str) -> Result<Self> {
         let why = match op {
@@ -225,11 +228,11 @@ pub enum Placement {
 pub enum TensorName {
     /// A NEFF DRAM tensor id (0xC7, 0xC8, 0xCB).
     TensorId(u32),
-    /// A NEFF variable id (the VAR_ID operands of 0xD9/0xDA, §1.7).
+    /// A NEFF variable id (the VAR_ID operands of 0xD9/0xDA, docs/contract/isa.md §7).
     Var(u16),
 }
 
-/// The strides and shape of a PSEUDO_ADDR8TENSOR2D operand (§1.7), in elements.
+/// The strides and shape of a PSEUDO_ADDR8TENSOR2D operand (docs/contract/isa.md §7), in elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct Shape2d {
     /// Strides.
@@ -265,7 +268,7 @@ pub struct Operands {
     pub dst: Option<Operand>,
 }
 
-/// Chaining of 0xD9+0xDA pairs (§1.10, §4.9, §6.3).
+/// Chaining of 0xD9+0xDA pairs (docs/contract/isa.md §10; docs/contract/lowering.md §4.9, §6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct ChainInfo {
     /// INSTR_CHAINING of the 0xDA: NONE, or INITIAL / BODY / FINAL of a fused cc-op bundle.
@@ -294,13 +297,15 @@ impl Default for ChainInfo {
 }
 
 impl ChainInfo {
-    /// The cc_op `safe_mode` bit (§1.10 PERMUTE_CHAIN, §4.9).
+    /// The cc_op `safe_mode` bit (docs/contract/isa.md §10 PERMUTE_CHAIN;
+    /// docs/contract/lowering.md §4.9).
     pub fn safe_mode(&self) -> bool {
         self.permute_chain
     }
 }
 
-/// How the API path's tensor lists map onto the per-rank blocks (docs/contract/abi.md §5.7, 2.33 forms).
+/// How the API path's tensor lists map onto the per-rank blocks (docs/contract/abi.md §5.7, 2.33
+/// forms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum IoForm {
@@ -316,15 +321,16 @@ pub enum IoForm {
 /// The explicit collective scratch in SBUF of a 0xDA word (`cc_buf_start_addr`, `cc_buf_size`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct CcBuf {
-    /// ADDR4 raw (an immediate SBUF partition offset, §1.7).
+    /// ADDR4 raw (an immediate SBUF partition offset, docs/contract/isa.md §7).
     pub start_addr: u32,
     /// Size in bytes (offset **\[L\]**, see isa/layout.rs).
     pub size: u32,
 }
 
-/// The EVENTS the on-stream trigger record keeps (§6.5): it waits like the pseudo-op did, and
-/// the op's completion increments `update_idx`. For a chain, the FINAL word's record waits on
-/// what the chain's first word waited on and updates as the FINAL word says (§6.3).
+/// The EVENTS the on-stream trigger record keeps (docs/contract/lowering.md §6.5): it waits like
+/// the pseudo-op did, and the op's completion increments `update_idx`. For a chain, the FINAL
+/// word's record waits on what the chain's first word waited on and updates as the FINAL word says
+/// (§6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct TriggerEvents {
     /// WAIT_MODE.
@@ -333,7 +339,7 @@ pub struct TriggerEvents {
     pub wait_idx: u8,
     /// Immediate of the `*_IMM` waits.
     pub semaphore_value: u32,
-    /// UPDATE_MODE (SEM_INC_COMPLETE after validation, §1.9 rule 1).
+    /// UPDATE_MODE (SEM_INC_COMPLETE after validation, docs/contract/isa.md §9 rule 1).
     pub update_mode: UpdateMode,
     /// Semaphore incremented on completion.
     pub update_idx: u8,
@@ -367,7 +373,7 @@ pub struct CollectiveRequest {
     pub stream: u8,
     /// Channel hint (permutes), if any.
     pub channel: Option<u16>,
-    /// Collective dimension (0 = free dimension, spec §1.10).
+    /// Collective dimension (0 = free dimension, docs/contract/isa.md §10).
     pub cc_dim: u8,
     /// DMA priority class (0..=4).
     pub priority: u8,
@@ -386,7 +392,8 @@ pub struct CollectiveRequest {
     /// CROSS_SBOUTPUT_TRANSFER: replicate the output into another SBUF (0xDA).
     pub cross_sb_out: bool,
     /// The trigger record's EVENTS (instruction path); `None` for the API path and for the
-    /// INITIAL / BODY members of a chain, which get no record of their own (§6.3).
+    /// INITIAL / BODY members of a chain, which get no record of their own
+    /// (docs/contract/lowering.md §6.3).
     pub trigger: Option<TriggerEvents>,
 }
 

@@ -1,5 +1,5 @@
-//! Algorithm selection (docs/contract/lowering.md §3): which composer runs a collective, per leg, and
-//! why.
+//! Algorithm selection (docs/contract/lowering.md §3): which composer runs a collective, per leg,
+//! and why.
 //!
 //! [`select`] computes the group's shape on the [`Topology`], evaluates the seven gates of §3.2
 //! (in [`crate::lower::select`]'s gate functions: [`gate_hierarchical`], [`gate_kangaring`],
@@ -147,7 +147,7 @@ pub struct LegPlan {
     pub op: CollectiveOp,
     /// The algorithm composing it.
     pub algorithm: Algorithm,
-    /// Mesh flavour (`algo_sub_type`, §3.5) when the leg is MESH.
+    /// Mesh flavour (`algo_sub_type`, docs/contract/lowering.md §3.5) when the leg is MESH.
     pub mesh_sub_type: Option<u8>,
     /// The rank sets (indices into the request's group) that run this leg in parallel, each
     /// in ring order.
@@ -177,7 +177,7 @@ impl Reasons {
     }
 }
 
-/// The flat precedence of §3.3 after HIER: the first passing gate wins.
+/// The flat precedence of docs/contract/lowering.md §3.3 after HIER: the first passing gate wins.
 pub const FLAT_ORDER: [Algorithm; 5] = [
     Algorithm::IntraRdh,
     Algorithm::Mesh,
@@ -226,7 +226,7 @@ fn legality_gate(alg: Algorithm, ctx: &GateCtx) -> Gate {
     }
 }
 
-/// Choose the algorithm(s) for `req` on `topo` (spec §3; see the module doc).
+/// Choose the algorithm(s) for `req` on `topo` (docs/contract/lowering.md §3; see the module doc).
 pub fn select(req: &CollectiveRequest, topo: &Topology, cfg: &SelectConfig) -> Result<Selection> {
     let shape = topo.group_shape(&req.group)?;
     let ctx = ctx_for(req, topo, &shape, cfg);
@@ -284,30 +284,36 @@ pub fn select(req: &CollectiveRequest, topo: &Topology, cfg: &SelectConfig) -> R
                 g.why
             };
             return Err(Error::invalid(format!(
-                "{} must be MESH (§3.3) but mesh is unavailable: {w}",
+                "{} must be MESH (docs/contract/lowering.md §3.3) but mesh is unavailable: {w}",
                 op_name(req.op)
             )));
         }
         why.push(format!(
-            "chose mesh: {} must be MESH (§3.3); the size cap does not apply",
+            "chose mesh: {} must be MESH (docs/contract/lowering.md §3.3); the size cap does \
+             not apply",
             op_name(req.op)
         ));
         Algorithm::Mesh
     } else if let Some(a) = FLAT_ORDER.into_iter().find(|&a| passes(a)) {
         why.push(format!(
             "chose {}: first passing gate in the flat precedence intra_rdh > mesh > kangaring > \
-             single_cycle_ring > inter_rdh (§3.3)",
+             single_cycle_ring > inter_rdh (docs/contract/lowering.md §3.3)",
             a.name()
         ));
         a
     } else if passes(Algorithm::Hier) {
         why.push(
-            "chose hier: no flat-family algorithm applies and the hierarchical gate passes (§3.3)"
+            "chose hier: no flat-family algorithm applies and the hierarchical gate passes \
+             (docs/contract/lowering.md §3.3)"
                 .into(),
         );
         Algorithm::Hier
     } else if passes(Algorithm::Ring) {
-        why.push("chose ring: no other gate passes; ring is the fallback (§3.3)".into());
+        why.push(
+            "chose ring: no other gate passes; ring is the fallback \
+             (docs/contract/lowering.md §3.3)"
+                .into(),
+        );
         Algorithm::Ring
     } else {
         return Err(Error::invalid(format!(
@@ -341,7 +347,9 @@ pub fn select(req: &CollectiveRequest, topo: &Topology, cfg: &SelectConfig) -> R
         None
     };
     if let Some(m) = mesh_sub_type {
-        why.push(format!("mesh flavour (algo_sub_type) {m} (§3.5)"));
+        why.push(format!(
+            "mesh flavour (algo_sub_type) {m} (docs/contract/lowering.md §3.5)"
+        ));
     }
     Ok(Selection {
         algorithm,
@@ -351,7 +359,7 @@ pub fn select(req: &CollectiveRequest, topo: &Topology, cfg: &SelectConfig) -> R
     })
 }
 
-/// The HIER legs of §4.7 with the per-leg choice of §3.4.
+/// The HIER legs of docs/contract/lowering.md §4.7 with the per-leg choice of §3.4.
 fn hier_legs(
     op: CollectiveOp,
     shape: &GroupShape,
@@ -419,7 +427,8 @@ fn hier_legs(
         .collect()
 }
 
-/// The §3.4 cascade for one leg: the first candidate whose gate passes, else RING.
+/// The docs/contract/lowering.md §3.4 cascade for one leg: the first candidate whose gate passes,
+/// else RING.
 fn choose_leg(is_inter: bool, ctx: &GateCtx, cfg: &SelectConfig) -> Result<(Algorithm, String)> {
     let slot = match (is_inter, ctx.op) {
         (false, CollectiveOp::AllGather) => "alg_intra_allg",

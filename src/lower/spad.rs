@@ -157,7 +157,8 @@ mod tests {
         Entry::for_test(alg, Some(2), vec![0, 1, 2], tapes, Vec::new)
     }
 
-    /// §6.1: channel_list bitmap, reporter on channel 0's TOP_SP, chaining flags.
+    /// docs/contract/lowering.md §6.1: channel_list bitmap, reporter on channel 0's TOP_SP,
+    /// chaining flags.
     #[test]
     fn ring_entry_two_topsps() {
         let e = entry(Algorithm::Ring, &[(0, 0), (1, 1), (2, 0)]);
@@ -181,7 +182,8 @@ mod tests {
         assert!(cc_op_fields(1, &e, 2, false).is_err());
     }
 
-    /// Seed 003 §3–§4: mesh → algo_type 1, sub-type = flavour, union = shift/mask.
+    /// docs/contract/isa.md §11.3–§11.4 (seed 003): mesh → algo_type 1, sub-type = flavour, union =
+    /// shift/mask.
     #[test]
     fn mesh_entry_and_continuation() {
         let e = entry(Algorithm::Mesh, &[(0, 0)]);

@@ -1,5 +1,5 @@
-//! Topology as data (docs/design.md §2.8): the simulated instance the lowering reads, and where every
-//! rank sits on it.
+//! Topology as data (docs/design.md §2.8): the simulated instance the lowering reads, and where
+//! every rank sits on it.
 //!
 //! A [`Topology`] is a value: an instance type (or a custom shape), a number of nodes, the LNC
 //! size (physical NeuronCores per logical core, 1 or 2, forced to 1 on v2 silicon as
@@ -27,9 +27,9 @@
 //!   forced to 1, as the vendor does. Custom shapes default to LNC 1, generation v3, fabric none.
 //! * `trn2-ultraserver` is 4 nodes of trn2u.48xlarge joined by the pod's P2P links (fabric pod);
 //!   `trn2u.48xlarge` alone is a pod member too, with at most 4 nodes.
-//! * `<cores>` is physical cores per device; the logical cores per device (`cores / lnc`) must
-//!   not exceed the TOP_SPs of a device (6 on v2, 16 on v3/v4, docs/contract/device.md §0) since every logical
-//!   core needs at least one TOP_SP of its own.
+//! * `<cores>` is physical cores per device; the logical cores per device (`cores / lnc`) must not
+//!   exceed the TOP_SPs of a device (6 on v2, 16 on v3/v4, docs/contract/device.md §0) since every
+//!   logical core needs at least one TOP_SP of its own.
 //!
 //! A value that does not parse, or a world that does not fit, is an error that lists the forms.
 //!
@@ -39,10 +39,11 @@
 //! the world (1 rank → 1 node; 33 ranks on trn1.32xlarge → 2 nodes). Chosen so that the same
 //! environment gives the runtime and the lowering the same instance.
 //!
-//! Hardware facts carried as data: TOP_SPs per device (docs/contract/device.md §0, §5.1), dies (docs/contract/device.md
-//! §1.4: bit 47 of a SoC address; TOP_SPs 8..15 sit on die 1), the cross-die peer engine
-//! `seng ^ 2`, 4 C2C ports per MLA, and the kangaring DMA engine sets (docs/contract/lowering.md §4.4).
-//! The placement of the rest (node, device, core) is this project's numbering.
+//! Hardware facts carried as data: TOP_SPs per device (docs/contract/device.md §0, §5.1), dies
+//! (docs/contract/device.md §1.4: bit 47 of a SoC address; TOP_SPs 8..15 sit on die 1), the
+//! cross-die peer engine `seng ^ 2`, 4 C2C ports per MLA, and the kangaring DMA engine sets
+//! (docs/contract/lowering.md §4.4). The placement of the rest (node, device, core) is this
+//! project's numbering.
 
 pub(super) mod parse;
 pub(super) mod place;
@@ -76,8 +77,8 @@ impl Generation {
             Generation::V3 | Generation::V4 => 16,
         }
     }
-    /// Dies per device: v3/v4 route die 1 with SoC address bit 47 (docs/contract/device.md §1.4, §5.1);
-    /// v2 is modelled as one die.
+    /// Dies per device: v3/v4 route die 1 with SoC address bit 47 (docs/contract/device.md §1.4,
+    /// §5.1); v2 is modelled as one die.
     pub fn dies_per_device(self) -> u32 {
         match self {
             Generation::V2 => 1,

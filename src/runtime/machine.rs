@@ -36,7 +36,7 @@ use crate::lower::addrmap::{AddressMap, BufferSizes};
 use crate::lower::emit::{EmittedProgram, TopspImage};
 use crate::lower::program::{Buf, Program};
 use crate::lower::verify::expect::in_place_bases;
-use crate::ncfw::{image_for, FirmwareImage, Handler};
+use crate::ncfw::{FirmwareImage, Handler};
 
 /// Execute `emitted` (the lowering of `p` over `map`) with `inputs[r]` as rank `r`'s input
 /// bytes; returns every rank's output bytes.
@@ -245,7 +245,7 @@ pub fn seq_config(img: &TopspImage) -> SeqConfig {
 
 /// NCFW dispatch (docs/contract/device.md §9.1): every cc_op entry's handler is looked up by
 /// its `algo_type` in the dispatch table of OpenNRT's firmware image for the machine's arch —
-/// the bytes `libncfw_get_image` hands out ([`image_for`]); an entry without a handler (the
+/// the bytes the loaded carrier's `libncfw_get_image` hands out; an entry without a handler (the
 /// image's default `Fault`) is refused at load, naming rank, TOP_SP, CTRL slot and algo_type.
 /// The sequencer then walks the entry with the RING or MESH view the handler names.
 pub fn check_dispatch(seq: &Sequencer, fw: &FirmwareImage, r: u32, topsp: u8) -> Result<()> {
@@ -406,14 +406,14 @@ pub fn ring_reposts(map: &AddressMap, emitted: &EmittedProgram) -> Result<Vec<(u
 }
 
 /// A machine of `chips` chips for a program over `map`: the TOP_SPs' arch from the topology's
-/// generation, the execution timeout read at `nrt_init`, and that arch's firmware image (its
-/// dispatch table checks every TOP_SP, [`check_dispatch`]).
+/// generation, the execution timeout read at `nrt_init`, and that arch's firmware image from
+/// the carrier `nrt_init` loaded (`libncfw_get_image`; OpenNRT's own without one): its dispatch
+/// table checks every TOP_SP ([`check_dispatch`]).
 pub fn new_machine(map: &AddressMap, chips: u8) -> Result<(Machine, FirmwareImage)> {
     let mut m = Machine::new(chips);
     m.arch = crate::ncfw::Arch::from_id(map.gen().ncfw_arch_id()).unwrap_or(m.arch);
     m.timeout = crate::runtime::process::config()?.exec_timeout();
-    let (iram, dram) = image_for(m.arch);
-    let fw = FirmwareImage::parse(iram, dram)?;
+    let fw = crate::device::settings::firmware_image(m.arch)?;
     Ok((m, fw))
 }
 

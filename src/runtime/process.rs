@@ -14,8 +14,9 @@ use crate::runtime::{log, state};
 pub struct Runtime {
     /// The environment as read at `nrt_init` (shared: [`config`] is on every request's path).
     pub config: Arc<Config>,
-    /// The firmware carrier, loaded and version-checked.
-    pub carrier: Carrier,
+    /// The firmware carrier, loaded and version-checked; also the device's
+    /// (`device::settings::set_carrier`).
+    pub carrier: Arc<Carrier>,
     /// The framework the caller named (`nrt_framework_type_t`).
     pub framework: u32,
 }
@@ -33,8 +34,9 @@ pub fn init(framework: u32, fw_version: &str, fal_version: &str) -> Result<()> {
     state::init(|| {
         let config = Config::from_env()?;
         log::set_level(config.log_level);
-        let carrier = Carrier::load(&config.ncfw_path)?;
+        let carrier = Arc::new(Carrier::load(&config.ncfw_path)?);
         crate::device::settings::apply(&config.device);
+        crate::device::settings::set_carrier(Some(carrier.clone()));
         crate::log_info!(
             "nrt_init",
             "framework {framework} ({fw_version:?}, {fal_version:?}); instance {} LNC {}; cores {}..{} of {}; carrier {}",
@@ -66,6 +68,7 @@ pub fn close(abi_teardown: impl FnOnce()) {
     state::close(|| {
         abi_teardown();
         RUNTIME.write().take();
+        crate::device::settings::set_carrier(None);
         VISIBLE_CORES.store(0, std::sync::atomic::Ordering::Release);
     });
 }

@@ -332,8 +332,8 @@ fn run_case(case: &cases::Case) -> Case {
     let t = Instant::now();
     let (_, cfg, p) = match case.lower() {
         Ok(Lowered::Program(b)) => *b,
-        // Selection refuses algorithms that are illegal for the request or topology (§3.2); the
-        // matrix only counts the legal ones.
+        // Selection refuses algorithms that are illegal for the request or topology
+        // (docs/contract/lowering.md §3.2); the matrix only counts the legal ones.
         Ok(Lowered::Illegal(_)) => return Case::Illegal,
         Err(e) => return Case::Fail(e.to_string()),
     };

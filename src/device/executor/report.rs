@@ -210,14 +210,17 @@ impl Machine {
         self.live(chip, topsp).map(|(l, _)| cc_context_image(&l))
     }
 
-    /// [`Machine::cc_context`] dumped by `ctx_log` (the text `libncfw_ctx_log` gives for that
-    /// image; its `%p` fields print addresses inside the image buffer, as the vendor's do).
+    /// [`Machine::cc_context`] dumped by the firmware carrier's `libncfw_ctx_log` (the one
+    /// `nrt_init` loaded, else OpenNRT's own writer; its `%p` fields print addresses inside the
+    /// image buffer, as the vendor's do).
     pub fn ctx_log(&self, chip: u8, topsp: u8) -> Result<String> {
         let (live, rank) = self
             .live(chip, topsp)
             .ok_or_else(|| Error::invalid(format!("no TOP_SP {topsp} on chip {chip}")))?;
         let name = model_name(chip, topsp, rank);
-        let (text, st) = ctx_log_string(&cc_context_image(&live), self.arch, name.as_bytes())?;
+        // The carrier's `libncfw_ctx_log` when one is installed (`device::settings`).
+        let (text, st) =
+            crate::device::settings::ctx_log(&cc_context_image(&live), self.arch, name.as_bytes())?;
         match st {
             LogStatus::Complete => Ok(text),
             LogStatus::Truncated => Err(Error::resource(format!(

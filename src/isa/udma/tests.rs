@@ -28,7 +28,7 @@ fn golden_cce_add_bf16_meta_ctrl() {
         0x020B_6000
     );
     assert_eq!(CceMeta::decode(0x020B_6080).unwrap(), m);
-    // §11.1: the decoder accepts accum = 10 (FP32) too.
+    // docs/contract/device.md §11.1: the decoder accepts accum = 10 (FP32) too.
     assert_eq!(CceMeta::decode(0x020A_6080).unwrap().accum, 10);
     assert!(CceMeta::decode(0x0209_6080).is_err());
 }

@@ -223,7 +223,8 @@ fn t3d_checks(off: usize, name: &'static str, t: &Tensor3d) -> IsaResult<()> {
 }
 
 /// Rule 11: 0xBF: in_dtype == out_dtype, ≤ 256 elements per tensor, 1..=128 active channels,
-/// LNC1 or LNC2, both tensors immediate SBUF offsets, reserved bytes 0; and nc ≥ v3 (§1.8).
+/// LNC1 or LNC2, both tensors immediate SBUF offsets, reserved bytes 0; and nc ≥ v3
+/// (docs/contract/isa.md §8).
 pub fn rule_11_s3d3(w: &Sb2sbCollective, ctx: &ValidationContext) -> IsaResult<()> {
     let bf = opcode::SB2SB_COLLECTIVE;
     let err = |field, off, v: u64, reason: &str| {

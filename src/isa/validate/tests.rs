@@ -89,7 +89,7 @@ fn rule_3_d9_pairing() {
     assert_eq!(rule_03_d9_pairing(&b), Ok(()));
 }
 
-/// §1.6: a 0xDA that is not right after a 0xD9 is a PSEUDO_DMA_EXT.
+/// docs/contract/isa.md §6: a 0xDA that is not right after a 0xD9 is a PSEUDO_DMA_EXT.
 #[test]
 fn lone_da_is_dma_ext() {
     let b = collective2().encode();
@@ -154,7 +154,7 @@ fn rule_6_reduce_op() {
     let e = check(&w.encode(), &ctx()).unwrap_err();
     assert_eq!(fields(&e), (0xC8, "op", 12, 0x06, rule::RULE_6));
     assert!(
-        e.reason.contains("product") && e.reason.contains("§2.11"),
+        e.reason.contains("product") && e.reason.contains("docs/contract/lowering.md §2.11"),
         "{e}"
     );
     w.op = AluOp::AddInt;

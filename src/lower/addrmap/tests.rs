@@ -34,8 +34,8 @@ fn two_chips() -> AddressMap {
     AddressMap::new(places, 1, Generation::V3, bufs).unwrap()
 }
 
-/// docs/contract/device.md §5.1: INC of sem id 8 on TOP_SP 1 of core 0 = 0x82C0000000 + 0x1800 + 32;
-/// §1.4: chip id 53:48 + id-valid 54 when the semaphore is on another chip.
+/// docs/contract/device.md §5.1: INC of sem id 8 on TOP_SP 1 of core 0 = 0x82C0000000 + 0x1800 +
+/// 32; §1.4: chip id 53:48 + id-valid 54 when the semaphore is on another chip.
 #[test]
 fn sem_inc_addresses() {
     let m = two_chips();

@@ -1,6 +1,6 @@
-//! Tests of the barrier planner: leaders, roots, step shapes, READ-window addresses (docs/contract/device.md
-//! §7.1, §9.2; docs/contract/carrier.md Appendix A) and the host views (§7.2). Execution is tested in
-//! `device::barrier`'s tests.
+//! Tests of the barrier planner: leaders, roots, step shapes, READ-window addresses
+//! (docs/contract/device.md §7.1, §9.2; docs/contract/carrier.md Appendix A) and the host views
+//! (docs/contract/device.md §7.2). Execution is tested in `device::barrier`'s tests.
 
 use super::*;
 use crate::isa::evtsem::{topsp_base, Route, SemAddr, SocAddr};
@@ -36,8 +36,8 @@ fn golden_two_chips() {
     assert_eq!(root.release_next, Some(1));
     assert_eq!(p.participants[15].release_next, None);
     // Member rank 1 TOP_SP 2 (device TOP_SP 6): arrives at TOP_SP 0's BARRIER0, in READ form:
-    // 0x8280000000 + 0x1000 + 4·2 (docs/contract/device.md §5.1, §9.2); waits its own BARRIER1 ≥ 1; passes
-    // the release to the next TOP_SP in order.
+    // 0x8280000000 + 0x1000 + 4·2 (docs/contract/device.md §5.1, §9.2); waits its own BARRIER1 ≥ 1;
+    // passes the release to the next TOP_SP in order.
     let m = &p.configs[6];
     assert_eq!(p.participants[6].device_topsp, 6);
     assert_eq!(m.steps[0].barrier_sema, [0x82_8000_1008, 0, 0, 0]);
@@ -171,8 +171,8 @@ fn bad_groups_are_rejected() {
     assert!(plan_host_barrier(&t, &[], false).is_err());
 }
 
-/// docs/contract/device.md §7.2 (ids: module doc): leaders own START and DONE, non-leaders name the leader's
-/// DONE and no START.
+/// docs/contract/device.md §7.2 (ids: module doc): leaders own START and DONE, non-leaders name the
+/// leader's DONE and no START.
 #[test]
 fn host_views() {
     assert_eq!(host_barrier_ids(true), (7, 6));

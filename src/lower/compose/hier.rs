@@ -1,6 +1,6 @@
-//! HIER — hierarchical composition (docs/contract/lowering.md §4.7): a collective over node_n nodes ×
-//! local_rank_n ranks (rank id = n·L + l) as chained legs, each composed by the per-leg
-//! algorithm of §3.4 through a dispatcher.
+//! HIER — hierarchical composition (docs/contract/lowering.md §4.7): a collective over node_n nodes
+//! × local_rank_n ranks (rank id = n·L + l) as chained legs, each composed by the per-leg algorithm
+//! of §3.4 through a dispatcher.
 //!
 //! Legs, in order (each leg is one cc_op entry per rank):
 //! * all-reduce: intra reduce-scatter → inter all-reduce (on slice l, among the ranks sharing
@@ -27,11 +27,11 @@
 //! composer scratch range after the region — a rank may start leg k+1 while a peer is still in
 //! leg k, so nothing is shared between legs.
 //!
-//! **Order between legs**: the device chains a TOP_SP's entries on that TOP_SP only (docs/contract/device.md
-//! §8.3, docs/contract/lowering.md §6.3), while leg k+1 on one TOP_SP reads what leg k wrote on another
-//! (legs differ in algorithm and channel split). So consecutive legs of a rank are joined
-//! explicitly with semaphores ([`leg_join`](super::leg_join)), one id per boundary after the
-//! legs' ranges.
+//! **Order between legs**: the device chains a TOP_SP's entries on that TOP_SP only
+//! (docs/contract/device.md §8.3, docs/contract/lowering.md §6.3), while leg k+1 on one TOP_SP
+//! reads what leg k wrote on another (legs differ in algorithm and channel split). So consecutive
+//! legs of a rank are joined explicitly with semaphores ([`leg_join`](super::leg_join)), one id per
+//! boundary after the legs' ranges.
 //!
 //! **Result**: [`HierComposed`]: one [`ComposedLeg`] per leg, in order, each with one entry per
 //! rank (the integrator appends `legs[i].composed.entries[rank]` to the rank's entries in leg
@@ -47,7 +47,7 @@ use crate::lower::compose::{split_even, ComposedLeg, Leg, SemPlan, Window};
 use crate::lower::program::{Algorithm, Buf, Entry};
 use crate::lower::request::{CollectiveOp, CollectiveRequest};
 
-/// The per-leg algorithms (the five slots the selector logs, §3.4).
+/// The per-leg algorithms (the five slots the selector logs, docs/contract/lowering.md §3.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HierAlgs {
     /// Intra-node all-gather.

@@ -1,6 +1,5 @@
-//! KANGARING: the ring tape of §4.2–§4.3 with the kangaring reduce step (docs/contract/lowering.md
-//! §4.4, seed 001 §5.4: the composer passes `KANGARING_NR1W` where the ring passes
-//! `RING_2R1W`).
+//! KANGARING: the ring tape of docs/contract/lowering.md §4.2–§4.3 with the kangaring reduce step
+//! (§4.4, §8.2: the composer passes `KANGARING_NR1W` where the ring passes `RING_2R1W`).
 //!
 //! **Step count** and **bytes on the wire**: those of [`ring`](super::ring) — all-reduce 2N
 //! steps per rank per (channel, loop, half) piece and 2·(N−1)/N · count · E bytes per rank;
@@ -49,7 +48,8 @@ mod tests {
         c
     }
 
-    /// Seed 001 §5.4: kangaring reduce steps carry KANGARING_NR1W; the op is separate.
+    /// docs/contract/lowering.md §8.2: kangaring reduce steps carry KANGARING_NR1W; the op is
+    /// separate.
     #[test]
     fn uses_kangaring_nr1w() {
         for op in [CollectiveOp::AllReduce, CollectiveOp::ReduceScatter] {

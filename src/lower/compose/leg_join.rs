@@ -1,15 +1,15 @@
-//! The join between two consecutive legs of one rank (hierarchical ops, docs/contract/lowering.md §4.7):
-//! explicit semaphores that make every TOP_SP start leg k + 1 only after every other TOP_SP of
-//! the rank has finished leg k.
+//! The join between two consecutive legs of one rank (hierarchical ops,
+//! docs/contract/lowering.md §4.7): explicit semaphores that make every TOP_SP start leg k + 1 only
+//! after every other TOP_SP of the rank has finished leg k.
 //!
 //! Why it is needed: the device chains the cc_op entries of a TOP_SP on that TOP_SP alone
-//! (docs/contract/device.md §8.3: `trigger_next` increments its own semaphore; docs/contract/lowering.md §6.3: only the
-//! reporter waits for the others' completions). Leg k + 1 generally reads, on one TOP_SP, what
-//! leg k wrote on another: the legs use different algorithms and channel splits (an intra mesh
-//! leg runs on channel 0 only, the inter ring leg after it splits each block over two channels
-//! on TOP_SPs 0 and 1). Without a join, TOP_SP 1 starts the ring leg at trigger time and sends
-//! scratch the mesh leg has not written yet (HIER-2CH). The verifier models the device's
-//! order (`verify::lanes`), so a missing join is an uninitialised read there.
+//! (docs/contract/device.md §8.3: `trigger_next` increments its own semaphore;
+//! docs/contract/lowering.md §6.3: only the reporter waits for the others' completions). Leg k + 1
+//! generally reads, on one TOP_SP, what leg k wrote on another: the legs use different algorithms
+//! and channel splits (an intra mesh leg runs on channel 0 only, the inter ring leg after it splits
+//! each block over two channels on TOP_SPs 0 and 1). Without a join, TOP_SP 1 starts the ring leg
+//! at trigger time and sends scratch the mesh leg has not written yet (HIER-2CH). The verifier
+//! models the device's order (`verify::lanes`), so a missing join is an uninitialised read there.
 //!
 //! The join, for leg entries `prev` → `next` of one rank and one free semaphore id `J`:
 //! * for every TOP_SP `t` of `next`, let `A_t` be the tapes of `prev` on other TOP_SPs; if it

@@ -1,5 +1,5 @@
-//! MESH: the event tape of docs/contract/lowering.md §4.6 for all-reduce, reduce-scatter and all-gather
-//! (all-to-all and all-to-all-v live in [`super::mesh_a2a`]).
+//! MESH: the event tape of docs/contract/lowering.md §4.6 for all-reduce, reduce-scatter and
+//! all-gather (all-to-all and all-to-all-v live in [`super::mesh_a2a`]).
 //!
 //! **Step count** (G = ranks in the leg, one tape per rank on mesh window 0, one step per event):
 //! all-reduce 5 events for G = 2 (slot t0) and 8 otherwise (slot t1), plus
@@ -35,11 +35,12 @@
 //! → INTRA_GRP_BRDCST (own block to every peer's output slot) → SYNC → FN_LAST.
 //!
 //! **Waits** follow the fixed convention of §4.6: `Wait { target: wait_val, consume: wait_val }`
-//! with wait_val = number of distinct ranks that signal the semaphore; a zero wait_val is no
-//! wait. **Signals** are +1 each, i.e. `1 << sema_shift_offset` with sema_shift_offset = 0
+//! with wait_val = number of distinct ranks that signal the semaphore; a zero wait_val is no wait.
+//! **Signals** are +1 each, i.e. `1 << sema_shift_offset` with sema_shift_offset = 0
 //! ([`MESH_SEMA_SHIFT_OFFSET`]): the counting convention needs every sender to add the same 1
-//! (docs/contract/device.md §5.3 allows bit-flags; with counts they would not sum to wait_val). Triggers beyond
-//! the 3 direct ones of an event record ride on the DMA rings as semaphore descriptors (§6.4).
+//! (docs/contract/device.md §5.3 allows bit-flags; with counts they would not sum to wait_val).
+//! Triggers beyond the 3 direct ones of an event record ride on the DMA rings as semaphore
+//! descriptors (docs/contract/lowering.md §6.4).
 //!
 //! **Semaphores**: three per leg from `leg.sems.base`: ENTRY, DATA, RESULT ([`MESH_SEMS`]); each
 //! event phase has its own so an early arrival of a later phase can never satisfy an earlier
@@ -47,9 +48,10 @@
 //! the rank at position q; the owner's own slot stays unused — it reduces straight from its
 //! input), plus the partial slots of the G > 32 tree.
 //!
-//! **More than 32 sources**: the CCE takes at most 32 sources per transfer (§4.6), so for
-//! G > 32 the sources are reduced in groups of 32 into partial slots (REDUCE_COPY events, level
-//! by level) until at most 32 remain; the final REDUCE_WRITE / REDUCE_COPY reduces those.
+//! **More than 32 sources**: the CCE takes at most 32 sources per transfer
+//! (docs/contract/lowering.md §4.6), so for G > 32 the sources are reduced in groups of 32 into
+//! partial slots (REDUCE_COPY events, level by level) until at most 32 remain; the final
+//! REDUCE_WRITE / REDUCE_COPY reduces those.
 
 use std::collections::BTreeMap;
 
@@ -61,7 +63,8 @@ use crate::lower::program::{
 };
 use crate::lower::request::{CollectiveOp, ReduceOp};
 
-/// `enc_mesh_event_type`, newer numbering (docs/contract/lowering.md §2.9; judgement: the newer table).
+/// `enc_mesh_event_type`, newer numbering (docs/contract/lowering.md §2.9; judgement: the newer
+/// table).
 pub mod event {
     /// Close the op: wait for the last writes into this rank.
     pub const SYNC: u8 = 0;
@@ -98,14 +101,14 @@ pub mod event {
     pub const COPY_FROM_HOST: u8 = 22;
 }
 
-/// Most sources of one CCE reduce transfer (§4.6: num_sources ≤ 32).
+/// Most sources of one CCE reduce transfer (docs/contract/lowering.md §4.6: num_sources ≤ 32).
 pub const MAX_CCE_SOURCES: usize = 32;
 /// Semaphores a mesh leg uses from `leg.sems.base` (ENTRY, DATA, RESULT).
 pub const MESH_SEMS: u8 = 3;
-/// The cc_op mesh union's `sema_shift_offset` (§6.1): signals add `1 << 0` = 1, which the
-/// counting wait convention of §4.6 requires.
+/// The cc_op mesh union's `sema_shift_offset` (docs/contract/lowering.md §6.1): signals add
+/// `1 << 0` = 1, which the counting wait convention of §4.6 requires.
 pub const MESH_SEMA_SHIFT_OFFSET: u16 = 0;
-/// The cc_op mesh union's `sema_mask` (§6.1): every bit counts.
+/// The cc_op mesh union's `sema_mask` (docs/contract/lowering.md §6.1): every bit counts.
 pub const MESH_SEMA_MASK: u16 = 0xFFFF;
 
 /// The three semaphore roles of a mesh leg (offsets from `leg.sems.base`).
@@ -150,7 +153,7 @@ impl<'l, 'a> Ctx<'l, 'a> {
             id: self.leg.sems.base + role as u8,
         }
     }
-    /// The §4.6 wait: `n` distinct ranks signal it; none when `n == 0`.
+    /// The docs/contract/lowering.md §4.6 wait: `n` distinct ranks signal it; none when `n == 0`.
     pub fn wait(&self, role: Role, n: u32) -> Option<Wait> {
         (n > 0).then(|| Wait {
             sem: self.sem(self.me, role),
@@ -272,8 +275,9 @@ pub(crate) fn finish(
 }
 
 /// Compose one mesh leg: all-reduce, reduce-scatter, all-gather or (fixed-block) all-to-all.
-/// `sub_type` is the mesh flavour (`enc_alg_mesh_type`, §3.5) written to every entry's
-/// `mesh_sub_type`. All-to-all-v needs its layout: use [`super::mesh_a2a::compose_mesh_a2av`].
+/// `sub_type` is the mesh flavour (`enc_alg_mesh_type`, docs/contract/lowering.md §3.5) written to
+/// every entry's `mesh_sub_type`. All-to-all-v needs its layout: use
+/// [`super::mesh_a2a::compose_mesh_a2av`].
 pub fn compose_mesh(leg: &Leg, sub_type: u8) -> Result<ComposedLeg> {
     check_leg(leg)?;
     match leg.op {
@@ -434,7 +438,8 @@ fn compose_reduce(leg: &Leg, sub_type: u8, op: ReduceOp, all_reduce: bool) -> Re
     Ok(finish(leg, sub_type, tapes, scratch))
 }
 
-/// Ring shape of a reduce with `n` sources: two sources is the 2R1W shape, more is NR1W (§2.6).
+/// Ring shape of a reduce with `n` sources: two sources is the 2R1W shape, more is NR1W
+/// (docs/contract/lowering.md §2.6).
 fn shape_for(n: usize) -> RingShape {
     if n > 2 {
         RingShape::KangaringNR1W

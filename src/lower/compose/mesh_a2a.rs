@@ -1,5 +1,5 @@
-//! MESH all-to-all and all-to-all-v (docs/contract/lowering.md §4.6, §4.12): rank r's block i goes to
-//! rank i's output slot r, one event for all destinations.
+//! MESH all-to-all and all-to-all-v (docs/contract/lowering.md §4.6, §4.12): rank r's block i goes
+//! to rank i's output slot r, one event for all destinations.
 //!
 //! **Step count**: 5 events per rank — FN_BARRIER_FIRST (arrive; in place: stage the input in
 //! scratch first) → LOCAL_HNDSHK (wait for every peer's arrival, then the own block to the own
@@ -31,9 +31,10 @@ use crate::lower::request::A2avTable;
 /// relative to the leg's source / destination windows. Row r describes what rank r sends.
 ///
 /// The pipeline builds it from the request's resolved A2Av table ([`A2avLayout::from_table`];
-/// §4.6: send counts and displacements from src1; receive displacements from src1 row 3 if
-/// present, otherwise `(dst_total / rank_n) · r`; if row 2 is absent the received counts are
-/// written back there — that write-back is host metadata and is not part of the tape).
+/// docs/contract/lowering.md §4.6: send counts and displacements from src1; receive displacements
+/// from src1 row 3 if present, otherwise `(dst_total / rank_n) · r`; if row 2 is absent the
+/// received counts are written back there — that write-back is host metadata and is not part of the
+/// tape).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct A2avLayout {
     /// `send_counts[r][i]`: elements rank r sends to rank i (= elements rank i receives from r).
@@ -91,7 +92,7 @@ impl A2avLayout {
     }
 
     /// A layout from send counts and displacements; receive displacements default to
-    /// `(dst_total / n) · r` for the block from rank r (§4.6).
+    /// `(dst_total / n) · r` for the block from rank r (docs/contract/lowering.md §4.6).
     pub fn with_default_recv(
         send_counts: Vec<Vec<u64>>,
         send_displs: Vec<Vec<u64>>,

@@ -1,6 +1,6 @@
 //! Composition: one file per algorithm, each turning a request on a ring/mesh geometry into the
-//! per-rank step tapes of docs/contract/lowering.md §4 (gloo style: algorithms separate from transport).
-//! Each file's doc comment states its step count and bytes on the wire.
+//! per-rank step tapes of docs/contract/lowering.md §4 (gloo style: algorithms separate from
+//! transport). Each file's doc comment states its step count and bytes on the wire.
 //!
 //! What every composer shares lives here: the [`Leg`] it composes (which ranks, in which ring
 //! order, over which element window of the buffers), the channel/chunk split of §4.1 and §5.3
@@ -27,11 +27,11 @@ pub mod single_cycle_ring;
 #[cfg(test)]
 pub mod testeval;
 
-/// Most ring channels per communicator (`NEC_MAX_CHANNELS`, §5.3).
+/// Most ring channels per communicator (`NEC_MAX_CHANNELS`, docs/contract/lowering.md §5.3).
 pub const MAX_CHANNELS: u8 = 32;
-/// Default chunk size in bytes (`NEURON_RT_CC_CHUNK_SIZE`, §5.3).
+/// Default chunk size in bytes (`NEURON_RT_CC_CHUNK_SIZE`, docs/contract/lowering.md §5.3).
 pub const DEFAULT_CHUNK_BYTES: u64 = 2 << 20;
-/// Chunk element counts are even and 32-element aligned (§5.3).
+/// Chunk element counts are even and 32-element aligned (docs/contract/lowering.md §5.3).
 pub const CHUNK_ALIGN_ELEMS: u64 = 32;
 
 /// Where a leg reads or writes on every participant: a buffer and the element offset the
@@ -46,7 +46,7 @@ pub struct Window {
 
 /// One leg to compose: a set of ranks (in ring order) running one collective over windows of
 /// every participant's buffers. A flat collective is one leg over the whole group; a
-/// hierarchical one is several (spec §4.7).
+/// hierarchical one is several (docs/contract/lowering.md §4.7).
 ///
 /// Blocks are indexed by **rank id** (the chunk index of §4.1 is a rank id): `src_block[k]` is
 /// where chunk k's data sits in a participant's source window, `dst_block[k]` where chunk k
@@ -61,8 +61,8 @@ pub struct Leg<'a> {
     pub request: &'a CollectiveRequest,
     /// What this leg does (for a flat collective: the request's op).
     pub op: CollectiveOp,
-    /// Participating rank ids, in ring order (`user_ranks`, §4.1): position p holds rank
-    /// `order[p]`.
+    /// Participating rank ids, in ring order (`user_ranks`, docs/contract/lowering.md §4.1):
+    /// position p holds rank `order[p]`.
     pub order: Vec<u32>,
     /// Source window of every participant.
     pub src: Window,
@@ -110,7 +110,8 @@ impl Leg<'_> {
                 Error::invalid(format!("rank {rank} is not in the leg {:?}", self.order))
             })
     }
-    /// `na[i]` of §4.1 for the rank at position `p`: the rank `i` places further along the ring.
+    /// `na[i]` of docs/contract/lowering.md §4.1 for the rank at position `p`: the rank `i` places
+    /// further along the ring.
     pub fn na(&self, p: u32, i: u32) -> u32 {
         self.order[((p + i) % self.n()) as usize]
     }
@@ -134,9 +135,10 @@ pub fn split_even(total: u64, n: u32) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// How a block of `block_elems` elements is split over channels and chunks (§4.1): channel c
-/// owns a contiguous 1/ch_n share of every block; a channel's share is processed in loops of
-/// `chunk` elements; each loop is issued as two halves (H0, H1).
+/// How a block of `block_elems` elements is split over channels and chunks
+/// (docs/contract/lowering.md §4.1): channel c owns a contiguous 1/ch_n share of every block; a
+/// channel's share is processed in loops of `chunk` elements; each loop is issued as two halves
+/// (H0, H1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkPlan {
     /// Elements per block.
@@ -200,15 +202,16 @@ impl ChunkPlan {
 }
 
 /// Chunk size in elements for a dtype of `elem_bytes` bytes: the default 2 MiB chunk rounded
-/// down to the 32-element alignment of §5.3.
+/// down to the 32-element alignment of docs/contract/lowering.md §5.3.
 pub fn default_chunk_elems(elem_bytes: u64) -> u64 {
     let e = (DEFAULT_CHUNK_BYTES / elem_bytes.max(1)) / CHUNK_ALIGN_ELEMS * CHUNK_ALIGN_ELEMS;
     e.max(CHUNK_ALIGN_ELEMS)
 }
 
-/// The semaphores that wire a leg's steps (§6.4): per (rank, channel) a receive semaphore
-/// (REMOTE increments land here; the receiving step waits on it) and a local-completion one
-/// (LOCAL increments: the source may be reused), and a credit semaphore for flow control.
+/// The semaphores that wire a leg's steps (docs/contract/lowering.md §6.4): per (rank, channel) a
+/// receive semaphore (REMOTE increments land here; the receiving step waits on it) and a
+/// local-completion one (LOCAL increments: the source may be reused), and a credit semaphore for
+/// flow control.
 #[derive(Debug, Clone, Copy)]
 pub struct SemPlan {
     /// First free TOP_SP semaphore id for this leg.
@@ -258,8 +261,8 @@ impl SemPlan {
             consume: 1,
         }
     }
-    /// The two increments of a leg that sends from `from` to `to` (§6.4): LOCAL on the sender,
-    /// REMOTE on the receiver.
+    /// The two increments of a leg that sends from `from` to `to` (docs/contract/lowering.md §6.4):
+    /// LOCAL on the sender, REMOTE on the receiver.
     pub fn leg_signals(&self, from: u32, to: u32, channel: u8, topsp: u8) -> Vec<Signal> {
         vec![
             Signal {

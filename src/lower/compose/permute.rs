@@ -1,5 +1,5 @@
-//! The point-to-point family: PERMUTE, PERMUTE_IMPLICIT, PERMUTE_REDUCE_IMPLICIT (docs/contract/lowering.md
-//! §4.9), SEND/RECV (§4.10) and BARRIER, all in the push model of
+//! The point-to-point family: PERMUTE, PERMUTE_IMPLICIT, PERMUTE_REDUCE_IMPLICIT
+//! (docs/contract/lowering.md §4.9), SEND/RECV (§4.10) and BARRIER, all in the push model of
 //! [`ring_common`](super::ring_common): a sender's step writes into the receiver's memory with
 //! LOCAL + REMOTE increments; the receiver's `direct_recv` waits on its receive semaphore.
 //!

@@ -1,6 +1,6 @@
-//! RDH — recursive halving / doubling (docs/contract/lowering.md §4.8) for reduce-scatter, all-gather
-//! and all-reduce on a power-of-two group (rank_n = 2^k; position p in the leg's order is the
-//! group index r of §4.8, and chunk c is the block of rank id `order[c]`).
+//! RDH — recursive halving / doubling (docs/contract/lowering.md §4.8) for reduce-scatter,
+//! all-gather and all-reduce on a power-of-two group (rank_n = 2^k; position p in the leg's order
+//! is the group index r of §4.8, and chunk c is the block of rank id `order[c]`).
 //!
 //! **Step count** per rank (one tape, channel 0): reduce-scatter: for each of the k exchange
 //! steps b, 2^(k−b−1) `Send` steps (one per chunk sent) and 2^(k−b−1) `RecvReduceCopy` steps (one
@@ -45,7 +45,8 @@ use crate::lower::program::{
 };
 use crate::lower::request::{CollectiveOp, ReduceOp};
 
-/// The reduce-scatter send and keep sets of position `r` at step `b` of a 2^k group (§4.8).
+/// The reduce-scatter send and keep sets of position `r` at step `b` of a 2^k group
+/// (docs/contract/lowering.md §4.8).
 pub fn rdh_sets(k: u32, r: u32, b: u32) -> (Vec<u32>, Vec<u32>) {
     let span = 1u32 << (k - (b + 1));
     let base = |is_send: u32| ((is_send << b) ^ (r & (1 << b))) + (r & ((1 << b) - 1));
@@ -235,7 +236,8 @@ pub fn compose_rdh(leg: &Leg, algorithm: Algorithm) -> Result<ComposedLeg> {
     let n = leg.n();
     if n == 0 || !n.is_power_of_two() {
         return Err(Error::invalid(format!(
-            "RDH needs a power-of-two group (rank_n = 2^k, §4.8); this leg has {n} ranks"
+            "RDH needs a power-of-two group (rank_n = 2^k, docs/contract/lowering.md §4.8); this \
+             leg has {n} ranks"
         )));
     }
     if leg

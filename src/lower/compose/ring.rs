@@ -1,4 +1,5 @@
-//! RING: all-reduce, reduce-scatter and all-gather around one ring (docs/contract/lowering.md §4.1–§4.3).
+//! RING: all-reduce, reduce-scatter and all-gather around one ring
+//! (docs/contract/lowering.md §4.1–§4.3).
 //!
 //! **Step count** per rank, per used channel, per (loop, half) piece, with N ranks:
 //! all-reduce 2N (reduce-scatter phase N + 1: `send`, N−2 × `recv_reduce_send`,
@@ -47,14 +48,15 @@ pub struct Style {
     pub algorithm: Algorithm,
     /// The ring shape passed to every reduce step.
     pub shape: RingShape,
-    /// Reduce steps use `direct_reduce_send_kangaring` (§4.4).
+    /// Reduce steps use `direct_reduce_send_kangaring` (docs/contract/lowering.md §4.4).
     pub kangaring: bool,
     /// The all-reduce's last reduce-scatter step is one `recv_reduce_copy_send`.
     pub fused_final: bool,
 }
 
 impl Style {
-    /// The plain ring of §4.2: RING_2R1W, `recv_reduce_copy` + `direct_copy_send`.
+    /// The plain ring of docs/contract/lowering.md §4.2: RING_2R1W, `recv_reduce_copy` +
+    /// `direct_copy_send`.
     pub const RING: Style = Style {
         algorithm: Algorithm::Ring,
         shape: RingShape::Ring2R1W,
@@ -91,7 +93,7 @@ enum Line {
     Recv(u32),
 }
 
-/// The lines of one loop for the rank at position `p` (§4.2, §4.3).
+/// The lines of one loop for the rank at position `p` (docs/contract/lowering.md §4.2, §4.3).
 fn lines(leg: &Leg, kind: RingKind, style: Style, p: u32) -> Vec<Line> {
     let n = leg.n();
     let na = |i: u32| leg.na(p, i);
@@ -133,7 +135,8 @@ pub fn compose_styled(leg: &Leg, style: Style) -> Result<ComposedLeg> {
         }
     };
     let op = match kind {
-        RingKind::AllGather => ReduceOp::Add, // unused: all-gather has no reduce step (§4.3)
+        // Unused: all-gather has no reduce step (docs/contract/lowering.md §4.3).
+        RingKind::AllGather => ReduceOp::Add,
         _ => leg.request.reduce.ok_or_else(|| {
             Error::invalid(format!("{:?} needs a reduce op (add, max or min)", leg.op))
         })?,
@@ -342,7 +345,8 @@ mod tests {
         compose(&leg(c, &req)).unwrap()
     }
 
-    /// §4.2's worked check: N = 4, identity ring, the chunk each rank handles per line.
+    /// docs/contract/lowering.md §4.2's worked check: N = 4, identity ring, the chunk each rank
+    /// handles per line.
     #[test]
     fn worked_table_n4() {
         let mut c = case(CollectiveOp::AllReduce, 4, 4 * 64);
@@ -374,8 +378,8 @@ mod tests {
         }
     }
 
-    /// Seed 001 §5: all-reduce = reduce-scatter (reduce, RING_2R1W) + all-gather (copy);
-    /// all-gather has zero reduce steps.
+    /// docs/contract/lowering.md §8.1: all-reduce = reduce-scatter (reduce, RING_2R1W) + all-gather
+    /// (copy); all-gather has zero reduce steps.
     #[test]
     fn census_facts() {
         for n in [2, 3, 5] {
@@ -532,7 +536,8 @@ mod tests {
         assert!(compose(&l).is_err());
     }
 
-    /// §4.2 for N = 2: send na[1]; reduce na[0] and forward it; receive na[1].
+    /// docs/contract/lowering.md §4.2 for N = 2: send na[1]; reduce na[0] and forward it; receive
+    /// na[1].
     #[test]
     fn two_rank_short_form() {
         let mut c = case(CollectiveOp::AllReduce, 2, 2 * 64);

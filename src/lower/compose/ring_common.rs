@@ -1,14 +1,14 @@
-//! What the ring-family composers share (ring, kangaring, single-cycle ring, the permute
-//! family): the piece grid every rank agrees on, memory locations of a leg, step builders in the
-//! §4.0 vocabulary and the assembly of per-rank entries.
+//! What the ring-family composers share (ring, kangaring, single-cycle ring, the permute family):
+//! the piece grid every rank agrees on, memory locations of a leg, step builders in the
+//! docs/contract/lowering.md §4.0 vocabulary and the assembly of per-rank entries.
 //!
-//! **Data model (push, docs/contract/lowering.md §4.10, §6.4).** A sending step's transfer writes into the
-//! receiver's memory and carries the two increments of §6.4: LOCAL on the sender (its source may
-//! be reused) and REMOTE on the receiver's receive semaphore (the data has landed). The
+//! **Data model (push, docs/contract/lowering.md §4.10, §6.4).** A sending step's transfer writes
+//! into the receiver's memory and carries the two increments of §6.4: LOCAL on the sender (its
+//! source may be reused) and REMOTE on the receiver's receive semaphore (the data has landed). The
 //! receiving step waits on its own receive semaphore (`wait_ge_and_dec`, target 1, consume 1)
-//! before it reads what arrived. A step whose only write is local (e.g. `recv_reduce_copy`)
-//! carries the LOCAL increment only: there is no receiver to notify, and a REMOTE increment on
-//! oneself would never be consumed.
+//! before it reads what arrived. A step whose only write is local (e.g. `recv_reduce_copy`) carries
+//! the LOCAL increment only: there is no receiver to notify, and a REMOTE increment on oneself
+//! would never be consumed.
 //!
 //! **Piece grid (§4.1, §5.3).** Chunk k's block is split with a [`ChunkPlan`] of its own length,
 //! so every rank derives the same channel windows, loops and halves for chunk k. When blocks
@@ -166,11 +166,11 @@ pub fn check_leg(leg: &Leg) -> Result<()> {
 /// Which collective a ring-family leg runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RingKind {
-    /// All-reduce (§4.2).
+    /// All-reduce (docs/contract/lowering.md §4.2).
     AllReduce,
-    /// Reduce-scatter (§4.3).
+    /// Reduce-scatter (docs/contract/lowering.md §4.3).
     ReduceScatter,
-    /// All-gather (§4.3).
+    /// All-gather (docs/contract/lowering.md §4.3).
     AllGather,
 }
 
@@ -270,7 +270,7 @@ impl<'l, 'a> Ctx<'l, 'a> {
             kind: SignalKind::Local,
         }]
     }
-    /// A credit returned to `to` (`post_recv`, §6.4).
+    /// A credit returned to `to` (`post_recv`, docs/contract/lowering.md §6.4).
     pub fn credit_signal(&self, to: u32) -> Vec<Signal> {
         vec![Signal {
             sem: self.leg.sems.credit(to, self.channel, self.topsp),
@@ -301,7 +301,8 @@ pub fn copy_step(
     }
 }
 
-/// A reduce step: `op` and `shape` are the two separate arguments of §2.6 / §4.0.
+/// A reduce step: `op` and `shape` are the two separate arguments of
+/// docs/contract/lowering.md §2.6 / §4.0.
 #[allow(clippy::too_many_arguments)]
 pub fn reduce_step(
     primitive: Primitive,

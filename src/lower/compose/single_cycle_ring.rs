@@ -1,5 +1,5 @@
-//! SINGLE_CYCLE_RING: all-reduce only (docs/contract/lowering.md §4.5; seed 001 §8 claim 3: the
-//! `can_post` gate requires `op_type == ENC_ALLREDUCE`). Any other op is an error.
+//! SINGLE_CYCLE_RING: all-reduce only (docs/contract/lowering.md §4.5; §8.3: the `can_post` gate
+//! requires `op_type == ENC_ALLREDUCE`). Any other op is an error.
 //!
 //! **OPEN in the spec**: the vendor's fused one-pass tape was not recovered. This composer
 //! writes the simplest result-equivalent tape: the ring all-reduce of §4.2 with the last
@@ -30,7 +30,7 @@ pub const STYLE: Style = Style {
 pub fn compose(leg: &Leg) -> Result<ComposedLeg> {
     if leg.op != CollectiveOp::AllReduce {
         return Err(Error::invalid(format!(
-            "SINGLE_CYCLE_RING composes all-reduce only (spec §4.5), not {:?}",
+            "SINGLE_CYCLE_RING composes all-reduce only (docs/contract/lowering.md §4.5), not {:?}",
             leg.op
         )));
     }

@@ -1,4 +1,5 @@
-//! Tiling one step into UDMA descriptors (docs/contract/lowering.md §5, docs/contract/device.md §1.2, §2.1, §6.4).
+//! Tiling one step into UDMA descriptors (docs/contract/device.md §1.2, §2.1;
+//! docs/contract/lowering.md §5, §6.4).
 //!
 //! * **Copy** (`Transfer::Copy`): one M2S packet of TX data descriptors (≤ 64 KiB each, CME
 //!   meta_ctrl 0x01080003, plus the notification bit on v4) and the matching S2M packet of RX
@@ -22,24 +23,26 @@ use crate::lower::addrmap::{AddressMap, Generation, CONST_WORDS};
 use crate::lower::program::{Signal, Transfer};
 use crate::lower::request::ReduceOp;
 
-/// Per-priority-class CCE packet byte caps (`cc_cce_reduce_prio_pkt_size`, spec §5.1). The
-/// vendor values were not recovered (OPEN): we use 8 KiB for every class, which is 2048 FP32
-/// elements — so on v3/v4 the 2048-element cap of §5.2 is what binds for every dtype, and no
-/// class changes a result. Edit this table to model QoS classes.
+/// Per-priority-class CCE packet byte caps (`cc_cce_reduce_prio_pkt_size`,
+/// docs/contract/lowering.md §5.1). The vendor values were not recovered (OPEN): we use 8 KiB for
+/// every class, which is 2048 FP32 elements — so on v3/v4 the 2048-element cap of §5.2 is what
+/// binds for every dtype, and no class changes a result. Edit this table to model QoS classes.
 pub const PRIO_PKT_CAP: [u64; 5] = [8192; 5];
 
 /// Most CCE sources per packet (docs/contract/device.md §2.1).
 pub const MAX_CCE_SOURCES: usize = 32;
 
-/// Most descriptors of one copy packet on `gen` (min of TX and RX limits, §5.2).
+/// Most descriptors of one copy packet on `gen` (min of TX and RX limits,
+/// docs/contract/lowering.md §5.2).
 pub fn copy_packet_descs(gen: Generation) -> u64 {
     let (tx, rx) = gen.max_descs_per_packet();
     u64::from(tx.min(rx))
 }
 
-/// Elements per CCE packet for a reduce of `len` elements of `esz` bytes (§5.1, §5.2):
-/// `min(esz·len, cap[prio]) & ~0x1F` bytes, at most the generation's CCE element cap. When
-/// that rounds to zero (fewer than 32 bytes) the whole transfer is one packet.
+/// Elements per CCE packet for a reduce of `len` elements of `esz` bytes
+/// (docs/contract/lowering.md §5.1, §5.2): `min(esz·len, cap[prio]) & ~0x1F` bytes, at most the
+/// generation's CCE element cap. When that rounds to zero (fewer than 32 bytes) the whole transfer
+/// is one packet.
 pub fn reduce_packet_elems(len: u64, esz: u64, prio: u8, gen: Generation) -> u64 {
     let cap = PRIO_PKT_CAP[usize::from(prio).min(PRIO_PKT_CAP.len() - 1)];
     let bytes = (esz * len).min(cap) & !0x1F;
@@ -51,7 +54,7 @@ pub fn reduce_packet_elems(len: u64, esz: u64, prio: u8, gen: Generation) -> u64
     }
 }
 
-/// The CCE op of a reduce op (`SDMA_CCETYPE`, spec §2.10).
+/// The CCE op of a reduce op (`SDMA_CCETYPE`, docs/contract/lowering.md §2.10).
 pub fn cce_op(op: ReduceOp) -> CceOp {
     match op {
         ReduceOp::Add => CceOp::Add,
@@ -105,7 +108,7 @@ impl Tiler<'_> {
     fn esz(&self) -> Result<u64> {
         match self.dtype.sdma_size_table() {
             0 => Err(Error::invalid(format!(
-                "emit: dtype {} has no SDMA size (spec §5.1)",
+                "emit: dtype {} has no SDMA size (docs/contract/lowering.md §5.1)",
                 self.dtype.name()
             ))),
             s => Ok(s as u64),
@@ -202,7 +205,8 @@ impl Tiler<'_> {
         Ok(())
     }
 
-    /// One semaphore increment (§6.4): 4-byte copies from the constant page to the INC window.
+    /// One semaphore increment (docs/contract/lowering.md §6.4): 4-byte copies from the constant
+    /// page to the INC window.
     pub fn signal(&self, s: &Signal, out: &mut StepDescs) -> Result<()> {
         let dst = self.map.sem_inc_addr(self.rank, s.sem)?;
         let mut left = s.amount;
@@ -252,8 +256,9 @@ pub const RING_GUARD: u64 = 16;
 /// Smallest ring we allocate.
 pub const MIN_RING: u64 = 32;
 
-/// Ring length for a stream of `n` descriptors: the smallest power of two holding the stream
-/// plus the 16-descriptor guard gap, capped at `max_ring` (then the stream wraps, §1.3).
+/// Ring length for a stream of `n` descriptors: the smallest power of two holding the stream plus
+/// the 16-descriptor guard gap, capped at `max_ring` (then the stream wraps,
+/// docs/contract/device.md §1.3).
 pub fn ring_len(n: u64, max_ring: u64) -> u64 {
     (n + RING_GUARD)
         .next_power_of_two()

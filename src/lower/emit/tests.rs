@@ -179,17 +179,21 @@ fn golden_tiny_program_rank0() {
     assert_eq!(
         m2s,
         vec![
-            // step 0, copy: TX data, 16 B, RING_ID 1, FIRST|LAST (docs/contract/device.md §1.1, §1.3); CME default meta_ctrl.
+            // step 0, copy: TX data, 16 B, RING_ID 1, FIRST|LAST
+            // (docs/contract/device.md §1.1, §1.3); CME default meta_ctrl.
             (0x0D00_0010, 0x0108_0003, IN0),
-            // step 0, LOCAL signal: 4-byte copy of the constant 1 (docs/contract/device.md §1.2, docs/contract/lowering.md §6.4).
+            // step 0, LOCAL signal: 4-byte copy of the constant 1 (docs/contract/device.md §1.2,
+            // docs/contract/lowering.md §6.4).
             (0x0D00_0004, 0x0108_0003, ONE0),
             // step 0, REMOTE signal: same source.
             (0x0D00_0004, 0x0108_0003, ONE0),
-            // step 1, CCE source 0: META|RING_ID 1|FIRST; ADD bf16 accum FP32R, not last; 16 B (docs/contract/device.md §2.1, §2.2).
+            // step 1, CCE source 0: META|RING_ID 1|FIRST; ADD bf16 accum FP32R, not last; 16 B
+            // (docs/contract/device.md §2.1, §2.2).
             (0x0580_0000, 0x020B_6000, 16),
             // step 1, source 0 data: 16 B of the input, W1 = 0 (class from the compute descriptor).
             (0x0100_0010, 0, IN0),
-            // step 1, CCE source 1: "last" (bit 7) set on the final source only (docs/contract/device.md §2.1).
+            // step 1, CCE source 1: "last" (bit 7) set on the final source only
+            // (docs/contract/device.md §2.1).
             (0x0180_0000, 0x020B_6080, 16),
             // step 1, source 1 data: scratch, LAST ends the packet.
             (0x0900_0010, 0, SCR0),
@@ -201,11 +205,14 @@ fn golden_tiny_program_rank0() {
     assert_eq!(
         s2m,
         vec![
-            // step 0: RX data into rank 1's scratch, routed to chip 1 (docs/contract/device.md §1.4).
+            // step 0: RX data into rank 1's scratch, routed to chip 1
+            // (docs/contract/device.md §1.4).
             (0x0D00_0010, 0, TO_CHIP1 | SCR0),
-            // step 0: INC of own TOP_SP 0 sem 9 = 0x8280000000 + 0x1800 + 4·9, DMB set (docs/contract/device.md §5.1, §1.1).
+            // step 0: INC of own TOP_SP 0 sem 9 = 0x8280000000 + 0x1800 + 4·9, DMB set
+            // (docs/contract/device.md §5.1, §1.1).
             (0x4D00_0004, 0, 0x82_8000_1824),
-            // step 0: INC of rank 1's sem 8, routed to chip 1 (docs/contract/lowering.md §6.4 REMOTE).
+            // step 0: INC of rank 1's sem 8, routed to chip 1
+            // (docs/contract/lowering.md §6.4 REMOTE).
             (0x4D00_0004, 0, TO_CHIP1 | 0x82_8000_1820),
             // step 1: the reduced stream into the output (docs/contract/device.md §2.1 item 3).
             (0x0D00_0010, 0, OUT0),
@@ -215,8 +222,8 @@ fn golden_tiny_program_rank0() {
     );
     // Rings: next power of two ≥ n + 16, at least 32 (docs/contract/device.md §3.1–§3.2).
     assert_eq!((t.m2s_ring_len, t.s2m_ring_len), (32, 32));
-    // CTRL SPAD (docs/contract/lowering.md §6.1, seed 003): cc_op=1; RING (0); no trigger_next (last entry);
-    // reporter (channel 0); no chaining (one TOP_SP); channel_list = 1 << 0.
+    // CTRL SPAD (docs/contract/lowering.md §6.1, seed 003): cc_op=1; RING (0); no trigger_next
+    // (last entry); reporter (channel 0); no chaining (one TOP_SP); channel_list = 1 << 0.
     assert_eq!(
         t.ctrl_spad,
         vec![0x01, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00]
@@ -235,7 +242,8 @@ fn golden_tiny_program_rank0() {
     assert!(t.slot_spad[32..].iter().all(|&b| b == 0));
     assert_eq!(t.steps[0].m2s, 0..3);
     assert_eq!(t.steps[1].s2m, 3..5);
-    // neff_configs values (docs/contract/lowering.md §6.3), semaphores in READ form (docs/contract/device.md §9.2).
+    // neff_configs values (docs/contract/lowering.md §6.3), semaphores in READ form
+    // (docs/contract/device.md §9.2).
     let n = t.neff;
     assert_eq!(n.trigger, 0x82_8000_1000); // id 0
     assert_eq!(n.trigger_next, 0x82_8000_13F4); // id 253
@@ -358,7 +366,8 @@ fn cce_tiling_caps() {
     }
 }
 
-/// docs/contract/lowering.md §5.2: ≤ 64 KiB per data descriptor (LENGTH 0 = 65536), ≤ 60 per v3 packet.
+/// docs/contract/lowering.md §5.2: ≤ 64 KiB per data descriptor (LENGTH 0 = 65536), ≤ 60 per v3
+/// packet.
 #[test]
 fn copy_tiling_caps() {
     let elems = (61 * 65536 + 100) / 2; // 61 full descriptors and a 100-byte tail, bf16
@@ -399,8 +408,8 @@ fn copy_tiling_caps() {
     decode_back(&e, &p, &m).unwrap();
 }
 
-/// docs/contract/device.md §1.3 / §3.2: a stream longer than the ring wraps; tags go 1, 2, 3, 0; a step with
-/// more descriptors than ring − 16 is released by several records.
+/// docs/contract/device.md §1.3 / §3.2: a stream longer than the ring wraps; tags go 1, 2, 3, 0; a
+/// step with more descriptors than ring − 16 is released by several records.
 #[test]
 fn ring_wrap_tags_and_release_split() {
     let elems = 20 * 65536 / 2;
@@ -436,7 +445,8 @@ fn ring_wrap_tags_and_release_split() {
     );
 }
 
-/// docs/contract/lowering.md §6.2: a cc_op whose records overflow a slot continues in the next, marked.
+/// docs/contract/lowering.md §6.2: a cc_op whose records overflow a slot continues in the next,
+/// marked.
 #[test]
 fn slot_continuation() {
     let one = step(
@@ -460,8 +470,8 @@ fn slot_continuation() {
     decode_back(&e, &p, &m).unwrap();
 }
 
-/// §6.1/§6.3: two TOP_SPs in one entry: reporter on channel 0's TOP_SP, which waits for the
-/// other's completion; trigger_next on all but the last entry.
+/// docs/contract/lowering.md §6.1/§6.3: two TOP_SPs in one entry: reporter on channel 0's TOP_SP,
+/// which waits for the other's completion; trigger_next on all but the last entry.
 #[test]
 fn two_topsps_two_entries() {
     let mut p = program(request(1, 1, Dtype::Bf16), vec![vec![]]);

@@ -83,8 +83,8 @@ impl A2avMeta {
         if bitmap & 0b11 != 0b11 {
             return Err(Error::invalid(format!(
                 "ALL_TO_ALL_V: src1_bitmap = {bitmap:#04x}: bits 0 (send counts) and 1 (send \
-                 displacements) must both be set; those rows are always inputs (docs/contract/isa.md §9 \
-                 rule 9)"
+                 displacements) must both be set; those rows are always inputs \
+                 (docs/contract/isa.md §9 rule 9)"
             )));
         }
         if bitmap & 0xF0 != 0 {

@@ -103,8 +103,8 @@ fn cc_op_of(cc_op: u32) -> Result<CollectiveOp> {
     })
 }
 
-/// The dtype of `nrt_dtype_t` value `v` for `op` (docs/contract/abi.md §2.2; same numbering as the ISA
-/// DTYPE, docs/contract/isa.md §10).
+/// The dtype of `nrt_dtype_t` value `v` for `op` (docs/contract/abi.md §2.2; same numbering as the
+/// ISA DTYPE, docs/contract/isa.md §10).
 pub fn dtype_of(v: u32, op: CollectiveOp) -> Result<Dtype> {
     let d = u8::try_from(v)
         .ok()
@@ -268,7 +268,7 @@ impl CollectiveRequest {
             ));
         }
         // An FP32R all-gather moves 4-byte words: it is lowered as the FP32 copy (the DMA has
-        // no FP32R element size, docs/contract/device.md §5.1; the bytes are identical).
+        // no FP32R element size, docs/contract/lowering.md §5.1; the bytes are identical).
         let d = if d == Dtype::Fp32r { Dtype::Fp32 } else { d };
         let mut req =
             CollectiveRequest::new(cop, d, reduce, count, comm.replica_group.clone(), comm.rank);
@@ -390,8 +390,8 @@ mod tests {
         assert_eq!(
             m,
             "dtype (nrt_dtype_t) = 8: all-reduce of INT32 is not supported: integer reductions \
-             are rejected because the compiler converts integer reductions to FP32 (docs/design.md \
-             §2.9)"
+             are rejected because the compiler converts integer reductions to FP32 \
+             (docs/design.md §2.9)"
         );
         let m = msg(api(&c, &[32], &[8], 11, 0, RS));
         assert!(m.starts_with("dtype (nrt_dtype_t) = 11: reduce-scatter of FP32R is not supported: FP32R is an accumulation type"), "{m}");
@@ -456,7 +456,8 @@ mod tests {
         );
     }
 
-    /// docs/contract/abi.md §5.7: AG out = N × in, RS in = N × out, AR in = out; the 2.33 list forms.
+    /// docs/contract/abi.md §5.7: AG out = N × in, RS in = N × out, AR in = out; the 2.33 list
+    /// forms.
     #[test]
     fn sizes_and_list_forms() {
         let c = comm(2);

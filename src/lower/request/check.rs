@@ -1,6 +1,7 @@
-//! Operand checks shared by the instruction path (docs/contract/isa.md §4, §7, §4.9): counts
-//! that must not overflow, operands that must fit their NEFF variable, the in-place /
-//! overlap rule, and the explicit permute pairs. Split from `request/instr.rs` for size.
+//! Operand checks shared by the instruction path (docs/contract/isa.md §4, §7;
+//! docs/contract/lowering.md §4.9): counts that must not overflow, operands that must fit their
+//! NEFF variable, the in-place / overlap rule, and the explicit permute pairs. Split from
+//! `request/instr.rs` for size.
 
 use std::collections::BTreeSet;
 
@@ -76,7 +77,7 @@ pub(super) fn var_operand(
     };
     let info = ctx.var(var)?;
     if let (Some(info), true) = (info, t.num_elements() > 0) {
-        // Extent of the walk of §1.7 in elements, relative to the start.
+        // Extent of the walk of docs/contract/isa.md §7 in elements, relative to the start.
         let (mut lo, mut hi) = (0i128, 0i128);
         for k in 0..2 {
             let span = i128::from(t.num_elem[k]) - 1;

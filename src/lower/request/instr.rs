@@ -1,5 +1,5 @@
 //! The instruction entry path: decoded pseudo-instruction words → [`CollectiveRequest`]
-//! (docs/contract/isa.md §3–§9, §2.1, §2.11, §4.9–§4.12, §6.3).
+//! (docs/contract/isa.md §3–§9; docs/contract/lowering.md §2.1, §2.11, §4.9–§4.12, §6.3).
 //!
 //! [`CollectiveRequest::from_instr`] lowers one word (0xC7, 0xC8, the 0xD9+0xDA pair, 0xCB);
 //! [`request_stream`](super::stream) lowers whole programs and chains. Every word first goes through [`isa::validate`](validate)
@@ -8,20 +8,21 @@
 //!
 //! * the replica group is resolved (group_id → participants; this device's index is the rank);
 //! * ctype → op (§2.1), ALU_OP → reduce op (§2.11; copy ops ignore it), dtype passes through;
-//! * counts follow §1.4: `count` is the per-rank block; the input is `count × rank_n` for
-//!   reduce-scatter and all-to-all, the output for all-gather and all-to-all. 0xD9 has no
-//!   count: each operand's is `num_elem[0] · num_elem[1]`, and the two must agree with the op;
+//! * counts follow docs/contract/isa.md §4: `count` is the per-rank block; the input is
+//!   `count × rank_n` for reduce-scatter and all-to-all, the output for all-gather and all-to-all.
+//!   0xD9 has no count: each operand's is `num_elem[0] · num_elem[1]`, and the two must agree with
+//!   the op;
 //! * every operand must fit its tensor / NEFF variable (when the context knows the sizes);
 //! * in-place = input and output name the same tensor at the same offset; any other overlap of
 //!   the two windows is rejected (the result would depend on the algorithm's order).
 //!
 //! Choices where the spec is silent:
-//! * 0xC7 uses replica group 0 (§1.3: it implies a single replica group).
+//! * 0xC7 uses replica group 0 (docs/contract/isa.md §3: it implies a single replica group).
 //! * 0xCB `peer_id` is the peer's global device id; the request's group is the pair in
 //!   (sender, receiver) order, so a send is rank 0 and the matching receive rank 1 of the same
 //!   group. It is a byte copy: dtype UINT8, count = size_bytes.
-//! * The 0xDA channel_id is kept only for permutes (§1.6: "used by permutes").
-//! * On v2 the priority class is 0: the encoder reads it only on arch > v2 (§1.6).
+//! * The 0xDA channel_id is kept only for permutes (§6: "used by permutes").
+//! * On v2 the priority class is 0: the encoder reads it only on arch > v2 (§6).
 
 use std::collections::BTreeMap;
 
@@ -60,13 +61,13 @@ pub struct InstrContext {
     pub tensors: Option<BTreeMap<u32, TensorInfo>>,
     /// NEFF variables by var id (the VAR_ID operands of 0xD9/0xDA).
     pub vars: Option<BTreeMap<u16, TensorInfo>>,
-    /// Collective streams of the NEFF (§1.9 rule 2).
+    /// Collective streams of the NEFF (docs/contract/isa.md §9 rule 2).
     pub collective_streams: Option<u32>,
     /// NeuronCore generation.
     pub arch: Option<Arch>,
-    /// channel_n of the metaring (§1.9 rule 8).
+    /// channel_n of the metaring (docs/contract/isa.md §9 rule 8).
     pub metaring_channel_n: Option<u32>,
-    /// Whether MESH is available (§1.9 rules 7 and 12).
+    /// Whether MESH is available (docs/contract/isa.md §9 rules 7 and 12).
     pub mesh_available: Option<bool>,
     /// group_id → the module's source → target pairs (rank indices), for explicit permutes.
     pub permute_pairs: BTreeMap<u16, Vec<(u32, u32)>>,
@@ -167,7 +168,7 @@ fn events_of(c: &Common) -> TriggerEvents {
 }
 
 /// The reduce op of a word: ALU_OP mapped for reducing ops, `None` for copy ops (which ignore
-/// the op byte, §1.9 rule 6).
+/// the op byte, docs/contract/isa.md §9 rule 6).
 fn reduce_of(op: CollectiveOp, alu: crate::isa::enums::AluOp) -> Result<Option<ReduceOp>> {
     if op.is_reducing() {
         ReduceOp::from_alu(alu).map(Some)
@@ -226,7 +227,8 @@ fn lower_c8(
         if off.checked_add(cnt).is_none_or(|end| end > have) {
             return Err(Error::invalid(format!(
                 "{what} tensor {id} has {have} {} elements ({} bytes); the op needs {cnt} from \
-                 element offset {off} (num_elements {num_elements}, rank_n {n}, docs/contract/isa.md §4)",
+                 element offset {off} (num_elements {num_elements}, rank_n {n}, \
+                 docs/contract/isa.md §4)",
                 dtype.name(),
                 info.bytes
             )));

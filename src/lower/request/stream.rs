@@ -1,6 +1,6 @@
 //! The stream entry path: every collective trigger of a decoded engine program → one
 //! [`CollectiveRequest`] each, in stream order, with INSTR_CHAINING chains resolved
-//! (docs/contract/isa.md §6, §10, §4.9, §6.3).
+//! (docs/contract/isa.md §6, §10; docs/contract/lowering.md §4.9, §6.3).
 //!
 //! Each word goes through the one-word lowering of [`request_instr`](super::instr)
 //! against a running [`ValidationContext`], so rule 8's stream↔group mapping holds across the
@@ -25,10 +25,11 @@ use crate::isa::stream::DecodedStream;
 use crate::isa::validate::ValidationContext;
 
 /// Lower every collective trigger of a decoded engine program, in stream order. Every word is
-/// validated (with the stream↔group mapping of rule 8 carried along); chains of 0xD9+0xDA
-/// pairs (§6.3) become one request per member with `chain.index` / `chain.len` set, a single
-/// trigger record on the FINAL member that waits like the INITIAL word and updates like the
-/// FINAL one, and the chain rules of the module doc checked. Errors name the word's byte offset.
+/// validated (with the stream↔group mapping of rule 8 carried along); chains of 0xD9+0xDA pairs
+/// (docs/contract/lowering.md §6.3) become one request per member with `chain.index` / `chain.len`
+/// set, a single trigger record on the FINAL member that waits like the INITIAL word and updates
+/// like the FINAL one, and the chain rules of the module doc checked. Errors name the word's byte
+/// offset.
 pub fn requests_from_stream(
     stream: &DecodedStream,
     ctx: &InstrContext,

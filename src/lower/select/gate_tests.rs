@@ -304,7 +304,8 @@ fn legality() {
     let e = check_legal(AllGather, Algorithm::SingleCycleRing, true).unwrap_err();
     assert_eq!(
         e.message(),
-        "single_cycle_ring is illegal for all-gather: SINGLE_CYCLE_RING is all-reduce only, not all-gather (§3.2)"
+        "single_cycle_ring is illegal for all-gather: SINGLE_CYCLE_RING is all-reduce only, not \
+         all-gather (docs/contract/lowering.md §3.2)"
     );
     let e = check_legal(AllReduce, Algorithm::Kangaring, true).unwrap_err();
     assert!(e.message().contains("never on an inter leg"));

@@ -1,5 +1,5 @@
-//! The seven "can_post" gates of docs/contract/lowering.md §3.2, the mesh flavour of §3.5, the mesh caps
-//! of §5.4 and the legality rules (re-exported from [`crate::lower::select`]).
+//! The seven "can_post" gates of docs/contract/lowering.md §3.2, the mesh flavour of §3.5, the mesh
+//! caps of §5.4 and the legality rules (re-exported from [`crate::lower::select`]).
 //!
 //! Every gate is a pure predicate over a [`GateCtx`] (the numbers of §3.1 for one group or one
 //! HIER leg) and returns a [`Gate`]: pass or not, and why, naming the condition and the value
@@ -24,7 +24,7 @@ use crate::lower::program::Algorithm;
 use crate::lower::request::{CollectiveOp, CollectiveRequest};
 use crate::lower::topology::{Fabric, Generation, ULTRASERVER_NODES};
 
-/// `enc_alg_mesh_type` FULL_MESH (§2.3).
+/// `enc_alg_mesh_type` FULL_MESH (docs/contract/lowering.md §2.3).
 pub const MESH_FULL: u8 = 0;
 /// `enc_alg_mesh_type` GROUPED_MESH.
 pub const MESH_GROUPED: u8 = 1;
@@ -32,16 +32,16 @@ pub const MESH_GROUPED: u8 = 1;
 pub const MESH_TRN2: u8 = 2;
 /// `enc_alg_mesh_type` MESH_SWITCH.
 pub const MESH_SWITCH: u8 = 3;
-/// Mesh per-op limit, t0 (§5.4).
+/// Mesh per-op limit, t0 (docs/contract/lowering.md §5.4).
 pub const MESH_OP_LIMIT_BYTES: u64 = 0x1000_0000;
-/// Mesh limit t1 (§5.4), before the per-group limit.
+/// Mesh limit t1 (docs/contract/lowering.md §5.4), before the per-group limit.
 pub const MESH_T1_LIMIT_BYTES: u64 = 0x8000;
-/// Mesh channel buffer maximum, shared by the groups (§5.4).
+/// Mesh channel buffer maximum, shared by the groups (docs/contract/lowering.md §5.4).
 pub const MESH_CHANNEL_BUFFER_MAX: u64 = 8 << 20;
-/// Most sources one CCE reduce takes (§4.6).
+/// Most sources one CCE reduce takes (docs/contract/lowering.md §4.6).
 pub const MESH_MAX_REDUCE_SOURCES: u32 = 32;
 
-/// What the gates read (§3.1), for one group or one HIER leg.
+/// What the gates read (docs/contract/lowering.md §3.1), for one group or one HIER leg.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GateCtx {
     /// The operation (of the leg).
@@ -167,8 +167,8 @@ pub fn op_bytes(req: &CollectiveRequest) -> u64 {
     req.input_elems().max(req.output_elems()) * elem
 }
 
-/// Gate 1, hierarchical (§3.2): inter; local_rank_n > 1; node_n·local_rank_n == rank_n; no
-/// source-target pairs.
+/// Gate 1, hierarchical (docs/contract/lowering.md §3.2): inter; local_rank_n > 1;
+/// node_n·local_rank_n == rank_n; no source-target pairs.
 pub fn gate_hierarchical(ctx: &GateCtx) -> Gate {
     all(vec![
         ring_family(ctx),
@@ -195,8 +195,8 @@ pub fn gate_hierarchical(ctx: &GateCtx) -> Gate {
     ])
 }
 
-/// Gate 2, kangaring (§3.2): intra only; not multi-stream; (vcore 2 and rank_n > 4) or
-/// (vcore 1 and rank_n > 8).
+/// Gate 2, kangaring (docs/contract/lowering.md §3.2): intra only; not multi-stream; (vcore 2 and
+/// rank_n > 4) or (vcore 1 and rank_n > 8).
 pub fn gate_kangaring(ctx: &GateCtx) -> Gate {
     let size_ok = (ctx.lnc == 2 && ctx.rank_n > 4) || (ctx.lnc == 1 && ctx.rank_n > 8);
     all(vec![
@@ -215,7 +215,8 @@ pub fn gate_kangaring(ctx: &GateCtx) -> Gate {
     ])
 }
 
-/// Gate 3, single-cycle ring (§3.2): all-reduce only; inter; one rank per node.
+/// Gate 3, single-cycle ring (docs/contract/lowering.md §3.2): all-reduce only; inter; one rank per
+/// node.
 pub fn gate_single_cycle_ring(ctx: &GateCtx) -> Gate {
     all(vec![
         (
@@ -236,8 +237,8 @@ pub fn gate_single_cycle_ring(ctx: &GateCtx) -> Gate {
     ])
 }
 
-/// Gate 4, intra RDH (§3.2): intra; not multi-stream; RDH mode; mesh available;
-/// rank_n ∈ {4, 8, 16, 64}; node_n == 1; vnc ∈ {1, 2}.
+/// Gate 4, intra RDH (docs/contract/lowering.md §3.2): intra; not multi-stream; RDH mode; mesh
+/// available; rank_n ∈ {4, 8, 16, 64}; node_n == 1; vnc ∈ {1, 2}.
 pub fn gate_intra_rdh(ctx: &GateCtx) -> Gate {
     let mesh = mesh_available(ctx);
     all(vec![
@@ -267,8 +268,8 @@ pub fn gate_intra_rdh(ctx: &GateCtx) -> Gate {
     ])
 }
 
-/// Gate 5, inter RDH (§3.2): inter; local_rank_n == 1; rank_n == node_n; rank_n a power of
-/// two ≥ 8; not on a pod fabric.
+/// Gate 5, inter RDH (docs/contract/lowering.md §3.2): inter; local_rank_n == 1; rank_n == node_n;
+/// rank_n a power of two ≥ 8; not on a pod fabric.
 pub fn gate_inter_rdh(ctx: &GateCtx) -> Gate {
     all(vec![
         ring_family(ctx),
@@ -300,7 +301,8 @@ pub fn gate_inter_rdh(ctx: &GateCtx) -> Gate {
     ])
 }
 
-/// The mesh flavour (`algo_sub_type`, §3.5), or `None` where mesh is unavailable.
+/// The mesh flavour (`algo_sub_type`, docs/contract/lowering.md §3.5), or `None` where mesh is
+/// unavailable.
 pub fn mesh_flavour(ctx: &GateCtx) -> Option<u8> {
     if ctx.fabric == Fabric::Switch && ctx.local_rank_n > 1 {
         return Some(MESH_SWITCH);
@@ -318,7 +320,7 @@ pub fn mesh_flavour(ctx: &GateCtx) -> Option<u8> {
     }
 }
 
-/// The mesh cap in bytes for this shape (§5.4; see the module doc).
+/// The mesh cap in bytes for this shape (docs/contract/lowering.md §5.4; see the module doc).
 pub fn mesh_cap(ctx: &GateCtx) -> u64 {
     if ctx.node_n == 1 && ctx.rank_n == 2 {
         MESH_OP_LIMIT_BYTES
@@ -354,7 +356,8 @@ pub fn mesh_available(ctx: &GateCtx) -> Gate {
     ])
 }
 
-/// Gate 6, mesh (§3.2): mesh available and the op size within the mesh cap (§5.4).
+/// Gate 6, mesh (docs/contract/lowering.md §3.2): mesh available and the op size within the mesh
+/// cap (§5.4).
 pub fn gate_mesh(ctx: &GateCtx) -> Gate {
     let avail = mesh_available(ctx);
     if !avail.pass {
@@ -376,7 +379,7 @@ pub fn gate_mesh(ctx: &GateCtx) -> Gate {
     }
 }
 
-/// Gate 7, ring (§3.2): always legal, except for all-to-all (MESH only).
+/// Gate 7, ring (docs/contract/lowering.md §3.2): always legal, except for all-to-all (MESH only).
 pub fn gate_ring(ctx: &GateCtx) -> Gate {
     all(vec![(
         !is_all_to_all(ctx.op),
@@ -398,26 +401,32 @@ pub fn gate_of(alg: Algorithm, ctx: &GateCtx) -> Gate {
     }
 }
 
-/// The legality assertions (§3.3, §3.4): all-to-all must be MESH; SINGLE_CYCLE_RING is
-/// all-reduce only; KANGARING and INTRA_RDH are intra only, INTER_RDH inter only; the
-/// point-to-point ops and the barrier go through the ring driver only.
+/// The legality assertions (docs/contract/lowering.md §3.3, §3.4): all-to-all must be MESH;
+/// SINGLE_CYCLE_RING is all-reduce only; KANGARING and INTRA_RDH are intra only, INTER_RDH inter
+/// only; the point-to-point ops and the barrier go through the ring driver only.
 pub fn check_legal(op: CollectiveOp, alg: Algorithm, inter: bool) -> Result<()> {
     let name = op_name(op);
     let why = if is_all_to_all(op) && alg != Algorithm::Mesh {
-        Some(format!("{name} must be MESH (§3.3)"))
+        Some(format!(
+            "{name} must be MESH (docs/contract/lowering.md §3.3)"
+        ))
     } else if alg == Algorithm::SingleCycleRing && op != CollectiveOp::AllReduce {
         Some(format!(
-            "SINGLE_CYCLE_RING is all-reduce only, not {name} (§3.2)"
+            "SINGLE_CYCLE_RING is all-reduce only, not {name} (docs/contract/lowering.md §3.2)"
         ))
     } else if alg == Algorithm::Kangaring && inter {
-        Some("KANGARING is intra-node only, never on an inter leg (§3.4)".to_string())
+        Some(
+            "KANGARING is intra-node only, never on an inter leg (docs/contract/lowering.md §3.4)"
+                .to_string(),
+        )
     } else if alg == Algorithm::IntraRdh && inter {
-        Some("INTRA_RDH is intra-node only (§3.2)".to_string())
+        Some("INTRA_RDH is intra-node only (docs/contract/lowering.md §3.2)".to_string())
     } else if alg == Algorithm::InterRdh && !inter {
-        Some("INTER_RDH is inter-node only (§3.2)".to_string())
+        Some("INTER_RDH is inter-node only (docs/contract/lowering.md §3.2)".to_string())
     } else if !is_ring_family(op) && !is_all_to_all(op) && alg != Algorithm::Ring {
         Some(format!(
-            "{name} is lowered by the point-to-point ring driver only (§4.9, §4.10)"
+            "{name} is lowered by the point-to-point ring driver only \
+             (docs/contract/lowering.md §4.9, §4.10)"
         ))
     } else {
         None
@@ -431,8 +440,9 @@ pub fn check_legal(op: CollectiveOp, alg: Algorithm, inter: bool) -> Result<()> 
     }
 }
 
-/// Map an `enc_op_type` (§2.1) to the op, rejecting BROADCAST (2), REDUCE (3) and the
-/// explicit PERMUTE_REDUCE (9): the analysed runtime has no composer for them (§3.3, §4.11).
+/// Map an `enc_op_type` (docs/contract/lowering.md §2.1) to the op, rejecting BROADCAST (2),
+/// REDUCE (3) and the explicit PERMUTE_REDUCE (9): the analysed runtime has no composer for them
+/// (§3.3, §4.11).
 pub fn collective_op_from_enc(enc_op_type: u8) -> Result<CollectiveOp> {
     Ok(match enc_op_type {
         0 => CollectiveOp::AllGather,

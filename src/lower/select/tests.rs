@@ -109,7 +109,7 @@ fn inter_one_rank_per_node() {
     assert_eq!(s.algorithm, InterRdh);
     let s = sel(ReduceScatter, one_per_node(8), LARGE, t, &auto());
     assert_eq!(s.algorithm, InterRdh);
-    // All-reduce: SINGLE_CYCLE_RING precedes INTER_RDH (§3.3)...
+    // All-reduce: SINGLE_CYCLE_RING precedes INTER_RDH (docs/contract/lowering.md §3.3)...
     let s = sel(AllReduce, one_per_node(8), LARGE, t, &auto());
     assert_eq!(s.algorithm, SingleCycleRing);
     // ...unless it is not allowed.
@@ -202,8 +202,8 @@ fn all_to_all_is_always_mesh() {
     let e = err(AllToAll, range(0, 4), 1, "trn2.48xlarge", &off);
     assert_eq!(
         e,
-        "all-to-all must be MESH (§3.3) but mesh is unavailable: needs mesh enabled \
-         (OPENNRT_CC_MESH=1), but mesh is disabled"
+        "all-to-all must be MESH (docs/contract/lowering.md §3.3) but mesh is unavailable: needs \
+         mesh enabled (OPENNRT_CC_MESH=1), but mesh is disabled"
     );
 }
 
@@ -496,19 +496,24 @@ fn reason_strings() {
     assert_eq!(
         s.reasons[8],
         "chose mesh: first passing gate in the flat precedence intra_rdh > mesh > kangaring > \
-         single_cycle_ring > inter_rdh (§3.3)"
+         single_cycle_ring > inter_rdh (docs/contract/lowering.md §3.3)"
     );
-    assert_eq!(s.reasons[9], "mesh flavour (algo_sub_type) 2 (§3.5)");
+    assert_eq!(
+        s.reasons[9],
+        "mesh flavour (algo_sub_type) 2 (docs/contract/lowering.md §3.5)"
+    );
     assert_eq!(s.reasons.len(), 10);
 
     let s = sel(AllReduce, range(0, 4), LARGE, "trn2.48xlarge", &auto());
     assert_eq!(
         s.reasons.last().unwrap(),
-        "chose ring: no other gate passes; ring is the fallback (§3.3)"
+        "chose ring: no other gate passes; ring is the fallback (docs/contract/lowering.md §3.3)"
     );
     let s = sel(AllToAll, range(0, 4), LARGE, "trn2.48xlarge", &auto());
     assert!(s.reasons.contains(
-        &"chose mesh: all-to-all must be MESH (§3.3); the size cap does not apply".to_string()
+        &"chose mesh: all-to-all must be MESH (docs/contract/lowering.md §3.3); the size cap does \
+          not apply"
+            .to_string()
     ));
     let s = sel(
         AllReduce,
@@ -531,7 +536,8 @@ fn reason_strings() {
         &auto(),
     );
     assert!(s.reasons.contains(
-        &"chose hier: no flat-family algorithm applies and the hierarchical gate passes (§3.3)"
+        &"chose hier: no flat-family algorithm applies and the hierarchical gate passes \
+          (docs/contract/lowering.md §3.3)"
             .to_string()
     ));
     let slots: Vec<_> = s

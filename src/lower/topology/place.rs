@@ -51,9 +51,9 @@ pub const SOC_EXIT_DIE: u64 = 1 << 51;
 pub const SOC_NEIGHBOR_ROUTE: u64 = 1 << 52;
 
 impl Placement {
-    /// The routing bits a SoC address aimed at this rank's die carries (docs/contract/device.md §1.4):
-    /// id-valid, chip id = device, die. The node is not part of a SoC address: inter-node
-    /// traffic goes through the network path.
+    /// The routing bits a SoC address aimed at this rank's die carries
+    /// (docs/contract/device.md §1.4): id-valid, chip id = device, die. The node is not part of a
+    /// SoC address: inter-node traffic goes through the network path.
     pub fn soc_route_bits(&self) -> u64 {
         SOC_ID_VALID
             | (u64::from(self.device & 0x3F) << SOC_CHIP_SHIFT)
@@ -118,8 +118,8 @@ pub enum KangaPath {
     Pcie,
 }
 
-/// The DMA engines of a kangaring channel (docs/contract/lowering.md §4.4): the primary channel uses
-/// 8 engines, the secondary 4.
+/// The DMA engines of a kangaring channel (docs/contract/lowering.md §4.4): the primary channel
+/// uses 8 engines, the secondary 4.
 pub fn kangaring_engines(path: KangaPath, primary: bool) -> &'static [u32] {
     match (path, primary) {
         (KangaPath::D2d, true) => &[4, 5, 6, 7, 12, 13, 14, 15],
@@ -129,7 +129,8 @@ pub fn kangaring_engines(path: KangaPath, primary: bool) -> &'static [u32] {
     }
 }
 
-/// The cross-die peer of DMA engine `seng`: `seng ^ 2` (docs/contract/device.md §1.4, docs/contract/lowering.md §4.4).
+/// The cross-die peer of DMA engine `seng`: `seng ^ 2` (docs/contract/device.md §1.4,
+/// docs/contract/lowering.md §4.4).
 pub fn cross_die_peer_engine(seng: u32) -> u32 {
     seng ^ 2
 }

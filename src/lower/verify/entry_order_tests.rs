@@ -1,7 +1,8 @@
-//! The verifier's model of the order between entries (`lanes`, docs/contract/device.md §8.3, docs/contract/lowering.md
-//! §6.3) on two-entry programs: an entry does not wait for another TOP_SP's earlier entry
-//! (HIER-2CH: that program used to verify and then lost data on the device), except where the
-//! reporter's completion wait orders it; the leg join (`compose::leg_join`) supplies the rest.
+//! The verifier's model of the order between entries (`lanes`, docs/contract/device.md §8.3,
+//! docs/contract/lowering.md §6.3) on two-entry programs: an entry does not wait for another
+//! TOP_SP's earlier entry (HIER-2CH: that program used to verify and then lost data on the device),
+//! except where the reporter's completion wait orders it; the leg join (`compose::leg_join`)
+//! supplies the rest.
 
 use super::testprog::*;
 use super::*;

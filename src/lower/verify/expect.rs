@@ -1,5 +1,6 @@
 //! What every output element must hold, derived from the REQUEST alone (op, count, group size,
-//! in-place flag, permute pairs), never from the program (docs/design.md §2.2, docs/contract/lowering.md §4).
+//! in-place flag, permute pairs), never from the program (docs/design.md §2.2,
+//! docs/contract/lowering.md §4).
 //!
 //! With `c = count`, N ranks and element index `e < c` (deltas in [`Term`] are relative to the
 //! output element index):

@@ -1,6 +1,6 @@
 //! The order in which the device runs one rank's tapes, as the scheduler (`schedule`) models it:
-//! one **lane** per TOP_SP (docs/contract/device.md §8.3, docs/contract/lowering.md §6.2–§6.3, and exactly what
-//! `lower::emit` lays out).
+//! one **lane** per TOP_SP (docs/contract/device.md §8.3, docs/contract/lowering.md §6.2–§6.3, and
+//! exactly what `lower::emit` lays out).
 //!
 //! * A TOP_SP walks only its own cc_op table: the entries it drives at least one tape of, in
 //!   entry order, and inside an entry its tapes in channel order, one after the other (one

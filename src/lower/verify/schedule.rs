@@ -1,12 +1,12 @@
 //! The structural rules and the deterministic scheduler (docs/design.md §2.2 (b)).
 //!
-//! Scheduling (program.rs semantics, the device's order): every rank runs one **lane** per
-//! TOP_SP it uses ([`lanes`](super::lanes)): the lane runs its tapes one after the other —
-//! entry by entry, the entries that TOP_SP drives, and inside an entry in channel order —
-//! and lanes and ranks run concurrently. Entries are not a rank-wide barrier: the only order
-//! between lanes besides semaphores is the reporter's completion wait at the end of an entry
-//! with several TOP_SPs (docs/contract/lowering.md §6.3). A step runs when its wait holds (`sem >= target`,
-//! then `sem -= consume`; ring steps consume 1, docs/contract/device.md §5.3; mesh events consume
+//! Scheduling (program.rs semantics, the device's order): every rank runs one **lane** per TOP_SP
+//! it uses ([`lanes`](super::lanes)): the lane runs its tapes one after the other — entry by entry,
+//! the entries that TOP_SP drives, and inside an entry in channel order — and lanes and ranks run
+//! concurrently. Entries are not a rank-wide barrier: the only order between lanes besides
+//! semaphores is the reporter's completion wait at the end of an entry with several TOP_SPs
+//! (docs/contract/lowering.md §6.3). A step runs when its wait holds (`sem >= target`, then
+//! `sem -= consume`; ring steps consume 1, docs/contract/device.md §5.3; mesh events consume
 //! `wait_val`, docs/contract/lowering.md §4.6); then its transfers, in order; then its signals.
 //!
 //! The scheduler is greedy: in each round it visits ranks in order and runs every lane until

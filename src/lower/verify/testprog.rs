@@ -1,9 +1,9 @@
-//! Hand-built programs for the verifier's tests (independent of the composers): a ring
-//! all-reduce per docs/contract/lowering.md §4.2 (partials pushed into the receiver's scratch, one
-//! receive semaphore per (rank, channel) as in `compose::SemPlan`), a ring all-gather (§4.3),
-//! a mesh all-reduce (§4.6: broadcast to scratch, one G-source reduce, broadcast of the
-//! result; waits consume `wait_val`), an implicit permute, a barrier, and two-entry programs
-//! for the order between TOP_SPs across entries (`verify::lanes`).
+//! Hand-built programs for the verifier's tests (independent of the composers): a ring all-reduce
+//! per docs/contract/lowering.md §4.2 (partials pushed into the receiver's scratch, one receive
+//! semaphore per (rank, channel) as in `compose::SemPlan`), a ring all-gather (§4.3), a mesh
+//! all-reduce (§4.6: broadcast to scratch, one G-source reduce, broadcast of the result; waits
+//! consume `wait_val`), an implicit permute, a barrier, and two-entry programs for the order
+//! between TOP_SPs across entries (`verify::lanes`).
 
 use crate::isa::enums::Dtype;
 use crate::lower::compose::{loc, split_even, ChunkPlan, SemPlan};
@@ -91,9 +91,9 @@ fn reduce(
     }
 }
 
-/// Ring all-reduce (§4.2) over the ring `order` with `channels` channels and chunks of
-/// `chunk` elements. Blocks are the near-equal split of `count`; every block is cut at the
-/// offsets of the largest one (shorter blocks clip, possibly to empty transfers).
+/// Ring all-reduce (docs/contract/lowering.md §4.2) over the ring `order` with `channels` channels
+/// and chunks of `chunk` elements. Blocks are the near-equal split of `count`; every block is cut
+/// at the offsets of the largest one (shorter blocks clip, possibly to empty transfers).
 pub fn ring_all_reduce(order: &[u32], count: u64, channels: u8, chunk: u64) -> Program {
     let n = order.len() as u32;
     let req = request(CollectiveOp::AllReduce, n, count);
@@ -207,7 +207,7 @@ pub fn ring_all_reduce(order: &[u32], count: u64, channels: u8, chunk: u64) -> P
     program(req, Algorithm::Ring, count, tapes)
 }
 
-/// Ring all-gather (§4.3), identity ring, one piece per block.
+/// Ring all-gather (docs/contract/lowering.md §4.3), identity ring, one piece per block.
 pub fn ring_all_gather(n: u32, count: u64) -> Program {
     let req = request(CollectiveOp::AllGather, n, count);
     let mut tapes = Vec::new();
@@ -269,9 +269,9 @@ fn remote(rank: u32, id: u8) -> Signal {
     }
 }
 
-/// Mesh all-reduce (§4.6): every rank broadcasts its input into slot `r` of every peer's
-/// scratch (event 0), reduces the `n` copies of its own slice in one n-source reduce and
-/// writes the result to every peer's output (event 1), then waits for every peer's slice
+/// Mesh all-reduce (docs/contract/lowering.md §4.6): every rank broadcasts its input into slot `r`
+/// of every peer's scratch (event 0), reduces the `n` copies of its own slice in one n-source
+/// reduce and writes the result to every peer's output (event 1), then waits for every peer's slice
 /// (event 2). Waits are "≥ wait_val, then subtract wait_val" with wait_val = n − 1.
 pub fn mesh_all_reduce(n: u32, count: u64) -> Program {
     let req = request(CollectiveOp::AllReduce, n, count);
@@ -478,11 +478,11 @@ pub fn staged_all_gather(count: u64, join: bool) -> Program {
     }
 }
 
-/// The order the device does give between entries (docs/contract/lowering.md §6.3), on two ranks: entry 0
-/// ("stage") on channel 0 (TOP_SP 0, the reporter: copies the own input) and channel 1
-/// (TOP_SP 1: stages the peer's input in scratch); entry 1 ("deliver") on channel 0 only
-/// copies the staged input. No join: TOP_SP 0, reporter of entry 0, waits for TOP_SP 1's
-/// completion before it starts entry 1.
+/// The order the device does give between entries (docs/contract/lowering.md §6.3), on two ranks:
+/// entry 0 ("stage") on channel 0 (TOP_SP 0, the reporter: copies the own input) and channel 1
+/// (TOP_SP 1: stages the peer's input in scratch); entry 1 ("deliver") on channel 0 only copies the
+/// staged input. No join: TOP_SP 0, reporter of entry 0, waits for TOP_SP 1's completion before it
+/// starts entry 1.
 pub fn reporter_ordered_all_gather(count: u64) -> Program {
     let req = request(CollectiveOp::AllGather, 2, count);
     let ranks = (0..2u32)

@@ -1,5 +1,5 @@
-//! Tests of one-word lowering: the mapping tables, the §1.4 worked example, 0xC7 ≡ 0xC8,
-//! counts and fits, every rejection with its message, 0xD9+0xDA fields and operands.
+//! Tests of one-word lowering: the mapping tables, the docs/contract/isa.md §4 worked example, 0xC7
+//! ≡ 0xC8, counts and fits, every rejection with its message, 0xD9+0xDA fields and operands.
 
 use super::testutil::*;
 use super::*;
@@ -59,7 +59,7 @@ fn golden_worked_example_1_4() {
     assert!(m.starts_with("opcode 0xC8: input tensor 3 has 31 FP32 elements (127 bytes)"));
 }
 
-/// §1.3: 0xC7 lowers exactly like 0xC8 with ctype ALL_REDUCE and group 0.
+/// docs/contract/isa.md §3: 0xC7 lowers exactly like 0xC8 with ctype ALL_REDUCE and group 0.
 #[test]
 fn c7_equals_c8_all_reduce_group_0() {
     let w7 = TriggerAllReduce {
@@ -79,7 +79,7 @@ fn c7_equals_c8_all_reduce_group_0() {
     assert_eq!(r7.reduce, Some(ReduceOp::Max));
 }
 
-/// §1.4 scaling: RS input and A2A both × rank_n; AG output and A2A × rank_n.
+/// docs/contract/isa.md §4 scaling: RS input and A2A both × rank_n; AG output and A2A × rank_n.
 #[test]
 fn c8_counts_scale_with_rank_n() {
     let mut c = ctx();
@@ -479,7 +479,8 @@ fn collective2_operands_fit_their_variables() {
     assert!(m.contains("rule 7"), "{m}");
 }
 
-/// §1.9 rule 7: cc_dim must suit the op (reduce-scatter: cc_dim 0 only); cc_dim passes through.
+/// docs/contract/isa.md §9 rule 7: cc_dim must suit the op (reduce-scatter: cc_dim 0 only); cc_dim
+/// passes through.
 #[test]
 fn cc_dim_against_the_op() {
     let mut p = c2(

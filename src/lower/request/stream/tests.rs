@@ -13,8 +13,8 @@ fn stream_of(words: &[Vec<u8>]) -> DecodedStream {
     decode_stream(&words.concat()).unwrap()
 }
 
-/// §6.3: a chain is one request per member; only FINAL gets a trigger record, waiting like the
-/// INITIAL word and updating like the FINAL one.
+/// docs/contract/lowering.md §6.3: a chain is one request per member; only FINAL gets a trigger
+/// record, waiting like the INITIAL word and updating like the FINAL one.
 #[test]
 fn chain_of_collective2_pairs() {
     let mut words = Vec::new();
@@ -113,11 +113,13 @@ fn stream_validation_carries_state() {
     assert_eq!(
         e.message(),
         "word at byte 0x80: opcode 0xDA: field group_id at byte 2 = 0x00: group 0 is already \
-         mapped to stream 1, not 2 (stream <-> group must be one-to-one) (docs/contract/isa.md §9 rule 8)"
+         mapped to stream 1, not 2 (stream <-> group must be one-to-one) \
+         (docs/contract/isa.md §9 rule 8)"
     );
 }
 
-/// §1.9 rule 9 through a word: bitmap roles; missing bit 1 rejected by validation.
+/// docs/contract/isa.md §9 rule 9 through a word: bitmap roles; missing bit 1 rejected by
+/// validation.
 #[test]
 fn all_to_all_v_metadata_from_word() {
     let mut p = c2(
