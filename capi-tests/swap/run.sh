@@ -12,7 +12,9 @@
 # 3. Run it directly: it must reach the stand-in and abort (expected non-zero).
 # 4. Run it under shim/opennrt-run (LD_LIBRARY_PATH beats RUNPATH) and under
 #    shim/opennrt-run --preload (LD_PRELOAD also beats RPATH): both must pass and print
-#    OpenNRT's version string.
+#    OpenNRT's version string. A program that dlopens the stand-in by absolute path
+#    (swap_dlopen.c) reaches the stand-in even under opennrt-run, and OpenNRT under --preload
+#    (the dlopen interposer, cdylib/preload).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 lib="${1:-$root/target/release}"
@@ -42,6 +44,7 @@ run gcc "${CFLAGS[@]}" -o "$tmp/prog_runpath" "$here/swap_prog.c" -pthread \
   -L"$stand_in" -lnrt -Wl,--enable-new-dtags,-rpath,"$stand_in"
 run gcc "${CFLAGS[@]}" -o "$tmp/prog_rpath" "$here/swap_prog.c" -pthread \
   -L"$stand_in" -lnrt -Wl,--disable-new-dtags,-rpath,"$stand_in"
+run gcc "${CFLAGS[@]}" -o "$tmp/prog_dlopen" "$here/swap_dlopen.c" -ldl
 
 say "2. what the program needs"
 for prog in prog_runpath prog_rpath; do
@@ -79,6 +82,11 @@ say "   and DT_RPATH beats LD_LIBRARY_PATH, so without --preload the RPATH progr
 expect_stand_in "opennrt-run (RPATH program, no --preload)" \
   "$root/shim/opennrt-run" --lib-dir "$lib" -- "$tmp/prog_rpath"
 
+say "   a program that dlopens the stand-in by absolute path gets it, also under opennrt-run:"
+expect_stand_in "prog_dlopen (absolute path)" "$tmp/prog_dlopen" "$stand_in/libnrt.so.1"
+expect_stand_in "opennrt-run (absolute-path dlopen, no --preload)" \
+  "$root/shim/opennrt-run" --lib-dir "$lib" -- "$tmp/prog_dlopen" "$stand_in/libnrt.so.1"
+
 say "4. the same binaries on OpenNRT"
 check_pass() { # name, then the command
   local name="$1"; shift
@@ -94,4 +102,12 @@ check_pass() { # name, then the command
 check_pass "opennrt-run (RUNPATH program)" "$root/shim/opennrt-run" --lib-dir "$lib" -- "$tmp/prog_runpath"
 check_pass "opennrt-run --preload (RUNPATH program)" "$root/shim/opennrt-run" --preload --lib-dir "$lib" -- "$tmp/prog_runpath"
 check_pass "opennrt-run --preload (RPATH program)" "$root/shim/opennrt-run" --preload --lib-dir "$lib" -- "$tmp/prog_rpath"
-say "the swap works: one binary, linked against the stand-in, ran on OpenNRT"
+echo "+ shim/opennrt-run --preload -- prog_dlopen $stand_in/libnrt.so.1"
+OPENNRT_PRELOAD_VERBOSE=1 "$root/shim/opennrt-run" --preload --lib-dir "$lib" -- \
+  "$tmp/prog_dlopen" "$stand_in/libnrt.so.1" >"$tmp/out" 2>"$tmp/err" \
+  || { cat "$tmp/out" "$tmp/err"; fail "prog_dlopen under --preload failed"; }
+cat "$tmp/out" "$tmp/err"
+grep -q '^runtime: libnrt version .*OpenNRT' "$tmp/out" || fail "prog_dlopen under --preload: not OpenNRT"
+grep -qF "opennrt-preload: dlopen($stand_in/libnrt.so.1) -> $lib/libnrt.so.1" "$tmp/err" \
+  || fail "prog_dlopen under --preload: the interposer did not report the redirect"
+say "the swap works: one binary, linked against the stand-in, ran on OpenNRT; so did an absolute-path dlopen"
