@@ -1,21 +1,23 @@
-//! Element types the collectives move, and the conversions the CCE needs (docs/contract/device.md §11,
-//! docs/contract/isa.md §10).
+//! Element types the collectives move, and the conversions the CCE needs
+//! (docs/contract/device.md §11, docs/contract/isa.md §10).
 //!
 //! The type tag is the wire enum [`Dtype`] of [`crate::isa::enums`] (one enum for the whole
 //! crate). This module adds what numerics need on top of it:
 //!
 //! * byte sizes ([`size_bytes`]);
 //! * exact widening to binary32 and round-to-nearest-even narrowing from it for the float I/O
-//!   types: BF16 (the §11.3 rule 7 bit trick, NaN handled apart), FP16 (the `half` crate), FP32,
-//!   and the three FP8 formats of [`fp8`] (E3M4 = FP8_EXP3, E4M3 = FP8_EXP4, E5M2 = FP8_EXP5);
-//! * the FP8 mode switches of §11.2 ([`Numerics`]): IEEE-like defaults (docs/design.md §2.9), the
-//!   E4M3 "fn" variant (with or without the OCP-saturate knob) and the E3M4 extended mode;
+//!   types: BF16 (the docs/contract/device.md §11.3 rule 7 bit trick, NaN handled apart), FP16 (the
+//!   `half` crate), FP32, and the three FP8 formats of [`fp8`] (E3M4 = FP8_EXP3, E4M3 = FP8_EXP4,
+//!   E5M2 = FP8_EXP5);
+//! * the FP8 mode switches of docs/contract/device.md §11.2 ([`Numerics`]): IEEE-like defaults
+//!   (docs/design.md §2.9), the E4M3 "fn" variant (with or without the OCP-saturate knob) and the
+//!   E3M4 extended mode;
 //! * [`FloatCodec`]: a conversion resolved once per (dtype, numerics), with bulk slice methods
 //!   whose loops the compiler vectorizes, so that hot paths never dispatch per element.
 //!
-//! NaN outputs are canonical quiet NaNs (§11.3 rule 5): BF16 0x7FC0, FP16 0x7E00, FP8 per
-//! [`Fp8Format::nan_code`], and — our choice, the spec lists no FP32 pattern — FP32 0x7FC00000,
-//! so that every reduced NaN has one bit pattern whatever the order of the sources.
+//! NaN outputs are canonical quiet NaNs (docs/contract/device.md §11.3 rule 5): BF16 0x7FC0, FP16
+//! 0x7E00, FP8 per [`Fp8Format::nan_code`], and — our choice, the spec lists no FP32 pattern — FP32
+//! 0x7FC00000, so that every reduced NaN has one bit pattern whatever the order of the sources.
 //! Signed zeros are kept by every conversion.
 
 pub mod fp8;
@@ -57,8 +59,8 @@ pub fn bf16_to_f32(h: u16) -> f32 {
 }
 
 /// f32 → BF16 with round-to-nearest-even: add `0x7FFF + ((bits >> 16) & 1)`, keep the top 16
-/// bits (docs/contract/device.md §11.3 rule 7). Overflow carries into the Inf pattern by itself, subnormals
-/// round like any other value; NaN gives [`BF16_NAN`].
+/// bits (docs/contract/device.md §11.3 rule 7). Overflow carries into the Inf pattern by itself,
+/// subnormals round like any other value; NaN gives [`BF16_NAN`].
 #[inline]
 pub fn f32_to_bf16(x: f32) -> u16 {
     let b = x.to_bits();
@@ -87,8 +89,8 @@ pub fn f32_to_fp16(x: f32) -> u16 {
     }
 }
 
-/// The FP8 modes of docs/contract/device.md §11.2: one format per FP8 dtype. `Default` is the IEEE-like set
-/// the hardware generations we simulate use (docs/design.md §2.9).
+/// The FP8 modes of docs/contract/device.md §11.2: one format per FP8 dtype. `Default` is the
+/// IEEE-like set the hardware generations we simulate use (docs/design.md §2.9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Numerics {
     /// FP8_EXP3.

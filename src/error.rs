@@ -2,9 +2,13 @@
 //!
 //! Every fallible function of the core returns [`Result`]. An [`Error`] says *what kind* of
 //! failure it is (which decides the vendor status code, mapped exactly once at the C boundary in
-//! `abi::boundary`) and carries a human-readable message that names what was wrong: the
-//! argument, the field, the byte offset, the rank or step, and what was expected. The message is
-//! what lands in the log line under `NEURON_RT_LOG_LEVEL`.
+//! `abi::boundary`; [`ErrorKind::status_name`] names it) and carries a human-readable message
+//! that names what was wrong: the argument, the field, the byte offset, the rank or step, and
+//! what was expected. The message is what lands in the log line under `NEURON_RT_LOG_LEVEL`.
+//!
+//! Where the failing site knows them, the same facts are also structured [`Fields`] (op, rank,
+//! step, field, expected, actual), so callers and tests act on them instead of parsing the
+//! message: `e.fields().field == Some("OPENNRT_CC_ALGO")`, not `message().contains(..)`.
 
 use std::fmt;
 
@@ -48,6 +52,29 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// The name of the `NRT_STATUS` this kind maps to (`abi::boundary::status_of` has the
+    /// numbers; a test checks that the two agree for every kind).
+    pub fn status_name(self) -> &'static str {
+        use ErrorKind::*;
+        match self {
+            Failure | NotImplemented => "NRT_FAILURE",
+            Invalid => "NRT_INVALID",
+            InvalidHandle => "NRT_INVALID_HANDLE",
+            Resource => "NRT_RESOURCE",
+            Timeout => "NRT_TIMEOUT",
+            QueueFull => "NRT_QUEUE_FULL",
+            NotEnoughCores => "NRT_LOAD_NOT_ENOUGH_NC",
+            UnsupportedNeffVersion => "NRT_UNSUPPORTED_NEFF_VERSION",
+            HostAlloc => "NRT_FAIL_HOST_MEM_ALLOC",
+            Uninitialized => "NRT_UNINITIALIZED",
+            Closed => "NRT_CLOSED",
+            ExecBadInput => "NRT_EXEC_BAD_INPUT",
+            CollectivesHang => "NRT_EXEC_HW_ERR_COLLECTIVES",
+            DmaAbort => "NRT_EXEC_HW_ERR_DMA_ABORT",
+            ExecUnitUnrecoverable => "NRT_EXEC_UNIT_UNRECOVERABLE",
+        }
+    }
+
     /// Every kind, in declaration order (tests that must cover each kind, the wire codec).
     pub const ALL: [ErrorKind; 16] = {
         use ErrorKind::*;
@@ -100,12 +127,41 @@ impl ErrorKind {
     };
 }
 
-/// A core error: a kind plus a message that says exactly what was wrong.
+/// A core error: a kind, a message that says exactly what was wrong, and the structured facts
+/// behind the message where the failing site has them.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Error {
     kind: ErrorKind,
     message: String,
+    /// Boxed: most errors carry none, and `Result<T>` stays small.
+    fields: Option<Box<Fields>>,
 }
+
+/// The structured facts of an [`Error`]; every one optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Fields {
+    /// The operation or entry point (`"all_reduce"`, `"nrt_tensor_read"`).
+    pub op: Option<String>,
+    /// The rank (global id) the failure is about.
+    pub rank: Option<u32>,
+    /// The step: a cc_op entry, a SLOT SPAD record, a sequence counter.
+    pub step: Option<u64>,
+    /// The field, argument or environment variable that was wrong.
+    pub field: Option<String>,
+    /// What it should have been.
+    pub expected: Option<String>,
+    /// What it was.
+    pub actual: Option<String>,
+}
+
+static NO_FIELDS: Fields = Fields {
+    op: None,
+    rank: None,
+    step: None,
+    field: None,
+    expected: None,
+    actual: None,
+};
 
 /// The core's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -116,11 +172,67 @@ impl Error {
         Error {
             kind,
             message: message.into(),
+            fields: None,
         }
+    }
+    /// The structured facts (all `None` where the site gave none).
+    pub fn fields(&self) -> &Fields {
+        self.fields.as_deref().unwrap_or(&NO_FIELDS)
+    }
+    /// The same error with its structured facts replaced by `f`.
+    pub fn with_fields(mut self, f: Fields) -> Self {
+        self.fields = (f != Fields::default()).then(|| Box::new(f));
+        self
+    }
+    fn fields_mut(&mut self) -> &mut Fields {
+        self.fields.get_or_insert_with(Default::default)
+    }
+    /// Record the operation.
+    pub fn with_op(mut self, op: impl Into<String>) -> Self {
+        self.fields_mut().op = Some(op.into());
+        self
+    }
+    /// Record the rank.
+    pub fn with_rank(mut self, rank: u32) -> Self {
+        self.fields_mut().rank = Some(rank);
+        self
+    }
+    /// Record the step.
+    pub fn with_step(mut self, step: u64) -> Self {
+        self.fields_mut().step = Some(step);
+        self
+    }
+    /// Record the field (argument, variable) that was wrong.
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.fields_mut().field = Some(field.into());
+        self
+    }
+    /// Record what was expected and what was found.
+    pub fn with_values(mut self, expected: impl fmt::Display, actual: impl fmt::Display) -> Self {
+        let f = self.fields_mut();
+        f.expected = Some(expected.to_string());
+        f.actual = Some(actual.to_string());
+        self
+    }
+    /// Record what was found (no single expected value).
+    pub fn with_actual(mut self, actual: impl fmt::Display) -> Self {
+        self.fields_mut().actual = Some(actual.to_string());
+        self
+    }
+    /// The name of the `NRT_STATUS` this error becomes at the C boundary.
+    pub fn status_name(&self) -> &'static str {
+        self.kind.status_name()
     }
     /// `NRT_INVALID`: a bad argument or malformed input.
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Invalid, message)
+    }
+    /// `NRT_INVALID` for an environment variable whose value does not parse: the message
+    /// `VAR="value": why`, the field `VAR`, the actual value `value`.
+    pub fn bad_variable(var: &str, value: &str, why: impl fmt::Display) -> Self {
+        Self::invalid(format!("{var}={value:?}: {why}"))
+            .with_field(var)
+            .with_actual(value)
     }
     /// `NRT_FAILURE`: a generic failure.
     pub fn failure(message: impl Into<String>) -> Self {
@@ -158,7 +270,11 @@ impl Error {
 
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?}: {}", self.kind, self.message)
+        write!(f, "{:?}: {}", self.kind, self.message)?;
+        if let Some(x) = &self.fields {
+            write!(f, " {x:?}")?;
+        }
+        Ok(())
     }
 }
 

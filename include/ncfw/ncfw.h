@@ -95,7 +95,7 @@ int libncfw_get_image(uint32_t arch_id, struct ncfw_image_t *out);
 
 /**
  * Pretty-print a collective-communication context as JSON-like text into `out_buf`
- * (spec/ncfw.md §4). `out_buf` is zeroed (exactly 1 MiB) and receives NUL-terminated text;
+ * (docs/contract/carrier.md §4). `out_buf` is zeroed (exactly 1 MiB) and receives NUL-terminated text;
  * `model_name` is inserted verbatim (not escaped); `arch_id` is the key of `libncfw_get_image`.
  *
  * # Returns
@@ -112,7 +112,10 @@ int libncfw_get_image(uint32_t arch_id, struct ncfw_image_t *out);
  * output for `pring_base_addr` / `pring_total_desc_num` is the address of those fields inside
  * `ctx`, as the vendor prints it.
  */
-int libncfw_ctx_log(const void *ctx, char *out_buf, const char *model_name, uint32_t arch_id);
+int libncfw_ctx_log(const void *ctx,
+                    char *out_buf,
+                    const char *model_name,
+                    uint32_t arch_id);
 
 #ifdef __cplusplus
 }  // extern "C"

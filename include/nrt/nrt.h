@@ -33,12 +33,13 @@
 #define MAX_UCODE_IMAGE (64 << 20)
 
 /**
- * Communicators per logical core (the vendor's connect-task ring holds 128; spec §10 item 13).
+ * Communicators per logical core (the vendor's connect-task ring holds 128; docs/contract/abi.md
+ * §10 item 13).
  */
 #define MAX_COMMUNICATORS_PER_LNC 128
 
 /**
- * Pending requests per communicator (spec §3.7).
+ * Pending requests per communicator (docs/contract/abi.md §3.7).
  */
 #define MAX_PENDING_REQUESTS 128
 
@@ -68,7 +69,7 @@
 #define NRT_TENSOR_NAME_MAX 256
 
 /**
- * Tensor usage in `nrt_tensor_info_t` (spec §2.2).
+ * Tensor usage in `nrt_tensor_info_t` (docs/contract/abi.md §2.2).
  */
 typedef enum nrt_tensor_usage_t {
   /**
@@ -82,7 +83,7 @@ typedef enum nrt_tensor_usage_t {
 } nrt_tensor_usage_t;
 
 /**
- * Element type (spec §2.2; same numbering as the ISA and DMA dtype).
+ * Element type (docs/contract/abi.md §2.2; same numbering as the ISA and DMA dtype).
  */
 typedef enum nrt_dtype_t {
   /**
@@ -152,7 +153,7 @@ typedef enum nrt_dtype_t {
 } nrt_dtype_t;
 
 /**
- * Collective operation of the host-driven API (spec §2.2).
+ * Collective operation of the host-driven API (docs/contract/abi.md §2.2).
  */
 typedef enum nrt_cc_op_type_t {
   /**
@@ -170,7 +171,7 @@ typedef enum nrt_cc_op_type_t {
 } nrt_cc_op_type_t;
 
 /**
- * Framework of the caller (spec §2.2).
+ * Framework of the caller (docs/contract/abi.md §2.2).
  */
 typedef enum nrt_framework_type_t {
   /**
@@ -200,7 +201,7 @@ typedef enum nrt_framework_type_t {
 } nrt_framework_type_t;
 
 /**
- * Instance family reported in `nrt_instance_info_t.family` (spec §2.2).
+ * Instance family reported in `nrt_instance_info_t.family` (docs/contract/abi.md §2.2).
  */
 typedef enum nrt_instance_family {
   /**
@@ -270,7 +271,7 @@ typedef enum nrt_instance_family {
 } nrt_instance_family;
 
 /**
- * Instance size reported in `nrt_instance_info_t.size` (spec §2.2).
+ * Instance size reported in `nrt_instance_info_t.size` (docs/contract/abi.md §2.2).
  */
 typedef enum nrt_instance_size {
   /**
@@ -316,7 +317,8 @@ typedef enum nrt_instance_size {
 } nrt_instance_size;
 
 /**
- * Reduction operation of a collective (spec §2.2; same numbering as the DMA CCE op).
+ * Reduction operation of a collective (docs/contract/abi.md §2.2; same numbering as the DMA CCE
+ * op).
  */
 typedef enum nrt_op_type_t {
   /**
@@ -342,7 +344,8 @@ typedef enum nrt_op_type_t {
 } nrt_op_type_t;
 
 /**
- * Where a tensor lives (spec §2.2). VIRTUAL support was removed in 2.32; the value stays.
+ * Where a tensor lives (docs/contract/abi.md §2.2). VIRTUAL support was removed in 2.32; the value
+ * stays.
  */
 typedef enum nrt_tensor_placement_t {
   /**
@@ -619,7 +622,7 @@ NRT_STATUS nrt_cc_global_comm_init(uint32_t vnc, uint32_t g_device_id, uint32_t 
  * Let host-driven collectives run beside NEFF collectives on a separate collective stream.
  * OpenNRT records the request (there are no NEFF collectives to split the engines with; the
  * host-driven collectives always have their own machine). Stream ids 0–3 are accepted (the
- * four collective streams of the pseudo-instructions, spec/lowering.md).
+ * four collective streams of the pseudo-instructions, docs/contract/lowering.md).
  *
  * # Returns
  * `NRT_SUCCESS`; `NRT_INVALID` for a stream id above 3; `NRT_UNINITIALIZED` before `nrt_init`.

@@ -24,7 +24,7 @@
 #define NRTA_SEQ_NUM_MASK NRTA_SEQ_NUM_MAX
 
 /**
- * Execution-unit types, async 3.0 numbering (runtime 2.31+, design.md §2.4).
+ * Execution-unit types, async 3.0 numbering (runtime 2.31+, docs/design.md §2.4).
  */
 typedef enum nrta_xu_t {
   /**

@@ -105,9 +105,10 @@ void *nrt_get_libnccl_net(int *err, char *err_msg, size_t err_msg_size);
  * free its buffers afterwards) and kept for the process; a later call replaces them. The
  * simulated pool engine ignores them.
  *
- * State rule (spec §10 item 8, the readings disagree): accepted both before `nrt_init` (as the
- * header asks) and while initialized, and kept across `nrt_close`; refused during the
- * `nrt_close` teardown (`NRT_CLOSED`) and in a child forked after `nrt_init` (`NRT_FAILURE`).
+ * State rule (docs/contract/abi.md §10 item 8, the readings disagree): accepted both before
+ * `nrt_init` (as the header asks) and while initialized, and kept across `nrt_close`; refused
+ * during the `nrt_close` teardown (`NRT_CLOSED`) and in a child forked after `nrt_init`
+ * (`NRT_FAILURE`).
  *
  * # Returns
  * `NRT_SUCCESS`; `NRT_INVALID` if `ucode_info` is NULL, the IRAM image is empty or has a NULL

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 /**
- * Status codes (spec/nrt-abi.md §2.1). Values 8 and 12 are unused.
+ * Status codes (docs/contract/abi.md §2.1). Values 8 and 12 are unused.
  */
 typedef enum nrt_status {
   /**

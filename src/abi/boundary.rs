@@ -314,6 +314,11 @@ mod tests {
             let st = status_of(&Error::new(k, "x"));
             assert_eq!(st, s);
             assert_eq!(st as i32, n, "docs/contract/abi.md §2.1 value of {s:?}");
+            // The name the core gives the kind is the header's name of its status.
+            // SAFETY: nrt_get_status_as_str returns a static NUL-terminated string.
+            let name =
+                unsafe { std::ffi::CStr::from_ptr(crate::abi::nrt::nrt_get_status_as_str(n)) };
+            assert_eq!(k.status_name(), name.to_str().unwrap(), "{k:?}");
         }
     }
 

@@ -39,10 +39,10 @@
 //!   an engine's ring (the engines read their rings directly and the producer writes them), a
 //!   same-region copy whose ranges overlap (`memmove`), an address that is not plain memory, a
 //!   reduce with a partly overlapping source — all executed in order right after;
-//! * before a semaphore write (the DMB-ordered "data then signal" of docs/contract/device.md §6.4) when
-//!   another executor may read the signalled data (a shared run, `Machine::peers`), or when the
-//!   write's source bytes are pending; inside one machine every reader of data is an engine
-//!   op that goes through this batch, so a signal needs no flush there;
+//! * before a semaphore write (the DMB-ordered "data then signal" of docs/contract/lowering.md
+//!   §6.4) when another executor may read the signalled data (a shared run, `Machine::peers`), or
+//!   when the write's source bytes are pending; inside one machine every reader of data is an
+//!   engine op that goes through this batch, so a signal needs no flush there;
 //! * when an op would need more than [`MAX_LEVELS`] levels;
 //! * when the machine's run ends, however it ends, before a hang report and when it waits for
 //!   its peers — so the host, reports and other processes only ever see flushed memory;

@@ -27,11 +27,11 @@
 //! [`SeqConfig`](super::topsp::SeqConfig) neff values, its [`Position`](super::topsp::Position)),
 //! the [`QueuePair`] (ring bases and tails), the chip and device TOP_SP, and the arch.
 //!
-//! | context field (§) | value |
+//! | context field (docs/contract/carrier.md §3) | value |
 //! |---|---|
 //! | `neff_configs.trigger`, `trigger_next`, `complete`, `complete_prev` (§3.2.7) | the loaded neff values: SoC addresses in the READ-window form (docs/contract/device.md §9.2) |
 //! | `neff_configs.op_num`, `leader` | the loaded neff values |
-//! | `neff_configs.tpb_compl_addr_num`, `neff.op.tpb_compl[0..2]` (§3.4) | the number of completion addresses, and the first two |
+//! | `neff_configs.tpb_compl_addr_num`, `neff.op.tpb_compl[0..2]` (docs/contract/carrier.md §3.4) | the number of completion addresses, and the first two |
 //! | `neff_configs.ctrl_spad_base`, `slot_spad_base[0]`; `neff.basic_block.ctrl_spad_addr`, `slot_spad_addr[0]` (§3.6) | the program area of the TOP_SP (`isa::memmap`), found from its M2S ring base |
 //! | `basic_block_configs.pring_base_addr` / `pring_total_desc_num` (§3.2.11) | the M2S ring base / the M2S descriptors the whole program releases (Σ `m2s · repeat`) |
 //! | `basic_block_configs.table[0].desc_count` | the same count, saturated to u16 (one basic block per program) |
@@ -116,7 +116,7 @@ impl From<Stage> for RunState {
 /// One TOP_SP's live state, as the executor holds it.
 #[derive(Debug, Clone, Copy)]
 pub struct LiveTopsp<'a> {
-    /// The machine's arch (selects the §3 layout).
+    /// The machine's arch (selects the docs/contract/carrier.md §3 layout).
     pub arch: Arch,
     /// Chip.
     pub chip: u8,
@@ -274,7 +274,7 @@ pub fn cc_context_image(live: &LiveTopsp) -> Vec<u8> {
     let cfg = seq.config();
     let mut b = CcContextBuilder::new(live.arch);
 
-    // neff_configs (§3.2.7) and dev_configs (§3.2.12).
+    // neff_configs (docs/contract/carrier.md §3.2.7) and dev_configs (§3.2.12).
     b.neff_semas(&NeffSemas {
         trigger: cfg.trigger,
         trigger_next: cfg.trigger_next,
@@ -322,7 +322,7 @@ pub fn cc_context_image(live: &LiveTopsp) -> Vec<u8> {
         }
     }
 
-    // The runtime part (§3.3–§3.7) from the current position.
+    // The runtime part (docs/contract/carrier.md §3.3–§3.7) from the current position.
     let mut compl = [0u64; 2];
     for (d, a) in compl.iter_mut().zip(&cfg.completion_addrs) {
         *d = *a;

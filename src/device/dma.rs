@@ -161,8 +161,8 @@ pub struct Queue {
 }
 
 impl Queue {
-    /// A queue over the ring at on-chip `base` (64-byte aligned, §3.1 DRBP) of `len`
-    /// descriptors (a power of two above the guard gap, at most 2^24).
+    /// A queue over the ring at on-chip `base` (64-byte aligned, docs/contract/device.md §3.1 DRBP)
+    /// of `len` descriptors (a power of two above the guard gap, at most 2^24).
     pub fn new(dir: Direction, base: u64, len: u64) -> crate::error::Result<Queue> {
         if !len.is_power_of_two() || len <= RING_GUARD || len > MAX_RING_DESCS || base % 64 != 0 {
             return Err(Error::invalid(format!(

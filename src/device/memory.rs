@@ -1,5 +1,6 @@
 //! Simulated device memory for every chip of the process, addressed by SoC address
-//! (docs/contract/device.md §1.4, §5.1, §13 item 1; docs/design.md §2.7 "simulated memory is real memory").
+//! (docs/design.md §2.7 "simulated memory is real memory"; docs/contract/device.md §1.4, §5.1, §13
+//! item 1).
 //!
 //! **Routing.** Every access names the *issuing* chip: an address without the id-valid bit
 //! (bit 54) targets the issuer, one with it targets chip bits 53:48. The remaining bits 47:0 (die
@@ -64,7 +65,7 @@ pub struct SemTouch {
 }
 
 impl SemTouch {
-    /// Did the write change state? (A READ-window write is ignored, §5.1.)
+    /// Did the write change state? (A READ-window write is ignored, docs/contract/device.md §5.1.)
     pub fn changed(&self) -> bool {
         self.window != SemWindow::Read
     }

@@ -64,7 +64,7 @@ pub fn is_event_wait(mode: WaitMode) -> bool {
 /// bits (docs/contract/device.md §5.1). Atomic because a block may live in shared memory that another
 /// process's DMA engine increments while this one's sequencer waits on it (docs/design.md §2.7);
 /// every access is `SeqCst`, which also orders the data a DMA wrote before its semaphore
-/// write ("data then signal", docs/contract/device.md §6.4) before the waiter's reads.
+/// write ("data then signal", docs/contract/lowering.md §6.4) before the waiter's reads.
 #[repr(C)]
 pub struct SemWords {
     values: [AtomicI32; SEMS],
@@ -312,8 +312,9 @@ impl SemBlock {
         }
     }
 
-    /// `wait_ge_and_dec` (§5.3): if semaphore `idx` ≥ `target`, decrement it **by one** and
-    /// return true; otherwise leave it and return false (the caller stays blocked).
+    /// `wait_ge_and_dec` (docs/contract/device.md §5.3): if semaphore `idx` ≥ `target`, decrement
+    /// it **by one** and return true; otherwise leave it and return false (the caller stays
+    /// blocked).
     pub fn wait_ge_and_dec(&mut self, idx: u8, target: i32) -> bool {
         self.take_if_ge(idx, target, 1)
     }
@@ -324,9 +325,10 @@ impl SemBlock {
         self.take_if_ge(idx, wait_val, wait_val)
     }
 
-    /// A compute-stream wait (§5.2) on index `idx` with WAIT_MODE `mode`: true when it holds.
-    /// Semaphore forms only compare (the word's UPDATE_MODE is separate, [`Self::update`]);
-    /// EVT_SET_THEN_CLEAR clears and EVT_CLEAR_THEN_SET sets the event when they pass.
+    /// A compute-stream wait (docs/contract/device.md §5.2) on index `idx` with WAIT_MODE `mode`:
+    /// true when it holds. Semaphore forms only compare (the word's UPDATE_MODE is separate,
+    /// [`Self::update`]); EVT_SET_THEN_CLEAR clears and EVT_CLEAR_THEN_SET sets the event when they
+    /// pass.
     pub fn try_wait(&mut self, mode: WaitMode, idx: u8, target: i32) -> bool {
         let value = if is_event_wait(mode) {
             i32::from(self.event(idx))
@@ -517,7 +519,7 @@ mod tests {
         assert_eq!(b.value(1), i32::MAX);
     }
 
-    /// §5.3: ≥ target, then −1 (not −target).
+    /// docs/contract/device.md §5.3: ≥ target, then −1 (not −target).
     #[test]
     fn wait_ge_and_dec_decrements_by_one() {
         let mut b = SemBlock::new();

@@ -13,12 +13,12 @@
 //!    firmware's strict `>`); then `repeat` × {S2M tail += s2m; M2S tail += m2s}, one
 //!    [`Action::TailInc`] per repeat (the executor applies S2M first, docs/contract/device.md §1.2). A record
 //!    whose m2s and s2m are both 0 releases nothing and yields no action.
-//! 3. At the entry's end (§6.3 as the emitter implements it): `ring_wait_complete` (reporter)
-//!    waits its own `complete_prev` semaphore (`CHAIN_SEM`) `≥ complete_prev_target`, consuming
-//!    that many (one completion per other TOP_SP of the entry); `ring_send_complete`
-//!    (non-reporter) increments `complete` (the reporter's `CHAIN_SEM`) by 1; `trigger_next`
-//!    increments its own `trigger_next` semaphore (`NEXT_SEM`) by 1, and the next entry starts
-//!    by waiting that semaphore `≥ 1`, consuming 1.
+//! 3. At the entry's end (docs/contract/lowering.md §6.3 as the emitter implements it):
+//!    `ring_wait_complete` (reporter) waits its own `complete_prev` semaphore (`CHAIN_SEM`)
+//!    `≥ complete_prev_target`, consuming that many (one completion per other TOP_SP of the
+//!    entry); `ring_send_complete` (non-reporter) increments `complete` (the reporter's
+//!    `CHAIN_SEM`) by 1; `trigger_next` increments its own `trigger_next` semaphore (`NEXT_SEM`)
+//!    by 1, and the next entry starts by waiting that semaphore `≥ 1`, consuming 1.
 //! 4. After the last entry the leader posts completion once (docs/contract/device.md §10): +1 on its own
 //!    COMPLETION semaphore (id 1), then +1 at every `completion_addrs` address (the compute
 //!    engines' SEM_INC_COMPLETE). Then [`Action::Done`].

@@ -27,7 +27,8 @@ pub enum Fp8Special {
     Extended,
 }
 
-/// What a finite value beyond the largest finite one (after rounding) narrows to (§11.3 rule 4).
+/// What a finite value beyond the largest finite one (after rounding) narrows to
+/// (docs/contract/device.md §11.3 rule 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Fp8Overflow {
     /// ±Inf (only for [`Fp8Special::Ieee`] formats).
@@ -65,9 +66,9 @@ impl Fp8Format {
     /// FP8_EXP5: E5M2, bias 15, IEEE (the top byte of binary16), max 57344.
     pub const E5M2: Fp8Format = Fp8Format::raw(5, 2, 15, Fp8Special::Ieee, Fp8Overflow::Inf);
 
-    /// The canonical NaN (docs/contract/device.md §11.3 rule 5): 0x7F — every exponent and mantissa bit set,
-    /// a NaN in both the IEEE-style and the extended variant — except for E5M2, which follows
-    /// the binary16 canonical NaN 0x7E00 it is the top byte of (0x7E).
+    /// The canonical NaN (docs/contract/device.md §11.3 rule 5): 0x7F — every exponent and mantissa
+    /// bit set, a NaN in both the IEEE-style and the extended variant — except for E5M2, which
+    /// follows the binary16 canonical NaN 0x7E00 it is the top byte of (0x7E).
     const fn raw(e: u8, m: u8, bias: i32, special: Fp8Special, overflow: Fp8Overflow) -> Self {
         let nan_code = if e == 5 && m == 2 { 0x7E } else { 0x7F };
         Fp8Format {
@@ -81,8 +82,8 @@ impl Fp8Format {
     }
 
     /// A format with `exp_bits + man_bits == 7`. The bias is a parameter (NC-v3 has an adjustable
-    /// cFP8 bias, §11.2); it must keep every value a binary32 normal number so that widening is
-    /// exact. `Inf` overflow needs the IEEE variant, `Nan` the extended one.
+    /// cFP8 bias, docs/contract/device.md §11.2); it must keep every value a binary32 normal number
+    /// so that widening is exact. `Inf` overflow needs the IEEE variant, `Nan` the extended one.
     pub fn new(
         exp_bits: u8,
         man_bits: u8,
@@ -194,8 +195,9 @@ impl Fp8Format {
         }
     }
 
-    /// Exact widening to binary32 (§11.3 rule 1). NaN codes give a quiet f32 NaN of the code's
-    /// sign. Computed arithmetically; bulk paths use [`Fp8Format::decode_table`].
+    /// Exact widening to binary32 (docs/contract/device.md §11.3 rule 1). NaN codes give a quiet
+    /// f32 NaN of the code's sign. Computed arithmetically; bulk paths use
+    /// [`Fp8Format::decode_table`].
     pub fn decode(&self, code: u8) -> f32 {
         let mag = code & 0x7F;
         let e = i32::from(mag >> self.man_bits);
@@ -219,7 +221,8 @@ impl Fp8Format {
     }
 
     /// Narrowing from binary32 with round-to-nearest-even, then overflow per
-    /// [`Fp8Format::overflow`] (§11.3 rules 3–5). NaN → [`Fp8Format::nan_code`].
+    /// [`Fp8Format::overflow`] (docs/contract/device.md §11.3 rules 3–5). NaN →
+    /// [`Fp8Format::nan_code`].
     pub fn encode(&self, x: f32) -> u8 {
         let bits = x.to_bits();
         let sign = ((bits >> 24) & 0x80) as u8;

@@ -1,5 +1,5 @@
-//! BF16 / FP16 rounding edge cases (docs/contract/device.md §11.3), the bulk codec paths against the
-//! one-element functions, and the dtype errors.
+//! BF16 / FP16 rounding edge cases (docs/contract/device.md §11.3), the bulk codec paths against
+//! the one-element functions, and the dtype errors.
 
 use super::*;
 

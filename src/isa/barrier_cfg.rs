@@ -1,6 +1,6 @@
 //! The 0x128-byte `neff_barrier_config` (`barrier_configs` of `neff_configs`): encode, decode and
-//! the barrier step enums (docs/contract/carrier.md §3.2.8–§3.2.10, §3.2.5; docs/contract/device.md §7; docs/contract/lowering.md
-//! §2.9).
+//! the barrier step enums (docs/contract/carrier.md §3.2.8–§3.2.10, §3.2.5;
+//! docs/contract/device.md §7; docs/contract/lowering.md §2.9).
 //!
 //! Layout (offsets from the container; every field little-endian, packed, u64s unaligned as
 //! docs/contract/carrier.md §5 item 17 says):
@@ -49,7 +49,8 @@ pub const BARRIER_STEPS: usize = db::STEP_COUNT;
 /// Semaphore slots per step.
 pub const STEP_SLOTS: usize = barrier_step::SEMAS;
 
-/// `barrier_type_t` (docs/contract/lowering.md §2.9, docs/contract/carrier.md Appendix A): what a step entry talks to.
+/// `barrier_type_t` (docs/contract/lowering.md §2.9, docs/contract/carrier.md Appendix A): what a
+/// step entry talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum BarrierType {
@@ -77,7 +78,8 @@ pub enum BarrierType {
 pub enum BarrierOp {
     /// A semaphore increment of a peer's `barrier_sema[k]` (docs/contract/device.md §7.1).
     Entry = 0,
-    /// `wait_ge_and_dec` on an own semaphore until `target_sema_val[k]` (docs/contract/device.md §7.1).
+    /// `wait_ge_and_dec` on an own semaphore until `target_sema_val[k]`
+    /// (docs/contract/device.md §7.1).
     Exit = 1,
     /// The pad value of an unused entry.
     Max = 2,
@@ -101,9 +103,10 @@ impl StepShape {
         usize::from(self.0[s])
     }
 
-    /// The firmware step program of this shape (docs/contract/device.md §7.1 table; docs/contract/carrier.md Appendix A):
-    /// step 0 (INTRA_CHIP, ENTRY), steps 1–2 (`peer_type`, ENTRY then EXIT), step 3
-    /// (INTRA_CHIP, EXIT); entries beyond the shape padded with (MAX 7, MAX 2).
+    /// The firmware step program of this shape (docs/contract/device.md §7.1 table;
+    /// docs/contract/carrier.md Appendix A): step 0 (INTRA_CHIP, ENTRY), steps 1–2 (`peer_type`,
+    /// ENTRY then EXIT), step 3 (INTRA_CHIP, EXIT); entries beyond the shape padded with (MAX 7,
+    /// MAX 2).
     pub fn program(self, peer_type: BarrierType) -> [[StepEntry; STEP_SLOTS]; BARRIER_STEPS] {
         let kinds = [
             (BarrierType::IntraChip, BarrierOp::Entry),
@@ -121,7 +124,8 @@ impl StepShape {
     }
 }
 
-/// `dma_apb_bcast` (docs/contract/carrier.md §3.2.5): addresses of the broadcast tail-increment registers.
+/// `dma_apb_bcast` (docs/contract/carrier.md §3.2.5): addresses of the broadcast tail-increment
+/// registers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ApbBcast {
     /// SoC address of the M2S broadcast tail-increment register.
@@ -251,7 +255,8 @@ impl HostBarrier {
 }
 
 impl DeviceBarrier {
-    /// Write the 292 bytes at the start of `b` (docs/contract/carrier.md §3.2.10); byte 0x123 is written 0.
+    /// Write the 292 bytes at the start of `b` (docs/contract/carrier.md §3.2.10); byte 0x123 is
+    /// written 0.
     pub fn encode_into(&self, b: &mut [u8]) {
         for (s, st) in self.steps.iter().enumerate() {
             let o = db::STEPS + s * barrier_step::SIZE;

@@ -221,7 +221,8 @@ mod tests {
         assert_eq!(topsp_base(15), 0x8084_4000_0000);
     }
 
-    /// docs/contract/device.md §5.1: INC of semaphore idx = base + 0x1800 + 4·idx; docs/contract/carrier.md App. A windows.
+    /// docs/contract/device.md §5.1: INC of semaphore idx = base + 0x1800 + 4·idx;
+    /// docs/contract/carrier.md App. A windows.
     #[test]
     fn golden_windows() {
         let s = SemAddr {

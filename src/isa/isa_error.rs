@@ -1,8 +1,8 @@
 //! The error of a rejected instruction word.
 //!
-//! docs/design.md §4: "a bad pseudo-instruction names the opcode, the field, the byte offset and the
-//! rule it broke". [`IsaError`] carries exactly that, plus the bad value, a sentence saying why,
-//! and (when the word came from a stream) where the word sits. It converts into the core's
+//! docs/design.md §4: "a bad pseudo-instruction names the opcode, the field, the byte offset and
+//! the rule it broke". [`IsaError`] carries exactly that, plus the bad value, a sentence saying
+//! why, and (when the word came from a stream) where the word sits. It converts into the core's
 //! [`Error`] with kind `Invalid` (`NRT_INVALID` = 2, docs/contract/isa.md §9).
 
 use std::fmt;
@@ -19,8 +19,8 @@ pub mod rule {
     pub const ENUMS: &str = "docs/contract/isa.md §10";
     /// INSTR_CHAINING chain structure (docs/contract/isa.md §6, §10).
     pub const CHAINING: &str = "docs/contract/isa.md §6/§10 INSTR_CHAINING";
-    /// 0xC8 bytes 33–47 reserved, must be 0 (docs/contract/isa.md §4, docs/contract/lowering.md
-    /// §7 item 2).
+    /// 0xC8 bytes 33–47 reserved, must be 0 (docs/contract/isa.md §4,
+    /// docs/contract/lowering.md §7 item 2).
     pub const C8_RESERVED: &str = "docs/contract/isa.md §4 and docs/contract/lowering.md §7 item 2";
     /// A field too wide for its bits on encode.
     pub const WIDTH: &str = "field width";

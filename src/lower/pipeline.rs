@@ -61,9 +61,11 @@ impl LowerConfig {
                 .ok()
                 .filter(|c| (1..=MAX_CHANNELS).contains(c))
                 .ok_or_else(|| {
-                    Error::invalid(format!(
-                        "OPENNRT_CC_CHANNELS={v:?}: must be a number in 1..={MAX_CHANNELS}"
-                    ))
+                    Error::bad_variable(
+                        "OPENNRT_CC_CHANNELS",
+                        &v,
+                        format_args!("must be a number in 1..={MAX_CHANNELS}"),
+                    )
                 })?,
         };
         let chunk_bytes =
@@ -71,9 +73,11 @@ impl LowerConfig {
                 None => None,
                 Some(v) => Some(v.trim().parse::<u64>().ok().filter(|b| *b > 0).ok_or_else(
                     || {
-                        Error::invalid(format!(
-                            "NEURON_RT_CC_CHUNK_SIZE={v:?}: must be a positive number of bytes"
-                        ))
+                        Error::bad_variable(
+                            "NEURON_RT_CC_CHUNK_SIZE",
+                            &v,
+                            "must be a positive number of bytes",
+                        )
                     },
                 )?),
             };

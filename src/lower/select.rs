@@ -92,7 +92,7 @@ fn parse_bool(var: &str, v: &str) -> Result<bool> {
     match v.trim() {
         "0" => Ok(false),
         "1" => Ok(true),
-        other => Err(Error::invalid(format!("{var}={other:?}: must be 0 or 1"))),
+        other => Err(Error::bad_variable(var, other, "must be 0 or 1")),
     }
 }
 
@@ -104,10 +104,11 @@ impl SelectConfig {
             let v = v.trim();
             if !v.is_empty() && !v.eq_ignore_ascii_case("auto") {
                 c.forced = Some(Algorithm::parse(v).ok_or_else(|| {
-                    Error::invalid(format!(
-                        "OPENNRT_CC_ALGO={v:?} is not an algorithm; use auto or one of {}",
-                        names()
-                    ))
+                    Error::bad_variable(
+                        "OPENNRT_CC_ALGO",
+                        v,
+                        format_args!("not an algorithm; use auto or one of {}", names()),
+                    )
                 })?);
             }
         }
@@ -121,10 +122,11 @@ impl SelectConfig {
             c.allowed = 0;
             for name in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 let a = Algorithm::parse(name).ok_or_else(|| {
-                    Error::invalid(format!(
-                        "OPENNRT_CC_ALGOS={v:?}: {name:?} is not an algorithm; use {}",
-                        names()
-                    ))
+                    Error::bad_variable(
+                        "OPENNRT_CC_ALGOS",
+                        &v,
+                        format_args!("{name:?} is not an algorithm; use {}", names()),
+                    )
                 })?;
                 c.allowed |= 1 << a as u16;
             }

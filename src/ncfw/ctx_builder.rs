@@ -17,11 +17,11 @@ use super::ctx_layout::*;
 use crate::error::{Error, Result};
 use crate::isa::ccop::{pack_cc_op, CcOpFields, SPAD_CTRL_ENTRY_SIZE};
 
-/// The barrier structures are the wire codec's (`isa::barrier_cfg`, docs/contract/carrier.md §3.2.5, §3.2.10):
-/// the context image and the device read the same bytes.
+/// The barrier structures are the wire codec's (`isa::barrier_cfg`,
+/// docs/contract/carrier.md §3.2.5, §3.2.10): the context image and the device read the same bytes.
 pub use crate::isa::barrier_cfg::{ApbBcast, BarrierStep, DeviceBarrier};
 
-/// `ring_neighbor` (§3.2.3).
+/// `ring_neighbor` (docs/contract/carrier.md §3.2.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RingNeighbor {
     /// SoC addresses; the first `fold_n` are live.
@@ -32,7 +32,7 @@ pub struct RingNeighbor {
     pub kind: u8,
 }
 
-/// One ring channel descriptor (§3.2.2).
+/// One ring channel descriptor (docs/contract/carrier.md §3.2.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RingChannel {
     /// Next neighbour.
@@ -65,7 +65,7 @@ pub struct RingChannel {
     pub kangaring_num_peers: u8,
 }
 
-/// One mesh event (§3.2.6).
+/// One mesh event (docs/contract/carrier.md §3.2.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct MeshEvent {
     /// The two broadcast targets.
@@ -86,7 +86,7 @@ pub struct MeshEvent {
     pub wait_event: u8,
 }
 
-/// `dev_configs` (§3.2.12), `tsync` included.
+/// `dev_configs` (docs/contract/carrier.md §3.2.12), `tsync` included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DevConfigs {
     /// tsync.dma_apb_rsvd_addr.
@@ -109,7 +109,7 @@ pub struct DevConfigs {
     pub dev_id: u8,
 }
 
-/// The runtime `basic_block_ctx` (§3.6).
+/// The runtime `basic_block_ctx` (docs/contract/carrier.md §3.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct BasicBlockCtx {
     /// Slot scratchpad addresses.
@@ -120,7 +120,7 @@ pub struct BasicBlockCtx {
     pub curr_id: u32,
 }
 
-/// One runtime ring row (§3.7).
+/// One runtime ring row (docs/contract/carrier.md §3.7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RingRow {
     /// Receive count.
@@ -139,7 +139,7 @@ pub struct RingRow {
     pub run_state: u8,
 }
 
-/// The five sync semaphores of `neff_configs` (§3.2.7).
+/// The five sync semaphores of `neff_configs` (docs/contract/carrier.md §3.2.7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct NeffSemas {
     /// `trigger`.

@@ -1,4 +1,5 @@
-//! The per-arch layout of the NCFW collective-communication (CC) context (docs/contract/carrier.md §3).
+//! The per-arch layout of the NCFW collective-communication (CC) context
+//! (docs/contract/carrier.md §3).
 //!
 //! The context is an image of the TOP_SP's NCFW context region in the *device* layout: packed,
 //! little-endian, with unaligned u64s. Three regions sit back to back (§3.1):
@@ -14,7 +15,8 @@
 //! Offsets inside a struct live in one small module per struct below; the derived sums the
 //! spec's review log lists are checked at compile time at the bottom of this file.
 
-/// Supported arch ids (the runtime's `<GEN>_NX_TOPSP` coretype ordinals, docs/contract/carrier.md §2.1).
+/// Supported arch ids (the runtime's `<GEN>_NX_TOPSP` coretype ordinals,
+/// docs/contract/carrier.md §2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum Arch {
@@ -67,7 +69,7 @@ impl Arch {
         }
     }
 
-    /// Mesh events per context: 50 on v2, 108 otherwise (§3.2.6).
+    /// Mesh events per context: 50 on v2, 108 otherwise (docs/contract/carrier.md §3.2.6).
     pub const fn mesh_events(self) -> usize {
         match self {
             Arch::V2 => 50,
@@ -135,7 +137,7 @@ impl CtxLayout {
 /// Ring channels per context (always 32, always dumped).
 pub const RING_CHANNELS: usize = 32;
 
-/// Ring channel descriptor, 148 bytes (§3.2.2).
+/// Ring channel descriptor, 148 bytes (docs/contract/carrier.md §3.2.2).
 pub mod ring_channel {
     pub const SIZE: usize = 148;
     pub const NEXT_NEIGH: usize = 0x00;
@@ -153,7 +155,7 @@ pub mod ring_channel {
     pub const KANGARING_NUM_PEERS: usize = 0x90;
 }
 
-/// `ring_neighbor`, 28 bytes (§3.2.3).
+/// `ring_neighbor`, 28 bytes (docs/contract/carrier.md §3.2.3).
 pub mod ring_neighbor {
     pub const SIZE: usize = 28;
     pub const NET_IDX_ADDRS: usize = 0;
@@ -163,7 +165,7 @@ pub mod ring_neighbor {
     pub const TYPE: usize = 25;
 }
 
-/// `kring_peer_semas`, 32 bytes (§3.2.4).
+/// `kring_peer_semas`, 32 bytes (docs/contract/carrier.md §3.2.4).
 pub mod kring_peer_semas {
     pub const SIZE: usize = 32;
     pub const MINE: usize = 0;
@@ -171,7 +173,7 @@ pub mod kring_peer_semas {
     pub const PEER_COUNT: usize = 3;
 }
 
-/// `dma_apb_bcast`, 20 bytes (§3.2.5).
+/// `dma_apb_bcast`, 20 bytes (docs/contract/carrier.md §3.2.5).
 pub mod apb_bcast {
     pub const SIZE: usize = 20;
     pub const M2S_TAIL_PTR: usize = 0;
@@ -179,7 +181,7 @@ pub mod apb_bcast {
     pub const MASK: usize = 16;
 }
 
-/// Mesh event, 80 bytes (§3.2.6).
+/// Mesh event, 80 bytes (docs/contract/carrier.md §3.2.6).
 pub mod mesh_event {
     pub const SIZE: usize = 0x50;
     pub const DMA_APB_BCAST: [usize; 2] = [0x00, 0x14];
@@ -193,7 +195,7 @@ pub mod mesh_event {
     pub const WAIT_EVENT: usize = 0x4F;
 }
 
-/// `neff_configs`, 3592 bytes (§3.2.7).
+/// `neff_configs`, 3592 bytes (docs/contract/carrier.md §3.2.7).
 pub mod neff_configs {
     pub const SIZE: usize = 0xE08;
     pub const DMA_ALLOC_BITMAP: usize = 0x000;
@@ -217,17 +219,18 @@ pub mod neff_configs {
     pub const FLAGS: usize = 0xE07;
 }
 
-/// `barrier_configs`, 296 bytes: host/device union at +0, gate bit at +0x124 (§3.2.8).
+/// `barrier_configs`, 296 bytes: host/device union at +0, gate bit at +0x124
+/// (docs/contract/carrier.md §3.2.8).
 pub mod barrier_configs {
     pub const SIZE: usize = 0x128;
     pub const UNION: usize = 0x000;
     pub const GATE: usize = 0x124;
-    /// `host_barrier` (16 B, §3.2.9), relative to the union.
+    /// `host_barrier` (16 B, docs/contract/carrier.md §3.2.9), relative to the union.
     pub const HOST_BARRIER_START: usize = 0;
     pub const HOST_BARRIER_DONE: usize = 8;
 }
 
-/// `device_barrier`, 292 bytes (§3.2.10), relative to the union.
+/// `device_barrier`, 292 bytes (docs/contract/carrier.md §3.2.10), relative to the union.
 pub mod device_barrier {
     pub const SIZE: usize = 0x124;
     pub const STEPS: usize = 0x000;
@@ -245,7 +248,7 @@ pub mod device_barrier {
     pub const QUEUE_ID: usize = 0x122;
 }
 
-/// `barrier_step_config`, 52 bytes (§3.2.10).
+/// `barrier_step_config`, 52 bytes (docs/contract/carrier.md §3.2.10).
 pub mod barrier_step {
     pub const SIZE: usize = 0x34;
     pub const M2S_VAL: usize = 0x00;
@@ -255,7 +258,7 @@ pub mod barrier_step {
     pub const SEMAS: usize = 4;
 }
 
-/// `basic_block_configs`, 1048 bytes (§3.2.11).
+/// `basic_block_configs`, 1048 bytes (docs/contract/carrier.md §3.2.11).
 pub mod basic_block_configs {
     pub const SIZE: usize = 0x418;
     pub const TABLE: usize = 0x000;
@@ -269,7 +272,7 @@ pub mod basic_block_configs {
     pub const PRING_TOTAL_DESC_NUM: usize = 0x410;
 }
 
-/// `dev_configs`, 0x30 bytes, with `tsync` at +0 (§3.2.12).
+/// `dev_configs`, 0x30 bytes, with `tsync` at +0 (docs/contract/carrier.md §3.2.12).
 pub mod dev_configs {
     pub const SIZE: usize = 0x30;
     pub const TSYNC_DMA_APB_RSVD_ADDR: usize = 0x00;
@@ -286,7 +289,8 @@ pub mod dev_configs {
     pub const DEV: usize = 0x2D;
 }
 
-/// The runtime NEFF context, 0x60 bytes (§3.3), with `op_ctx` (§3.4) and `basic_block_ctx` (§3.6).
+/// The runtime NEFF context, 0x60 bytes (docs/contract/carrier.md §3.3), with `op_ctx` (§3.4) and
+/// `basic_block_ctx` (§3.6).
 pub mod runtime_neff {
     pub const SIZE: usize = 0x60;
     pub const OP: usize = 0x00;
@@ -305,7 +309,8 @@ pub mod runtime_neff {
     pub const BARRIER_COMPLETED: usize = 0x5C;
 }
 
-/// The runtime algorithm context (§3.7): 32 ring rows of 16 B, hierarchical, mesh.
+/// The runtime algorithm context (docs/contract/carrier.md §3.7): 32 ring rows of 16 B,
+/// hierarchical, mesh.
 pub mod runtime_algo {
     pub const SIZE: usize = 0x206;
     pub const RING: usize = 0x000;
@@ -341,7 +346,8 @@ const _: () = {
     assert!(V2.neff_off == 0x3060 && V3.neff_off == 0x4280);
     assert!(V2.algo_off == 0x30C0 && V3.algo_off == 0x42E0);
     assert!(V2.min_size == 0x32C6 && V3.min_size == 0x44E6);
-    // The runtime's cayman "ncfw-ctx basic-block slot/ctrl spad" offsets (§3.1 cross-check).
+    // The runtime's cayman "ncfw-ctx basic-block slot/ctrl spad" offsets
+    // (docs/contract/carrier.md §3.1 cross-check).
     assert!(V3.neff_off + runtime_neff::BB_SLOT_SPAD_ADDR == 0x42A0);
     assert!(V3.neff_off + runtime_neff::BB_CTRL_SPAD_ADDR == 0x42D0);
     // neff_configs members tile the struct.
@@ -393,7 +399,8 @@ mod tests {
         }
     }
 
-    /// docs/contract/carrier.md §3.1: v3, v4 and v4+ share one layout; v2 differs only by the mesh count.
+    /// docs/contract/carrier.md §3.1: v3, v4 and v4+ share one layout; v2 differs only by the mesh
+    /// count.
     #[test]
     fn per_arch_layouts() {
         assert_eq!(Arch::V3.layout(), Arch::V4.layout());

@@ -1,6 +1,6 @@
-//! The `libncfw_ctx_log` JSON writer (docs/contract/carrier.md §4): walks a CC-context image in the layout
-//! of [`ctx_layout`](super::ctx_layout) and appends a pretty-printed, JSON-like document into a
-//! caller buffer with the vendor's bounded-append rules.
+//! The `libncfw_ctx_log` JSON writer (docs/contract/carrier.md §4): walks a CC-context image in the
+//! layout of [`ctx_layout`](super::ctx_layout) and appends a pretty-printed, JSON-like document
+//! into a caller buffer with the vendor's bounded-append rules.
 //!
 //! Fixed by the spec and reproduced here: the key spellings and emission order of the §4.2
 //! outline; the `{addr}` leaf `"key": { "addr": { "soc_addr": "0x%016lX" } }` with 16 uppercase

@@ -222,36 +222,39 @@ mod tests {
         u64::from_le_bytes(b[o..o + 8].try_into().unwrap())
     }
 
-    /// The builder writes each field at the spec offset (spot checks of §3, unaligned included).
+    /// The builder writes each field at the spec offset (spot checks of
+    /// docs/contract/carrier.md §3, unaligned included).
     #[test]
     fn builder_writes_spec_offsets() {
         for arch in Arch::ALL {
             let c = sample_context(arch);
             let l = arch.layout();
             assert_eq!(c.len(), l.min_size);
-            // §3.2.2: channel 3 recv_sema at 3 × 148 + 56.
+            // docs/contract/carrier.md §3.2.2: channel 3 recv_sema at 3 × 148 + 56.
             assert_eq!(rd64(&c, 3 * 148 + 56), sample_addr(region::RING, 3, 0x38));
-            // §3.2.6: mesh event 2 wait_val at mesh_off + 2 × 80 + 0x48.
+            // docs/contract/carrier.md §3.2.6: mesh event 2 wait_val at mesh_off + 2 × 80 + 0x48.
             let w = l.mesh_off + 2 * 80 + 0x48;
             assert_eq!(u32::from_le_bytes(c[w..w + 4].try_into().unwrap()), 5002);
-            // §3.2.10: unaligned start_network_proxy at barrier + 0x104.
+            // docs/contract/carrier.md §3.2.10: unaligned start_network_proxy at barrier + 0x104.
             let bc = l.neff_configs_off + 0x898;
             assert_eq!(rd64(&c, bc + 0x104), sample_addr(region::BARRIER, 9, 0x104));
             assert_eq!(c[bc + 0x124] & 1, 1);
-            // §3.2.12: unaligned tpb_ctrl_ack at dev + 0x24; nibbles at +0x2C / +0x2D.
+            // docs/contract/carrier.md §3.2.12: unaligned tpb_ctrl_ack at dev + 0x24; nibbles at
+            // +0x2C / +0x2D.
             assert_eq!(rd64(&c, l.dev_configs_off + 0x24), 0x1122_3344_5566_7788);
             assert_eq!(c[l.dev_configs_off + 0x2C], 0xA5);
             assert_eq!(c[l.dev_configs_off + 0x2D], 0x03);
-            // §3.2.7: flags byte = leader | dbg_cc_nop; function_n hidden but stored.
+            // docs/contract/carrier.md §3.2.7: flags byte = leader | dbg_cc_nop; function_n hidden
+            // but stored.
             assert_eq!(c[l.neff_configs_off + 0xE07], 0b011);
             assert_eq!(c[l.neff_configs_off + 0xE04..][..2], [0x34, 0x12]);
-            // §3.5: the runtime slot, packed by crate::isa::ccop.
+            // docs/contract/carrier.md §3.5: the runtime slot, packed by crate::isa::ccop.
             let slot: [u8; 8] = c[l.neff_off..l.neff_off + 8].try_into().unwrap();
             let e = SpadCtrlEntry::unpack(slot);
             assert!(e.cc_op && e.trigger_next && e.reporter && e.safe_mode && e.ring_send_complete);
             assert_eq!((e.algo_type, e.algo_sub_type), (1, 3));
             assert_eq!((e.sema_shift_offset(), e.sema_mask()), (0x1234, 0xBEEF));
-            // §3.7: hierarchical run_state and mesh event_index.
+            // docs/contract/carrier.md §3.7: hierarchical run_state and mesh event_index.
             assert_eq!(c[l.algo_off + 0x200], 2);
             assert_eq!(c[l.algo_off + 0x204..][..2], [77, 0]);
         }

@@ -2,11 +2,12 @@
 //! collective once per signature, and a run gathers every rank of the group and executes the
 //! emitted program on the software device.
 //!
-//! * [`prepare`]: the request (built by `lower::request::api` from `nrta_cc_prepare`'s
-//!   arguments) → [`Lowered`] (program of every rank, address map, emitted descriptors, cc_op
-//!   tables and semaphores), through a cache keyed by the request's signature without the rank
-//!   and the lowering configuration (the vendor's "context caching", §5.7). A cache miss also
-//!   runs the symbolic verifier on the program (docs/design.md §2.2); `OPENNRT_CC_VERIFY=0` skips it.
+//! * [`prepare`]: the request (built by `lower::request::api` from `nrta_cc_prepare`'s arguments) →
+//!   [`Lowered`] (program of every rank, address map, emitted descriptors, cc_op tables and
+//!   semaphores), through a cache keyed by the request's signature without the rank and the
+//!   lowering configuration (the vendor's "context caching", docs/contract/abi.md §5.7). A cache
+//!   miss also runs the symbolic verifier on the program (docs/design.md §2.2);
+//!   `OPENNRT_CC_VERIFY=0` skips it.
 //! * [`run`]: one rank's arrival at the k-th collective of its group (`runtime::rendezvous`).
 //!   The last rank to arrive checks that every rank prepared the same collective (op, dtype,
 //!   count, group, in place, reduce op — a mismatch is an error on every rank naming both

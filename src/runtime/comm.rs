@@ -6,7 +6,7 @@
 //! first `nrt_barrier`), and slot 1 for the standalone collectives of `nrta_cc_*`
 //! (`nrt_cc_global_comm_init`). Each logical core the process owns joins a world once, as one
 //! global device id (its rank); the world's size is fixed by the first call and is immutable
-//! afterwards (a different size on re-entry is `NRT_INVALID`, spec §3.5 **\[H\]**).
+//! afterwards (a different size on re-entry is `NRT_INVALID`, docs/contract/abi.md §3.5 **\[H\]**).
 //!
 //! Choices (the spec leaves them open):
 //! * A core may join a world again with the same id and size (idempotent); a different id for
@@ -25,7 +25,7 @@ use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 
-/// Which collective context a world belongs to (spec §3.5).
+/// Which collective context a world belongs to (docs/contract/abi.md §3.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Slot {
     /// Slot 0: NEFF collectives, `nrt_build_global_comm`, `nrt_barrier`, `nrt_all_gather`.

@@ -112,10 +112,16 @@ impl Config {
             .find(|t| t.name == inst_name.trim())
             .ok_or_else(|| {
                 let names: Vec<_> = INSTANCE_TYPES.iter().map(|t| t.name).collect();
-                Error::invalid(format!(
-                    "unknown instance type {inst_name:?} (OPENNRT_INSTANCE_TYPE / NEURON_RT_FAKE_INSTANCE_TYPE); known: {}",
-                    names.join(", ")
-                ))
+                let var = if get("OPENNRT_INSTANCE_TYPE").is_some() {
+                    "OPENNRT_INSTANCE_TYPE"
+                } else {
+                    "NEURON_RT_FAKE_INSTANCE_TYPE"
+                };
+                Error::bad_variable(
+                    var,
+                    &inst_name,
+                    format_args!("unknown instance type; known: {}", names.join(", ")),
+                )
             })?;
         let lnc_var =
             get("NEURON_LOGICAL_NC_CONFIG").or_else(|| get("NEURON_RT_VIRTUAL_CORE_SIZE"));
@@ -124,11 +130,13 @@ impl Config {
             Some(v) => match v.trim() {
                 "1" => 1,
                 "2" if instance.lnc2_allowed => 2,
-                "2" => 1, // forced to 1 on v2 silicon (spec §5.10)
+                "2" => 1, // forced to 1 on v2 silicon (docs/contract/abi.md §5.10)
                 other => {
-                    return Err(Error::invalid(format!(
-                        "NEURON_LOGICAL_NC_CONFIG={other:?}: the logical core size must be 1 or 2"
-                    )))
+                    return Err(Error::bad_variable(
+                        "NEURON_LOGICAL_NC_CONFIG",
+                        other,
+                        "the logical core size must be 1 or 2",
+                    ))
                 }
             },
         };
@@ -137,21 +145,27 @@ impl Config {
             let cores = parse_core_list(&v)?;
             let (lo, hi) = (cores[0], *cores.last().unwrap());
             if hi >= total {
-                return Err(Error::invalid(format!(
-                    "NEURON_RT_VISIBLE_CORES={v:?} names core {hi}, but {} has {total} logical cores (LNC {lnc})",
-                    instance.name
-                )));
+                return Err(Error::bad_variable(
+                    "NEURON_RT_VISIBLE_CORES",
+                    &v,
+                    format_args!(
+                        "names core {hi}, but {} has {total} logical cores (LNC {lnc})",
+                        instance.name
+                    ),
+                ));
             }
             (lo, hi - lo + 1)
         } else if let Some(v) = get("NEURON_RT_NUM_CORES") {
-            let n: u32 = v.trim().parse().map_err(|_| {
-                Error::invalid(format!("NEURON_RT_NUM_CORES={v:?} is not a number"))
-            })?;
+            let n: u32 = v
+                .trim()
+                .parse()
+                .map_err(|_| Error::bad_variable("NEURON_RT_NUM_CORES", &v, "not a number"))?;
             if n > total {
-                return Err(Error::invalid(format!(
-                    "NEURON_RT_NUM_CORES={n} exceeds the {total} logical cores of {}",
-                    instance.name
-                )));
+                return Err(Error::bad_variable(
+                    "NEURON_RT_NUM_CORES",
+                    &v,
+                    format_args!("exceeds the {total} logical cores of {}", instance.name),
+                ));
             }
             (0, if n == 0 { total } else { n })
         } else {
@@ -179,9 +193,11 @@ impl Config {
             log_level: match get(LOG_LEVEL_ENV) {
                 None => Level::Error,
                 Some(v) => Level::parse(&v).ok_or_else(|| {
-                    Error::invalid(format!(
-                        "{LOG_LEVEL_ENV}={v:?} is not one of ERROR, WARNING, INFO, DEBUG, TRACE"
-                    ))
+                    Error::bad_variable(
+                        LOG_LEVEL_ENV,
+                        &v,
+                        "not one of ERROR, WARNING, INFO, DEBUG, TRACE",
+                    )
                 })?,
             },
             ncfw_path: get(NCFW_PATH_ENV).unwrap_or_else(|| DEFAULT_NCFW.to_string()),
@@ -197,9 +213,11 @@ impl Config {
             device: DeviceSettings {
                 threads: match number::<usize>(&get, DEVICE_THREADS_ENV, "a thread count")? {
                     Some(0) => {
-                        return Err(Error::invalid(format!(
-                            "{DEVICE_THREADS_ENV}=\"0\": at least 1 thread"
-                        )))
+                        return Err(Error::bad_variable(
+                            DEVICE_THREADS_ENV,
+                            "0",
+                            "at least 1 thread",
+                        ))
                     }
                     n => n,
                 },
@@ -241,7 +259,7 @@ fn flag(get: &impl Fn(&str) -> Option<String>, var: &str) -> Result<Option<bool>
         Some(v) => match v.trim() {
             "0" => Ok(Some(false)),
             "1" => Ok(Some(true)),
-            other => Err(Error::invalid(format!("{var}={other:?}: must be 0 or 1"))),
+            other => Err(Error::bad_variable(var, other, "must be 0 or 1")),
         },
     }
 }
@@ -258,7 +276,7 @@ fn number<T: std::str::FromStr>(
             .trim()
             .parse::<T>()
             .map(Some)
-            .map_err(|_| Error::invalid(format!("{var}={v:?} is not {what}"))),
+            .map_err(|_| Error::bad_variable(var, &v, format_args!("not {what}"))),
     }
 }
 
@@ -296,9 +314,11 @@ pub fn exec_timeout(get: &impl Fn(&str) -> Option<String>) -> Result<Option<Dura
         Some(v) => match v.trim().parse::<u64>() {
             Ok(0) => Ok(None),
             Ok(s) => Ok(Some(Duration::from_secs(s))),
-            Err(_) => Err(Error::invalid(format!(
-                "{EXEC_TIMEOUT_ENV}={v:?} is not a whole number of seconds"
-            ))),
+            Err(_) => Err(Error::bad_variable(
+                EXEC_TIMEOUT_ENV,
+                &v,
+                "not a whole number of seconds",
+            )),
         },
     }
 }
@@ -327,10 +347,11 @@ pub fn resident_budget(raw: Option<String>, phys: u64) -> Result<u64> {
         .ok()
         .and_then(|n| n.checked_mul(unit))
         .ok_or_else(|| {
-            Error::invalid(format!(
-                "{RESIDENT_BUDGET_ENV}={v:?} is not a byte count (a whole number with an \
-                 optional K, M or G suffix)"
-            ))
+            Error::bad_variable(
+                RESIDENT_BUDGET_ENV,
+                &v,
+                "not a byte count (a whole number with an optional K, M or G suffix)",
+            )
         })
 }
 
@@ -350,9 +371,9 @@ fn physical_memory() -> u64 {
 pub const EXEC_TIMEOUT_ENV: &str = "NEURON_RT_EXEC_TIMEOUT";
 
 /// Parse `"n"`, `"a-b"` or a comma list of those; duplicates merge; the result must be one
-/// contiguous range (spec §5.2 step 4). Returns the sorted cores.
+/// contiguous range (docs/contract/abi.md §5.2 step 4). Returns the sorted cores.
 pub fn parse_core_list(s: &str) -> Result<Vec<u32>> {
-    let bad = |why: &str| Error::invalid(format!("NEURON_RT_VISIBLE_CORES={s:?}: {why}"));
+    let bad = |why: &str| Error::bad_variable("NEURON_RT_VISIBLE_CORES", s, why);
     let mut cores = Vec::new();
     for part in s.split(',').map(str::trim) {
         if part.is_empty() {

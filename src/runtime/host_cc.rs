@@ -28,11 +28,11 @@ use crate::runtime::cc::{self, Arrival, VecIo};
 use crate::runtime::comm::{self, Slot};
 use crate::runtime::rendezvous::{GroupKey, Rendezvous};
 
-/// FP32 elements of the barrier's all-reduce (128 bytes, spec §3.5 **\[M\]**).
+/// FP32 elements of the barrier's all-reduce (128 bytes, docs/contract/abi.md §3.5 **\[M\]**).
 pub const BARRIER_ELEMS: u64 = 32;
 
 /// Absolute logical cores whose barrier failed to build: sticky for the life of the process
-/// (spec §3.5 **\[H\]**), so neither `nrt_close` nor a later `nrt_init` clears it.
+/// (docs/contract/abi.md §3.5 **\[H\]**), so neither `nrt_close` nor a later `nrt_init` clears it.
 static BROKEN: Lazy<Mutex<HashMap<u32, crate::error::Error>>> =
     Lazy::new(|| Mutex::new(HashMap::new()));
 

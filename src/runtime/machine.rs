@@ -253,8 +253,8 @@ pub fn check_dispatch(seq: &Sequencer, fw: &FirmwareImage, r: u32, topsp: u8) ->
         if fw.handler_for_algo_type(algo_type) == Handler::Fault {
             return Err(Error::invalid(format!(
                 "device run: rank {r} TOP_SP {topsp} CTRL slot {slot}: algo_type {algo_type} has \
-                 no handler in the {:?} firmware image's dispatch table (ncfw image, docs/contract/device.md \
-                 §9.1)",
+                 no handler in the {:?} firmware image's dispatch table (ncfw image, \
+                 docs/contract/device.md §9.1)",
                 fw.arch
             )));
         }

@@ -1,7 +1,7 @@
 //! A resident device: the simulated machine of a prepared collective, kept loaded between runs
-//! (docs/design.md §2.10; seed 000 §7–9: the exec prings are "set once per communicator ...
-//! switched, not rebuilt", the program is DMA'd onto the TOP_SPs once and every execution is a
-//! `host_trigger` doorbell).
+//! (docs/design.md §2.10; docs/contract/lowering.md §8.4: the exec prings are "set once per
+//! communicator ... switched, not rebuilt", the program is DMA'd onto the TOP_SPs once and every
+//! execution is a `host_trigger` doorbell).
 //!
 //! [`Resident::build`] loads a lowered collective once: every region the address map defines
 //! (constant pages, scratch, SPAD images, rings) is mapped and written, the firmware dispatch is

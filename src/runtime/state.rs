@@ -7,10 +7,11 @@
 //! | 2 | CHILD | the `pthread_atfork` child handler (registered by the first `nrt_init`) |
 //! | 3 | CLOSED | the start of the `nrt_close` teardown |
 //!
-//! Guard: INIT → proceed; START → `NRT_UNINITIALIZED` (13); CLOSED → `NRT_CLOSED` (14);
-//! CHILD → `NRT_FAILURE` (1). Because a finished `nrt_close` returns to START, a call made after
-//! `nrt_close` has returned gets 13, and 14 is only seen during the teardown (spec §5.1 and §10
-//! item 7; docs/design.md §4). Re-initialisation after close is allowed; CHILD is terminal.
+//! Guard: INIT → proceed; START → `NRT_UNINITIALIZED` (13); CLOSED → `NRT_CLOSED` (14); CHILD →
+//! `NRT_FAILURE` (1). Because a finished `nrt_close` returns to START, a call made after
+//! `nrt_close` has returned gets 13, and 14 is only seen during the teardown (docs/contract/abi.md
+//! §5.1 and §10 item 7; docs/design.md §4). Re-initialisation after close is allowed; CHILD is
+//! terminal.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Once;
@@ -81,10 +82,10 @@ extern "C" fn atfork_child() {
     STATE.store(State::Child as u32, Ordering::Release);
 }
 
-/// Run `nrt_init`'s state logic around `bring_up` (spec §5.1): INIT → `Ok(false)` at once
-/// (already initialised, nothing done); CLOSED → 14; CHILD → 1; START → run `bring_up`, and on
-/// success register the fork handler (once per process) and enter INIT. A failed bring-up
-/// leaves START so the call can be retried. Returns `Ok(true)` when it initialised.
+/// Run `nrt_init`'s state logic around `bring_up` (docs/contract/abi.md §5.1): INIT → `Ok(false)`
+/// at once (already initialised, nothing done); CLOSED → 14; CHILD → 1; START → run `bring_up`, and
+/// on success register the fork handler (once per process) and enter INIT. A failed bring-up leaves
+/// START so the call can be retried. Returns `Ok(true)` when it initialised.
 pub fn init(bring_up: impl FnOnce() -> Result<()>) -> Result<bool> {
     if current() == State::Init {
         return Ok(false);

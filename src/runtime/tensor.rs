@@ -1,5 +1,5 @@
-//! Tensors: byte views of simulated memory (docs/contract/abi.md §3.3; docs/design.md §2.7 "simulated
-//! memory is real memory").
+//! Tensors: byte views of simulated memory (docs/design.md §2.7 "simulated memory is real memory";
+//! docs/contract/abi.md §3.3).
 //!
 //! A [`Tensor`] is a view `(offset, size)` of a shared storage. The storage is either one
 //! allocation of this library or caller memory attached with `nrt_tensor_attach_buffer`. Device
@@ -45,8 +45,8 @@ pub const STORAGE_ALIGN: usize = 64;
 /// How often an unbounded completion wait logs that it is still waiting.
 const STILL_WAITING_EVERY: Duration = Duration::from_secs(10);
 
-/// Where a tensor lives (`nrt_tensor_placement_t` DEVICE / HOST, spec §2.2; VIRTUAL was
-/// removed in 2.32 and has no value here).
+/// Where a tensor lives (`nrt_tensor_placement_t` DEVICE / HOST, docs/contract/abi.md §2.2; VIRTUAL
+/// was removed in 2.32 and has no value here).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
     /// Simulated device memory of one logical core.
@@ -247,9 +247,10 @@ impl Tensor {
     }
 
     /// Make `size` bytes of caller memory at `buffer` this tensor's storage (zero-copy,
-    /// `nrt_tensor_attach_buffer`). The previous storage is released by this view (other views
-    /// keep it). Choice: the tensor becomes a host tensor, whatever it was (the caller's memory
-    /// is host memory, spec §3.3 "zero-copy host"); it is never registered as device memory.
+    /// `nrt_tensor_attach_buffer`). The previous storage is released by this view (other views keep
+    /// it). Choice: the tensor becomes a host tensor, whatever it was (the caller's memory is host
+    /// memory, docs/contract/abi.md §3.3 "zero-copy host"); it is never registered as device
+    /// memory.
     ///
     /// # Safety
     /// `buffer` must stay valid for reads and writes of `size` bytes for as long as any view of
@@ -305,7 +306,7 @@ impl Tensor {
     }
 
     /// `Ok` if `[offset, offset + len)` lies inside the view (overflow-safe); otherwise
-    /// `NRT_INVALID` naming the operation, the range and the tensor (spec §3.3).
+    /// `NRT_INVALID` naming the operation, the range and the tensor (docs/contract/abi.md §3.3).
     pub fn check_range(&self, offset: u64, len: u64, op: &str) -> Result<()> {
         match offset.checked_add(len) {
             Some(end) if end <= self.size => Ok(()),
@@ -487,9 +488,9 @@ impl Tensor {
 }
 
 /// Copy `size` host bytes from `src` to `dest`, which must lie, with all `size` bytes, inside a
-/// live device storage (`nrt_memcpy_to_device`, spec §3.3: "must accept any address inside a
-/// live device tensor"). Otherwise `NRT_INVALID`, naming the nearest storage. A zero-byte copy
-/// is accepted anywhere from a storage's first byte to one past its last.
+/// live device storage (`nrt_memcpy_to_device`, docs/contract/abi.md §3.3: "must accept any address
+/// inside a live device tensor"). Otherwise `NRT_INVALID`, naming the nearest storage. A zero-byte
+/// copy is accepted anywhere from a storage's first byte to one past its last.
 ///
 /// # Safety
 /// `src` must be valid for `size` byte reads (it may be NULL when `size == 0`).

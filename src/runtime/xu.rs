@@ -1,5 +1,6 @@
 //! Execution units (XUs): the request queues behind the explicit async API, their sequence ids,
-//! completion, and the caller's eventfds (docs/contract/abi.md §3.6, §5.4–§5.6; docs/design.md §2.4).
+//! completion, and the caller's eventfds (docs/design.md §2.4; docs/contract/abi.md §3.6,
+//! §5.4–§5.6).
 //!
 //! An execution unit is one FIFO identified by (logical core, [`XuType`], queue index); per
 //! logical core there are 2 tensor-op queues, 1 compute queue and 3 collectives queues (§3.6).
@@ -19,9 +20,9 @@
 //!
 //! Status numbers: the runtime may not import `abi` (docs/design.md §3: `abi → runtime`), so a
 //! [`Job`] returns its `NRT_STATUS` as an `i32` itself; the closures are built in the ABI layer,
-//! which maps the core's `Error` with `abi::boundary::status_of`. The one status this module
-//! writes on its own is `NRT_EXEC_UNIT_UNRECOVERABLE` (101, spec §2.1) for a job that panicked
-//! and for the requests queued behind it.
+//! which maps the core's `Error` with `abi::boundary::status_of`. The one status this module writes
+//! on its own is `NRT_EXEC_UNIT_UNRECOVERABLE` (101, docs/contract/abi.md §2.1) for a job that
+//! panicked and for the requests queued behind it.
 //!
 //! Dead XU: a panicking job is caught on the worker; its XU is marked dead, the job and every
 //! request still queued behind it complete with status 101 (so nothing waiting on them hangs),
@@ -72,7 +73,7 @@ impl XuType {
         }
     }
 
-    /// Queues per logical core (spec §3.6): tensor-op 2, compute 1, collectives 3.
+    /// Queues per logical core (docs/contract/abi.md §3.6): tensor-op 2, compute 1, collectives 3.
     pub fn queues(self) -> u32 {
         match self {
             XuType::TensorOp => 2,
@@ -95,9 +96,9 @@ impl XuType {
 #[derive(Debug, Clone, Copy)]
 pub struct ExecRet(pub *mut i32);
 
-// SAFETY: the pointer is only written once, by the XU worker, when the request completes; the
-// async API contract (spec §3.6) makes the caller keep `*exec_ret` valid and untouched until
-// then, which is what makes handing it to the worker thread sound.
+// SAFETY: the pointer is only written once, by the XU worker, when the request completes; the async
+// API contract (docs/contract/abi.md §3.6) makes the caller keep `*exec_ret` valid and untouched
+// until then, which is what makes handing it to the worker thread sound.
 unsafe impl Send for ExecRet {}
 
 impl ExecRet {
@@ -118,21 +119,21 @@ impl ExecRet {
 /// `Error`s with `abi::boundary::status_of` inside them (see the module doc).
 pub type Job = Box<dyn FnOnce() -> i32 + Send + 'static>;
 
-/// Bits of the per-XU counter in an `nrta_seq_t` (spec §2.3, §5.5).
+/// Bits of the per-XU counter in an `nrta_seq_t` (docs/contract/abi.md §2.3, §5.5).
 pub const SEQ_COUNTER_BITS: u32 = 48;
 /// Mask of the counter (`NRTA_SEQ_NUM_MASK`).
 pub const SEQ_COUNTER_MASK: u64 = (1u64 << SEQ_COUNTER_BITS) - 1;
-/// The vendor asserts the counter stays below `2^48 − 2` and never wraps (spec §5.5); a submit
-/// that would reach it is refused with `Resource`.
+/// The vendor asserts the counter stays below `2^48 − 2` and never wraps (docs/contract/abi.md
+/// §5.5); a submit that would reach it is refused with `Resource`.
 const SEQ_COUNTER_LIMIT: u64 = SEQ_COUNTER_MASK - 1;
-/// The core byte of the XU id holds 8 bits (spec §5.5).
+/// The core byte of the XU id holds 8 bits (docs/contract/abi.md §5.5).
 const MAX_ENCODABLE_LNC: u32 = 0xFF;
 
-/// The compute queue's depth variable (spec §5.4).
+/// The compute queue's depth variable (docs/contract/abi.md §5.4).
 pub const COMPUTE_MAX_QUEUED_ENV: &str = "NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS";
-/// Its default (spec §5.4, confidence M).
+/// Its default (docs/contract/abi.md §5.4, confidence M).
 pub const DEFAULT_COMPUTE_MAX_QUEUED: u64 = 8;
-/// `NRT_EXEC_UNIT_UNRECOVERABLE` (spec §2.1), written for requests of a dead XU.
+/// `NRT_EXEC_UNIT_UNRECOVERABLE` (docs/contract/abi.md §2.1), written for requests of a dead XU.
 const STATUS_EXEC_UNIT_UNRECOVERABLE: i32 = 101;
 
 /// The depth limit of the compute queue from `get` (the environment in production): requests
@@ -144,14 +145,16 @@ pub fn compute_queue_limit(get: &impl Fn(&str) -> Option<String>) -> Result<u64>
         None => Ok(DEFAULT_COMPUTE_MAX_QUEUED),
         Some(v) => match v.trim().parse::<u64>() {
             Ok(n) if n > 0 => Ok(n),
-            _ => Err(Error::invalid(format!(
-                "{COMPUTE_MAX_QUEUED_ENV}={v:?} is not a positive whole number of requests"
-            ))),
+            _ => Err(Error::bad_variable(
+                COMPUTE_MAX_QUEUED_ENV,
+                &v,
+                "not a positive whole number of requests",
+            )),
         },
     }
 }
 
-/// Encode an `nrta_seq_t` exactly as spec §5.5's table:
+/// Encode an `nrta_seq_t` exactly as docs/contract/abi.md §5.5's table:
 /// `lnc << 56 | (queue & 0xF) << 52 | (xu & 0xF) << 48 | counter` (counter masked to 48 bits).
 pub fn encode_seq(lnc: u32, xu: XuType, queue: u32, counter: u64) -> u64 {
     (u64::from(lnc & MAX_ENCODABLE_LNC) << 56)
@@ -173,7 +176,7 @@ pub struct XuId {
 
 impl XuId {
     /// Check `lnc` against the visible cores (`NRT_INVALID` beyond, and beyond the 8-bit core byte
-    /// of §5.5) and `queue` against the ranges of §3.6.
+    /// of docs/contract/abi.md §5.5) and `queue` against the ranges of §3.6.
     pub fn new(lnc: u32, xu: XuType, queue: u32) -> Result<XuId> {
         if queue >= xu.queues() {
             return Err(Error::invalid(format!(
@@ -294,7 +297,8 @@ fn existing(id: XuId) -> Option<Arc<Xu>> {
     XUS.lock().get(&id.key()).cloned()
 }
 
-/// Enqueue `job` on XU (`lnc`, `xu`, `queue`) and return its encoded sequence id (spec §5.4).
+/// Enqueue `job` on XU (`lnc`, `xu`, `queue`) and return its encoded sequence id
+/// (docs/contract/abi.md §5.4).
 ///
 /// Errors: `Invalid` for a core or queue out of range or a misaligned `exec_ret`;
 /// `ExecUnitUnrecoverable` once a job of this XU panicked; `QueueFull` when the compute queue has
@@ -511,7 +515,7 @@ fn serve(unit: Arc<Xu>) {
     }
 }
 
-/// Advance `completed` to `counter` and signal the fds that are due (spec §5.6).
+/// Advance `completed` to `counter` and signal the fds that are due (docs/contract/abi.md §5.6).
 fn complete(st: &mut XuState, id: XuId, counter: u64) {
     st.completed = counter;
     if let Some(fd) = st.xu_fd {
@@ -523,9 +527,9 @@ fn complete(st: &mut XuState, id: XuId, counter: u64) {
     }
 }
 
-/// `write(fd, &1u64, 8)`: an eventfd counter increment (spec §5.6). `EAGAIN` (a saturated
-/// non-blocking counter) is fine — the fd is readable already; `EINTR` retries; anything else is
-/// logged and otherwise ignored (the fd is the caller's; we never read or close it).
+/// `write(fd, &1u64, 8)`: an eventfd counter increment (docs/contract/abi.md §5.6). `EAGAIN` (a
+/// saturated non-blocking counter) is fine — the fd is readable already; `EINTR` retries; anything
+/// else is logged and otherwise ignored (the fd is the caller's; we never read or close it).
 fn signal(fd: i32, id: XuId) {
     let one: u64 = 1;
     loop {
@@ -560,9 +564,9 @@ fn check_fd(fd: i32) -> Result<()> {
     Ok(())
 }
 
-/// Has request `seq` completed? (spec §5.4: its XU's completed counter ≥ its counter.)
-/// `Invalid` for a seq that decodes to no XU, and for one whose counter this XU never handed
-/// out (a poller would otherwise wait forever for it). Choice: counter 0 of any XU, used or
+/// Has request `seq` completed? (docs/contract/abi.md §5.4: its XU's completed counter ≥ its
+/// counter.) `Invalid` for a seq that decodes to no XU, and for one whose counter this XU never
+/// handed out (a poller would otherwise wait forever for it). Choice: counter 0 of any XU, used or
 /// not, has completed (the vendor's per-core XU tables exist from init).
 pub fn is_completed(seq: u64) -> Result<bool> {
     let (id, counter) = XuId::decode(seq)?;
@@ -658,7 +662,7 @@ thread_local! {
 }
 
 /// The last completed request of XU (`lnc`, `xu`, `queue`), encoded with its XU id; counter 0
-/// before any completion (spec §5.5).
+/// before any completion (docs/contract/abi.md §5.5).
 pub fn last_completed(lnc: u32, xu: XuType, queue: u32) -> Result<u64> {
     let id = XuId::new(lnc, xu, queue)?;
     let completed = existing(id).map_or(0, |u| u.state.lock().completed);
@@ -666,7 +670,7 @@ pub fn last_completed(lnc: u32, xu: XuType, queue: u32) -> Result<u64> {
 }
 
 /// Signal `fd` once when `seq` completes — at once if it already has; `fd = -1` deregisters
-/// (spec §5.6). A later registration for the same `seq` replaces the fd.
+/// (docs/contract/abi.md §5.6). A later registration for the same `seq` replaces the fd.
 pub fn register_seq_fd(seq: u64, fd: i32) -> Result<()> {
     check_fd(fd)?;
     let (id, counter) = XuId::decode(seq)?;
@@ -686,7 +690,8 @@ pub fn register_seq_fd(seq: u64, fd: i32) -> Result<()> {
 }
 
 /// Signal `fd` at every completion of XU (`lnc`, `xu`, `queue`) (signals may coalesce in the
-/// eventfd counter); `fd = -1` deregisters; a later registration replaces the fd (spec §5.6).
+/// eventfd counter); `fd = -1` deregisters; a later registration replaces the fd
+/// (docs/contract/abi.md §5.6).
 pub fn register_xu_fd(lnc: u32, xu: XuType, queue: u32, fd: i32) -> Result<()> {
     check_fd(fd)?;
     let id = XuId::new(lnc, xu, queue)?;

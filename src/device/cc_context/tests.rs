@@ -234,7 +234,7 @@ fn ring_records() -> Vec<SlotRecord> {
 /// + 0x1000 + 4·9 (docs/contract/device.md §5.1, §9.2; docs/contract/carrier.md Appendix A).
 const SEM9_READ: u64 = 0x8082_C000_1024;
 
-/// Ring row `c` of the runtime algo context (§3.7: 16-byte rows).
+/// Ring row `c` of the runtime algo context (docs/contract/carrier.md §3.7: 16-byte rows).
 fn row(arch: Arch, c: usize) -> usize {
     offs(arch).3 + 16 * c
 }
@@ -244,33 +244,34 @@ fn sizes_and_static_fields() {
     for arch in Arch::ALL {
         let r = rig(false, &ring_records());
         let img = r.image(arch);
-        // §3.1: minimum readable size 0x32C6 (v2) / 0x44E6 (v3+).
+        // docs/contract/carrier.md §3.1: minimum readable size 0x32C6 (v2) / 0x44E6 (v3+).
         assert_eq!(img.len(), if arch == Arch::V2 { 0x32C6 } else { 0x44E6 });
         let (nc, dev, neff, _) = offs(arch);
         let area = program_area(2, LOCAL);
-        // §3.2.7: trigger @3544, op_num @3584, tpb_compl_addr_num @3590, flags @3591 (leader
-        // bit 0), slot_spad_base[0] @2144, ctrl_spad_base @2192.
+        // docs/contract/carrier.md §3.2.7: trigger @3544, op_num @3584, tpb_compl_addr_num @3590,
+        // flags @3591 (leader bit 0), slot_spad_base[0] @2144, ctrl_spad_base @2192.
         assert_eq!(u64_at(&img, nc + 3544), 0x82_C000_1000 | (1 << 47));
         assert_eq!(u32_at(&img, nc + 3584), 1);
         assert_eq!(u8_at(&img, nc + 3590), 1);
         assert_eq!(u8_at(&img, nc + 3591), 1);
         assert_eq!(u64_at(&img, nc + 2144), area + 0x1000);
         assert_eq!(u64_at(&img, nc + 2192), area);
-        // §3.2.11 (basic_block_configs @2496): table[0].desc_count = 3·2 + 1 M2S descriptors;
-        // pring_base_addr @+0x408, pring_total_desc_num @+0x410.
+        // docs/contract/carrier.md §3.2.11 (basic_block_configs @2496): table[0].desc_count =
+        // 3·2 + 1 M2S descriptors; pring_base_addr @+0x408, pring_total_desc_num @+0x410.
         assert_eq!(u16_at(&img, nc + 2496), 7);
         assert_eq!(u16_at(&img, nc + 2496 + 4), 0, "one basic block");
         assert_eq!(u64_at(&img, nc + 2496 + 0x408), area + 0x10_0000);
         assert_eq!(u32_at(&img, nc + 2496 + 0x410), 7);
-        // §3.2.12: tpb_id = bits 3:0 of +0x2C, dev_id = bits 3:0 of +0x2D.
+        // docs/contract/carrier.md §3.2.12: tpb_id = bits 3:0 of +0x2C, dev_id = bits 3:0 of +0x2D.
         assert_eq!(u8_at(&img, dev + 0x2C), DEVICE);
         assert_eq!(u8_at(&img, dev + 0x2D), CHIP);
-        // §3.2.2: channel_id (+140) of the driven channels 1 and 2, stride 148.
+        // docs/contract/carrier.md §3.2.2: channel_id (+140) of the driven channels 1 and
+        // 2, stride 148.
         assert_eq!(u8_at(&img, 148 + 140), 1);
         assert_eq!(u8_at(&img, 2 * 148 + 140), 2);
         assert_eq!(u8_at(&img, 3 * 148 + 140), 0);
-        // §3.4 / §3.6: tpb_compl[0] @+0x08; basic_block slot_spad_addr[0] @+0x20,
-        // ctrl_spad_addr @+0x50 (the runtime's cayman cross-check 0x42A0 / 0x42D0).
+        // docs/contract/carrier.md §3.4 / §3.6: tpb_compl[0] @+0x08; basic_block slot_spad_addr[0]
+        // @+0x20, ctrl_spad_addr @+0x50 (the runtime's cayman cross-check 0x42A0 / 0x42D0).
         assert_eq!(u64_at(&img, neff + 0x08), COMPL);
         assert_eq!(u64_at(&img, neff + 0x20), area + 0x1000);
         assert_eq!(u64_at(&img, neff + 0x50), area);
@@ -290,7 +291,7 @@ fn ring_entry_start_records_and_done() {
     assert_eq!(
         &img[neff..neff + 8],
         &r.ctrl,
-        "§3.5 ctrl_entry = the CTRL SPAD slot"
+        "docs/contract/carrier.md §3.5 ctrl_entry = the CTRL SPAD slot"
     );
     assert_eq!(
         u8_at(&img, algo + 0x200),
@@ -318,7 +319,7 @@ fn ring_entry_start_records_and_done() {
     assert_eq!(
         u64_at(&img, 148 + 56),
         SEM9_READ,
-        "§3.2.2 recv_sema of channel 1"
+        "docs/contract/carrier.md §3.2.2 recv_sema of channel 1"
     );
     assert_eq!(u16_at(&img, lead), 0, "recv_cnt: the wait has not passed");
     assert_eq!(u16_at(&img, lead + 0x4), 0);
@@ -383,8 +384,9 @@ fn mesh_entry_events_and_event_index() {
         r.sems.sems.insert((LOCAL, 0), 1);
         assert!(matches!(r.step(), Action::Blocked { sem: 12, .. }));
         let img = r.image(arch);
-        // §3.2.6: events at 0x1280, 80 bytes each; event_wait_sema +0x40, wait_val +0x48,
-        // dma_trigger +0x4D, wait_event +0x4F. §3.7: event_index u16 at algo + 0x204.
+        // docs/contract/carrier.md §3.2.6: events at 0x1280, 80 bytes each; event_wait_sema
+        // +0x40, wait_val +0x48, dma_trigger +0x4D, wait_event +0x4F. §3.7: event_index u16
+        // at algo + 0x204.
         let e0 = 0x1280;
         assert_eq!(u64_at(&img, e0 + 0x40), SEM9_READ + 4 * 3, "semaphore 12");
         assert_eq!(u32_at(&img, e0 + 0x48), 3);
@@ -440,7 +442,7 @@ fn foreign_ring_base_leaves_spad_addresses_zero() {
 }
 
 /// The reporter waiting the other TOP_SPs' completions: run_state 2, and `complete_prev` is
-/// the semaphore it waits (§3.2.7 @3568, READ form).
+/// the semaphore it waits (docs/contract/carrier.md §3.2.7 @3568, READ form).
 #[test]
 fn reporter_collecting_completions() {
     let arch = Arch::V4;

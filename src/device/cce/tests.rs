@@ -102,7 +102,7 @@ fn accumulation_is_streaming_in_source_order() {
     assert_eq!((f[0], r[0]), (16_777_216.0, 16_777_218.0));
 }
 
-/// Scalar reference: the §2.3 loop one element at a time.
+/// Scalar reference: the docs/contract/device.md §2.3 loop one element at a time.
 fn reference(op: CceOp, d: Dtype, srcs: &[Vec<u8>]) -> Vec<u8> {
     let n = Numerics::default();
     let c = codec(d, &n);

@@ -252,7 +252,8 @@ fn cce_three_sources() {
     cce_check(3, false);
 }
 
-/// A semaphore increment into another chip's TOP_SP INC window (routed), §1.2.
+/// A semaphore increment into another chip's TOP_SP INC window (routed), docs/contract/device.md
+/// §1.2.
 #[test]
 fn semaphore_increment_routed() {
     let mut r = Rig::new(2, 0, 64);
@@ -501,7 +502,8 @@ fn abort_on_bad_framing() {
     }
 }
 
-/// A doorbell above the ring length minus the guard gap aborts the pair (§3.2).
+/// A doorbell above the ring length minus the guard gap aborts the pair (docs/contract/device.md
+/// §3.2).
 #[test]
 fn abort_on_oversized_doorbell() {
     let mut r = Rig::new(1, 0, 32);

@@ -251,8 +251,8 @@ fn ge_and_consume() {
     assert_eq!(f.get(2, 9), 1);
 }
 
-/// §6.3: trigger_next bumps NEXT_SEM (INC window of the neff address); the next entry waits
-/// it. A record without increments releases nothing and yields no action.
+/// docs/contract/lowering.md §6.3: trigger_next bumps NEXT_SEM (INC window of the neff address);
+/// the next entry waits it. A record without increments releases nothing and yields no action.
 #[test]
 fn two_chained_entries() {
     let mut ctrl = ccop(true, true, false, false).to_vec();
@@ -296,8 +296,8 @@ fn chained_entry_waits_next_sem() {
     assert_eq!(s.position().stage, Stage::Start);
 }
 
-/// §6.3 as emitted: the non-reporter increments the reporter's CHAIN_SEM; the reporter waits
-/// `complete_prev_target` of them before posting completion.
+/// docs/contract/lowering.md §6.3 as emitted: the non-reporter increments the reporter's CHAIN_SEM;
+/// the reporter waits `complete_prev_target` of them before posting completion.
 #[test]
 fn reporter_waits_second_topsp() {
     let spad = slot_spad(&[(0, vec![rec(2, 2, 1, None, true)])]);
@@ -326,8 +326,8 @@ fn reporter_waits_second_topsp() {
     assert_eq!((f.get(0, CHAIN_SEM), f.get(0, COMPLETION_SEM)), (0, 1));
 }
 
-/// §6.2: an entry of 70 records spans SLOT slots 0–1; CTRL slot 1 is a continuation mark.
-/// Full-size (zero-padded) SPAD images load too.
+/// docs/contract/lowering.md §6.2: an entry of 70 records spans SLOT slots 0–1; CTRL slot 1 is a
+/// continuation mark. Full-size (zero-padded) SPAD images load too.
 #[test]
 fn continuation_slots() {
     let mut recs: Vec<_> = (0..70)

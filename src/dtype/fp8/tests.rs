@@ -1,7 +1,7 @@
 //! FP8 codec tests: exhaustive against the ml_dtypes reference tables of
-//! `shared/testdata/fp8/` (docs/contract/device.md §11.2 says the library is the oracle for the default modes;
-//! NaN is compared by class, §11.3 rule 5), plus hand-derived cases for the modes the library
-//! does not have (E3M4 extended, E4M3-fn saturating).
+//! `shared/testdata/fp8/` (docs/contract/device.md §11.2 says the library is the oracle for the
+//! default modes; NaN is compared by class, §11.3 rule 5), plus hand-derived cases for the modes
+//! the library does not have (E3M4 extended, E4M3-fn saturating).
 
 use super::*;
 use std::path::PathBuf;
@@ -141,7 +141,7 @@ fn canonical_nan_and_limits() {
 
 #[test]
 fn overflow_thresholds_round_first() {
-    // §11.3 rule 4: thresholds half an ulp above max, ties to even.
+    // docs/contract/device.md §11.3 rule 4: thresholds half an ulp above max, ties to even.
     let e4 = Fp8Format::E4M3;
     assert_eq!(e4.encode(247.9), 0x77);
     assert_eq!(e4.encode(248.0), 0x78);

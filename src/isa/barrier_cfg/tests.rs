@@ -1,6 +1,6 @@
 //! Golden tests of the `neff_barrier_config` codec: every offset is the spec's
-//! (docs/contract/carrier.md §3.2.5, §3.2.8–§3.2.10; docs/contract/device.md §7.1), written here as literals, not through the
-//! layout constants the codec uses.
+//! (docs/contract/carrier.md §3.2.5, §3.2.8–§3.2.10; docs/contract/device.md §7.1), written here as
+//! literals, not through the layout constants the codec uses.
 
 use super::*;
 
@@ -43,7 +43,8 @@ fn le16(b: &[u8], o: usize) -> u16 {
     u16::from_le_bytes([b[o], b[o + 1]])
 }
 
-/// docs/contract/carrier.md §3.2.10 and docs/contract/device.md §7.1: every field at its literal offset; gate at 0x124.
+/// docs/contract/carrier.md §3.2.10 and docs/contract/device.md §7.1: every field at its literal
+/// offset; gate at 0x124.
 #[test]
 fn golden_device_view_offsets() {
     let d = distinctive();
@@ -90,8 +91,8 @@ fn golden_host_view_and_union_overlay() {
     assert_eq!(le64(&b, 8), h.barrier_done);
     assert!(b[16..].iter().all(|&x| x == 0));
     assert_eq!(BarrierConfig::decode(&b).unwrap(), BarrierConfig::Host(h));
-    // Same base (docs/contract/device.md §7.1): barrier_start is step 0's m2s_val, s2m_val and 4 bytes of
-    // barrier_sema[0]; barrier_done the rest of barrier_sema[0] and of barrier_sema[1].
+    // Same base (docs/contract/device.md §7.1): barrier_start is step 0's m2s_val, s2m_val and 4
+    // bytes of barrier_sema[0]; barrier_done the rest of barrier_sema[0] and of barrier_sema[1].
     let d = DeviceBarrier::decode(&b).unwrap();
     assert_eq!(d.steps[0].m2s_val, 0x101C);
     assert_eq!(d.steps[0].s2m_val, 0x8000);
@@ -131,8 +132,9 @@ fn round_trips_and_short_input() {
     assert_eq!(act, vec![(2, 0x82_8000_1008, 0), (3, 0, 1)]);
 }
 
-/// docs/contract/carrier.md Appendix A / docs/contract/lowering.md §2.9: the enum wire values and the step program with its
-/// (MAX 7, MAX 2) pads; shapes {1,4,4,1} and {1,2,2,1} (docs/contract/device.md §7.1).
+/// docs/contract/carrier.md Appendix A / docs/contract/lowering.md §2.9: the enum wire values and
+/// the step program with its (MAX 7, MAX 2) pads; shapes {1,4,4,1} and {1,2,2,1}
+/// (docs/contract/device.md §7.1).
 #[test]
 fn step_program_pads() {
     assert_eq!(BarrierType::IntraChip as u8, 0);

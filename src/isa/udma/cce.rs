@@ -56,8 +56,8 @@ impl CceOp {
 /// Accumulation nibble our encoder writes: FP32R (11), docs/contract/device.md §11.1.
 pub const ACCUM_FP32R: u8 = 11;
 
-/// The CCE form of meta_ctrl (docs/contract/device.md §2.2). Bit positions of "last" and the flag depend on
-/// the op: ADD/FMA builder `last` = bit 7, flag = bit 4; MIN/MAX builder `last` = bit 4,
+/// The CCE form of meta_ctrl (docs/contract/device.md §2.2). Bit positions of "last" and the flag
+/// depend on the op: ADD/FMA builder `last` = bit 7, flag = bit 4; MIN/MAX builder `last` = bit 4,
 /// notification = bit 7, use_const = bit 5.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CceMeta {
@@ -212,8 +212,8 @@ pub const W2_MIN_MAX: u8 = 0x02;
 /// W2 high byte: "more descriptors follow" in fused packets (W2 bit 30) **\[M\]**.
 pub const W2_COMBO: u8 = 0x40;
 
-/// One CCE compute descriptor (docs/contract/device.md §2.1): META W0, CCE meta_ctrl W1, byte length and
-/// op bits W2, FP32 scale W3.
+/// One CCE compute descriptor (docs/contract/device.md §2.1): META W0, CCE meta_ctrl W1, byte
+/// length and op bits W2, FP32 scale W3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CceCompute {
     /// W0 (META set, LENGTH 0).

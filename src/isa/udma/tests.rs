@@ -4,7 +4,8 @@ use super::*;
 use crate::isa::enums::Dtype;
 use proptest::prelude::*;
 
-/// docs/contract/device.md §1.1: the default CME meta_ctrl is 0x01080003 (class 2 at 25:23, bit 19, bits 1:0 = 3).
+/// docs/contract/device.md §1.1: the default CME meta_ctrl is 0x01080003 (class 2 at 25:23, bit 19,
+/// bits 1:0 = 3).
 #[test]
 fn golden_default_copy_meta_ctrl() {
     assert_eq!(CopyMeta::default().encode(), META_CTRL_COPY_DEFAULT);

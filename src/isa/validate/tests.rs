@@ -445,7 +445,8 @@ fn rule_12_supported_operation() {
     assert!(enc_op_unsupported(EncOpType::AllToAllV, Some(true)).is_none());
 }
 
-/// docs/contract/isa.md §4 / §7 item 2: 0xC8 bytes 33–47 must be 0 (table-driven range).
+/// docs/contract/isa.md §4 / docs/contract/lowering.md §7 item 2: 0xC8 bytes 33–47 must be 0
+/// (table-driven range).
 #[test]
 fn c8_reserved_bytes() {
     let mut w = c8();

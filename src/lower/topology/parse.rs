@@ -17,9 +17,11 @@ struct Opts {
 }
 
 fn bad(value: &str, why: impl std::fmt::Display) -> Error {
-    Error::invalid(format!(
-        "{TOPOLOGY_ENV}={value:?}: {why}; accepted forms: {TOPOLOGY_FORMS}"
-    ))
+    Error::bad_variable(
+        TOPOLOGY_ENV,
+        value,
+        format_args!("{why}; accepted forms: {TOPOLOGY_FORMS}"),
+    )
 }
 
 fn parse_num(value: &str, what: &str, s: &str) -> Result<u32> {
@@ -149,9 +151,11 @@ impl Topology {
             Some("1") => Some(1),
             Some("2") => Some(2),
             Some(other) => {
-                return Err(Error::invalid(format!(
-                    "NEURON_LOGICAL_NC_CONFIG={other:?}: the logical core size must be 1 or 2"
-                )))
+                return Err(Error::bad_variable(
+                    "NEURON_LOGICAL_NC_CONFIG",
+                    other,
+                    "the logical core size must be 1 or 2",
+                ))
             }
         };
         Topology::instance(&inst, None, lnc, world)

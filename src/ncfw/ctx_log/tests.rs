@@ -46,7 +46,8 @@ fn jsonable(out: &str) -> String {
     s
 }
 
-/// §4.2 top-level order: configs {algo, neff, dev}, runtime neff, runtime algo; Q-B placement.
+/// docs/contract/carrier.md §4.2 top-level order: configs {algo, neff, dev}, runtime neff, runtime
+/// algo; Q-B placement.
 #[test]
 fn skeleton_and_model_name_placement() {
     for arch in Arch::ALL {

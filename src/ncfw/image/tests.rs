@@ -39,8 +39,8 @@ fn every_shipped_image_parses() {
     }
 }
 
-/// docs/contract/carrier.md §2.3: DRAM sizes equal to the vendor's; both non-zero; u32-sized; 20 and 28
-/// share one DRAM image.
+/// docs/contract/carrier.md §2.3: DRAM sizes equal to the vendor's; both non-zero; u32-sized; 20
+/// and 28 share one DRAM image.
 #[test]
 fn sizes_follow_the_spec() {
     let want = [

@@ -2,13 +2,13 @@
 //! job's processes, their connection to the root, and collectives whose ranks live in several
 //! processes.
 //!
-//! A world larger than the process's visible cores is multi-process. The process owning global
-//! id 0 is the job's **root**: it binds `NEURON_RT_ROOT_COMM_ID` ("rank 0's process binds the
-//! root port", §5.11) and every other process connects to it, retrying until
+//! A world larger than the process's visible cores is multi-process. The process owning global id 0
+//! is the job's **root**: it binds `NEURON_RT_ROOT_COMM_ID` ("rank 0's process binds the root
+//! port", docs/contract/abi.md §5.11) and every other process connects to it, retrying until
 //! `OPENNRT_BOOTSTRAP_TIMEOUT` (seconds, default 30). The hello is checked (magic, OpenNRT
-//! version); each core's join is checked by the root against the world it knows (size,
-//! duplicate global ids) and refused with a message naming both sides. A refusal that breaks
-//! the world (two processes claiming one id) fails every process: the root broadcasts it.
+//! version); each core's join is checked by the root against the world it knows (size, duplicate
+//! global ids) and refused with a message naming both sides. A refusal that breaks the world (two
+//! processes claiming one id) fails every process: the root broadcasts it.
 //!
 //! **Collectives.** The root is the meeting place. Device collectives (`nrta_cc_*`, the barrier's
 //! all-reduce) run on shared simulated devices (`runtime::multi_process::run`): each rank runs its own

@@ -117,6 +117,9 @@ pub struct WireError {
     pub kind: String,
     /// The message.
     pub message: String,
+    /// The structured facts.
+    #[serde(default)]
+    pub fields: crate::error::Fields,
 }
 
 const KINDS: [ErrorKind; 16] = ErrorKind::ALL;
@@ -127,6 +130,7 @@ impl WireError {
         WireError {
             kind: format!("{:?}", e.kind()),
             message: e.message().to_string(),
+            fields: e.fields().clone(),
         }
     }
 
@@ -137,7 +141,7 @@ impl WireError {
             .copied()
             .find(|k| format!("{k:?}") == self.kind)
             .unwrap_or(ErrorKind::Failure);
-        Error::new(kind, self.message.clone())
+        Error::new(kind, self.message.clone()).with_fields(self.fields.clone())
     }
 }
 

@@ -1,7 +1,7 @@
 //! Tests of the XU model: FIFO order, concurrency across XUs, `exec_ret` at completion, the
-//! spec §5.5 sequence-id layout, queue and core ranges, compute backpressure, dead XUs and the
-//! eventfd registrations of §5.6. The XU registry is process-global, so every test runs under
-//! the state machine's test lock (shared with the ABI tests, which may call `nrt_close`) and
+//! docs/contract/abi.md §5.5 sequence-id layout, queue and core ranges, compute backpressure, dead
+//! XUs and the eventfd registrations of §5.6. The XU registry is process-global, so every test runs
+//! under the state machine's test lock (shared with the ABI tests, which may call `nrt_close`) and
 //! starts and ends with `shutdown()`.
 
 use super::*;
@@ -90,12 +90,13 @@ fn seq_layout_golden_values_spec_5_5() {
         encode_seq(255, XuType::Collectives, 2, (1 << 48) - 1),
         0xFF22_FFFF_FFFF_FFFF
     );
-    // The public macros of §2.3: NRTA_SEQ_GET_XU_ID = seq >> 48, GET_SEQ_NUM = seq & mask.
+    // The public macros of docs/contract/abi.md §2.3: NRTA_SEQ_GET_XU_ID = seq >> 48, GET_SEQ_NUM =
+    // seq & mask.
     let s = encode_seq(7, XuType::TensorOp, 1, 42);
     assert_eq!(s >> 48, 0x0710);
     assert_eq!(s & SEQ_COUNTER_MASK, 42);
     assert_eq!(SEQ_COUNTER_MASK, crate::abi::types::NRTA_SEQ_NUM_MASK);
-    // The nrta_xu_t numbers of §2.2 (GEN-B).
+    // The nrta_xu_t numbers of docs/contract/abi.md §2.2 (GEN-B).
     for (raw, t, q) in [
         (0, XuType::TensorOp, 2),
         (1, XuType::Compute, 1),
@@ -103,7 +104,7 @@ fn seq_layout_golden_values_spec_5_5() {
     ] {
         assert_eq!(XuType::from_raw(raw).unwrap(), t);
         assert_eq!(t as u32, raw);
-        assert_eq!(t.queues(), q, "spec §3.6 queues of {t:?}");
+        assert_eq!(t.queues(), q, "docs/contract/abi.md §3.6 queues of {t:?}");
     }
     assert_eq!(XuType::from_raw(3).unwrap_err().kind(), ErrorKind::Invalid);
     // Decoding inverts encoding.
@@ -120,7 +121,7 @@ fn compute_queue_limit_from_environment() {
                 .flatten()
         })
     };
-    assert_eq!(lim(None).unwrap(), 8, "spec §5.4 default");
+    assert_eq!(lim(None).unwrap(), 8, "docs/contract/abi.md §5.4 default");
     assert_eq!(lim(Some("3")).unwrap(), 3);
     for bad in ["0", "-1", "many"] {
         let e = lim(Some(bad)).unwrap_err();
@@ -281,7 +282,8 @@ fn compute_queue_full_at_its_depth_then_accepts_after_completion() {
         });
         let e = submit(0, XuType::Compute, 0, ExecRet::NONE, over).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::QueueFull, "{e:?}");
-        // Tensor-op and collectives queues are unbounded (spec §5.4): 2 × depth queue fine.
+        // Tensor-op and collectives queues are unbounded (docs/contract/abi.md §5.4): 2 × depth
+        // queue fine.
         let (tx2, blocker) = gated(0);
         submit(0, XuType::Collectives, 0, ExecRet::NONE, blocker).unwrap();
         for _ in 0..2 * depth {
@@ -320,7 +322,8 @@ fn a_panicking_job_kills_its_xu_only_until_shutdown() {
         let s2 = submit(0, XuType::TensorOp, 0, behind_slot.ret(), behind).unwrap();
         tx.send(()).unwrap();
         drain_all();
-        // Both complete (nothing hangs) with NRT_EXEC_UNIT_UNRECOVERABLE (101, spec §2.1).
+        // Both complete (nothing hangs) with NRT_EXEC_UNIT_UNRECOVERABLE (101, docs/contract/abi.md
+        // §2.1).
         assert_eq!((dead_slot.get(), behind_slot.get()), (101, 101));
         assert!(
             !ran.load(Ordering::SeqCst),
@@ -383,7 +386,7 @@ fn seq_eventfd_fires_once_at_completion_or_at_once_if_already_complete() {
         tx.send(()).unwrap();
         drain_all();
         assert_eq!(read_fd(fd), Some(1), "fired once for its seq only");
-        // Already complete: signalled during the registration itself (spec §5.6).
+        // Already complete: signalled during the registration itself (docs/contract/abi.md §5.6).
         register_seq_fd(next, fd).unwrap();
         assert_eq!(read_fd(fd), Some(1));
         register_seq_fd(encode_seq(0, XuType::TensorOp, 1, 0), fd).unwrap();
