@@ -82,8 +82,13 @@ fn the_loaded_carrier_supplies_the_image_and_the_dump() {
     std::env::set_var("STANDIN_NCFW_NO_RING", "1");
     opennrt::runtime::process::init(0, "", "").unwrap();
     let e = common::try_loaded(None, false).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
-    assert!(e.message().contains("no handler in the"), "{e}");
+    assert_eq!(e.status_name(), "NRT_INVALID", "{e}");
+    assert_eq!(e.fields().field.as_deref(), Some("algo_type"), "{e:?}");
+    assert_eq!(
+        e.fields().actual.as_deref(),
+        Some("0"),
+        "RING, the ring program's pattern"
+    );
     opennrt::runtime::process::close(|| {});
 
     // After nrt_close the device is back on OpenNRT's own images: the program loads and runs.

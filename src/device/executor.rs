@@ -436,7 +436,27 @@ impl Machine {
                 "\n* every rank of the run is blocked or done, none can signal again: {states}"
             ));
         }
-        Err(Error::new(ErrorKind::CollectivesHang, report))
+        Err(self.with_first_stuck(Error::new(ErrorKind::CollectivesHang, report)))
+    }
+
+    /// `e` with the structured fields of the first stuck sequencer: its rank, its cc_op entry
+    /// (the step), and the semaphore it waits on (the field, with its target as expected).
+    fn with_first_stuck(&self, mut e: Error) -> Error {
+        let Some(a) = self.agents.iter().find(|a| !a.seq.is_done()) else {
+            return e;
+        };
+        let pos = a.seq.position();
+        e = e.with_step(pos.entry as u64);
+        if let Some(r) = a.rank {
+            e = e.with_rank(r);
+        }
+        if let Some(w) = pos.waiting_on {
+            let mut f = e.fields().clone();
+            f.field = Some(format!("TOP_SP {} semaphore {}", w.topsp, w.sem));
+            f.expected = Some(format!(">= {}", w.target));
+            e = e.with_fields(f);
+        }
+        e
     }
 
     /// Every sequencer done and every ring drained.

@@ -115,8 +115,17 @@ impl fmt::Display for IsaError {
 impl std::error::Error for IsaError {}
 
 impl From<IsaError> for Error {
+    /// `NRT_INVALID` with the message, and the field and its value as structured fields (the
+    /// op is the opcode, the step the word's byte position in its stream when known).
     fn from(e: IsaError) -> Self {
-        Error::invalid(e.to_string())
+        let mut err = Error::invalid(e.to_string())
+            .with_op(format!("{:#04x}", e.opcode))
+            .with_field(e.field)
+            .with_actual(e.value);
+        if let Some(at) = e.word_at {
+            err = err.with_step(at as u64);
+        }
+        err
     }
 }
 

@@ -367,11 +367,18 @@ pub fn check_requests(key: &GroupKey, instance: u64, all: &[&CollectiveRequest])
     let first = all[0];
     for a in &all[1..] {
         if let Some((field, x, y)) = difference(first, a) {
+            // Fields: the rank that differs from the first, the field, the first rank's value
+            // (expected) and its own (actual); the step is the collective's instance.
             return Err(Error::invalid(format!(
                 "collective #{instance} of {key}: ranks disagree on the {field}: rank {} \
                  (global id {}) prepared {x}, rank {} (global id {}) prepared {y}",
                 first.rank, key.group[first.rank as usize], a.rank, key.group[a.rank as usize]
-            )));
+            ))
+            .with_op(format!("{:?}", first.op))
+            .with_rank(a.rank)
+            .with_step(instance)
+            .with_field(field)
+            .with_values(x, y));
         }
     }
     Ok(())

@@ -256,7 +256,11 @@ pub fn check_dispatch(seq: &Sequencer, fw: &FirmwareImage, r: u32, topsp: u8) ->
                  no handler in the {:?} firmware image's dispatch table (ncfw image, \
                  docs/contract/device.md §9.1)",
                 fw.arch
-            )));
+            ))
+            .with_rank(r)
+            .with_step(slot as u64)
+            .with_field("algo_type")
+            .with_actual(algo_type));
         }
     }
     Ok(())

@@ -185,13 +185,17 @@ impl XuId {
                 xu.queues(),
                 if xu.queues() == 1 { "" } else { "s" },
                 xu.queues() - 1
-            )));
+            ))
+            .with_field("queue")
+            .with_values(format!("0..={}", xu.queues() - 1), queue));
         }
         let visible = process::visible_cores()?;
         if lnc >= visible || lnc > MAX_ENCODABLE_LNC {
             return Err(Error::invalid(format!(
                 "logical core {lnc} is out of range: this process owns {visible} logical cores (0..{visible})"
-            )));
+            ))
+            .with_field("lnc")
+            .with_values(format!("0..{visible}"), lnc));
         }
         Ok(XuId { lnc, xu, queue })
     }
@@ -342,7 +346,9 @@ pub fn submit(lnc: u32, xu: XuType, queue: u32, exec_ret: ExecRet, job: Job) -> 
             return Err(Error::new(
                 ErrorKind::QueueFull,
                 format!("{id} has {outstanding} requests outstanding (limit {limit}, {COMPUTE_MAX_QUEUED_ENV}); wait for a completion and retry"),
-            ));
+            )
+            .with_field(COMPUTE_MAX_QUEUED_ENV)
+            .with_values(limit, outstanding));
         }
     }
     if st.submitted >= SEQ_COUNTER_LIMIT {
@@ -591,7 +597,10 @@ fn never_submitted(st: &XuState, id: XuId, counter: u64) -> Result<()> {
         id.seq(counter),
         id,
         st.submitted
-    )))
+    ))
+    .with_field("seq")
+    .with_step(counter)
+    .with_values(format!("<= {}", st.submitted), counter))
 }
 
 /// [`is_completed`] for a caller that polls (`nrta_is_completed`): when the request has not

@@ -186,7 +186,12 @@ fn hang_without_signaller() {
         ..Default::default()
     });
     let e = m.run().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::CollectivesHang);
+    assert_eq!(e.status_name(), "NRT_EXEC_HW_ERR_COLLECTIVES");
+    let f = e.fields();
+    assert_eq!((f.rank, f.step), (Some(7), Some(0)), "{e:?}");
+    assert_eq!(f.field.as_deref(), Some("TOP_SP 0 semaphore 5"));
+    assert_eq!(f.expected.as_deref(), Some(">= 1"));
+    // The report, for the person reading it:
     let msg = e.to_string();
     for want in [
         "rank 7 (chip 0 TOP_SP 0)",

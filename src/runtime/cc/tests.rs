@@ -75,11 +75,17 @@ fn a_count_mismatch_fails_every_rank_naming_both_counts() {
     let inputs: Vec<Vec<u8>> = rs.iter().map(|r| vec![0u8; r.count as usize * 4]).collect();
     for o in run_threads(rs, inputs) {
         let e = o.unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Invalid);
-        assert!(e.message().contains("count"), "{e}");
-        assert!(
-            e.message().contains("64") && e.message().contains("32"),
-            "{e}"
+        assert_eq!(e.status_name(), "NRT_INVALID", "{e}");
+        let f = e.fields();
+        assert_eq!(f.field.as_deref(), Some("count"), "{e:?}");
+        assert_eq!(
+            (f.expected.as_deref(), f.actual.as_deref()),
+            (Some("64"), Some("32"))
+        );
+        assert_eq!(
+            (f.rank, f.step),
+            (Some(2), Some(0)),
+            "rank 2, the first collective"
         );
     }
 }

@@ -222,7 +222,14 @@ pub fn go_check(key: &GroupKey, instance: u64, all: &[GoArrival]) -> Result<Segm
              {}) lowered digest {:#018x}, rank {q} (global id {}) {:#018x} (same request, other \
              lowering settings — e.g. an OPENNRT_/NCCL_ algorithm variable set in one process only)",
             key.group[0], all[0].digest, key.group[q], all[q].digest
-        )));
+        ))
+        .with_rank(q as u32)
+        .with_step(instance)
+        .with_field("program")
+        .with_values(
+            format!("{:#018x}", all[0].digest),
+            format!("{:#018x}", all[q].digest),
+        ));
     }
     Ok(Arc::new(all.iter().map(|a| a.seg.clone()).collect()))
 }

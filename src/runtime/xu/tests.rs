@@ -125,8 +125,13 @@ fn compute_queue_limit_from_environment() {
     assert_eq!(lim(Some("3")).unwrap(), 3);
     for bad in ["0", "-1", "many"] {
         let e = lim(Some(bad)).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Invalid);
-        assert!(e.message().contains(COMPUTE_MAX_QUEUED_ENV), "{e:?}");
+        assert_eq!(e.status_name(), "NRT_INVALID");
+        assert_eq!(
+            e.fields().field.as_deref(),
+            Some(COMPUTE_MAX_QUEUED_ENV),
+            "{e:?}"
+        );
+        assert_eq!(e.fields().actual.as_deref(), Some(bad));
     }
 }
 
@@ -256,8 +261,13 @@ fn queue_and_core_ranges_are_invalid_beyond_spec_3_6() {
         // A well-formed id of an unused XU: counter 0 has trivially completed; any other
         // counter was never handed out, which a poller must hear instead of waiting forever.
         let e = is_completed(encode_seq(0, XuType::TensorOp, 0, 1)).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Invalid);
-        assert!(e.message().contains("never handed out"), "{e}");
+        assert_eq!(e.status_name(), "NRT_INVALID");
+        assert_eq!(e.fields().field.as_deref(), Some("seq"), "{e:?}");
+        assert_eq!(
+            e.fields().step,
+            Some(1),
+            "counter 1 of an XU that submitted none"
+        );
         assert!(register_seq_fd(encode_seq(0, XuType::TensorOp, 0, 1), 0).is_err());
         assert!(is_completed(encode_seq(0, XuType::TensorOp, 0, 0)).unwrap());
     });
@@ -281,7 +291,8 @@ fn compute_queue_full_at_its_depth_then_accepts_after_completion() {
             0
         });
         let e = submit(0, XuType::Compute, 0, ExecRet::NONE, over).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::QueueFull, "{e:?}");
+        assert_eq!(e.status_name(), "NRT_QUEUE_FULL", "{e:?}");
+        assert_eq!(e.fields().expected, Some(depth.to_string()), "the limit");
         // Tensor-op and collectives queues are unbounded (docs/contract/abi.md §5.4): 2 × depth
         // queue fine.
         let (tx2, blocker) = gated(0);

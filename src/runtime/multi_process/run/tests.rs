@@ -225,11 +225,13 @@ fn later_collectives_meet_on_the_board_and_a_mismatch_there_is_still_named() {
         .collect();
     for o in run_threads("sr-board", bad, ins, None, true) {
         let e = o.unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
-        assert!(e.message().contains("disagree on the count"), "{e}");
-        assert!(
-            e.message().contains("rank 2 (global id 2) prepared 641"),
-            "{e}"
+        assert_eq!(e.status_name(), "NRT_INVALID", "{e}");
+        let f = e.fields();
+        assert_eq!(f.field.as_deref(), Some("count"), "{e:?}");
+        assert_eq!(
+            (f.rank, f.actual.as_deref()),
+            (Some(2), Some("641")),
+            "{e:?}"
         );
     }
     // And the group goes on afterwards.
