@@ -221,6 +221,9 @@ PROTOTYPES = {
     "nrta_get_sequence": (_status, [_u32, _status, ctypes.c_int, ctypes.POINTER(_u64)]),
     "nrta_event_register_seq_id_completion": (_status, [_u64, ctypes.c_int]),
 }
+# The vendor-internal names OpenNRT exports as second names of the nrta_cc_* functions.
+PROTOTYPES["nrt_cc_prepare"] = PROTOTYPES["nrta_cc_prepare"]
+PROTOTYPES["nrt_cc_schedule"] = PROTOTYPES["nrta_cc_schedule"]
 
 
 class NrtError(Exception):

@@ -246,3 +246,42 @@ def test_a_context_reused_after_a_timeout_fails_cleanly_then_recovers():
     late = [ln for ln in lines if ln.startswith("late")]
     assert late and late[0] != f"late {int(S.NRT_SUCCESS)}", f"the late rank ran alone: {res.stdout}"
     assert [ln for ln in lines if ln.startswith("after")] == [f"after {s} {ok}" for s in range(3, 6)]
+
+
+def test_nrt_cc_prepare_and_schedule_are_the_nrta_functions_under_second_names():
+    # shim/libnrt.exports binds nrt_cc_prepare / nrt_cc_schedule (NRT_2.0.0) to the functions of
+    # nrta_cc_prepare / nrta_cc_schedule: a collective prepared and scheduled through the
+    # second names runs, and the two names fail the same way on the same bad input.
+    code = textwrap.dedent(
+        """
+        import ctypes, struct, opennrt_ctypes as m
+        from opennrt_ctypes import CcOpType, Comm, Dtype, OpType, tensor_list
+        nrt = m.Nrt()
+        nrt.init()
+        nrt.cc_global_comm_init(0, 0, 1)
+        t = nrt.tensor_allocate(0, 16, "x")
+        t.write(struct.pack("4f", 1, 2, 3, 4))
+        li, keep_i = tensor_list([t]); lo, keep_o = tensor_list([t])
+        ctx = ctypes.c_void_p()
+        comm = Comm([0], 0, 0, 1, 0)
+        st = nrt.raw.nrt_cc_prepare(ctypes.byref(comm.c), ctypes.byref(li), ctypes.byref(lo),
+                                    Dtype.NRT_DTYPE_FLOAT32, OpType.NRT_OP_ADD,
+                                    CcOpType.NRT_CC_ALLREDUCE, ctypes.byref(ctx))
+        ret = ctypes.c_int(-1); seq = ctypes.c_uint64(0)
+        st2 = nrt.raw.nrt_cc_schedule(ctypes.byref(ctx), 0, ctypes.byref(ret), ctypes.byref(seq))
+        done = ctypes.c_bool(False)
+        while not done.value:
+            nrt.raw.nrta_is_completed(seq.value, ctypes.byref(done))
+        print(st, st2, ret.value, struct.unpack("4f", t.read()))
+        bad = [nrt.raw.nrt_cc_prepare(None, None, None, 0, 0, 0, None),
+               nrt.raw.nrta_cc_prepare(None, None, None, 0, 0, 0, None)]
+        print(bad[0], bad[1])
+        nrt.close()
+        """
+    )
+    res = run_python(code, {"NEURON_RT_VISIBLE_CORES": "0"})
+    assert res.returncode == 0, res.stderr[-3000:]
+    first, second = res.stdout.strip().splitlines()
+    assert first == "0 0 0 (1.0, 2.0, 3.0, 4.0)", (first, res.stderr[-2000:])
+    a, b = second.split()
+    assert a == b == str(int(m.NrtStatus.NRT_INVALID)), second

@@ -29,29 +29,39 @@ fn main() {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
+        // `<name> <node> [<function>]`: the third column binds the name to another export's
+        // function (two names, one function: `nrt_cc_prepare` is `nrta_cc_prepare`).
         let mut parts = line.split_whitespace();
-        let (Some(name), Some(node), None) = (parts.next(), parts.next(), parts.next()) else {
+        let (Some(name), Some(node)) = (parts.next(), parts.next()) else {
             panic!(
-                "shim/libnrt.exports:{}: expected `<name> <node>`",
+                "shim/libnrt.exports:{}: expected `<name> <node> [<function>]`",
                 lineno + 1
             );
         };
+        let target = parts.next().unwrap_or(name);
+        assert!(
+            parts.next().is_none(),
+            "shim/libnrt.exports:{}: expected `<name> <node> [<function>]`",
+            lineno + 1
+        );
         assert!(
             node == "NRT_2.0.0" || node == "NRT_3.0.0",
             "shim/libnrt.exports:{}: unknown node {node}",
             lineno + 1
         );
-        assert!(
-            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
-            "bad symbol name {name}"
-        );
+        for n in [name, target] {
+            assert!(
+                n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                "bad symbol name {n}"
+            );
+        }
         assert!(seen.insert(name.to_string()), "duplicate symbol {name}");
         let tramp = format!("__opennrt_export_{name}");
         let _ = write!(
             asm,
             "    \".globl {tramp}\",\n    \".type {tramp},@function\",\n    \".p2align 4\",\n    \"{tramp}:\",\n    \"jmp {{{name}}}\",\n    \".size {tramp}, .-{tramp}\",\n    \".symver {tramp}, {name}@@{node}\",\n"
         );
-        let _ = writeln!(operands, "    {name} = sym opennrt::abi::{name},");
+        let _ = writeln!(operands, "    {name} = sym opennrt::abi::{target},");
     }
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let code = format!(

@@ -224,7 +224,7 @@ pub unsafe fn opt_cstr(p: *const c_char) -> Option<String> {
 /// # Safety
 /// As for [`opt_cstr`].
 pub unsafe fn req_cstr(p: *const c_char, what: &str) -> Result<String> {
-    // SAFETY: forwarded contract.
+    // SAFETY: `p` is NULL or a readable NUL-terminated string: the same contract as opt_cstr.
     unsafe { opt_cstr(p) }.ok_or_else(|| Error::invalid(format!("{what} is NULL")))
 }
 

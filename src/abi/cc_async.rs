@@ -1,8 +1,8 @@
 //! The host-driven collective path of the async API (docs/contract/abi.md §3.6, §5.4, §5.7):
-//! `nrta_cc_prepare` / `nrta_cc_schedule`, and their internal twins `nrt_cc_prepare` /
-//! `nrt_cc_schedule` (the names the vendor's runtime uses inside; not exported by the vendor in
-//! 2.31, so their prototypes here are OpenNRT's: the same as the `nrta_` functions, bound at
-//! node `NRT_2.0.0`).
+//! `nrta_cc_prepare` / `nrta_cc_schedule`. Each is also exported under the name the vendor's
+//! runtime uses inside, `nrt_cc_prepare` / `nrt_cc_schedule` (not exported by the vendor in
+//! 2.31): the same function bound to a second name at node `NRT_2.0.0` by
+//! shim/libnrt.exports, so there is one signature and one body per entry point.
 //!
 //! This layer converts and checks the C arguments and nothing else: prepare reads the
 //! communicator and the two tensor lists once and hands them to `runtime::cc_api::prepare`
@@ -14,13 +14,12 @@
 
 use std::ffi::c_int;
 
-use crate::abi::boundary::{self, in_ref, out_param, status_of};
+use crate::abi::boundary::{self, in_ref, out_param, status_of, Guard};
 use crate::abi::handle::{self, Opaque};
 use crate::abi::tensor::tensor_of;
 use crate::abi::types::*;
 use crate::error::{Error, Result};
-use crate::lower::request::api::ApiComm;
-use crate::runtime::cc_api::{self, Prepared};
+use crate::runtime::cc_api::{self, CommArgs, Prepared};
 use crate::runtime::tensor::Tensor;
 use crate::runtime::xu::{ExecRet, XuType};
 
@@ -43,7 +42,7 @@ impl Opaque for CcContext {
 /// `list` must be NULL or point to a valid `nrt_tensor_list_t` whose array has `num_tensors`
 /// entries.
 unsafe fn tensors_of(list: *const nrt_tensor_list_t, what: &str) -> Result<Vec<Tensor>> {
-    // SAFETY: forwarded contract.
+    // SAFETY: `list` is NULL (refused by in_ref) or valid for reads, as # Safety requires.
     let l = unsafe { in_ref(list, what) }?;
     if l.num_tensors == 0 {
         return Ok(Vec::new());
@@ -69,123 +68,20 @@ unsafe fn tensors_of(list: *const nrt_tensor_list_t, what: &str) -> Result<Vec<T
         .collect()
 }
 
-/// `nrta_cc_prepare`'s body.
-///
-/// # Safety
-/// As `nrta_cc_prepare`.
-pub(crate) unsafe fn prepare(
-    comm: *const nrt_cc_comm_t,
-    input: *const nrt_tensor_list_t,
-    output: *const nrt_tensor_list_t,
-    dtype: u32,
-    op: u32,
-    cc_op: u32,
-    cc_ctx: *mut *mut nrt_cc_context_t,
-) -> Result<()> {
-    // SAFETY: forwarded contract.
-    let c = unsafe { in_ref(comm, "comm") }?;
-    // SAFETY: forwarded contract.
-    let out = unsafe { out_param(cc_ctx, "cc_ctx") }?;
-    let group: Vec<u32> = if c.rank_n == 0 {
-        Vec::new()
-    } else {
-        boundary::non_null(c.replica_group, "comm.replica_group")?;
-        if c.rank_n > 65_536 {
-            return Err(Error::invalid(format!(
-                "comm.rank_n = {} is not plausible",
-                c.rank_n
-            )));
-        }
-        // SAFETY: non-NULL; the caller promises `rank_n` entries.
-        unsafe { std::slice::from_raw_parts(c.replica_group, c.rank_n as usize) }.to_vec()
-    };
-    let api = ApiComm {
-        replica_group: group,
-        rank: c.rank,
-        rank_n: c.rank_n,
-        ctx_device_id: c.ctx_device_id,
-        ctx_device_count: c.ctx_device_count,
-        vnc: c.vnc,
-    };
-    // SAFETY: forwarded contract.
-    let inputs = unsafe { tensors_of(input, "input") }?;
-    // SAFETY: forwarded contract.
-    let outputs = unsafe { tensors_of(output, "output") }?;
-    let prepared = cc_api::prepare(api, inputs, outputs, dtype, op, cc_op)?;
-    let h = handle::export(CcContext {
-        prepared: parking_lot::Mutex::new(Some(prepared)),
-    });
-    out.write(h);
-    Ok(())
-}
-
-/// `nrta_cc_schedule`'s body.
-///
-/// # Safety
-/// As `nrta_cc_schedule`.
-pub(crate) unsafe fn schedule(
-    cc_ctx: *mut *mut nrt_cc_context_t,
-    queue: c_int,
-    exec_ret: *mut NRT_STATUS,
-    req_sequence: *mut nrta_seq_t,
-) -> Result<()> {
-    // SAFETY: forwarded contract.
-    let slot = unsafe { out_param(cc_ctx, "cc_ctx") }?;
-    crate::abi::boundary::exec_ret_arg(exec_ret)?;
-    // SAFETY: `cc_ctx` is non-NULL and aligned (checked); the caller promises it holds a
-    // pointer written by prepare (or NULL after a schedule).
-    let h = unsafe { slot.assume_init_read() };
-    if h.is_null() {
-        return Err(Error::invalid(
-            "*cc_ctx is NULL: the context was already scheduled (nrta_cc_schedule consumes it)",
-        ));
-    }
-    // SAFETY: looked up in the live table before use.
-    let ctx = unsafe { handle::get::<CcContext>(h, "*cc_ctx") }?;
-    let queue = u32::try_from(queue)
-        .ok()
-        .filter(|&q| q < XuType::Collectives.queues())
-        .ok_or_else(|| {
-            Error::invalid(format!(
-                "queue {queue}: the collectives XU has queues 0..=2"
-            ))
-        })?;
-    let seq_out = if req_sequence.is_null() {
-        None
-    } else {
-        // SAFETY: non-NULL; the caller promises it is writable.
-        Some(unsafe { out_param(req_sequence, "req_sequence") }?)
-    };
-    let p = ctx.prepared.lock().take().ok_or_else(|| {
-        Error::invalid_handle("*cc_ctx was already scheduled (nrta_cc_schedule consumes it)")
-    })?;
-    let seq = match cc_api::schedule(p, queue, ExecRet(exec_ret.cast()), |e| status_of(e) as i32) {
-        Ok(s) => s,
-        Err((e, p)) => {
-            *ctx.prepared.lock() = Some(*p);
-            return Err(e);
-        }
-    };
-    // The context is spent: drop its handle so a stale copy of the pointer is detected.
-    // SAFETY: live (looked up above); `ctx` is not used after this.
-    unsafe { handle::release::<CcContext>(h, "*cc_ctx") }?;
-    if let Some(o) = seq_out {
-        o.write(seq);
-    }
-    slot.write(std::ptr::null_mut());
-    Ok(())
-}
-
-/// OpenNRT's export of the vendor-internal name behind `nrta_cc_prepare` (not exported by the
-/// vendor's 2.31 library; the prototype is OpenNRT's and equals `nrta_cc_prepare`'s). Same
-/// behaviour as `nrta_cc_prepare`.
+/// Prepare a host-driven collective over `comm`: lower it to device programs and return a
+/// context that `nrta_cc_schedule` consumes.
 ///
 /// # Returns
-/// As `nrta_cc_prepare`.
+/// `NRT_SUCCESS` with `*cc_ctx` set; `NRT_INVALID` for bad arguments (dtype, op, sizes,
+/// communicator, tensors not on `comm->vnc`, a core that has not joined the host-CC world);
+/// `NRT_INVALID_HANDLE` for a freed tensor; `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
-/// As `nrta_cc_prepare`.
-pub unsafe extern "C" fn nrt_cc_prepare(
+/// `comm`, `input` and `output` must be valid for reads; their tensors live; `cc_ctx` NULL or
+/// writable.
+///
+/// `nrt_cc_prepare` is a second name of this function (shim/libnrt.exports).
+pub unsafe extern "C" fn nrta_cc_prepare(
     comm: *mut nrt_cc_comm_t,
     input: *mut nrt_tensor_list_t,
     output: *mut nrt_tensor_list_t,
@@ -194,29 +90,110 @@ pub unsafe extern "C" fn nrt_cc_prepare(
     cc_op: RawCcOpType,
     cc_ctx: *mut *mut nrt_cc_context_t,
 ) -> NRT_STATUS {
-    crate::abi_entry!(status "nrt_cc_prepare", crate::abi::boundary::Guard::Lifecycle, {
-        // SAFETY: forwarded contract.
-        unsafe { prepare(comm, input, output, dtype, op, cc_op, cc_ctx) }
+    crate::abi_entry!(status "nrta_cc_prepare", Guard::Lifecycle, {
+        // SAFETY: `comm` is NULL (refused by the helper) or valid for reads (# Safety).
+        let c = unsafe { in_ref(comm, "comm") }?;
+        // SAFETY: `cc_ctx` is NULL (refused) or writable (# Safety).
+        let out = unsafe { out_param(cc_ctx, "cc_ctx") }?;
+        let group: Vec<u32> = if c.rank_n == 0 {
+            Vec::new()
+        } else {
+            boundary::non_null(c.replica_group, "comm.replica_group")?;
+            if c.rank_n > 65_536 {
+                return Err(Error::invalid(format!(
+                    "comm.rank_n = {} is not plausible",
+                    c.rank_n
+                )));
+            }
+            // SAFETY: non-NULL; the caller promises `rank_n` entries.
+            unsafe { std::slice::from_raw_parts(c.replica_group, c.rank_n as usize) }.to_vec()
+        };
+        let api = CommArgs {
+            replica_group: group,
+            rank: c.rank,
+            rank_n: c.rank_n,
+            ctx_device_id: c.ctx_device_id,
+            ctx_device_count: c.ctx_device_count,
+            vnc: c.vnc,
+        };
+        // SAFETY: `input` is NULL or a valid list whose array holds `num_tensors` entries (#
+        // Safety).
+        let inputs = unsafe { tensors_of(input, "input") }?;
+        // SAFETY: `output` is NULL or a valid list whose array holds `num_tensors` entries (#
+        // Safety).
+        let outputs = unsafe { tensors_of(output, "output") }?;
+        let prepared = cc_api::prepare(api, inputs, outputs, dtype, op, cc_op)?;
+        let h = handle::export(CcContext {
+            prepared: parking_lot::Mutex::new(Some(prepared)),
+        });
+        out.write(h);
+        Ok(())
     })
 }
 
-/// OpenNRT's export of the vendor-internal name behind `nrta_cc_schedule` (prototype
-/// OpenNRT's, equal to `nrta_cc_schedule`'s). Same behaviour as `nrta_cc_schedule`.
+/// Queue a prepared collective on the collectives execution unit `queue` (0–2). On success the
+/// runtime takes the context and sets `*cc_ctx` to NULL.
 ///
 /// # Returns
-/// As `nrta_cc_schedule`.
+/// As `nrta_tensor_write`.
 ///
 /// # Safety
-/// As `nrta_cc_schedule`.
-pub unsafe extern "C" fn nrt_cc_schedule(
+/// `cc_ctx` must point to a context from `nrta_cc_prepare`; `exec_ret` writable until
+/// completion; `req_sequence` NULL or writable.
+///
+/// `nrt_cc_schedule` is a second name of this function (shim/libnrt.exports).
+pub unsafe extern "C" fn nrta_cc_schedule(
     cc_ctx: *mut *mut nrt_cc_context_t,
     queue: c_int,
     exec_ret: *mut NRT_STATUS,
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
-    crate::abi_entry!(status "nrt_cc_schedule", crate::abi::boundary::Guard::Lifecycle, {
-        // SAFETY: forwarded contract.
-        unsafe { schedule(cc_ctx, queue, exec_ret, req_sequence) }
+    crate::abi_entry!(status "nrta_cc_schedule", Guard::Lifecycle, {
+        // SAFETY: `cc_ctx` is NULL (refused by out_param) or writable, as # Safety requires.
+        let slot = unsafe { out_param(cc_ctx, "cc_ctx") }?;
+        crate::abi::boundary::exec_ret_arg(exec_ret)?;
+        // SAFETY: `cc_ctx` is non-NULL and aligned (checked); the caller promises it holds a
+        // pointer written by prepare (or NULL after a schedule).
+        let h = unsafe { slot.assume_init_read() };
+        if h.is_null() {
+            return Err(Error::invalid(
+                "*cc_ctx is NULL: the context was already scheduled (nrta_cc_schedule consumes it)",
+            ));
+        }
+        // SAFETY: looked up in the live table before use.
+        let ctx = unsafe { handle::get::<CcContext>(h, "*cc_ctx") }?;
+        let queue = u32::try_from(queue)
+            .ok()
+            .filter(|&q| q < XuType::Collectives.queues())
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "queue {queue}: the collectives XU has queues 0..=2"
+                ))
+            })?;
+        let seq_out = if req_sequence.is_null() {
+            None
+        } else {
+            // SAFETY: non-NULL; the caller promises it is writable.
+            Some(unsafe { out_param(req_sequence, "req_sequence") }?)
+        };
+        let p = ctx.prepared.lock().take().ok_or_else(|| {
+            Error::invalid_handle("*cc_ctx was already scheduled (nrta_cc_schedule consumes it)")
+        })?;
+        let seq = match cc_api::schedule(p, queue, ExecRet(exec_ret.cast()), |e| status_of(e) as i32) {
+            Ok(s) => s,
+            Err((e, p)) => {
+                *ctx.prepared.lock() = Some(*p);
+                return Err(e);
+            }
+        };
+        // The context is spent: drop its handle so a stale copy of the pointer is detected.
+        // SAFETY: live (looked up above); `ctx` is not used after this.
+        unsafe { handle::release::<CcContext>(h, "*cc_ctx") }?;
+        if let Some(o) = seq_out {
+            o.write(seq);
+        }
+        slot.write(std::ptr::null_mut());
+        Ok(())
     })
 }
 

@@ -63,7 +63,8 @@ pub(crate) unsafe fn with(
     options: *const nrt_inspect_config_t,
     f: impl FnOnce(&mut InspectSettings),
 ) -> crate::Result<()> {
-    // SAFETY: forwarded contract; the handle is checked.
+    // SAFETY: `options` is NULL or a handle of this library; handle::get checks it against the live
+    // table before any dereference.
     let c = unsafe { handle::get::<InspectConfig>(options, "options") }?;
     f(&mut c.settings.lock());
     Ok(())
@@ -292,7 +293,7 @@ unsafe fn empty_list(
     count: *mut usize,
     what: &str,
 ) -> crate::Result<()> {
-    // SAFETY: forwarded contract.
+    // SAFETY: `list` and `count` are NULL (refused by out_param) or writable, as # Safety requires.
     let (l, c) = unsafe { (out_param(list, what)?, out_param(count, "count")?) };
     let (p, n) = handle::export_list(&[], what)?;
     l.write(p);

@@ -46,7 +46,7 @@ pub mod tensor_async;
 pub mod tensor_set;
 pub mod types;
 
-pub use cc_async::{nrt_cc_prepare, nrt_cc_schedule};
+pub use cc_async::{nrta_cc_prepare, nrta_cc_schedule};
 pub use collectives::*;
 pub use debug_stream::*;
 pub use inspect::*;

@@ -32,7 +32,7 @@ unsafe fn dyn_slot(
     rank_n: c_int,
     table: usize,
 ) -> Result<*mut u64> {
-    // SAFETY: forwarded contract.
+    // SAFETY: `dyn_input` is NULL (refused by in_ref) or valid for reads, as # Safety requires.
     let m = unsafe { in_ref(dyn_input, "dyn_input") }?;
     if data_type_sz == 0 {
         return Err(Error::invalid("data_type_sz is 0"));
@@ -74,7 +74,7 @@ unsafe fn dyn_bytes(
     rank_n: c_int,
     table: usize,
 ) -> Result<usize> {
-    // SAFETY: forwarded contract.
+    // SAFETY: `dyn_input` is NULL or valid for reads (# Safety), which dyn_slot requires.
     let p = unsafe { dyn_slot(dyn_input, data_type_sz, rank, rank_n, table) }?;
     // SAFETY: checked in-bounds and aligned.
     let elems = unsafe { p.read() };

@@ -42,18 +42,10 @@ pub unsafe extern "C" fn nrt_init(
 /// Afterwards every call returns `NRT_UNINITIALIZED` until the next `nrt_init`.
 pub extern "C" fn nrt_close() {
     abi_entry!(void "nrt_close", Guard::None, {
+        // The runtime tears itself down (runtime::process::close); then what the ABI layer
+        // keeps per nrt_init: tensors, tensor sets, unscheduled contexts, profile sessions.
         process::close(|| {
             crate::abi::profile::reset_sessions();
-            // Pending collectives fail with NRT_CLOSED before their workers are drained.
-            crate::runtime::cc::abort();
-            crate::runtime::host_cc::abort();
-            crate::runtime::xu::drain_all();
-            crate::runtime::xu::shutdown();
-            crate::runtime::multi_process::bootstrap::shutdown();
-            crate::runtime::cc::reset();
-            crate::runtime::host_cc::reset();
-            crate::runtime::comm::reset();
-            // Tensors, tensor sets and unscheduled contexts belong to this nrt_init.
             crate::abi::handle::free_per_init_objects();
         });
         Ok(())

@@ -55,7 +55,8 @@ pub unsafe extern "C" fn nrta_tensor_write(
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrta_tensor_write", Guard::Lifecycle, {
-        // SAFETY: forwarded contract.
+        // SAFETY: every pointer carries this function's # Safety guarantees, the contract
+        // tensor_async::write requires.
         unsafe {
             crate::abi::tensor_async::write(
                 tensor, buf, offset, size, lnc_idx, queue, exec_ret, req_sequence,
@@ -84,7 +85,8 @@ pub unsafe extern "C" fn nrta_tensor_read(
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrta_tensor_read", Guard::Lifecycle, {
-        // SAFETY: forwarded contract.
+        // SAFETY: every pointer carries this function's # Safety guarantees, the contract
+        // tensor_async::read requires.
         unsafe {
             crate::abi::tensor_async::read(
                 buf, tensor, offset, size, lnc_idx, queue, exec_ret, req_sequence,
@@ -114,7 +116,8 @@ pub unsafe extern "C" fn nrta_tensor_copy(
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrta_tensor_copy", Guard::Lifecycle, {
-        // SAFETY: forwarded contract.
+        // SAFETY: every pointer carries this function's # Safety guarantees, the contract
+        // tensor_async::copy requires.
         unsafe {
             crate::abi::tensor_async::copy(
                 src, src_offset, dst, dst_offset, size, lnc_idx, queue, exec_ret, req_sequence,
@@ -145,52 +148,7 @@ pub unsafe extern "C" fn nrta_execute_schedule(
     })
 }
 
-/// Prepare a host-driven collective over `comm`: lower it to device programs and return a
-/// context that `nrta_cc_schedule` consumes.
-///
-/// # Returns
-/// `NRT_SUCCESS` with `*cc_ctx` set; `NRT_INVALID` for bad arguments (dtype, op, sizes,
-/// communicator, tensors not on `comm->vnc`, a core that has not joined the host-CC world);
-/// `NRT_INVALID_HANDLE` for a freed tensor; `NRT_UNINITIALIZED` before `nrt_init`.
-///
-/// # Safety
-/// `comm`, `input` and `output` must be valid for reads; their tensors live; `cc_ctx` NULL or
-/// writable.
-pub unsafe extern "C" fn nrta_cc_prepare(
-    comm: *mut nrt_cc_comm_t,
-    input: *mut nrt_tensor_list_t,
-    output: *mut nrt_tensor_list_t,
-    dtype: RawDtype,
-    op: RawOpType,
-    cc_op: RawCcOpType,
-    cc_ctx: *mut *mut nrt_cc_context_t,
-) -> NRT_STATUS {
-    abi_entry!(status "nrta_cc_prepare", Guard::Lifecycle, {
-        // SAFETY: forwarded contract.
-        unsafe { crate::abi::cc_async::prepare(comm, input, output, dtype, op, cc_op, cc_ctx) }
-    })
-}
-
-/// Queue a prepared collective on the collectives execution unit `queue` (0–2). On success the
-/// runtime takes the context and sets `*cc_ctx` to NULL.
-///
-/// # Returns
-/// As `nrta_tensor_write`.
-///
-/// # Safety
-/// `cc_ctx` must point to a context from `nrta_cc_prepare`; `exec_ret` writable until
-/// completion; `req_sequence` NULL or writable.
-pub unsafe extern "C" fn nrta_cc_schedule(
-    cc_ctx: *mut *mut nrt_cc_context_t,
-    queue: c_int,
-    exec_ret: *mut NRT_STATUS,
-    req_sequence: *mut nrta_seq_t,
-) -> NRT_STATUS {
-    abi_entry!(status "nrta_cc_schedule", Guard::Lifecycle, {
-        // SAFETY: forwarded contract.
-        unsafe { crate::abi::cc_async::schedule(cc_ctx, queue, exec_ret, req_sequence) }
-    })
-}
+// `nrta_cc_prepare` and `nrta_cc_schedule` live in `abi::cc_async`, with their bodies.
 
 /// Non-blocking: has the request `seq` (passed by value) completed? When it has not, the
 /// calling thread yields its CPU before returning, so a tight polling loop does not starve the
@@ -300,7 +258,8 @@ mod tests {
             // SAFETY: as above; `seq` is writable.
             unsafe {
                 assert_eq!(
-                    nrta_cc_schedule(null_mut(), 0, null_mut(), &mut seq) as i32,
+                    crate::abi::cc_async::nrta_cc_schedule(null_mut(), 0, null_mut(), &mut seq)
+                        as i32,
                     2
                 );
             }

@@ -264,7 +264,8 @@ unsafe fn opt_options<'a>(
     if options.is_null() {
         return Ok(None);
     }
-    // SAFETY: forwarded contract.
+    // SAFETY: `options` is NULL or a handle of this library; handle::get checks it against the live
+    // table before any dereference.
     unsafe { handle::get::<ContinuousOptions>(options, "options") }.map(Some)
 }
 

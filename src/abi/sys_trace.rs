@@ -72,7 +72,8 @@ unsafe fn config(
     p: *const nrt_sys_trace_config_t,
     f: impl FnOnce(&mut CaptureSettings),
 ) -> crate::Result<()> {
-    // SAFETY: forwarded contract; the handle is checked.
+    // SAFETY: `p` is NULL or a handle of this library; handle::get checks it against the live table
+    // before any dereference.
     let c = unsafe { handle::get::<SysTraceConfig>(p, "options") }?;
     f(&mut c.settings.lock());
     Ok(())
@@ -84,7 +85,8 @@ unsafe fn fetch(
     p: *const nrt_sys_trace_fetch_options_t,
     f: impl FnOnce(&mut FetchSettings),
 ) -> crate::Result<()> {
-    // SAFETY: forwarded contract; the handle is checked.
+    // SAFETY: `p` is NULL or a handle of this library; handle::get checks it against the live table
+    // before any dereference.
     let c = unsafe { handle::get::<SysTraceFetchOptions>(p, "options") }?;
     f(&mut c.settings.lock());
     Ok(())
@@ -165,7 +167,7 @@ pub unsafe extern "C" fn nrt_sys_trace_buffer_free(buffer: *mut c_char) {
 /// # Safety
 /// Both pointers must be NULL or writable.
 unsafe fn empty_list(list: *mut *mut *const c_char, count: *mut usize) -> crate::Result<()> {
-    // SAFETY: forwarded contract.
+    // SAFETY: `list` and `count` are NULL (refused by out_param) or writable, as # Safety requires.
     let (l, c) = unsafe { (out_param(list, "event_types")?, out_param(count, "count")?) };
     let (p, n) = handle::export_list(&[], "event_types")?;
     l.write(p);

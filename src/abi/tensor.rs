@@ -47,7 +47,8 @@ impl Opaque for TensorObject {
 /// # Safety
 /// If `h` is a live tensor handle, no other thread may free it during this call (C's contract).
 pub(crate) unsafe fn tensor_of(h: *const nrt_tensor_t, what: &str) -> Result<Tensor> {
-    // SAFETY: forwarded contract; the handle table checks `h` before it is dereferenced.
+    // SAFETY: `h` is NULL or a handle of this library; handle::get checks it against the live table
+    // before any dereference.
     let obj = unsafe { handle::get::<TensorObject>(h, what) }?;
     Ok(obj.tensor.read().clone())
 }
@@ -218,7 +219,8 @@ unsafe fn checked_batches(
     let all = unsafe { std::slice::from_raw_parts(std::ptr::from_ref(first), n) };
     let mut work = Vec::new();
     for (i, b) in all.iter().enumerate() {
-        // SAFETY: forwarded contract; checked by the handle table.
+        // SAFETY: the handle is checked against the live table before it is dereferenced, and the
+        // caller's contract keeps other threads from freeing it meanwhile.
         let t = unsafe { tensor_of(b.tensor, &format!("batches[{i}].tensor")) }?;
         if b.num_ops == 0 {
             continue;

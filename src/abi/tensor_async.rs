@@ -42,7 +42,7 @@ unsafe fn submit(
     let seq_out = if req_sequence.is_null() {
         None
     } else {
-        // SAFETY: forwarded contract.
+        // SAFETY: `req_sequence` is NULL (refused by out_param) or writable, as # Safety requires.
         Some(unsafe { out_param(req_sequence, "req_sequence") }?)
     };
     let body = Box::new(move || match job() {
@@ -89,7 +89,8 @@ pub(crate) unsafe fn write(
         // SAFETY: the caller keeps `buf` readable for `size` bytes until completion.
         unsafe { t.write_raw(offset, src.0 as *const u8, size) }
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `exec_ret` and `req_sequence` carry this function's # Safety guarantees (writable,
+    // `exec_ret` until completion), which submit requires.
     unsafe { submit(lnc_idx, queue, exec_ret, req_sequence, job) }
 }
 
@@ -116,7 +117,8 @@ pub(crate) unsafe fn read(
         // SAFETY: the caller keeps `buf` writable for `size` bytes until completion.
         unsafe { t.read_raw(offset, dst.0 as *mut u8, size) }
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `exec_ret` and `req_sequence` carry this function's # Safety guarantees (writable,
+    // `exec_ret` until completion), which submit requires.
     unsafe { submit(lnc_idx, queue, exec_ret, req_sequence, job) }
 }
 
@@ -155,7 +157,8 @@ pub(crate) unsafe fn copy(
     s.check_range(src_offset, size, "nrta_tensor_copy source")?;
     d.check_range(dst_offset, size, "nrta_tensor_copy destination")?;
     let job = move || d.copy_from(dst_offset, &s, src_offset, size);
-    // SAFETY: forwarded contract.
+    // SAFETY: `exec_ret` and `req_sequence` carry this function's # Safety guarantees (writable,
+    // `exec_ret` until completion), which submit requires.
     unsafe { submit(lnc_idx, queue, exec_ret, req_sequence, job) }
 }
 

@@ -57,7 +57,8 @@ pub(crate) unsafe fn tensor_set_members(
     h: *const nrt_tensor_set_t,
     what: &str,
 ) -> Result<Vec<(String, Tensor)>> {
-    // SAFETY: forwarded contract; checked by the handle table.
+    // SAFETY: `h` is NULL or a handle of this library; handle::get checks it against the live table
+    // before any dereference.
     let set = unsafe { handle::get::<TensorSet>(h, what) }?;
     let entries: Vec<_> = set
         .entries
@@ -68,7 +69,8 @@ pub(crate) unsafe fn tensor_set_members(
     entries
         .into_iter()
         .map(|(name, p)| {
-            // SAFETY: forwarded contract; checked by the handle table.
+            // SAFETY: the handle is checked against the live table before it is dereferenced, and
+            // the caller's contract keeps other threads from freeing it meanwhile.
             let t = unsafe { tensor_of(p.0, &format!("{what}[{name:?}]")) }?;
             Ok((name, t))
         })

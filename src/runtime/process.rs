@@ -62,10 +62,22 @@ pub fn init(framework: u32, fw_version: &str, fal_version: &str) -> Result<()> {
 }
 
 /// `nrt_close`: only in INIT; afterwards the state is START and `nrt_init` may run again.
-/// `abi_teardown` releases what the ABI layer keeps per initialised runtime; it runs inside the
-/// teardown window (calls racing with it get `NRT_CLOSED`).
+///
+/// The teardown order, inside the teardown window (calls racing with it get `NRT_CLOSED`):
+/// pending collectives fail with `NRT_CLOSED` before the execution units drain; the units stop;
+/// the job's bootstrap link closes; the prepared collectives, host collectives and worlds are
+/// forgotten; then `abi_teardown` releases what the ABI layer keeps per initialised runtime
+/// (its handles, which queued requests no longer reference); last the runtime itself goes.
 pub fn close(abi_teardown: impl FnOnce()) {
     state::close(|| {
+        crate::runtime::cc::abort();
+        crate::runtime::host_cc::abort();
+        crate::runtime::xu::drain_all();
+        crate::runtime::xu::shutdown();
+        crate::runtime::multi_process::bootstrap::shutdown();
+        crate::runtime::cc::reset();
+        crate::runtime::host_cc::reset();
+        crate::runtime::comm::reset();
         abi_teardown();
         RUNTIME.write().take();
         crate::device::settings::set_carrier(None);

@@ -20,7 +20,8 @@ pub extern "C" fn libncfw_get_version() -> c_int {
 /// As for the function it forwards to.
 #[no_mangle]
 pub unsafe extern "C" fn libncfw_get_image(arch_id: u32, out: *mut ncfw_image_t) -> c_int {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's pointers meet the # Safety contract of
+    // opennrt::abi::ncfw::libncfw_get_image, which checks them.
     unsafe { imp::libncfw_get_image(arch_id, out) }
 }
 
@@ -35,6 +36,7 @@ pub unsafe extern "C" fn libncfw_ctx_log(
     model_name: *const c_char,
     arch_id: u32,
 ) -> c_int {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's pointers meet the # Safety contract of
+    // opennrt::abi::ncfw::libncfw_ctx_log, which checks them.
     unsafe { imp::libncfw_ctx_log(ctx, out_buf, model_name, arch_id) }
 }

@@ -4,8 +4,8 @@
 //! independent reference.
 
 use super::*;
+use crate::abi::cc_async::{nrta_cc_prepare, nrta_cc_schedule};
 use crate::abi::handle::testing;
-use crate::abi::nrt_async::{nrta_cc_prepare, nrta_cc_schedule};
 use crate::abi::tensor::{nrt_tensor_allocate, nrt_tensor_free, nrt_tensor_read, nrt_tensor_write};
 use crate::lower::request::api::dtype_of;
 use crate::lower::request::{CollectiveOp, ReduceOp};
