@@ -20,7 +20,7 @@
 //! @0, `barrier_done` u64 @8 — the same bytes as step 0's `m2s_val`, `s2m_val` and
 //! `barrier_sema[0]` (docs/contract/device.md §7.1).
 //!
-//! The offsets are the ones `ctx_log` already walks ([`crate::ncfw::ctx_layout`]); this codec
+//! The offsets are in [`layout`] (the carrier's `ctx_log` walks the same ones); this codec
 //! reuses them rather than restating them.
 //!
 //! Choices where the spec is silent:
@@ -35,8 +35,10 @@
 //! * **Reserved bits** (gate bits 1–7, 0x123, 0x125..0x128) are written 0 and ignored on decode:
 //!   docs/contract/carrier.md Q-C (3) says only bit 0 matters.
 
+pub mod layout;
+
 use crate::error::{Error, Result};
-use crate::ncfw::ctx_layout::{apb_bcast, barrier_configs, barrier_step, device_barrier as db};
+use layout::{apb_bcast, barrier_configs, barrier_step, device_barrier as db};
 
 /// Bytes of the whole `neff_barrier_config` (docs/contract/carrier.md §3.2.8).
 pub const BARRIER_CONFIG_BYTES: usize = barrier_configs::SIZE;
