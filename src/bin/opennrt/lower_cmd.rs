@@ -20,7 +20,10 @@ const LOWER_USAGE: &str = "usage: opennrt lower --op <op> --ranks N [options]
   --op         all_reduce | all_gather | reduce_scatter | all_to_all | all_to_all_v | permute |
                permute_implicit | permute_reduce_implicit | send_recv | barrier
   --ranks N    ranks in the replica group (global device ids 0..N)
-  --count N    elements per rank block (default 8; accepts 1<<20)
+  --count N    elements (default 8; accepts 1<<20): of each rank's whole buffer for
+               all_reduce and the permutes (in = out = N), of one rank's block for
+               all_gather (out = N x ranks), reduce_scatter (in = N x ranks) and
+               all_to_all (in = out = N x ranks)
   --dtype T    bf16 (default), fp16, fp32, fp8_e3, fp8_e4, fp8_e5, int8, ... (reductions need a
                CCE dtype)
   --redop R    add (default), max, min (reducing ops only)
