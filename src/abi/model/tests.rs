@@ -1,0 +1,54 @@
+
+use super::*;
+use crate::abi::handle::testing;
+use std::ptr::{null, null_mut};
+
+#[test]
+fn guarded_then_arguments_checked_then_not_implemented() {
+    testing::uninit(|| {
+        // SAFETY: NULL arguments are never dereferenced by these entry points.
+        unsafe {
+            assert_eq!(nrt_load(null(), 0, 0, 1, null_mut()) as i32, 13);
+            assert_eq!(nrt_execute(null_mut(), null(), null_mut()) as i32, 13);
+            assert_eq!(nrt_get_model_tensor_info(null_mut(), null_mut()) as i32, 13);
+        }
+        assert_eq!(nrt_async_drain_queued_execs(0) as i32, 13);
+    });
+    testing::init(|| {
+        let neff = [0u8; 1024];
+        let mut model: *mut nrt_model_t = null_mut();
+        let fake = 0x1000 as *mut nrt_model_t; // never dereferenced: not in the live table
+        let set = 0x2000 as *mut nrt_tensor_set_t;
+        let mut n = 0u32;
+        // SAFETY: as above; the fake handles are only compared, never read.
+        unsafe {
+            // NULL pointers: NRT_INVALID (2).
+            assert_eq!(nrt_load(null(), 0, 0, 1, &mut model) as i32, 2);
+            assert_eq!(
+                nrt_load(neff.as_ptr().cast(), 0, 0, 1, &mut model) as i32,
+                2
+            );
+            assert_eq!(
+                nrt_load(neff.as_ptr().cast(), 1024, 0, 1, null_mut()) as i32,
+                2
+            );
+            assert_eq!(nrt_unload(null_mut()) as i32, 2);
+            assert_eq!(nrt_execute(fake, null(), set) as i32, 2);
+            assert_eq!(nrt_execute_repeat(fake, set, set, 0) as i32, 2);
+            assert_eq!(nrt_get_model_nc_count(fake, null_mut()) as i32, 2);
+            assert_eq!(nrt_register_async_exec_callback(None, null_mut()) as i32, 2);
+            // A model that cannot be live: NRT_INVALID_HANDLE (3).
+            assert_eq!(nrt_unload(fake) as i32, 3);
+            assert_eq!(nrt_execute(fake, set, set) as i32, 3);
+            assert_eq!(nrt_get_model_nc_count(fake, &mut n) as i32, 3);
+            assert_eq!(nrt_free_model_tensor_info(0x3000 as *mut _) as i32, 3);
+            // Arguments that pass: NRT_FAILURE (1), nothing written.
+            assert_eq!(
+                nrt_load(neff.as_ptr().cast(), 1024, 0, 1, &mut model) as i32,
+                1
+            );
+            assert!(model.is_null());
+        }
+        assert_eq!(n, 0);
+    });
+}

@@ -1,0 +1,147 @@
+
+use super::*;
+use crate::abi::handle::testing;
+use std::ptr::{null, null_mut};
+
+#[test]
+fn config_objects_allocate_set_free() {
+    let (mut c, mut f) = (null_mut(), null_mut());
+    // SAFETY: locals are writable; handles are checked; strings NUL-terminated.
+    unsafe {
+        assert_eq!(nrt_sys_trace_config_allocate(null_mut()) as i32, 2);
+        assert_eq!(nrt_sys_trace_config_allocate(&mut c) as i32, 0);
+        nrt_sys_trace_config_set_max_events_per_nc(c, 10);
+        nrt_sys_trace_config_set_capture_enabled_for_nc(c, 2, true);
+        assert_eq!(
+            nrt_sys_trace_config_set_capture_enabled_for_event_type(c, c"dma".as_ptr(), false)
+                as i32,
+            0
+        );
+        assert_eq!(
+            nrt_sys_trace_config_set_capture_enabled_for_event_type(c, null(), false) as i32,
+            2
+        );
+        assert_eq!(
+            nrt_sys_trace_config_set_capture_enabled_for_event_type(
+                null_mut(),
+                c"x".as_ptr(),
+                false
+            ) as i32,
+            2
+        );
+        {
+            let s = handle::get::<SysTraceConfig>(c, "c")
+                .unwrap()
+                .settings
+                .lock()
+                .clone();
+            assert_eq!(s.max_events_per_nc, 10);
+            assert_eq!(s.capture_nc.get(&2), Some(&true));
+            assert_eq!(s.event_types.get("dma"), Some(&false));
+        }
+        nrt_sys_trace_config_set_defaults(c);
+        assert_eq!(
+            *handle::get::<SysTraceConfig>(c, "c")
+                .unwrap()
+                .settings
+                .lock(),
+            CaptureSettings::default()
+        );
+        let (mut l, mut n) = (null_mut(), 5usize);
+        assert_eq!(
+            nrt_sys_trace_config_get_enabled_event_types(c, &mut l, &mut n) as i32,
+            0
+        );
+        assert!(!l.is_null() && n == 0);
+        nrt_sys_trace_free_event_types(l, n);
+        // NULL handles in void setters: logged and ignored.
+        nrt_sys_trace_config_set_defaults(null_mut());
+        nrt_sys_trace_config_set_max_events_per_nc(null_mut(), 1);
+        nrt_sys_trace_config_free(c);
+        nrt_sys_trace_config_free(c); // double free: logged and ignored
+        nrt_sys_trace_config_free(null_mut());
+
+        assert_eq!(nrt_sys_trace_fetch_options_allocate(&mut f) as i32, 0);
+        nrt_sys_trace_fetch_options_set_max_events_per_nc(f, 4);
+        nrt_sys_trace_fetch_options_set_nc_idx(f, 1);
+        assert_eq!(
+            *handle::get::<SysTraceFetchOptions>(f, "f")
+                .unwrap()
+                .settings
+                .lock(),
+            FetchSettings {
+                max_events_per_nc: 4,
+                nc_idx: Some(1)
+            }
+        );
+        nrt_sys_trace_fetch_options_set_defaults(f);
+        assert_eq!(
+            *handle::get::<SysTraceFetchOptions>(f, "f")
+                .unwrap()
+                .settings
+                .lock(),
+            FetchSettings::default()
+        );
+        nrt_sys_trace_fetch_options_set_nc_idx(null_mut(), 1);
+        nrt_sys_trace_fetch_options_free(f);
+        nrt_sys_trace_fetch_options_free(null_mut());
+    }
+}
+
+#[test]
+fn event_types_are_an_empty_list() {
+    let (mut l, mut n) = (null_mut(), 3usize);
+    // SAFETY: locals are writable.
+    unsafe {
+        assert_eq!(nrt_sys_trace_get_event_types(&mut l, &mut n) as i32, 0);
+        assert_eq!((n, l.read()), (0, null()));
+        nrt_sys_trace_free_event_types(l, n);
+        nrt_sys_trace_free_event_types(null_mut(), 0);
+        assert_eq!(nrt_sys_trace_get_event_types(&mut l, null_mut()) as i32, 2);
+    }
+}
+
+#[test]
+fn start_fetch_stop() {
+    testing::uninit(|| {
+        assert_eq!(nrt_sys_trace_stop() as i32, 13);
+        let (mut b, mut w) = (null_mut(), 1usize);
+        // SAFETY: locals are writable.
+        unsafe {
+            assert_eq!(nrt_sys_trace_start(null_mut()) as i32, 13);
+            assert_eq!(
+                nrt_sys_trace_fetch_events(&mut b, &mut w, null()) as i32,
+                13
+            );
+        }
+        assert!(b.is_null());
+    });
+    testing::init(|| {
+        let (mut c, mut f, mut b, mut w) = (null_mut(), null_mut(), null_mut(), 1usize);
+        // SAFETY: locals are writable; handles are checked.
+        unsafe {
+            assert_eq!(nrt_sys_trace_config_allocate(&mut c) as i32, 0);
+            assert_eq!(nrt_sys_trace_start(c) as i32, 0);
+            assert_eq!(nrt_sys_trace_start(null_mut()) as i32, 0);
+            assert_eq!(nrt_sys_trace_fetch_options_allocate(&mut f) as i32, 0);
+            assert_eq!(nrt_sys_trace_fetch_events(&mut b, &mut w, f) as i32, 0);
+            assert!(!b.is_null());
+            assert_eq!((w, b.read()), (0, 0));
+            nrt_sys_trace_buffer_free(b);
+            nrt_sys_trace_buffer_free(b); // double free: logged and ignored
+            nrt_sys_trace_buffer_free(null_mut());
+            assert_eq!(
+                nrt_sys_trace_fetch_events(null_mut(), &mut w, null()) as i32,
+                2
+            );
+            assert_eq!(
+                nrt_sys_trace_fetch_events(&mut b, null_mut(), null()) as i32,
+                2
+            );
+            assert_eq!(nrt_sys_trace_stop() as i32, 0);
+            nrt_sys_trace_config_free(c);
+            assert_eq!(nrt_sys_trace_start(c) as i32, 3, "freed handle rejected");
+            nrt_sys_trace_fetch_options_free(f);
+        }
+    });
+}

@@ -1,0 +1,75 @@
+
+use super::*;
+
+#[test]
+fn messages_round_trip_and_eof_is_none() {
+    let req = CollectiveRequest::new(
+        CollectiveOp::ReduceScatter,
+        Dtype::Bf16,
+        Some(ReduceOp::Max),
+        77,
+        vec![3, 1, 2],
+        1,
+    );
+    let w = WireRequest::of(&req).unwrap();
+    assert_eq!(w.request().unwrap(), req);
+    let msgs = vec![
+        Msg::Hello {
+            magic: MAGIC,
+            version: "x".into(),
+            pid: 7,
+        },
+        Msg::Arrive {
+            id: 1,
+            kind: "all_gather".into(),
+            slot: 1,
+            group: vec![0, 1],
+            instance: 4,
+            rank: 1,
+            shm: "/opennrt-1-2-g1".into(),
+            shm_len: 4096,
+            in_len: 154,
+        },
+        Msg::Meet {
+            id: 2,
+            kind: "cc".into(),
+            slot: 1,
+            group: vec![3, 1, 2],
+            instance: 4,
+            rank: 1,
+            req: Some(w),
+            digest: 0x1234_5678_9abc_def0,
+            seg: "/opennrt-1-2-d1-1".into(),
+            seg_len: 1 << 20,
+        },
+        Msg::Segments {
+            id: 2,
+            error: None,
+            segments: vec![("/opennrt-1-2-d1-1".into(), 1 << 20)],
+        },
+        Msg::Done {
+            id: 1,
+            error: Some(WireError::of(&Error::new(
+                ErrorKind::CollectivesHang,
+                "stuck",
+            ))),
+        },
+    ];
+    let mut buf = Vec::new();
+    for m in &msgs {
+        send(&mut buf, m).unwrap();
+    }
+    let mut r = &buf[..];
+    for m in &msgs {
+        assert_eq!(recv(&mut r).unwrap().as_ref(), Some(m));
+    }
+    assert_eq!(recv(&mut r).unwrap(), None);
+    let e = WireError::of(&Error::new(ErrorKind::CollectivesHang, "stuck")).error();
+    assert_eq!(e.kind(), ErrorKind::CollectivesHang);
+    let mut half = &buf[..6];
+    assert_eq!(
+        recv(&mut half).unwrap(),
+        None,
+        "a cut message is end of stream"
+    );
+}
