@@ -1,5 +1,5 @@
 //! `nrt.h` host-driven collectives and communicator setup (docs/contract/abi.md §3.5, §5.7–§5.8),
-//! over `runtime::comm` (the worlds), `runtime::host_cc` (barrier, host all-gather).
+//! over `runtime::comm` (the worlds), `runtime::host_collective` (barrier, host all-gather).
 //!
 //! Several ranks in one process (docs/design.md §2.6): each thread calls these with its own `vnc`
 //! and global id, and the calls of one collective meet in `runtime::rendezvous`. Ranks in other
@@ -14,7 +14,7 @@ use crate::abi::types::*;
 use crate::abi_entry;
 use crate::error::Error;
 use crate::runtime::comm::{self, Slot};
-use crate::runtime::{host_cc, process};
+use crate::runtime::{host_collective, process};
 
 fn visible() -> crate::Result<u32> {
     Ok(process::config()?.visible_cores)
@@ -95,7 +95,7 @@ pub extern "C" fn nrt_barrier(vnc: i32, g_device_id: u32, g_device_count: u32) -
             return Err(Error::invalid(format!("nrt_barrier: vnc {vnc} is not below 256")));
         }
         let v = visible_core(i64::from(vnc), "vnc")?;
-        host_cc::barrier(v, g_device_id, g_device_count, visible()?)
+        host_collective::barrier(v, g_device_id, g_device_count, visible()?)
     })
 }
 
@@ -141,7 +141,7 @@ pub unsafe extern "C" fn nrt_all_gather(
             // `input` (checked above).
             unsafe { std::slice::from_raw_parts_mut(output.cast::<u8>(), total) }
         };
-        host_cc::all_gather(v, g_device_id, g_device_count, visible()?, inp, out)
+        host_collective::all_gather(v, g_device_id, g_device_count, visible()?, inp, out)
     })
 }
 

@@ -16,7 +16,7 @@
 //! | [`model`] | load, execute, model introspection (§3.4) |
 //! | [`collectives`] | host-driven collectives and communicator setup (§3.5) |
 //! | [`nrt_async`] | the explicit async API, node `NRT_3.0.0` (§3.6) |
-//! | [`cc_async`] | the collective path of the async API (`nrta_cc_*`, and OpenNRT's `nrt_cc_prepare` / `nrt_cc_schedule`) |
+//! | [`collective_async`] | the collective path of the async API (`nrta_cc_*`, and OpenNRT's `nrt_cc_prepare` / `nrt_cc_schedule`) |
 //! | [`sendrecv`] | point-to-point async send/recv (§3.7) |
 //! | [`nrt_experimental`] | trace, network plugin, pool-engine microcode (§3.8) |
 //! | [`profile`], [`inspect`], [`inspect_config`], [`sys_trace`], [`debug_stream`] | observability no-ops (§3.9) |
@@ -24,7 +24,7 @@
 //! | [`ncfw`] | libncfw.so |
 
 pub mod boundary;
-pub mod cc_async;
+pub mod collective_async;
 pub mod collectives;
 pub mod debug_stream;
 pub mod handle;
@@ -46,7 +46,7 @@ pub mod tensor_async;
 pub mod tensor_set;
 pub mod types;
 
-pub use cc_async::{nrta_cc_prepare, nrta_cc_schedule};
+pub use collective_async::{nrta_cc_prepare, nrta_cc_schedule};
 pub use collectives::*;
 pub use debug_stream::*;
 pub use inspect::*;

@@ -5,7 +5,7 @@
 //! event-fd registration pair.
 //!
 //! The tensor transfers run on the tensor-op XUs (`abi::tensor_async`), the collectives on the
-//! collectives XUs (`abi::cc_async`). `nrta_execute_schedule` needs a loaded NEFF (out of scope
+//! collectives XUs (`abi::collective_async`). `nrta_execute_schedule` needs a loaded NEFF (out of scope
 //! so far): it runs the lifecycle guard and returns `NRT_FAILURE`, logging a WARNING once.
 //!
 //! Completion (`nrta_is_completed`, `nrta_get_sequence`, the two `nrta_event_register_*`) is
@@ -148,7 +148,7 @@ pub unsafe extern "C" fn nrta_execute_schedule(
     })
 }
 
-// `nrta_cc_prepare` and `nrta_cc_schedule` live in `abi::cc_async`, with their bodies.
+// `nrta_cc_prepare` and `nrta_cc_schedule` live in `abi::collective_async`, with their bodies.
 
 /// Non-blocking: has the request `seq` (passed by value) completed? When it has not, the
 /// calling thread yields its CPU before returning, so a tight polling loop does not starve the

@@ -11,22 +11,22 @@
 //! * [`resident`] — a prepared collective's machine kept loaded between runs.
 //! * [`comm`] — the global communicators (worlds) of this process.
 //! * [`rendezvous`] — where the ranks of one collective meet.
-//! * [`cc`] — host-driven collectives: prepare (lower, emit, cache) and run on the device.
-//! * [`cc_api`] — the `nrta_cc_prepare` / `nrta_cc_schedule` path behind the ABI.
-//! * [`cc_tensor`] — a rank's tensors as the data of a device collective.
-//! * [`host_cc`] — `nrt_barrier` and `nrt_all_gather`.
+//! * [`collective`] — host-driven collectives: prepare (lower, emit, cache) and run on the device.
+//! * [`collective_api`] — the `nrta_cc_prepare` / `nrta_cc_schedule` path behind the ABI.
+//! * [`collective_io`] — a rank's tensors as the data of a device collective.
+//! * [`host_collective`] — `nrt_barrier` and `nrt_all_gather`.
 //! * [`multi_process`] — one rank per process: the job's bootstrap, its shared memory and
 //!   wire protocol, and collectives run together on shared device segments.
 //! * [`verifiable`] — verifiable data, the reference result and in-place staging for runs.
 //! * [`xu`] — execution units: async request queues, sequence ids, completion and eventfds.
 
-pub mod cc;
-pub mod cc_api;
-pub mod cc_tensor;
+pub mod collective;
+pub mod collective_api;
+pub mod collective_io;
 pub mod comm;
 pub mod config;
 pub mod firmware;
-pub mod host_cc;
+pub mod host_collective;
 pub mod log;
 pub mod machine;
 pub mod multi_process;

@@ -70,13 +70,13 @@ pub fn init(framework: u32, fw_version: &str, fal_version: &str) -> Result<()> {
 /// (its handles, which queued requests no longer reference); last the runtime itself goes.
 pub fn close(abi_teardown: impl FnOnce()) {
     state::close(|| {
-        crate::runtime::cc::abort();
-        crate::runtime::host_cc::abort();
+        crate::runtime::collective::abort();
+        crate::runtime::host_collective::abort();
         crate::runtime::xu::drain_all();
         crate::runtime::xu::shutdown();
         crate::runtime::multi_process::bootstrap::shutdown();
-        crate::runtime::cc::reset();
-        crate::runtime::host_cc::reset();
+        crate::runtime::collective::reset();
+        crate::runtime::host_collective::reset();
         crate::runtime::comm::reset();
         abi_teardown();
         RUNTIME.write().take();

@@ -46,7 +46,7 @@ use crate::lower::addrmap::AddressMap;
 use crate::lower::emit::EmittedProgram;
 use crate::lower::program::{Buf, Program};
 use crate::ncfw::Arch;
-use crate::runtime::cc::RankIo;
+use crate::runtime::collective::RankIo;
 use crate::runtime::machine::{buffer_regions, byte_bases, load_program, ring_reposts, TopspAgent};
 use crate::runtime::tensor::Tensor;
 

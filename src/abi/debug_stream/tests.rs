@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::abi::handle::testing;
 use std::ptr::null_mut;

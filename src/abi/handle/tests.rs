@@ -1,4 +1,3 @@
-
 use super::*;
 
 #[derive(Debug)]

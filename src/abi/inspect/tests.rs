@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::abi::handle::testing;
 use crate::abi::inspect_config::{nrt_inspect_config_allocate, nrt_inspect_config_free};

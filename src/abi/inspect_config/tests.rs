@@ -1,4 +1,3 @@
-
 use super::*;
 use std::ptr::{null, null_mut};
 

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::abi::handle::testing;
 use std::ptr::{null, null_mut};
@@ -22,7 +21,8 @@ fn guarded_and_out_params_untouched_on_failure() {
         // SAFETY: as above; `seq` is writable.
         unsafe {
             assert_eq!(
-                crate::abi::cc_async::nrta_cc_schedule(null_mut(), 0, null_mut(), &mut seq) as i32,
+                crate::abi::collective_async::nrta_cc_schedule(null_mut(), 0, null_mut(), &mut seq)
+                    as i32,
                 2
             );
         }

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::abi::handle::testing;
 use crate::abi::nrt_async::{nrta_tensor_copy, nrta_tensor_read, nrta_tensor_write};

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::abi::handle::testing;
 use crate::abi::tensor::nrt_tensor_get_size;

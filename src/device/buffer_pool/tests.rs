@@ -1,4 +1,3 @@
-
 use super::*;
 
 const MB: usize = 1 << 20;

@@ -1,4 +1,3 @@
-
 use super::*;
 
 /// docs/contract/device.md §5.1: every window's semantics, two's complement wrap.

@@ -1,4 +1,3 @@
-
 use super::*;
 
 /// docs/contract/isa.md §10: the compiler's ctype lookup table in order AR, RS, AG, A2A, A2Av,

@@ -1,4 +1,3 @@
-
 use super::*;
 
 /// docs/contract/device.md §5.1 examples: TOP_SP 1 = 0x82C0000000, TOP_SP 8 = 0x808280000000.

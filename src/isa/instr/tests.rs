@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::isa::enums::{AluOp, CollectiveType, Dtype};
 use proptest::prelude::*;

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::isa::operand::Addr4;
 

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::isa::evtsem::{topsp_base, SemAddr};
 

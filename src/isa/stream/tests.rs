@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::isa::testutil::{collective2, with_chaining};
 use proptest::prelude::*;

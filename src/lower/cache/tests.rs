@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::error::Error;
 use crate::isa::enums::Dtype;

@@ -1,4 +1,3 @@
-
 use super::*;
 
 /// The all-to-all-v table of the matrix, written out by hand for 3 ranks, count 4:

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::isa::enums::Dtype;
 use crate::lower::request::ReduceOp;

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::isa::ccop::SpadCtrlEntry;
 use crate::lower::program::Algorithm;

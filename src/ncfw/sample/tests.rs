@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::isa::ccop::SpadCtrlEntry;
 use crate::ncfw::ctx_layout::*;

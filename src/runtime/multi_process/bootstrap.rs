@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::runtime::cc::RankIo;
+use crate::runtime::collective::RankIo;
 use crate::runtime::comm::parse_root_comm_id;
 use crate::runtime::multi_process::run::{self, go_meetings, GoArrival, Segments};
 use crate::runtime::multi_process::shm::{self, Segment};

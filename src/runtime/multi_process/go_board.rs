@@ -5,7 +5,7 @@
 //! process getting the CPU: 0.2–2 ms per collective, most of a 4 KiB one across processes. The
 //! board is one small shared-memory object per group with a slot per rank; a rank publishes in
 //! its slot the name and size of its filled device segment and a signature of what it prepared
-//! (the fields [`crate::runtime::cc::agreed_fields`] compares, and the program digest), then
+//! (the fields [`crate::runtime::collective::agreed_fields`] compares, and the program digest), then
 //! raises its arrival word to `instance + 1` and wakes the board's futex. When every slot holds
 //! this instance, every rank reads the same slots: equal signatures are the go; any difference
 //! sends every rank to the root's meeting, whose field-by-field check names the ranks and the
@@ -416,7 +416,7 @@ pub fn signature(req: &crate::lower::request::CollectiveRequest, digest: u64) ->
     use std::hash::{Hash, Hasher};
     // Fixed keys: every process computes the same value.
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    for (name, value) in crate::runtime::cc::agreed_fields(req) {
+    for (name, value) in crate::runtime::collective::agreed_fields(req) {
         (name, value).hash(&mut h);
     }
     digest.hash(&mut h);

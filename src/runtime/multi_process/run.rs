@@ -34,7 +34,7 @@
 //! Choice: which path a collective takes is decided per process, so that every rank of every
 //! group decides the same — in a job bootstrapped through `NEURON_RT_ROOT_COMM_ID` every
 //! collective runs here (even a group whose ranks all live in one of its processes), otherwise
-//! all ranks run in one machine (`runtime::cc::meet_here`). `OPENNRT_SHARED_DEVICE=1` sends
+//! all ranks run in one machine (`runtime::collective::meet_here`). `OPENNRT_SHARED_DEVICE=1` sends
 //! every collective of a multi-rank group here, even without a job (tests use it). Peers' mappings are cached until `nrt_close`; a segment replaced
 //! by a larger one stays mapped in the peers until then.
 
@@ -53,7 +53,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::isa::memmap::CONST_WORDS;
 use crate::lower::program::Buf;
 use crate::lower::request::CollectiveRequest;
-use crate::runtime::cc::{check_requests, Arrival, Lowered};
+use crate::runtime::collective::{check_requests, Arrival, Lowered};
 use crate::runtime::machine::{byte_bases, new_machine, topsp_agent, TopspAgent};
 use crate::runtime::multi_process::shm::{self, Segment};
 use crate::runtime::rendezvous::{GroupKey, Rendezvous};

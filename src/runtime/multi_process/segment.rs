@@ -30,7 +30,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::isa::memmap::{align_buf, CONST_PAGE_BYTES};
 use crate::lower::emit::EmittedRank;
 use crate::lower::program::Buf;
-use crate::runtime::cc::Lowered;
+use crate::runtime::collective::Lowered;
 use crate::runtime::machine::buffer_regions;
 use crate::runtime::multi_process::shm::Segment;
 

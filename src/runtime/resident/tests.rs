@@ -1,7 +1,6 @@
-
 use super::*;
 use crate::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
-use crate::runtime::cc::VecIo;
+use crate::runtime::collective::VecIo;
 use parking_lot::Mutex;
 
 fn f32s(v: &[f32]) -> Vec<u8> {
@@ -21,7 +20,7 @@ fn a_resident_machine_reruns_exactly_and_still_executes_its_bytes() {
         vec![0, 1],
         0,
     );
-    let l = crate::runtime::cc::prepare(&req, 2).unwrap();
+    let l = crate::runtime::collective::prepare(&req, 2).unwrap();
     let mut res = Resident::build(&l.program, &l.emitted, &l.map).unwrap();
     let run = |res: &mut Resident, k: f32| {
         let outs: Vec<Arc<Mutex<Vec<u8>>>> = (0..2).map(|_| Default::default()).collect();

@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn opts(op: CollectiveOp, n: u32, minb: u64, maxb: u64, step: u64) -> Opts {

@@ -1,4 +1,3 @@
-
 use super::*;
 
 /// 3 ranks, input and output 9 elements each; rank r sends r+1 elements to every peer,

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::abi::types::{nrt_cc_op_type_t, nrt_dtype_t, nrt_op_type_t};
 use crate::lower::request::nrt_op;

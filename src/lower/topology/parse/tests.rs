@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::lower::topology::{DEFAULT_INSTANCE, INSTANCE_TYPES};
 use std::collections::HashMap;

@@ -1,4 +1,3 @@
-
 use super::*;
 
 /// The README's "Environment" table is this table, row for row.

@@ -2,8 +2,8 @@
 //! process and join, and is the meeting place of every collective.
 
 use super::*;
-use crate::runtime::cc;
-use crate::runtime::host_cc;
+use crate::runtime::collective;
+use crate::runtime::host_collective;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Owner {
@@ -127,8 +127,8 @@ impl Root {
                 },
             );
         }
-        cc::meetings().abort_all(&e);
-        host_cc::gathers().abort_all(&e);
+        collective::meetings().abort_all(&e);
+        host_collective::gathers().abort_all(&e);
         go_meetings().abort_all(&e);
     }
 
@@ -329,8 +329,8 @@ impl Root {
                     self.broadcast_failure(&e);
                 }
             }
-            cc::meetings().mark_dead(gid, &e);
-            host_cc::gathers().mark_dead(gid, &e);
+            collective::meetings().mark_dead(gid, &e);
+            host_collective::gathers().mark_dead(gid, &e);
             go_meetings().mark_dead(gid, &e);
         }
     }
@@ -467,7 +467,7 @@ impl Root {
         }
         let mut input = vec![0u8; in_len as usize];
         seg.read(0, &mut input)?;
-        let all = host_cc::gather_here(&key, instance, rank, input)?;
+        let all = host_collective::gather_here(&key, instance, rank, input)?;
         seg.write(0, &all)
     }
 

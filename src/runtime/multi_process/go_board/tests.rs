@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn board(tag: &str, n: usize) -> Board {

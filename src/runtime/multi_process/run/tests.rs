@@ -7,7 +7,7 @@ use super::*;
 use crate::isa::enums::Dtype;
 use crate::isa::udma::Direction;
 use crate::lower::request::{CollectiveOp, ReduceOp};
-use crate::runtime::cc::{prepare, VecIo};
+use crate::runtime::collective::{prepare, VecIo};
 use crate::runtime::verifiable;
 
 fn reqs(op: CollectiveOp, d: Dtype, count: u64, n: u32) -> Vec<CollectiveRequest> {
@@ -31,7 +31,7 @@ fn run_threads(
         slot: 1,
         group: reqs[0].group.clone(),
     };
-    let instance = crate::runtime::cc::meetings().ticket(&key, 0);
+    let instance = crate::runtime::collective::meetings().ticket(&key, 0);
     let hs: Vec<_> = reqs
         .into_iter()
         .zip(inputs)
@@ -56,7 +56,7 @@ fn run_threads(
                 };
                 match shared {
                     true => run(&key, instance, a)?,
-                    false => crate::runtime::cc::meet_here(&key, instance, a)?,
+                    false => crate::runtime::collective::meet_here(&key, instance, a)?,
                 }
                 let v = out.lock().clone();
                 Ok(v)

@@ -298,7 +298,7 @@ pub fn meet_here(key: &GroupKey, instance: u64, arrival: Arrival) -> Result<()> 
     })
 }
 
-/// Arrive at a meeting held in this process without waiting (`runtime::cc_api`): `done` gets
+/// Arrive at a meeting held in this process without waiting (`runtime::collective_api`): `done` gets
 /// this rank's result. If this rank is the last to arrive, the collective runs here, on the
 /// caller's thread, before this returns.
 pub fn arrive_here(

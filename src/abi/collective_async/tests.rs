@@ -4,7 +4,7 @@
 //! independent reference.
 
 use super::*;
-use crate::abi::cc_async::{nrta_cc_prepare, nrta_cc_schedule};
+use crate::abi::collective_async::{nrta_cc_prepare, nrta_cc_schedule};
 use crate::abi::handle::testing;
 use crate::abi::tensor::{nrt_tensor_allocate, nrt_tensor_free, nrt_tensor_read, nrt_tensor_write};
 use crate::lower::request::api::dtype_of;
@@ -226,7 +226,7 @@ fn every_op_dtype_and_redop_through_the_exported_functions() {
         // 15 AG dtypes × 3 forms + 6 CCE dtypes × 3 redops × (2 + 3).
         assert_eq!(n, 15 * 3 + 6 * 3 * 5, "cases run");
         crate::runtime::xu::shutdown();
-        crate::runtime::cc::reset();
+        crate::runtime::collective::reset();
         crate::runtime::comm::reset();
     });
 }
@@ -425,15 +425,15 @@ fn resident_repeated_collectives_on_the_same_tensors_are_exact() {
                     });
                 }
                 assert!(
-                    crate::runtime::cc::resident_held_bytes() > 0,
+                    crate::runtime::collective::resident_held_bytes() > 0,
                     "{cop:?}: a machine stays resident between runs"
                 );
             }
         }
         crate::runtime::xu::shutdown();
-        crate::runtime::cc::reset();
+        crate::runtime::collective::reset();
         assert_eq!(
-            crate::runtime::cc::resident_held_bytes(),
+            crate::runtime::collective::resident_held_bytes(),
             0,
             "nrt_close frees resident machines"
         );
@@ -506,7 +506,7 @@ fn resident_interleaved_groups_and_sizes_are_exact() {
             });
         }
         crate::runtime::xu::shutdown();
-        crate::runtime::cc::reset();
+        crate::runtime::collective::reset();
         crate::runtime::comm::reset();
     });
 }

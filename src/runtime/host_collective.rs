@@ -3,7 +3,7 @@
 //! * **Barrier.** The vendor runs a tiny all-reduce NEFF (128-byte payload) on the device; so
 //!   do we: every caller contributes 32 FP32 ones, the all-reduce over global ids
 //!   `0..g_device_count` is lowered, emitted and executed on the software device like any other
-//!   collective (`runtime::cc`), and each rank checks that it got `g_device_count` in every
+//!   collective (`runtime::collective`), and each rank checks that it got `g_device_count` in every
 //!   element (a wrong value is a device fault, `NRT_FAILURE`). The first barrier creates the
 //!   slot-0 world (the vendor's "the first barrier also performs the global bootstrap"); a
 //!   failure to build the barrier's collective is sticky for the core (§3.5 **\[H\]**).
@@ -24,7 +24,7 @@ use parking_lot::Mutex;
 use crate::error::{Error, Result};
 use crate::isa::enums::Dtype;
 use crate::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
-use crate::runtime::cc::{self, Arrival, VecIo};
+use crate::runtime::collective::{self, Arrival, VecIo};
 use crate::runtime::comm::{self, Slot};
 use crate::runtime::rendezvous::{GroupKey, Rendezvous};
 
@@ -77,7 +77,7 @@ pub fn barrier(vnc: u32, gid: u32, count: u32, visible: u32) -> Result<()> {
         key.group.clone(),
         gid,
     );
-    let lowered = match cc::prepare(&req, count) {
+    let lowered = match collective::prepare(&req, count) {
         Ok(l) => l,
         Err(e) => {
             BROKEN.lock().insert(core, e.clone());
@@ -91,8 +91,8 @@ pub fn barrier(vnc: u32, gid: u32, count: u32, visible: u32) -> Result<()> {
             .collect(),
         output: out.clone(),
     };
-    let instance = cc::meetings().ticket(&key, gid);
-    cc::run(
+    let instance = collective::meetings().ticket(&key, gid);
+    collective::run(
         &key,
         instance,
         Arrival {

@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn threads<T: Send + 'static>(n: u32, f: impl Fn(u32) -> T + Send + Sync + 'static) -> Vec<T> {

@@ -1,4 +1,4 @@
-//! Tests of `runtime::cc`: collectives of several ranks (threads) through prepare, the
+//! Tests of `runtime::collective`: collectives of several ranks (threads) through prepare, the
 //! rendezvous and the software device, checked against `runtime::verifiable`'s reference.
 
 use super::*;

@@ -4,7 +4,7 @@
 //!
 //! * [`prepare`] checks the tensors (device tensors of the communicator's core; NCCL's in-place
 //!   layout), builds the request (`lower::request::api`), checks that the core joined the world
-//!   as the communicator says, and lowers + emits the collective (`runtime::cc::prepare`, cached
+//!   as the communicator says, and lowers + emits the collective (`runtime::collective::prepare`, cached
 //!   by signature).
 //! * [`schedule`] takes the rank's ticket — its place in the group's order of collectives — and
 //!   hands the run to the collectives XU `queue` of the core. Two ways (docs/design.md §2.10):
@@ -28,8 +28,8 @@ use parking_lot::Mutex;
 use crate::error::{Error, Result};
 use crate::lower::request::api::ApiComm;
 use crate::lower::request::{nrt_cc_op, CollectiveRequest};
-use crate::runtime::cc::{self, Arrival, Lowered};
-use crate::runtime::cc_tensor::TensorIo;
+use crate::runtime::collective::{self, Arrival, Lowered};
+use crate::runtime::collective_io::TensorIo;
 use crate::runtime::comm::{self, Slot};
 use crate::runtime::rendezvous::GroupKey;
 use crate::runtime::tensor::{Placement, Tensor};
@@ -120,7 +120,7 @@ pub fn prepare(
     let mut in_sizes: Vec<u64> = inputs.iter().map(Tensor::size).collect();
     let mut out_sizes: Vec<u64> = outputs.iter().map(Tensor::size).collect();
     if same {
-        // NCCL's in-place layout (`runtime::cc_tensor`): the rank's block is the input of an
+        // NCCL's in-place layout (`runtime::collective_io`): the rank's block is the input of an
         // all-gather and the result of a reduce-scatter, so that side is one of rank_n equal
         // blocks.
         let n = u64::from(api.rank_n.max(1));
@@ -146,7 +146,7 @@ pub fn prepare(
         api.ctx_device_id,
         api.ctx_device_count,
     )?;
-    let lowered = cc::prepare(&req, api.ctx_device_count)?;
+    let lowered = collective::prepare(&req, api.ctx_device_count)?;
     Ok(Prepared {
         req,
         comm: api,
@@ -175,8 +175,8 @@ pub fn schedule(
     if here {
         match xu::begin_inline(lnc, XuType::Collectives, queue, exec_ret) {
             Ok(Some((request, seq))) => {
-                let ticket = cc::meetings().ticket(&key, rank);
-                cc::arrive_here(
+                let ticket = collective::meetings().ticket(&key, rank);
+                collective::arrive_here(
                     &key,
                     ticket,
                     arrival(p),
@@ -188,7 +188,7 @@ pub fn schedule(
             Err(e) => return Err((e, Box::new(p))),
         }
     }
-    let ticket = cc::meetings().ticket(&key, rank);
+    let ticket = collective::meetings().ticket(&key, rank);
     // The payload moves into the job through this slot; a failed submit hands it back.
     let payload = Arc::new(Mutex::new(Some(p)));
     let job_payload = payload.clone();
@@ -197,12 +197,16 @@ pub fn schedule(
         let Some(p) = job_payload.lock().take() else {
             return status_of(&Error::failure("collective context vanished"));
         };
-        status(cc::run(&job_key, ticket, arrival(p)), rank, status_of)
+        status(
+            collective::run(&job_key, ticket, arrival(p)),
+            rank,
+            status_of,
+        )
     });
     match xu::submit(lnc, XuType::Collectives, queue, exec_ret, job) {
         Ok(seq) => Ok(seq),
         Err(e) => {
-            cc::meetings().untake(&key, rank, ticket);
+            collective::meetings().untake(&key, rank, ticket);
             let p = payload.lock().take().expect("the job never ran");
             Err((e, Box::new(p)))
         }

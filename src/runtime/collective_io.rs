@@ -14,7 +14,7 @@
 
 use crate::error::{Error, Result};
 use crate::lower::request::{CollectiveOp, CollectiveRequest};
-use crate::runtime::cc::RankIo;
+use crate::runtime::collective::RankIo;
 use crate::runtime::tensor::Tensor;
 
 /// The tensors of one rank's collective.
