@@ -52,37 +52,10 @@ impl Prepared {
     }
 }
 
-/// `nrt_cc_comm_t` as the boundary read it: the communicator a collective runs on. (The
-/// boundary hands the runtime plain values; the lowering's view of the same fields is
-/// `lower::request::api::ApiComm`.)
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommArgs {
-    /// The participants' global device ids, in rank order.
-    pub replica_group: Vec<u32>,
-    /// The caller's index in `replica_group`.
-    pub rank: u32,
-    /// Number of ranks.
-    pub rank_n: u32,
-    /// The caller's global device id.
-    pub ctx_device_id: u32,
-    /// The world size.
-    pub ctx_device_count: u32,
-    /// The local logical core.
-    pub vnc: u32,
-}
-
-impl From<CommArgs> for ApiComm {
-    fn from(c: CommArgs) -> ApiComm {
-        ApiComm {
-            replica_group: c.replica_group,
-            rank: c.rank,
-            rank_n: c.rank_n,
-            ctx_device_id: c.ctx_device_id,
-            ctx_device_count: c.ctx_device_count,
-            vnc: c.vnc,
-        }
-    }
-}
+/// `nrt_cc_comm_t` as the boundary read it: the communicator a collective runs on. The
+/// boundary names it through the runtime (it calls the runtime only); the type is the
+/// lowering's own view of those fields.
+pub use crate::lower::request::api::ApiComm as CommArgs;
 
 /// Maps a core error to the `NRT_STATUS` number written to `exec_ret` (the ABI's
 /// `boundary::status_of`: the runtime may not import the ABI, docs/design.md §3).
@@ -91,14 +64,13 @@ pub type StatusOf = fn(&Error) -> i32;
 /// `nrta_cc_prepare` past its C arguments: `cc_op` is the raw `nrt_cc_op_type_t`, `dtype` and
 /// `op` the raw `nrt_dtype_t` / `nrt_op_type_t`.
 pub fn prepare(
-    comm: CommArgs,
+    api: CommArgs,
     inputs: Vec<Tensor>,
     outputs: Vec<Tensor>,
     dtype: u32,
     op: u32,
     cc_op: u32,
 ) -> Result<Prepared> {
-    let api = ApiComm::from(comm);
     for (name, list) in [("input", &inputs), ("output", &outputs)] {
         for (i, t) in list.iter().enumerate() {
             if t.placement() != Placement::Device || t.vnc() != Some(api.vnc) {
