@@ -504,3 +504,6 @@ fn compose_all_gather(leg: &Leg, sub_type: u8) -> Result<ComposedLeg> {
     }
     Ok(finish(leg, sub_type, tapes, 0))
 }
+
+#[cfg(test)]
+mod tests;

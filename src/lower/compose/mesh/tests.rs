@@ -1,10 +1,10 @@
 //! Tests of the mesh composer: event census per op and results on the concrete evaluator.
 
-use super::mesh::{compose_mesh, event::*};
-use super::mesh_a2a::{compose_mesh_a2av, A2avLayout};
-use super::mesh_testeval::*;
-use crate::lower::compose::{ComposedLeg, Leg};
-use crate::lower::program::{Algorithm, Primitive, Transfer};
+use super::{compose_mesh, event::*};
+use crate::lower::compose::mesh_a2a::{compose_mesh_a2av, A2avLayout};
+use crate::lower::compose::testeval::*;
+use crate::lower::compose::ComposedLeg;
+use crate::lower::program::{Algorithm, Buf, Primitive, Transfer};
 use crate::lower::request::CollectiveOp;
 
 const OPS: [CollectiveOp; 4] = [
@@ -14,12 +14,18 @@ const OPS: [CollectiveOp; 4] = [
     CollectiveOp::AllToAll,
 ];
 
-fn census(c: &ComposedLeg, rank: u32) -> Vec<u8> {
+/// The event type of every step of `rank`'s tape.
+fn event_types(c: &ComposedLeg, rank: u32) -> Vec<u8> {
     c.entries[&rank].tapes[0]
         .steps
         .iter()
         .map(|s| s.event_type.unwrap())
         .collect()
+}
+
+/// The case's flat leg composed as a mesh of flavour `sub_type`.
+fn composed(c: &Case, sub_type: u8) -> ComposedLeg {
+    compose_mesh(&leg(c, &request(c)), sub_type).unwrap()
 }
 
 #[test]
@@ -97,10 +103,9 @@ fn event_census_per_op() {
         ),
     ];
     for (op, n, want) in cases {
-        let req = request(op, n, 7, false);
-        let c = compose_mesh(&flat_leg(&req, None), 2).unwrap();
+        let c = composed(&Case::new(op, n, 7), 2);
         for r in 0..n {
-            assert_eq!(census(&c, r), want, "{op:?} n={n}");
+            assert_eq!(event_types(&c, r), want, "{op:?} n={n}");
             let e = &c.entries[&r];
             assert_eq!(e.algorithm, Algorithm::Mesh);
             assert_eq!(e.mesh_sub_type, Some(2));
@@ -122,8 +127,7 @@ fn event_census_per_op() {
 
 #[test]
 fn waits_follow_the_wait_val_convention() {
-    let req = request(CollectiveOp::AllReduce, 5, 100, false);
-    let c = compose_mesh(&flat_leg(&req, None), 0).unwrap();
+    let c = composed(&Case::new(CollectiveOp::AllReduce, 5, 100), 0);
     for e in c.entries.values() {
         for s in &e.tapes[0].steps {
             if let Some(w) = s.wait {
@@ -144,8 +148,8 @@ fn waits_follow_the_wait_val_convention() {
 
 #[test]
 fn more_than_32_sources_is_a_tree() {
-    let req = request(CollectiveOp::AllReduce, 70, 140, false);
-    let c = compose_mesh(&flat_leg(&req, None), 0).unwrap();
+    let case = Case::new(CollectiveOp::AllReduce, 70, 140);
+    let c = composed(&case, 0);
     let steps = &c.entries[&3].tapes[0].steps;
     let partial = steps
         .iter()
@@ -155,13 +159,16 @@ fn more_than_32_sources_is_a_tree() {
         partial, 3,
         "70 sources: 32 + 32 + 6 partials, then one final"
     );
-    check(&req, &programs_of(&[&c]), c.scratch_elems);
+    check_leg(&case, &c);
 }
 
 fn mesh_result(op: CollectiveOp, n: u32, count: u64, in_place: bool, order: Option<Vec<u32>>) {
-    let req = request(op, n, count, in_place);
-    let c = compose_mesh(&flat_leg(&req, order), 0).unwrap();
-    check(&req, &programs_of(&[&c]), c.scratch_elems);
+    let mut c = Case::new(op, n, count);
+    c.in_place = in_place;
+    if let Some(order) = order {
+        c.order = order;
+    }
+    check_all(&c, |l| compose_mesh(l, 0));
 }
 
 #[test]
@@ -190,21 +197,17 @@ fn back_to_back_ops_do_not_race() {
         (CollectiveOp::AllToAll, CollectiveOp::ReduceScatter),
     ] {
         let n = 4;
-        let ra = request(a, n, 5, false);
-        let rb = request(b, n, 5, false);
-        let ca = compose_mesh(&flat_leg(&ra, None), 0).unwrap();
-        let cb = compose_mesh(&flat_leg(&rb, None), 0).unwrap();
+        let ca = composed(&Case::new(a, n, 5), 0);
+        let cb = composed(&Case::new(b, n, 5), 0);
         let progs = programs_of(&[&ca, &cb]);
+        let scratch = SCRATCH_BASE + ca.scratch_elems.max(cb.scratch_elems);
         for sched in SCHEDS {
             let inp = inputs(n, 20);
-            let mut mem = Memory::new(&inp, 20, ca.scratch_elems.max(cb.scratch_elems), false);
-            run(&progs, &mut mem, sched).unwrap();
+            let mut mem = Memory::from_inputs(&inp, |_| 0, 20, scratch, false);
+            run(&progs, &mut mem, sched)
+                .unwrap_or_else(|e| panic!("{a:?} then {b:?} {sched:?}: {e}"));
         }
     }
-}
-
-fn a2av_leg<'a>(req: &'a crate::lower::request::CollectiveRequest) -> Leg<'a> {
-    flat_leg(req, None)
 }
 
 #[test]
@@ -228,11 +231,12 @@ fn all_to_all_v_with_counts_and_displacements() {
         .collect();
     let dst_total = 4 * 5;
     let layout = A2avLayout::with_default_recv(counts.clone(), displs.clone(), dst_total);
-    let req = request(CollectiveOp::AllToAllV, n, 5, false);
-    let leg = a2av_leg(&req);
-    let c = compose_mesh_a2av(&leg, 0, &layout).unwrap();
+    let case = Case::new(CollectiveOp::AllToAllV, n, 5);
+    let req = request(&case);
+    let l = leg(&case, &req);
+    let c = compose_mesh_a2av(&l, 0, &layout).unwrap();
     assert_eq!(
-        census(&c, 1),
+        event_types(&c, 1),
         [
             FN_BARRIER_FIRST,
             LOCAL_HNDSHK,
@@ -243,16 +247,18 @@ fn all_to_all_v_with_counts_and_displacements() {
     );
     let input = inputs(n, 20);
     for sched in SCHEDS {
-        let mut mem = Memory::new(&input, dst_total, c.scratch_elems, false);
+        let scratch = SCRATCH_BASE + c.scratch_elems;
+        let mut mem = Memory::from_inputs(&input, |_| 0, dst_total, scratch, false);
         run(&programs_of(&[&c]), &mut mem, sched).unwrap();
         for i in 0..n as usize {
             for r in 0..n as usize {
                 let len = counts[r][i] as usize;
                 let src = &input[r][displs[r][i] as usize..][..len];
                 let at = 5 * r;
-                assert_eq!(&mem.output(i as u32)[at..at + len], src, "{i} from {r}");
+                let got = &mem.get(i as u32, Buf::Output)[at..at + len];
+                assert_eq!(got, src, "{i} from {r} {sched:?}");
             }
         }
     }
-    assert!(compose_mesh(&leg, 0).is_err(), "A2Av needs its layout");
+    assert!(compose_mesh(&l, 0).is_err(), "A2Av needs its layout");
 }
