@@ -51,9 +51,8 @@ pub fn threads() -> usize {
     // Read on every flush: the available parallelism is asked once, because the standard
     // library reads the cgroup CPU quota files each time (tens of µs; a 4 KiB collective of 2
     // ranks took 44 µs instead of 6 while this was asked per flush).
-    static AVAILABLE: once_cell::sync::Lazy<usize> = once_cell::sync::Lazy::new(|| {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    });
+    static AVAILABLE: once_cell::sync::Lazy<usize> =
+        once_cell::sync::Lazy::new(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     match THREADS.load(Ordering::Relaxed) {
         0 => *AVAILABLE,
         n => n,

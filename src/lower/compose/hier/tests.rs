@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::lower::compose::mesh::compose_mesh;
 use crate::lower::compose::rdh::{compose_inter_rdh, compose_intra_rdh};

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::lower::compose::testeval::{census, check_all, leg, request, shuffled, Case};
 use crate::lower::program::{Primitive, Transfer};

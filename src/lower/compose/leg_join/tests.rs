@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::lower::program::Algorithm;
 

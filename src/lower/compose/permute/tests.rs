@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::lower::compose::testeval::{
     census, check_all, inputs, leg, programs_of, request, run, shuffled, Case, Memory, SCHEDS,
