@@ -18,11 +18,12 @@
 //!   the CCE, EVT_SEM semaphores, TOP_SP sequencers, the executor and its hang diagnosis.
 //! * [`isa`] — every wire format of the hardware contract (pseudo-instructions, cc_op slots).
 //! * [`ncfw`] — libncfw's logic: firmware images, CC-context layouts, the `ctx_log` writer.
+//! * [`neff`] — the NEFF container the compiler writes (header; the payload reader follows).
 //! * [`dtype`] — element types and their exact conversions (bf16, fp16, the FP8 formats).
 //!
 //! The shared objects themselves are produced by the two thin crates under `cdylib/`, which only
 //! bind the public symbol names (versioned for libnrt, unversioned for libncfw) to the functions
-//! of [`abi`]. Imports run one way: `abi → runtime → {lower, device} → {isa, ncfw, dtype}`.
+//! of [`abi`]. Imports run one way: `abi → runtime → {lower, device} → {isa, ncfw, neff, dtype}`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -33,6 +34,7 @@ pub mod error;
 pub mod isa;
 pub mod lower;
 pub mod ncfw;
+pub mod neff;
 pub mod runtime;
 
 pub use error::{Error, ErrorKind, Result};

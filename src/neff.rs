@@ -1,0 +1,12 @@
+//! The NEFF container: what the vendor's compiler writes and `nrt_load` reads
+//! (docs/contract/abi.md §7). A NEFF is a 1024-byte header ([`header`]) and a tar payload
+//! (gzip-compressed for package version 2) holding the manifests, each subgraph's `def.json`
+//! and every engine's program of 64-byte instruction slots.
+//!
+//! Everything here treats the file as hostile: every field is range-checked before it is
+//! used, nothing is allocated from an unchecked size, and a refusal names the member, the
+//! offset and the rule (`Error` fields: `field`, `actual`).
+
+pub mod header;
+
+pub use header::{NeffHeader, PkgVersion, HEADER_SIZE};
