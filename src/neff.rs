@@ -8,5 +8,7 @@
 //! offset and the rule (`Error` fields: `field`, `actual`).
 
 pub mod header;
+pub mod payload;
 
 pub use header::{NeffHeader, PkgVersion, HEADER_SIZE};
+pub use payload::Payload;
