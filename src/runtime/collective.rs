@@ -1,11 +1,11 @@
 //! Host-driven collectives (docs/contract/abi.md §5.7; docs/design.md §1): prepare lowers and emits the
-//! collective once per signature, and a run gathers every rank of the group and executes the
+//! collective once per program key, and a run gathers every rank of the group and executes the
 //! emitted program on the software device.
 //!
 //! * [`prepare`]: the request (built by `lower::request::api` from `nrta_cc_prepare`'s arguments) →
 //!   [`Lowered`] (program of every rank, address map, emitted descriptors, cc_op tables and
-//!   semaphores), through a cache keyed by the request's signature without the rank and the
-//!   lowering configuration (the vendor's "context caching", docs/contract/abi.md §5.7). A cache
+//!   semaphores), through one cache keyed by the request without the rank, the world and the
+//!   lowering variables as `nrt_init` read them (the vendor's "context caching", docs/contract/abi.md §5.7). A cache
 //!   miss also runs the symbolic verifier on the program (docs/design.md §2.2);
 //!   `OPENNRT_CC_VERIFY=0` skips it.
 //! * [`run`]: one rank's arrival at the k-th collective of its group (`runtime::rendezvous`).

@@ -307,20 +307,15 @@ pub const ASYNC_INFLIGHT_ENV: &str = "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS
 /// default 30, the guide's value — older prose says 2). Choice: `0` means no timeout; a value
 /// that is not a number is an error naming the variable.
 pub fn exec_timeout(get: &impl Fn(&str) -> Option<String>) -> Result<Option<Duration>> {
-    match get(EXEC_TIMEOUT_ENV) {
-        None => Ok(Some(Duration::from_secs(
-            crate::device::executor::DEFAULT_EXEC_TIMEOUT_S,
-        ))),
-        Some(v) => match v.trim().parse::<u64>() {
-            Ok(0) => Ok(None),
-            Ok(s) => Ok(Some(Duration::from_secs(s))),
-            Err(_) => Err(Error::bad_variable(
-                EXEC_TIMEOUT_ENV,
-                &v,
-                "not a whole number of seconds",
+    Ok(
+        match number::<u64>(get, EXEC_TIMEOUT_ENV, "a whole number of seconds")? {
+            None => Some(Duration::from_secs(
+                crate::device::executor::DEFAULT_EXEC_TIMEOUT_S,
             )),
+            Some(0) => None,
+            Some(s) => Some(Duration::from_secs(s)),
         },
-    }
+    )
 }
 
 /// The variable [`resident_budget`] reads.
