@@ -7,8 +7,12 @@
 //! used, nothing is allocated from an unchecked size, and a refusal names the member, the
 //! offset and the rule (`Error` fields: `field`, `actual`).
 
+pub mod graph;
 pub mod header;
 pub mod payload;
 
+pub use graph::{
+    DmaQueue, Engine, EngineProgram, Graph, Neff, PairSet, ParseOptions, Var, VarKind,
+};
 pub use header::{NeffHeader, PkgVersion, HEADER_SIZE};
 pub use payload::Payload;

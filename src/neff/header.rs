@@ -213,6 +213,37 @@ impl NeffHeader {
         let start = self.header_size as usize;
         &file[start..start + self.data_size as usize]
     }
+
+    /// Check the payload hash (`NEURON_RT_VALIDATE_HASH`): package 2 carries the MD5 of the
+    /// compressed payload in the first 16 bytes of `hash`, package 1 the SHA-256 of the raw
+    /// tar (docs/contract/abi.md §7.2).
+    ///
+    /// # Errors
+    /// `NRT_INVALID` naming both digests when they differ.
+    pub fn check_hash(&self, file: &[u8]) -> Result<()> {
+        use md5::Digest as _;
+        let payload = self.payload(file);
+        let (want, got): (&[u8], Vec<u8>) = match self.pkg_version {
+            PkgVersion::GzipTar => (&self.hash[..16], md5::Md5::digest(payload).to_vec()),
+            PkgVersion::RawTar => (&self.hash[..], sha2::Sha256::digest(payload).to_vec()),
+        };
+        if want != got.as_slice() {
+            let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+            return Err(Error::invalid(format!(
+                "NEFF header: hash at 0x0AC is {}, but the payload's {} is {} \
+                 (NEURON_RT_VALIDATE_HASH is on; docs/contract/abi.md §7.2)",
+                hex(want),
+                match self.pkg_version {
+                    PkgVersion::GzipTar => "MD5",
+                    PkgVersion::RawTar => "SHA-256",
+                },
+                hex(&got)
+            ))
+            .with_field("hash")
+            .with_values(hex(&got), hex(want)));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
