@@ -7,6 +7,7 @@
 //! used, nothing is allocated from an unchecked size, and a refusal names the member, the
 //! offset and the rule (`Error` fields: `field`, `actual`).
 
+pub mod build;
 pub mod graph;
 pub mod header;
 pub mod payload;

@@ -1,21 +1,37 @@
-//! `nrt.h` models: load, execute and introspection (docs/contract/abi.md §3.4).
+//! `nrt.h` models: load, execute and introspection (docs/contract/abi.md §3.4), over
+//! `runtime::model` (docs/neff.md has the choices where the format is open).
 //!
-//! Not implemented yet (loading NEFFs). Each entry point runs the lifecycle guard
-//! (`NRT_UNINITIALIZED` before `nrt_init`), then checks its arguments as the real one will:
-//! a NULL pointer is `NRT_INVALID`, and a non-NULL model is `NRT_INVALID_HANDLE` (no model can
-//! be loaded yet, so none is live), each with an ERROR line naming the argument. What passes
-//! the checks returns `NRT_FAILURE` with a WARNING once per function. No argument is
-//! dereferenced.
+//! A model handle is a registered object (`abi::handle`), freed by `nrt_unload` or by
+//! `nrt_close`; a stale or foreign handle is `NRT_INVALID_HANDLE` and never dereferenced. The
+//! tensor-info arrays of `nrt_get_model_tensor_info` are `malloc`ed (so a client that calls
+//! `free()` on one does not corrupt the heap) and recorded here, so
+//! `nrt_free_model_tensor_info` frees only arrays it handed out.
 
-// The parameters are named for the header; some bodies will use them once models load.
-#![allow(unused_variables)]
-
+use std::collections::BTreeSet;
 use std::ffi::c_void;
 
-use crate::abi::boundary::{not_implemented, Guard};
+use parking_lot::Mutex;
+
+use crate::abi::boundary::{not_implemented, out_param, Guard};
+use crate::abi::handle::{self, Opaque};
+use crate::abi::nrt::visible_core;
+use crate::abi::tensor_set::tensor_set_members;
 use crate::abi::types::*;
 use crate::abi_entry;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
+use crate::runtime::model::{LoadArgs, Model};
+
+/// The object behind `nrt_model_t *`.
+#[derive(Debug)]
+struct ModelObject {
+    model: Model,
+}
+
+impl Opaque for ModelObject {
+    type Handle = nrt_model_t;
+    const KIND: &'static str = "model";
+    const PER_INIT: bool = true;
+}
 
 /// `p` must not be NULL (`NRT_INVALID`, naming `what`).
 fn given<T>(p: *const T, what: &str) -> Result<()> {
@@ -25,34 +41,79 @@ fn given<T>(p: *const T, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// A model handle: NULL is `NRT_INVALID`; any other value names no live model, since none can
-/// be loaded yet (`NRT_INVALID_HANDLE`).
-fn model_arg<T>(model: *const T, what: &str) -> Result<()> {
-    given(model, what)?;
-    Err(Error::invalid_handle(format!(
-        "{what} is not a live model: no model is loaded (loading NEFFs is not implemented yet)"
-    )))
+/// The model behind a handle.
+///
+/// # Safety
+/// `h` is NULL or a handle; no other thread unloads it meanwhile (the caller's contract).
+unsafe fn model_of<'a>(h: *const nrt_model_t, what: &str) -> Result<&'a Model> {
+    // SAFETY: handle::get checks `h` against the live table before any dereference.
+    Ok(&unsafe { handle::get::<ModelObject>(h, what) }?.model)
 }
 
-/// `nrt_load`'s NEFF and out-parameter.
-fn neff_args(neff_bytes: *const c_void, size: usize, model: *mut *mut nrt_model_t) -> Result<()> {
+/// `nrt_load`'s NEFF bytes, checked.
+///
+/// # Safety
+/// `neff_bytes` must have `size` readable bytes when not NULL.
+unsafe fn neff_arg<'a>(neff_bytes: *const c_void, size: usize) -> Result<&'a [u8]> {
     given(neff_bytes, "neff_bytes")?;
     if size == 0 {
         return Err(Error::invalid(
             "size is 0: a NEFF has at least its 1024-byte header",
         ));
     }
-    given(model, "model")
+    if size > isize::MAX as usize {
+        return Err(Error::invalid(format!(
+            "size {size} exceeds the address space"
+        )));
+    }
+    // SAFETY: non-NULL, `size` readable bytes per the caller's contract, size ≤ isize::MAX.
+    Ok(unsafe { std::slice::from_raw_parts(neff_bytes.cast::<u8>(), size) })
+}
+
+/// `vnc` as `nrt_load` takes it: −1 = the first free core.
+fn load_core(vnc: i32) -> Result<Option<u32>> {
+    match vnc {
+        -1 => Ok(None),
+        v => visible_core(i64::from(v), "vnc").map(Some),
+    }
+}
+
+/// Load and hand out a model.
+///
+/// # Safety
+/// As for `nrt_load`.
+unsafe fn load(
+    neff_bytes: *const c_void,
+    size: usize,
+    vnc: i32,
+    vnc_count: i32,
+    world: Option<(u32, u32)>,
+    model: *mut *mut nrt_model_t,
+) -> Result<()> {
+    // SAFETY: forwarded from the caller's contract.
+    let out = unsafe { out_param(model, "model") }?;
+    // SAFETY: forwarded from the caller's contract.
+    let file = unsafe { neff_arg(neff_bytes, size) }?;
+    let m = Model::load(
+        file,
+        LoadArgs {
+            vnc: load_core(vnc)?,
+            vnc_count,
+            world,
+        },
+    )?;
+    out.write(handle::export(ModelObject { model: m }));
+    Ok(())
 }
 
 /// Load a NEFF of `size` bytes onto `vnc_count` logical cores starting at `vnc` (relative to
 /// the visible cores; -1 = first free). `vnc_count` is deprecated: -1, 0 and 1 are accepted.
 ///
 /// # Returns
-/// `NRT_SUCCESS` with `*model` set; `NRT_INVALID` (bad NEFF, LNC mismatch, NULL);
-/// `NRT_UNSUPPORTED_NEFF_VERSION`; `NRT_LOAD_NOT_ENOUGH_NC`; `NRT_RESOURCE`;
-/// `NRT_FAIL_HOST_MEM_ALLOC`; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`:
-/// not implemented yet (NEFF models).
+/// `NRT_SUCCESS` with `*model` set; `NRT_INVALID` (bad NEFF, LNC mismatch, NULL, a NEFF with
+/// collectives and no global communicator); `NRT_UNSUPPORTED_NEFF_VERSION`;
+/// `NRT_LOAD_NOT_ENOUGH_NC` (`vnc_count` > 1); `NRT_RESOURCE`; `NRT_FAIL_HOST_MEM_ALLOC`;
+/// `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
 /// `neff_bytes` must have `size` readable bytes; `model` must be NULL or writable.
@@ -64,17 +125,19 @@ pub unsafe extern "C" fn nrt_load(
     model: *mut *mut nrt_model_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_load", Guard::Lifecycle, {
-        neff_args(neff_bytes, size, model)?;
-        not_implemented("nrt_load")
+        // SAFETY: forwarded from this function's contract.
+        unsafe { load(neff_bytes, size, vnc, vnc_count, None, model) }
     })
 }
 
 /// `nrt_load` plus joining the collective world: `ctx_device_id` is this worker's global rank,
-/// `ctx_device_count` the world size.
+/// `ctx_device_count` the world size. The NEFF's collectives are lowered here (the load-time
+/// rewrite, docs/contract/abi.md §5.9).
 ///
 /// # Returns
 /// As `nrt_load`; `NRT_INVALID` also when the NEFF's world does not fit the global
-/// communicator. Currently `NRT_FAILURE`: not implemented yet (NEFF models).
+/// communicator, or a collective pseudo-instruction is refused (the log line names the graph,
+/// engine, slot and rule).
 ///
 /// # Safety
 /// As for `nrt_load`.
@@ -89,33 +152,65 @@ pub unsafe extern "C" fn nrt_load_collectives(
     model: *mut *mut nrt_model_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_load_collectives", Guard::Lifecycle, {
-        neff_args(neff_bytes, size, model)?;
-        not_implemented("nrt_load_collectives")
+        let world = Some((ctx_device_id, ctx_device_count));
+        // SAFETY: forwarded from this function's contract.
+        unsafe { load(neff_bytes, size, vnc, vnc_count, world, model) }
     })
 }
 
 /// Unload a model and free its resources.
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for a bad handle; `NRT_UNINITIALIZED` before `nrt_init`.
-/// Currently `NRT_FAILURE`: not implemented yet (NEFF models).
+/// `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_INVALID_HANDLE` for a handle that names no live
+/// model; `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
-/// `model` must be NULL or a live model.
+/// `model` must be NULL or a model handle no other thread is using.
 pub unsafe extern "C" fn nrt_unload(model: *mut nrt_model_t) -> NRT_STATUS {
     abi_entry!(status "nrt_unload", Guard::Lifecycle, {
-        model_arg(model, "model")?;
-        not_implemented("nrt_unload")
+        given(model, "model")?;
+        // SAFETY: checked against the live table; the caller's contract excludes other users.
+        unsafe { handle::release::<ModelObject>(model, "model") }?;
+        Ok(())
     })
+}
+
+/// Run `model` `times` times with the sets' tensors.
+///
+/// # Safety
+/// As for `nrt_execute`.
+unsafe fn execute(
+    model: *const nrt_model_t,
+    input_set: *const nrt_tensor_set_t,
+    output_set: *const nrt_tensor_set_t,
+    times: u32,
+) -> Result<()> {
+    given(input_set, "input_set")?;
+    given(output_set, "output_set")?;
+    // SAFETY: forwarded; each handle is checked against the live table.
+    let m = unsafe { model_of(model, "model") }?;
+    // SAFETY: as above.
+    let inputs = unsafe { tensor_set_members(input_set, "input_set") }?;
+    // SAFETY: as above.
+    let outputs = unsafe { tensor_set_members(output_set, "output_set") }?;
+    for _ in 0..times {
+        m.execute(&inputs, &outputs)?;
+    }
+    for (_, t) in &outputs {
+        t.complete_output();
+    }
+    Ok(())
 }
 
 /// Run the model once, synchronously, binding its inputs and outputs by name from the two
 /// tensor sets.
 ///
 /// # Returns
-/// `NRT_SUCCESS` or an execution status (1002–1006, 1200–1206, 101, `NRT_TIMEOUT`);
-/// `NRT_INVALID` for bad arguments; `NRT_UNINITIALIZED` before `nrt_init`. Currently
-/// `NRT_FAILURE`: not implemented yet (NEFF models).
+/// `NRT_SUCCESS`; `NRT_INVALID` for NULL, a missing or wrong-sized tensor (named), or ranks
+/// whose NEFFs carry different collective sequences; `NRT_INVALID_HANDLE`; `NRT_FAILURE` for a
+/// model with compute the software device cannot execute (the log line names graph, engine,
+/// slot and opcode); a collective's status (`NRT_TIMEOUT`, 1200, 1203); `NRT_UNINITIALIZED`
+/// before `nrt_init`.
 ///
 /// # Safety
 /// `model`, `input_set` and `output_set` must be live handles.
@@ -125,17 +220,15 @@ pub unsafe extern "C" fn nrt_execute(
     output_set: *mut nrt_tensor_set_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_execute", Guard::Lifecycle, {
-        given(input_set, "input_set")?;
-        given(output_set, "output_set")?;
-        model_arg(model, "model")?;
-        not_implemented("nrt_execute")
+        // SAFETY: forwarded from this function's contract.
+        unsafe { execute(model, input_set, output_set, 1) }
     })
 }
 
 /// Run the same binding `repeat_count` times.
 ///
 /// # Returns
-/// As `nrt_execute`. Currently `NRT_FAILURE`: not implemented yet (NEFF models).
+/// As `nrt_execute`; `NRT_INVALID` for `repeat_count` < 1.
 ///
 /// # Safety
 /// As for `nrt_execute`.
@@ -146,23 +239,19 @@ pub unsafe extern "C" fn nrt_execute_repeat(
     repeat_count: i32,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_execute_repeat", Guard::Lifecycle, {
-        given(input_set, "input_set")?;
-        given(output_set, "output_set")?;
-        if repeat_count < 1 {
-            return Err(Error::invalid(format!(
-                "repeat_count {repeat_count}: at least one execution"
-            )));
-        }
-        model_arg(model, "model")?;
-        not_implemented("nrt_execute_repeat")
+        let times = u32::try_from(repeat_count).ok().filter(|n| *n >= 1).ok_or_else(|| {
+            Error::invalid(format!("repeat_count {repeat_count}: at least one execution"))
+        })?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { execute(model, input_set, output_set, times) }
     })
 }
 
-/// Number of logical cores the model occupies (alias of `nrt_get_model_vnc_count`).
+/// Number of logical cores the model occupies (alias of `nrt_get_model_vnc_count`): 1.
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
-/// `NRT_FAILURE`: not implemented yet (NEFF models).
+/// `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_INVALID_HANDLE`; `NRT_UNINITIALIZED` before
+/// `nrt_init`.
 ///
 /// # Safety
 /// `model` must be NULL or a live model; `vnc_count` NULL or writable.
@@ -171,16 +260,28 @@ pub unsafe extern "C" fn nrt_get_model_nc_count(
     vnc_count: *mut u32,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_get_model_nc_count", Guard::Lifecycle, {
-        given(vnc_count, "vnc_count")?;
-        model_arg(model, "model")?;
-        not_implemented("nrt_get_model_nc_count")
+        // SAFETY: forwarded from this function's contract.
+        unsafe { one_core(model, vnc_count) }
     })
 }
 
-/// Number of logical cores the model occupies.
+/// `*out = 1` for a live model (every model spans one logical core here).
+///
+/// # Safety
+/// As for `nrt_get_model_nc_count`.
+unsafe fn one_core(model: *const nrt_model_t, out: *mut u32) -> Result<()> {
+    // SAFETY: forwarded.
+    let out = unsafe { out_param(out, "vnc_count") }?;
+    // SAFETY: forwarded; checked against the live table.
+    unsafe { model_of(model, "model") }?;
+    out.write(1);
+    Ok(())
+}
+
+/// Number of logical cores the model occupies: 1.
 ///
 /// # Returns
-/// As `nrt_get_model_nc_count`. Currently `NRT_FAILURE`: not implemented yet (NEFF models).
+/// As `nrt_get_model_nc_count`.
 ///
 /// # Safety
 /// As for `nrt_get_model_nc_count`.
@@ -189,18 +290,18 @@ pub unsafe extern "C" fn nrt_get_model_vnc_count(
     vnc_count: *mut u32,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_get_model_vnc_count", Guard::Lifecycle, {
-        given(vnc_count, "vnc_count")?;
-        model_arg(model, "model")?;
-        not_implemented("nrt_get_model_vnc_count")
+        // SAFETY: forwarded from this function's contract.
+        unsafe { one_core(model, vnc_count) }
     })
 }
 
 /// Describe the model, copying at most `info_size_in` bytes of `nrt_model_info_t` and
-/// reporting the bytes written in `*info_size_out` (probe-then-fill).
+/// reporting the bytes of the full struct in `*info_size_out` (probe-then-fill: a smaller
+/// `info_size_in` gets a prefix, append-only struct).
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
-/// `NRT_FAILURE`: not implemented yet (NEFF models).
+/// `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_INVALID_HANDLE`; `NRT_UNINITIALIZED` before
+/// `nrt_init`.
 ///
 /// # Safety
 /// `info` must have `info_size_in` writable bytes; `info_size_out` NULL or writable.
@@ -212,17 +313,140 @@ pub unsafe extern "C" fn nrt_get_model_info(
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_get_model_info", Guard::Lifecycle, {
         given(info, "info")?;
-        model_arg(model, "model")?;
-        not_implemented("nrt_get_model_info")
+        // SAFETY: forwarded from this function's contract.
+        let m = unsafe { model_of(model, "model") }?;
+        let full = nrt_model_info_t { vnc: m.vnc() };
+        // SAFETY: forwarded from this function's contract.
+        unsafe { fill_prefix(&full, info.cast(), info_size_in, info_size_out) }
     })
 }
 
-/// Allocate the array describing the model's input and output tensors; free it with
-/// `nrt_free_model_tensor_info`.
+/// Copy the first `cap` bytes of `full` to `dst` and the full size to `*size_out` (if given).
+///
+/// # Safety
+/// `dst` has `cap` writable bytes; `size_out` NULL or writable.
+pub(crate) unsafe fn fill_prefix<T: Copy>(
+    full: &T,
+    dst: *mut u8,
+    cap: usize,
+    size_out: *mut usize,
+) -> Result<()> {
+    let n = cap.min(std::mem::size_of::<T>());
+    // SAFETY: `full` is a plain `Copy` struct of size_of::<T>() bytes; `dst` has `cap` ≥ n.
+    unsafe { std::ptr::copy_nonoverlapping((full as *const T).cast::<u8>(), dst, n) };
+    if !size_out.is_null() {
+        // SAFETY: non-NULL and writable per the contract.
+        unsafe { size_out.write_unaligned(std::mem::size_of::<T>()) };
+    }
+    Ok(())
+}
+
+/// The arrays `nrt_get_model_tensor_info` handed out (address → entries).
+static INFO_ARRAYS: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
+
+/// `nrt_dtype_t` of a numpy dtype name (`tensor_map.json`); unknown: `NRT_DTYPE_UNKNOWN`.
+fn dtype_of(name: Option<&str>) -> nrt_dtype_t {
+    use nrt_dtype_t::*;
+    match name.unwrap_or("") {
+        "float32" => NRT_DTYPE_FLOAT32,
+        "float16" => NRT_DTYPE_FLOAT16,
+        "bfloat16" => NRT_DTYPE_BFLOAT16,
+        "int8" => NRT_DTYPE_INT8,
+        "uint8" => NRT_DTYPE_UINT8,
+        "int16" => NRT_DTYPE_INT16,
+        "uint16" => NRT_DTYPE_UINT16,
+        "int32" => NRT_DTYPE_INT32,
+        "uint32" => NRT_DTYPE_UINT32,
+        "int64" => NRT_DTYPE_INT64,
+        "uint64" => NRT_DTYPE_UINT64,
+        "float8_e4m3" | "float8_e4m3fn" | "fp8_e4m3" => NRT_DTYPE_FP8_E4,
+        "float8_e5m2" | "fp8_e5m2" => NRT_DTYPE_FP8_E5,
+        "float8_e3m4" | "fp8_e3m4" => NRT_DTYPE_FP8_E3,
+        _ => NRT_DTYPE_UNKNOWN,
+    }
+}
+
+/// Free an array built by [`tensor_info_array`] (its shapes, then itself).
+///
+/// # Safety
+/// `a` came from [`tensor_info_array`] and is freed once.
+unsafe fn free_info_array(a: *mut nrt_tensor_info_array_t) {
+    // SAFETY: `a` is a live array of `tensor_count` initialised entries.
+    unsafe {
+        let n = (*a).tensor_count as usize;
+        let first = std::ptr::addr_of_mut!((*a).tensor_array).cast::<nrt_tensor_info_t>();
+        for i in 0..n {
+            libc::free((*first.add(i)).shape.cast());
+        }
+        libc::free(a.cast());
+    }
+}
+
+/// A `malloc`ed `nrt_tensor_info_array_t` describing `m`'s inputs then outputs.
+fn tensor_info_array(m: &Model) -> Result<*mut nrt_tensor_info_array_t> {
+    let vars: Vec<_> = m.neff().inputs().chain(m.neff().outputs()).collect();
+    let oom = || {
+        Error::new(
+            ErrorKind::HostAlloc,
+            "cannot allocate the tensor info array",
+        )
+    };
+    let bytes = std::mem::size_of::<nrt_tensor_info_array_t>()
+        + vars.len() * std::mem::size_of::<nrt_tensor_info_t>();
+    // SAFETY: plain allocation; checked for NULL below.
+    let a = unsafe { libc::calloc(1, bytes) }.cast::<nrt_tensor_info_array_t>();
+    if a.is_null() {
+        return Err(oom());
+    }
+    // SAFETY: `a` has room for the header and `vars.len()` entries (calloc zeroed them, so a
+    // partial array frees cleanly: NULL shapes).
+    unsafe {
+        (*a).tensor_count = vars.len() as u64;
+        let first = std::ptr::addr_of_mut!((*a).tensor_array).cast::<nrt_tensor_info_t>();
+        for (i, v) in vars.iter().enumerate() {
+            let e = &mut *first.add(i);
+            let name = v.name.as_bytes();
+            let n = name.len().min(NRT_TENSOR_NAME_MAX - 1);
+            for (k, b) in name[..n].iter().enumerate() {
+                e.name[k] = *b as std::ffi::c_char;
+            }
+            e.usage = if v.kind == crate::neff::VarKind::Input {
+                nrt_tensor_usage_t::NRT_TENSOR_USAGE_INPUT
+            } else {
+                nrt_tensor_usage_t::NRT_TENSOR_USAGE_OUTPUT
+            };
+            e.size = usize::try_from(v.size).map_err(|_| oom())?;
+            e.dtype = dtype_of(v.dtype.as_deref());
+            let shape: Vec<u32> = match &v.shape {
+                Some(s) => s
+                    .iter()
+                    .map(|&d| u32::try_from(d).unwrap_or(u32::MAX))
+                    .collect(),
+                None => Vec::new(),
+            };
+            if !shape.is_empty() {
+                let p = libc::malloc(shape.len() * 4).cast::<u32>();
+                if p.is_null() {
+                    free_info_array(a);
+                    return Err(oom());
+                }
+                std::ptr::copy_nonoverlapping(shape.as_ptr(), p, shape.len());
+                e.shape = p;
+                e.ndim = shape.len() as u32;
+            }
+        }
+    }
+    INFO_ARRAYS.lock().insert(a.addr());
+    Ok(a)
+}
+
+/// Allocate the array describing the model's input and output tensors (names, usage, 64-bit
+/// sizes from the NEFF's vars; dtype and shape where `tensor_map.json` gives them, else
+/// `NRT_DTYPE_UNKNOWN` and no shape); free it with `nrt_free_model_tensor_info`.
 ///
 /// # Returns
-/// `NRT_SUCCESS` with `*tensor_info` set; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before
-/// `nrt_init`. Currently `NRT_FAILURE`: not implemented yet (NEFF models).
+/// `NRT_SUCCESS` with `*tensor_info` set; `NRT_INVALID` for NULL; `NRT_INVALID_HANDLE`;
+/// `NRT_FAIL_HOST_MEM_ALLOC`; `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
 /// `model` must be a live model; `tensor_info` NULL or writable.
@@ -231,17 +455,20 @@ pub unsafe extern "C" fn nrt_get_model_tensor_info(
     tensor_info: *mut *mut nrt_tensor_info_array_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_get_model_tensor_info", Guard::Lifecycle, {
-        given(tensor_info, "tensor_info")?;
-        model_arg(model, "model")?;
-        not_implemented("nrt_get_model_tensor_info")
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { out_param(tensor_info, "tensor_info") }?;
+        // SAFETY: forwarded from this function's contract.
+        let m = unsafe { model_of(model, "model") }?;
+        out.write(tensor_info_array(m)?);
+        Ok(())
     })
 }
 
 /// Free an array returned by `nrt_get_model_tensor_info`.
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
-/// implemented yet (NEFF models).
+/// `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_INVALID_HANDLE` for a pointer it did not hand
+/// out (or already freed); `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
 /// `tensor_info` must be NULL or an array from `nrt_get_model_tensor_info`.
@@ -250,17 +477,22 @@ pub unsafe extern "C" fn nrt_free_model_tensor_info(
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_free_model_tensor_info", Guard::Lifecycle, {
         given(tensor_info, "tensor_info")?;
-        Err(Error::invalid_handle(
-            "tensor_info was not handed out by nrt_get_model_tensor_info (no model is loaded)",
-        ))
+        if !INFO_ARRAYS.lock().remove(&tensor_info.addr()) {
+            return Err(Error::invalid_handle(
+                "tensor_info was not handed out by nrt_get_model_tensor_info, or was freed",
+            ));
+        }
+        // SAFETY: handed out by tensor_info_array and removed from the record just now, once.
+        unsafe { free_info_array(tensor_info) };
+        Ok(())
     })
 }
 
-/// Number of instances of the model (copies loaded on different cores).
+/// Number of instances of the model (copies loaded on different cores): 1.
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
-/// `NRT_FAILURE`: not implemented yet (NEFF models).
+/// `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_INVALID_HANDLE`; `NRT_UNINITIALIZED` before
+/// `nrt_init`.
 ///
 /// # Safety
 /// `model` must be NULL or a live model; `instance_count` NULL or writable.
@@ -269,30 +501,41 @@ pub unsafe extern "C" fn nrt_get_model_instance_count(
     instance_count: *mut u32,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_get_model_instance_count", Guard::Lifecycle, {
-        given(instance_count, "instance_count")?;
-        model_arg(model, "model")?;
-        not_implemented("nrt_get_model_instance_count")
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { out_param(instance_count, "instance_count") }?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { model_of(model, "model") }?;
+        out.write(1);
+        Ok(())
     })
 }
 
 /// Legacy implicit-async mode: wait until every execution queued on logical core `vnc` has
 /// completed.
 ///
+/// `nrt_execute` is synchronous here (implicit async mode was removed in runtime 2.34,
+/// docs/contract/abi.md §5.3), so nothing is ever queued: the drain returns at once once the
+/// core is checked.
+///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID` for a bad core; `NRT_UNINITIALIZED` before `nrt_init`.
-/// Currently `NRT_FAILURE`: not implemented yet (NEFF models).
+/// `NRT_SUCCESS`; `NRT_INVALID` for a core that is not visible; `NRT_UNINITIALIZED` before
+/// `nrt_init`.
 pub extern "C" fn nrt_async_drain_queued_execs(vnc: i32) -> NRT_STATUS {
     abi_entry!(status "nrt_async_drain_queued_execs", Guard::Lifecycle, {
-        not_implemented("nrt_async_drain_queued_execs")
+        visible_core(i64::from(vnc), "vnc").map(|_| ())
     })
 }
 
 /// Legacy implicit-async mode: register the callback called with `params` when an execution
 /// completes.
 ///
+/// Not implemented: with synchronous execution (implicit async mode was removed in runtime
+/// 2.34) no execution would ever call it, and accepting it would promise callbacks that never
+/// come.
+///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
-/// implemented yet (NEFF models).
+/// `NRT_INVALID` for a NULL callback; `NRT_FAILURE` otherwise (logged once);
+/// `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
 /// `callback` must stay callable, and `params` valid for it, until replaced or `nrt_close`.
@@ -301,6 +544,7 @@ pub unsafe extern "C" fn nrt_register_async_exec_callback(
     params: *mut c_void,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_register_async_exec_callback", Guard::Lifecycle, {
+        let _ = params;
         if callback.is_none() {
             return Err(Error::invalid("callback is NULL"));
         }

@@ -359,12 +359,15 @@ pub unsafe extern "C" fn nrt_get_hbm_mmap_va(
     })
 }
 
-/// Memory use of logical core `vnc`, copying at most `stats_size_in` bytes of
-/// `nrt_vnc_memory_stats_t` and reporting the bytes written in `*stats_size_out`.
+/// Device memory of logical core `vnc`: `bytes_used` is every live device tensor and model
+/// scratch on it; `bytes_limit` the nominal HBM of one logical core of the simulated instance
+/// (16 GiB per physical core on trn1, 12 GiB on trn2 and later, times the LNC size; the
+/// software device does not enforce it). Probe-then-fill: a smaller `stats_size_in` gets a
+/// prefix, `*stats_size_out` the full size.
 ///
 /// # Returns
-/// `NRT_SUCCESS`; `NRT_INVALID`; `NRT_UNINITIALIZED` before `nrt_init`. Currently
-/// `NRT_FAILURE`: not implemented yet (models and their device memory).
+/// `NRT_SUCCESS`; `NRT_INVALID` for NULL or a core that is not visible; `NRT_UNINITIALIZED`
+/// before `nrt_init`.
 ///
 /// # Safety
 /// `stats` must have `stats_size_in` writable bytes; `stats_size_out` NULL or writable.
@@ -374,9 +377,22 @@ pub unsafe extern "C" fn nrt_get_vnc_memory_stats(
     stats_size_in: usize,
     stats_size_out: *mut usize,
 ) -> NRT_STATUS {
-    let _ = (vnc, stats, stats_size_in, stats_size_out);
     abi_entry!(status "nrt_get_vnc_memory_stats", Guard::Lifecycle, {
-        not_implemented("nrt_get_vnc_memory_stats")
+        if stats.is_null() {
+            return Err(Error::invalid("stats is NULL"));
+        }
+        let v = visible_core(i64::from(vnc), "vnc")?;
+        let config = process::config()?;
+        let per_core: u64 = match config.instance.generation {
+            crate::lower::topology::Generation::V2 => 16 << 30,
+            _ => 12 << 30,
+        };
+        let full = nrt_vnc_memory_stats_t {
+            bytes_used: crate::runtime::tensor::device_bytes_in_use(v) as usize,
+            bytes_limit: (per_core * u64::from(config.lnc)) as usize,
+        };
+        // SAFETY: forwarded from this function's contract.
+        unsafe { crate::abi::model::fill_prefix(&full, stats.cast(), stats_size_in, stats_size_out) }
     })
 }
 

@@ -29,7 +29,7 @@ use crate::lower::addrmap::AddressMap;
 use crate::lower::emit::{emit, EmittedProgram};
 use crate::lower::pipeline::{address_map, lower, LowerConfig};
 use crate::lower::program::Buf;
-use crate::lower::program::Program;
+use crate::lower::program::{Algorithm, Program};
 use crate::lower::request::CollectiveRequest;
 use crate::runtime::rendezvous::{GroupKey, Rendezvous};
 use crate::runtime::resident::Resident;
@@ -145,6 +145,7 @@ struct ProgramKey {
     world: u32,
     lowering: Arc<crate::runtime::config::LoweringEnv>,
     verify: bool,
+    forced: Option<Algorithm>,
 }
 
 /// The one cache of prepared collectives: least recently used out when full.
@@ -159,6 +160,16 @@ static CACHE: Lazy<Mutex<Cache>> = Lazy::new(|| Mutex::new(Cache::default()));
 
 /// Lower, verify and emit `req` for a world of `world` ranks, or reuse the cached result.
 pub fn prepare(req: &CollectiveRequest, world: u32) -> Result<Arc<Lowered>> {
+    prepare_with(req, world, None)
+}
+
+/// [`prepare`] with the algorithm forced (a NEFF's `opennrt_algorithm`, docs/neff.md §1.2),
+/// over whatever `OPENNRT_CC_ALGO` says; an algorithm illegal for the request is an error.
+pub fn prepare_with(
+    req: &CollectiveRequest,
+    world: u32,
+    forced: Option<Algorithm>,
+) -> Result<Arc<Lowered>> {
     let config = crate::runtime::process::config()?;
     let key = ProgramKey {
         req: CollectiveRequest {
@@ -168,6 +179,7 @@ pub fn prepare(req: &CollectiveRequest, world: u32) -> Result<Arc<Lowered>> {
         world,
         lowering: config.lowering.clone(),
         verify: config.verify,
+        forced,
     };
     let slot = {
         let mut c = CACHE.lock();
@@ -181,7 +193,10 @@ pub fn prepare(req: &CollectiveRequest, world: u32) -> Result<Arc<Lowered>> {
     };
     let lowered = slot
         .get_or_init(|| {
-            let cfg = config.lower_config(world)?;
+            let mut cfg = config.lower_config(world)?;
+            if forced.is_some() {
+                cfg.select.forced = forced;
+            }
             lower_verify_emit(&key.req, &cfg, world, config.verify)
         })
         .clone();

@@ -70,6 +70,9 @@ pub struct Config {
     pub lowering: Arc<LoweringEnv>,
     /// `OPENNRT_CC_VERIFY`: run the symbolic verifier on every newly lowered collective.
     pub verify: bool,
+    /// `NEURON_RT_VALIDATE_HASH`: check a NEFF's payload hash at load (default off, as the
+    /// vendor's: the real NEFF in testdata would fail it, docs/neff.md §1).
+    pub validate_hash: bool,
     /// The software device's knobs (`OPENNRT_DEVICE_THREADS`, `OPENNRT_DEVICE_POOL_MB`,
     /// `OPENNRT_HANG_DUMP`), applied to the device by `nrt_init`.
     pub device: DeviceSettings,
@@ -209,6 +212,7 @@ impl Config {
                     .unwrap_or(DEFAULT_BOOTSTRAP_TIMEOUT_S),
             ),
             verify: flag(&get, VERIFY_ENV)?.unwrap_or(true),
+            validate_hash: flag(&get, VALIDATE_HASH_ENV)?.unwrap_or(false),
             lowering,
             device: DeviceSettings {
                 threads: match number::<usize>(&get, DEVICE_THREADS_ENV, "a thread count")? {
@@ -294,6 +298,8 @@ pub const BOOTSTRAP_TIMEOUT_ENV: &str = "OPENNRT_BOOTSTRAP_TIMEOUT";
 const DEFAULT_BOOTSTRAP_TIMEOUT_S: u64 = 30;
 /// The symbolic-verifier switch.
 pub const VERIFY_ENV: &str = "OPENNRT_CC_VERIFY";
+/// `NEURON_RT_VALIDATE_HASH`: check NEFF payload hashes at load.
+pub const VALIDATE_HASH_ENV: &str = "NEURON_RT_VALIDATE_HASH";
 /// The device's bulk-data threads.
 pub const DEVICE_THREADS_ENV: &str = "OPENNRT_DEVICE_THREADS";
 /// The device's recycled-buffer pool cap (MiB).

@@ -6,6 +6,7 @@
 //! * [`firmware`] — loading and gating `libncfw.so` (docs/contract/carrier.md §1.2).
 //! * [`log`] — logging under `NEURON_RT_LOG_LEVEL`.
 //! * [`tensor`] — tensors: views of simulated device or host memory (docs/contract/abi.md §3.3).
+//! * [`model`] — NEFF models: load (parse, lower the collectives), execute.
 //! * [`machine`] — the software machine of one collective: an emitted program loaded into it
 //!   and run, every rank in this process.
 //! * [`resident`] — a prepared collective's machine kept loaded between runs.
@@ -29,6 +30,7 @@ pub mod firmware;
 pub mod host_collective;
 pub mod log;
 pub mod machine;
+pub mod model;
 pub mod multi_process;
 pub mod process;
 pub mod rendezvous;

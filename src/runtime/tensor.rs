@@ -71,8 +71,9 @@ struct Storage {
     /// unique and non-NULL).
     len: u64,
     backing: Backing,
-    /// Registered in [`DEVICE_RANGES`] (device placement, owned).
-    device: bool,
+    /// The logical core of an owned device storage: registered in [`DEVICE_RANGES`] and
+    /// counted in [`DEVICE_BYTES`].
+    device: Option<u32>,
 }
 
 // SAFETY: a storage is a plain block of bytes that is only ever accessed through raw pointers
@@ -89,11 +90,25 @@ unsafe impl Sync for Storage {}
 /// registry never keeps memory alive; a storage removes its entry in `Drop` before freeing.
 static DEVICE_RANGES: Mutex<BTreeMap<usize, Weak<Storage>>> = Mutex::new(BTreeMap::new());
 
+/// Logical core → bytes of device storage allocated on it and still alive
+/// (`nrt_get_vnc_memory_stats`).
+static DEVICE_BYTES: Mutex<BTreeMap<u32, u64>> = Mutex::new(BTreeMap::new());
+
+/// Bytes of device memory in use on logical core `vnc` (tensors, model scratch).
+pub fn device_bytes_in_use(vnc: u32) -> u64 {
+    DEVICE_BYTES.lock().get(&vnc).copied().unwrap_or(0)
+}
+
 impl Storage {
     /// Allocate `len` zeroed bytes, 64-byte aligned. Device memory reads as 0 after allocate
     /// (Choice: the vendor does not promise it; zero is the deterministic answer). Failure is an
     /// error, never an abort: `NRT_RESOURCE` for device memory, `NRT_FAIL_HOST_MEM_ALLOC` for host.
-    fn allocate(len: u64, placement: Placement, what: &str) -> Result<Arc<Storage>> {
+    fn allocate(
+        len: u64,
+        placement: Placement,
+        vnc: Option<u32>,
+        what: &str,
+    ) -> Result<Arc<Storage>> {
         let (kind, mem) = match placement {
             Placement::Device => (ErrorKind::Resource, "device"),
             Placement::Host => (ErrorKind::HostAlloc, "host"),
@@ -111,17 +126,18 @@ impl Storage {
         // SAFETY: `layout` has a non-zero size.
         let p = unsafe { std::alloc::alloc_zeroed(layout) };
         let base = NonNull::new(p).ok_or_else(|| fail("out of memory"))?;
-        let device = placement == Placement::Device;
+        let device = vnc.filter(|_| placement == Placement::Device);
         let storage = Arc::new(Storage {
             base,
             len,
             backing: Backing::Owned(layout),
             device,
         });
-        if device {
+        if let Some(v) = device {
             DEVICE_RANGES
                 .lock()
                 .insert(base.as_ptr().addr(), Arc::downgrade(&storage));
+            *DEVICE_BYTES.lock().entry(v).or_insert(0) += len;
         }
         Ok(storage)
     }
@@ -144,16 +160,19 @@ impl Storage {
             base,
             len,
             backing: Backing::Attached,
-            device: false,
+            device: None,
         }))
     }
 }
 
 impl Drop for Storage {
     fn drop(&mut self) {
-        if self.device {
+        if let Some(v) = self.device {
             // Deregister before freeing, so the address cannot be reused while still listed.
             DEVICE_RANGES.lock().remove(&self.base.as_ptr().addr());
+            if let Some(n) = DEVICE_BYTES.lock().get_mut(&v) {
+                *n = n.saturating_sub(self.len);
+            }
         }
         if let Backing::Owned(layout) = self.backing {
             // SAFETY: allocated in `Storage::allocate` with exactly this layout; `Drop` runs once.
@@ -220,7 +239,7 @@ impl Tensor {
             _ => {}
         }
         let what = format!("tensor {name:?}");
-        let storage = Storage::allocate(size, placement, &what)?;
+        let storage = Storage::allocate(size, placement, vnc, &what)?;
         Ok(Tensor {
             name: name.into(),
             placement,

@@ -3,7 +3,7 @@ use crate::abi::handle::testing;
 use std::ptr::{null, null_mut};
 
 #[test]
-fn guarded_then_arguments_checked_then_not_implemented() {
+fn guarded_then_arguments_checked() {
     testing::uninit(|| {
         // SAFETY: NULL arguments are never dereferenced by these entry points.
         unsafe {
@@ -41,12 +41,22 @@ fn guarded_then_arguments_checked_then_not_implemented() {
             assert_eq!(nrt_execute(fake, set, set) as i32, 3);
             assert_eq!(nrt_get_model_nc_count(fake, &mut n) as i32, 3);
             assert_eq!(nrt_free_model_tensor_info(0x3000 as *mut _) as i32, 3);
-            // Arguments that pass: NRT_FAILURE (1), nothing written.
+            // A header with nothing after it: the NEFF is refused (NRT_INVALID), nothing
+            // written.
             assert_eq!(
                 nrt_load(neff.as_ptr().cast(), 1024, 0, 1, &mut model) as i32,
-                1
+                2
             );
             assert!(model.is_null());
+            // vnc_count above 1: NRT_LOAD_NOT_ENOUGH_NC (9), before the NEFF is read.
+            assert_eq!(
+                nrt_load(neff.as_ptr().cast(), 1024, 0, 2, &mut model) as i32,
+                9
+            );
+            assert!(model.is_null());
+            // The legacy drain has nothing to wait for; a core that is not visible is refused.
+            assert_eq!(nrt_async_drain_queued_execs(0) as i32, 0);
+            assert_eq!(nrt_async_drain_queued_execs(-1) as i32, 2);
         }
         assert_eq!(n, 0);
     });

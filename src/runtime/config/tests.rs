@@ -132,6 +132,7 @@ fn every_bad_value_is_an_error_naming_its_variable() {
         ("OPENNRT_SHARED_DEVICE", "true"),
         ("OPENNRT_TEST_KILL_IN_RUN", "-1"),
         ("OPENNRT_CC_VERIFY", "yes"),
+        ("NEURON_RT_VALIDATE_HASH", "on"),
         ("OPENNRT_CC_ALGO", "bogus"),
         ("OPENNRT_CC_ALGOS", "ring,bogus"),
         ("OPENNRT_CC_RDH", "2"),
@@ -173,6 +174,7 @@ fn knobs_parse_into_their_fields() {
         ("OPENNRT_BOOTSTRAP_TIMEOUT", "7"),
         ("OPENNRT_VERSION_OVERRIDE", "0.0.1"),
         ("OPENNRT_CC_VERIFY", "0"),
+        ("NEURON_RT_VALIDATE_HASH", "1"),
         ("OPENNRT_DEVICE_THREADS", "3"),
         ("OPENNRT_DEVICE_POOL_MB", "2"),
         ("OPENNRT_HANG_DUMP", "/tmp/d"),
@@ -186,6 +188,7 @@ fn knobs_parse_into_their_fields() {
     assert_eq!(c.bootstrap_timeout, std::time::Duration::from_secs(7));
     assert_eq!(c.version, "0.0.1");
     assert!(!c.verify);
+    assert!(c.validate_hash);
     assert_eq!(c.device.threads, Some(3));
     assert_eq!(c.device.pool_cap, Some(2 << 20));
     assert_eq!(
@@ -198,6 +201,7 @@ fn knobs_parse_into_their_fields() {
     let d = cfg(&[]).unwrap();
     assert_eq!(d.ncfw_path, DEFAULT_NCFW);
     assert_eq!(d.version, env!("CARGO_PKG_VERSION"));
+    assert!(!d.validate_hash);
     assert!(d.verify && d.device == crate::device::settings::DeviceSettings::default());
     assert_eq!(d.compute_queue_limit, 8);
 }

@@ -1,0 +1,777 @@
+//! The NEFF writer: [`build`] makes the one-collective NEFF that `opennrt neff build` writes
+//! (docs/neff.md §2), and [`container`] is the generic writer underneath it (docs/contract/abi.md
+//! §7.2: the 1024-byte header table, then the tar payload, gzip-compressed for package 2).
+//!
+//! Why a writer at all: the vendor's compiler is not available to make test NEFFs, and a NEFF
+//! every rank loads is what nccom-test-style runs need. [`container`] writes whatever it is given
+//! (it is also how tests make damaged NEFFs), checking only what the format itself needs (a text
+//! field that fits its bytes); [`build`] checks the spec, so what it writes is what the loader
+//! reads (docs/neff.md §1).
+//!
+//! Everything is written in memory, deterministically: tar members have mtime 0, owner 0, mode
+//! 0644 in the order given; the gzip header has no name and mtime 0. So the same spec gives the
+//! same bytes, and the header's hash and uuid are functions of the content.
+
+use std::io::Write;
+
+use md5::{Digest, Md5};
+use serde_json::{json, Map, Value};
+use sha2::Sha256;
+
+use crate::error::{Error, Result};
+use crate::isa::enums::{AluOp, CollectiveType, Dtype, UpdateMode, WaitMode};
+use crate::isa::instr::{Common, Events};
+use crate::isa::instr_collective::TriggerCollective;
+use crate::isa::layout::C8_RESERVED;
+use crate::lower::program::Algorithm;
+use crate::lower::request::ReduceOp;
+use crate::neff::header::HEADER_SIZE;
+
+/// Largest var `size` the loader accepts (docs/neff.md §1.2): 2^48 bytes. [`build`] refuses a
+/// spec whose buffers would be larger, rather than writing a NEFF nobody can load.
+pub const MAX_VAR_BYTES: u64 = 1 << 48;
+/// Most ranks [`build`] accepts: far above any real replica group, small enough that the
+/// `replica_groups` list stays a few kilobytes.
+pub const MAX_RANKS: u32 = 1024;
+/// Most triggers in a row ([`BuildSpec::ops`]): 64 KiB of SP program.
+pub const MAX_OPS: u32 = 1024;
+/// Most replica groups in a NEFF (the vendor's 2.34 limit, docs/neff.md §1.2).
+pub const MAX_REPLICA_GROUPS: usize = 16;
+
+/// The collective a built NEFF runs: the `--op` of `opennrt neff build` (docs/neff.md §2 table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BuildOp {
+    /// 0xC8 ALL_REDUCE: in = out = count.
+    AllReduce,
+    /// 0xC8 ALL_GATHER: in = count, out = count·R.
+    AllGather,
+    /// 0xC8 REDUCE_SCATTER: in = count·R, out = count.
+    ReduceScatter,
+    /// 0xC8 ALL_TO_ALL: in = out = count·R.
+    AllToAll,
+    /// 0xC8 PERMUTE with `src_target_pairs`: in = out = count.
+    Permute,
+    /// 0xC8 PERMUTE_IMPLICIT (each rank to its ring successor): in = out = count.
+    SendRecv,
+}
+
+impl BuildOp {
+    /// Every op, in the order of docs/neff.md §2.
+    pub const ALL: [BuildOp; 6] = [
+        BuildOp::AllReduce,
+        BuildOp::AllGather,
+        BuildOp::ReduceScatter,
+        BuildOp::AllToAll,
+        BuildOp::Permute,
+        BuildOp::SendRecv,
+    ];
+
+    /// Parse a command-line spelling: the canonical name or the nccom-test short one
+    /// (`allr`, `allg`, `redsct`, `alltoall`, `sendrecv`), case-insensitive, so the names
+    /// users already type for nccom-test work here too.
+    pub fn parse(s: &str) -> Option<BuildOp> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "all_reduce" | "allr" => BuildOp::AllReduce,
+            "all_gather" | "allg" => BuildOp::AllGather,
+            "reduce_scatter" | "redsct" => BuildOp::ReduceScatter,
+            "all_to_all" | "alltoall" => BuildOp::AllToAll,
+            "permute" => BuildOp::Permute,
+            "send_recv" | "sendrecv" => BuildOp::SendRecv,
+            _ => return None,
+        })
+    }
+
+    /// The canonical name (what [`BuildOp::parse`] takes and the header's `name` carries).
+    pub fn name(self) -> &'static str {
+        match self {
+            BuildOp::AllReduce => "all_reduce",
+            BuildOp::AllGather => "all_gather",
+            BuildOp::ReduceScatter => "reduce_scatter",
+            BuildOp::AllToAll => "all_to_all",
+            BuildOp::Permute => "permute",
+            BuildOp::SendRecv => "send_recv",
+        }
+    }
+
+    /// The 0xC8 `ctype` the trigger carries (docs/neff.md §2 table).
+    pub fn ctype(self) -> CollectiveType {
+        match self {
+            BuildOp::AllReduce => CollectiveType::AllReduce,
+            BuildOp::AllGather => CollectiveType::AllGather,
+            BuildOp::ReduceScatter => CollectiveType::ReduceScatter,
+            BuildOp::AllToAll => CollectiveType::AllToAll,
+            BuildOp::Permute => CollectiveType::Permute,
+            BuildOp::SendRecv => CollectiveType::PermuteImplicit,
+        }
+    }
+
+    /// The op combines the ranks' data with [`BuildSpec::redop`] (and so needs a dtype the CCE
+    /// can reduce); the others are copies.
+    pub fn is_reducing(self) -> bool {
+        self.ctype().is_reducing()
+    }
+}
+
+/// What one built NEFF holds (docs/neff.md §2). `count` is the per-rank block the trigger's
+/// `num_elements` carries; the buffer sizes follow from it ([`BuildSpec::input_bytes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildSpec {
+    /// The collective.
+    pub op: BuildOp,
+    /// The world the NEFF is compiled for (`#rank_world_size`); with no `replica_groups`, the
+    /// one group is `0..ranks`.
+    pub ranks: u32,
+    /// Elements of one rank's block (docs/neff.md §2 table).
+    pub count: u64,
+    /// The element type.
+    pub dtype: Dtype,
+    /// The reduction of a reducing op; copies carry BYPASS and ignore it.
+    pub redop: ReduceOp,
+    /// `opennrt_algorithm` (an `Algorithm::parse` spelling), if forced.
+    pub algorithm: Option<String>,
+    /// The logical core size (1 or 2): the header's `lnc_size` and the number of graphs.
+    pub lnc: u32,
+    /// Triggers in a row, 1..=[`MAX_OPS`].
+    pub ops: u32,
+    /// group_id → sub-groups → global device ids; `None` = `[[[0, 1, …, ranks−1]]]`.
+    pub replica_groups: Option<Vec<Vec<Vec<u32>>>>,
+    /// Permute pairs (global ids, group 0); `None` = each sub-group member to the next.
+    pub pairs: Option<Vec<(u32, u32)>>,
+}
+
+impl BuildSpec {
+    /// A spec with the defaults of `opennrt neff build`: ADD, no forced algorithm, LNC 1, one
+    /// trigger, the one group of all ranks, ring-successor permute pairs.
+    pub fn new(op: BuildOp, ranks: u32, count: u64, dtype: Dtype) -> Self {
+        BuildSpec {
+            op,
+            ranks,
+            count,
+            dtype,
+            redop: ReduceOp::Add,
+            algorithm: None,
+            lnc: 1,
+            ops: 1,
+            replica_groups: None,
+            pairs: None,
+        }
+    }
+
+    /// Ranks in the collective's group: the size of group 0's sub-groups (they must all be the
+    /// same size, checked by [`build`]: one NEFF's buffers fit every rank), else `ranks`.
+    pub fn group_size(&self) -> u32 {
+        match &self.replica_groups {
+            Some(g) => g
+                .first()
+                .and_then(|g| g.first())
+                .map_or(0, |s| s.len() as u32),
+            None => self.ranks,
+        }
+    }
+
+    /// One rank's input bytes (`input0`): count × element size, × group size when the input
+    /// spans ranks (reduce-scatter, all-to-all). Saturates at `u64::MAX`; [`build`] refuses
+    /// sizes above [`MAX_VAR_BYTES`].
+    pub fn input_bytes(&self) -> u64 {
+        self.bytes(self.op.ctype().enc_op().input_spans_ranks())
+            .unwrap_or(u64::MAX)
+    }
+
+    /// One rank's output bytes (`output0`): count × element size, × group size when the
+    /// output spans ranks (all-gather, all-to-all). Saturates like [`BuildSpec::input_bytes`].
+    pub fn output_bytes(&self) -> u64 {
+        self.bytes(self.op.ctype().enc_op().output_spans_ranks())
+            .unwrap_or(u64::MAX)
+    }
+
+    fn bytes(&self, spans: bool) -> Option<u64> {
+        let esize = self.dtype.size_bytes()? as u64;
+        let scale = if spans {
+            u64::from(self.group_size())
+        } else {
+            1
+        };
+        self.count.checked_mul(esize)?.checked_mul(scale)
+    }
+
+    /// The header's model name, `opennrt-<op>-r<R>-n<count>-<dtype>` (docs/neff.md §2).
+    pub fn model_name(&self) -> String {
+        format!(
+            "opennrt-{}-r{}-n{}-{}",
+            self.op.name(),
+            self.ranks,
+            self.count,
+            crate::lower::cases::dtype_name(self.dtype)
+        )
+    }
+}
+
+/// Every field of the 1024-byte header table (docs/contract/abi.md §7.2), for [`container`].
+/// The defaults are what [`build`] writes (docs/neff.md §2); `None` fields are computed from
+/// the payload. Nothing is range-checked, so damaged headers can be made too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderFields {
+    /// `pkg_version`, written as is. 1 packs the payload as a raw tar; any other value as a
+    /// gzip tar (2 is the production packing).
+    pub pkg_version: u64,
+    /// `header_size`. The payload starts there when it is at least 1024 (zero-filled up to
+    /// it); a smaller value, which no reader accepts, still has the payload right after the
+    /// 1024-byte table, since it cannot overlap the table.
+    pub header_size: u64,
+    /// `data_size`; `None` = the payload's length.
+    pub data_size: Option<u64>,
+    /// `neff_version_major`.
+    pub version_major: u64,
+    /// `neff_version_minor`.
+    pub version_minor: u64,
+    /// `neff_build_version`, at most 128 bytes (NUL-padded).
+    pub build_version: String,
+    /// `num_tpb`.
+    pub num_tpb: u32,
+    /// `hash`; `None` = MD5 of the (compressed) payload in the first 16 bytes, or for package
+    /// 1 the SHA-256 of the raw tar — what `NEURON_RT_VALIDATE_HASH=1` checks.
+    pub hash: Option<[u8; 32]>,
+    /// `uuid`; `None` = the first 16 bytes of the MD5 of the uncompressed tar, so two NEFFs
+    /// with different content never share a load-cache key.
+    pub uuid: Option<[u8; 16]>,
+    /// `name`, at most 256 bytes (NUL-padded).
+    pub name: String,
+    /// `requested_tpb_count`.
+    pub requested_tpb_count: u32,
+    /// `tpb_per_node`, 16 entries.
+    pub tpb_per_node: [u32; 16],
+    /// `feature_bits`.
+    pub feature_bits: u64,
+    /// `lnc_size`.
+    pub lnc_size: u32,
+}
+
+impl Default for HeaderFields {
+    /// The header of docs/neff.md §2 with an empty name: package 2, NEFF 2.0, build string
+    /// `opennrt <crate version>`, one TPB, hash and uuid computed, LNC 1.
+    fn default() -> Self {
+        let mut tpb_per_node = [0u32; 16];
+        tpb_per_node[0] = 1;
+        HeaderFields {
+            pkg_version: 2,
+            header_size: HEADER_SIZE as u64,
+            data_size: None,
+            version_major: 2,
+            version_minor: 0,
+            build_version: format!("opennrt {}", env!("CARGO_PKG_VERSION")),
+            num_tpb: 1,
+            hash: None,
+            uuid: None,
+            name: String::new(),
+            requested_tpb_count: 1,
+            tpb_per_node,
+            feature_bits: 0,
+            lnc_size: 1,
+        }
+    }
+}
+
+/// Bytes of a tar block.
+const BLOCK: usize = 512;
+/// Bytes of a ustar header's `name` field; longer names go in a pax `path` record.
+const USTAR_NAME: usize = 100;
+
+/// A ustar header for a member of `size` bytes of type `kind`, whose name field holds the raw
+/// bytes of `name` (at most 100; the caller puts a longer name in a pax record first).
+fn ustar_header(name: &[u8], size: u64, kind: tar::EntryType) -> tar::Header {
+    let mut h = tar::Header::new_ustar();
+    h.as_mut_bytes()[..name.len()].copy_from_slice(name);
+    h.set_size(size);
+    h.set_mode(0o644);
+    h.set_uid(0);
+    h.set_gid(0);
+    h.set_mtime(0);
+    h.set_entry_type(kind);
+    h.set_cksum();
+    h
+}
+
+/// One pax record `"<len> <key>=<value>\n"`, whose decimal length counts itself.
+fn pax_record(key: &str, value: &[u8]) -> Vec<u8> {
+    let body = key.len() + value.len() + 3; // ' ', '=', '\n'
+    let mut len = body + 1;
+    while len != body + len.to_string().len() {
+        len = body + len.to_string().len();
+    }
+    let mut r = format!("{len} {key}=").into_bytes();
+    r.extend_from_slice(value);
+    r.push(b'\n');
+    r
+}
+
+/// Append one member to the tar in `out`: names are written as given (no normalisation, so a
+/// hostile name can be written on purpose); one longer than a ustar name field goes in a pax
+/// `path` record, which the payload reader honours.
+fn append_member(out: &mut Vec<u8>, name: &str, data: &[u8]) {
+    let raw = name.as_bytes();
+    let mut push = |h: &tar::Header, data: &[u8]| {
+        out.extend_from_slice(h.as_bytes());
+        out.extend_from_slice(data);
+        out.resize(out.len().div_ceil(BLOCK) * BLOCK, 0);
+    };
+    if raw.len() > USTAR_NAME {
+        let rec = pax_record("path", raw);
+        let h = ustar_header(b"PaxHeader", rec.len() as u64, tar::EntryType::XHeader);
+        push(&h, &rec);
+    }
+    let short = &raw[..raw.len().min(USTAR_NAME)];
+    push(
+        &ustar_header(short, data.len() as u64, tar::EntryType::Regular),
+        data,
+    );
+}
+
+/// A text field of `len` bytes at `off`: the string, NUL-padded; refused if it does not fit.
+fn put_text(b: &mut [u8], off: usize, len: usize, field: &str, s: &str) -> Result<()> {
+    if s.len() > len {
+        return Err(Error::invalid(format!(
+            "NEFF header: {field} is {} bytes; the field holds {len} (docs/contract/abi.md §7.2)",
+            s.len()
+        ))
+        .with_field(field)
+        .with_actual(s.len()));
+    }
+    b[off..off + s.len()].copy_from_slice(s.as_bytes());
+    Ok(())
+}
+
+/// Write a NEFF file: the members as a tar (in the order given, names as given), packed per
+/// `h.pkg_version`, behind the 1024-byte header table filled from `h`
+/// (docs/contract/abi.md §7.2). The generic writer under [`build`], and what tests use to
+/// make NEFFs the builder would refuse.
+///
+/// # Errors
+/// `NRT_INVALID` when `h.build_version` or `h.name` is longer than its field; a write error of
+/// the in-memory gzip encoder (which does not happen) as `NRT_FAILURE`.
+pub fn container(members: &[(String, Vec<u8>)], h: &HeaderFields) -> Result<Vec<u8>> {
+    let mut tar = Vec::new();
+    for (name, data) in members {
+        append_member(&mut tar, name, data);
+    }
+    // The end-of-archive marker: two zero blocks.
+    tar.resize(tar.len() + 2 * BLOCK, 0);
+    let uuid = h.uuid.unwrap_or_else(|| Md5::digest(&tar).into());
+    let payload = if h.pkg_version == 1 {
+        tar
+    } else {
+        let mut gz = flate2::GzBuilder::new()
+            .mtime(0)
+            .write(Vec::new(), flate2::Compression::default());
+        gz.write_all(&tar)
+            .and_then(|_| gz.finish())
+            .map_err(|e| Error::failure(format!("NEFF writer: gzip: {e}")))?
+    };
+    let hash = h.hash.unwrap_or_else(|| {
+        let mut out = [0u8; 32];
+        if h.pkg_version == 1 {
+            out.copy_from_slice(&Sha256::digest(&payload));
+        } else {
+            out[..16].copy_from_slice(&Md5::digest(&payload));
+        }
+        out
+    });
+    let mut b = vec![0u8; HEADER_SIZE];
+    b[0x000..0x008].copy_from_slice(&h.pkg_version.to_le_bytes());
+    b[0x008..0x010].copy_from_slice(&h.header_size.to_le_bytes());
+    let data_size = h.data_size.unwrap_or(payload.len() as u64);
+    b[0x010..0x018].copy_from_slice(&data_size.to_le_bytes());
+    b[0x018..0x020].copy_from_slice(&h.version_major.to_le_bytes());
+    b[0x020..0x028].copy_from_slice(&h.version_minor.to_le_bytes());
+    put_text(&mut b, 0x028, 128, "neff_build_version", &h.build_version)?;
+    b[0x0A8..0x0AC].copy_from_slice(&h.num_tpb.to_le_bytes());
+    b[0x0AC..0x0CC].copy_from_slice(&hash);
+    b[0x0CC..0x0DC].copy_from_slice(&uuid);
+    put_text(&mut b, 0x0DC, 256, "name", &h.name)?;
+    b[0x1DC..0x1E0].copy_from_slice(&h.requested_tpb_count.to_le_bytes());
+    for (i, t) in h.tpb_per_node.iter().enumerate() {
+        b[0x1E0 + 4 * i..0x1E4 + 4 * i].copy_from_slice(&t.to_le_bytes());
+    }
+    b[0x220..0x228].copy_from_slice(&h.feature_bits.to_le_bytes());
+    b[0x228..0x22C].copy_from_slice(&h.lnc_size.to_le_bytes());
+    let start = usize::try_from(h.header_size)
+        .ok()
+        .filter(|&s| s >= HEADER_SIZE)
+        .unwrap_or(HEADER_SIZE);
+    let total = start.checked_add(payload.len()).ok_or_else(|| {
+        Error::invalid(format!(
+            "NEFF writer: header_size {} leaves no room for the payload",
+            h.header_size
+        ))
+    })?;
+    b.try_reserve_exact(total - b.len()).map_err(|_| {
+        Error::new(
+            crate::error::ErrorKind::HostAlloc,
+            format!(
+                "NEFF writer: cannot allocate {total} bytes (header_size {})",
+                h.header_size
+            ),
+        )
+    })?;
+    b.resize(start, 0);
+    b.extend_from_slice(&payload);
+    Ok(b)
+}
+
+/// The numpy spelling `tensor_map.json` uses for a dtype (docs/neff.md §1.1); the FP8 names
+/// are ml_dtypes' (what JAX and the Neuron compiler use).
+pub fn numpy_dtype(d: Dtype) -> Option<&'static str> {
+    Some(match d {
+        Dtype::Uint64 => "uint64",
+        Dtype::Int8 => "int8",
+        Dtype::Uint8 => "uint8",
+        Dtype::Int16 => "int16",
+        Dtype::Uint16 => "uint16",
+        Dtype::Bf16 => "bfloat16",
+        Dtype::Fp16 => "float16",
+        Dtype::Int32 => "int32",
+        Dtype::Uint32 => "uint32",
+        Dtype::Fp32 => "float32",
+        Dtype::Int64 => "int64",
+        Dtype::Fp8E3 => "float8_e3m4",
+        Dtype::Fp8E4 => "float8_e4m3",
+        Dtype::Fp8E5 => "float8_e5m2",
+        Dtype::Invalid | Dtype::Fp32r => return None,
+    })
+}
+
+fn refuse(why: impl std::fmt::Display) -> Error {
+    Error::invalid(format!("NEFF builder: {why} (docs/neff.md §2)"))
+}
+
+/// The replica groups of `spec`, checked: 1..=16 groups, none empty, no empty sub-group, ids
+/// below `ranks`, no id twice in a group, group 0's sub-groups all one size.
+fn checked_groups(spec: &BuildSpec) -> Result<Vec<Vec<Vec<u32>>>> {
+    let Some(groups) = &spec.replica_groups else {
+        return Ok(vec![vec![(0..spec.ranks).collect()]]);
+    };
+    if groups.is_empty() || groups.len() > MAX_REPLICA_GROUPS {
+        return Err(refuse(format_args!(
+            "{} replica groups; a NEFF has 1..={MAX_REPLICA_GROUPS}",
+            groups.len()
+        )));
+    }
+    for (k, g) in groups.iter().enumerate() {
+        if g.is_empty() {
+            return Err(refuse(format_args!("replica group {k} has no sub-group")));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (s, sub) in g.iter().enumerate() {
+            if sub.is_empty() {
+                return Err(refuse(format_args!(
+                    "sub-group {s} of replica group {k} is empty"
+                )));
+            }
+            for &id in sub {
+                if id >= spec.ranks {
+                    return Err(refuse(format_args!(
+                        "device {id} in replica group {k} is outside the world 0..{}",
+                        spec.ranks
+                    )));
+                }
+                if !seen.insert(id) {
+                    return Err(refuse(format_args!(
+                        "device {id} appears twice in replica group {k}"
+                    )));
+                }
+            }
+        }
+    }
+    let n = groups[0][0].len();
+    if let Some(s) = groups[0].iter().position(|s| s.len() != n) {
+        return Err(refuse(format_args!(
+            "sub-group {s} of replica group 0 has {} ranks, sub-group 0 has {n}: every rank \
+             loads the same NEFF, so its buffers must fit every sub-group",
+            groups[0][s].len()
+        )));
+    }
+    Ok(groups.clone())
+}
+
+/// The permute pairs of `spec` against group 0 (`subs`): given ones checked (both ends in one
+/// sub-group, each device sends once and receives once, at least one pair); default: each
+/// member of each sub-group to the next, wrapping.
+fn checked_pairs(spec: &BuildSpec, subs: &[Vec<u32>]) -> Result<Vec<(u32, u32)>> {
+    let sub_of = |id: u32| subs.iter().position(|s| s.contains(&id));
+    let Some(pairs) = &spec.pairs else {
+        return Ok(subs
+            .iter()
+            .flat_map(|s| (0..s.len()).map(move |i| (s[i], s[(i + 1) % s.len()])))
+            .collect());
+    };
+    if pairs.is_empty() {
+        return Err(refuse("a permute needs at least one source -> target pair"));
+    }
+    let (mut srcs, mut dsts) = (
+        std::collections::BTreeSet::new(),
+        std::collections::BTreeSet::new(),
+    );
+    for &(s, t) in pairs {
+        match (sub_of(s), sub_of(t)) {
+            (Some(a), Some(b)) if a == b => {}
+            (None, _) | (_, None) => {
+                return Err(refuse(format_args!(
+                    "permute pair {s}:{t} names a device that is not in replica group 0"
+                )))
+            }
+            _ => {
+                return Err(refuse(format_args!(
+                    "permute pair {s}:{t} crosses sub-groups of replica group 0"
+                )))
+            }
+        }
+        if !srcs.insert(s) || !dsts.insert(t) {
+            return Err(refuse(format_args!(
+                "permute pair {s}:{t}: each device may send once and receive once"
+            )));
+        }
+    }
+    Ok(pairs.clone())
+}
+
+/// A checked buffer size of `spec` (`what` = input/output) or a refusal naming it.
+fn checked_bytes(spec: &BuildSpec, spans: bool, what: &str) -> Result<u64> {
+    match spec.bytes(spans) {
+        Some(b) if b <= MAX_VAR_BYTES => Ok(b),
+        b => {
+            let ranks = if spans {
+                format!(" x {} ranks", spec.group_size())
+            } else {
+                String::new()
+            };
+            Err(refuse(format_args!(
+                "{what} ({} elements of {}{ranks}) is {} bytes, above the loader's var limit \
+                 of 2^48",
+                spec.count,
+                spec.dtype.name(),
+                b.map_or_else(|| "more than 2^64".to_string(), |b| b.to_string())
+            )))
+        }
+    }
+}
+
+fn to_json(v: &Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec_pretty(v).expect("a JSON value serialises");
+    b.push(b'\n');
+    b
+}
+
+/// The SP program of `spec`: `spec.ops` identical 0xC8 triggers (docs/neff.md §2: wait none,
+/// SEM_INC_COMPLETE on semaphore 0, group 0, input var 1, output var 2, the per-rank block).
+pub fn trigger_program(spec: &BuildSpec) -> Vec<u8> {
+    let op = if spec.op.is_reducing() {
+        match spec.redop {
+            ReduceOp::Add => AluOp::Add,
+            ReduceOp::Max => AluOp::Max,
+            ReduceOp::Min => AluOp::Min,
+        }
+    } else {
+        AluOp::Bypass
+    };
+    let word = TriggerCollective {
+        common: Common {
+            events: Events {
+                wait_mode: WaitMode::None,
+                wait_idx: 0,
+                update_mode: UpdateMode::SemIncComplete,
+                update_idx: 0,
+                semaphore_value: 0,
+            },
+            ..Common::default()
+        },
+        op,
+        dtype: spec.dtype,
+        group_id: 0,
+        input_tensor_id: 1,
+        output_tensor_id: 2,
+        num_elements: spec.count,
+        ctype: spec.op.ctype(),
+        reserved: [0; C8_RESERVED.width],
+        src_offset_elems: 0,
+        dst_offset_elems: 0,
+    }
+    .encode();
+    word.repeat(spec.ops as usize)
+}
+
+/// Build the NEFF of `spec` (docs/neff.md §2): the whole file, ready for `nrt_load`.
+///
+/// # Errors
+/// `NRT_INVALID` naming the field for: ranks outside 1..=1024; count 0; a buffer above 2^48
+/// bytes; dtype INVALID or FP32R (not I/O types); a reducing op on a dtype the CCE cannot
+/// reduce (docs/contract/isa.md §9 rule 10); an unknown algorithm; lnc not 1 or 2; ops
+/// outside 1..=1024; malformed replica groups; pairs given for an op other than permute, or
+/// pairs outside group 0, crossing sub-groups, or repeating a source or a target.
+pub fn build(spec: &BuildSpec) -> Result<Vec<u8>> {
+    if !(1..=MAX_RANKS).contains(&spec.ranks) {
+        return Err(refuse(format_args!(
+            "ranks {} is outside 1..={MAX_RANKS}",
+            spec.ranks
+        )));
+    }
+    if spec.count == 0 {
+        return Err(refuse("count must be at least 1 element"));
+    }
+    let Some(np_dtype) = numpy_dtype(spec.dtype) else {
+        return Err(refuse(format_args!(
+            "dtype {} is not an I/O type (INVALID is none; FP32R is an accumulation type)",
+            spec.dtype.name()
+        )));
+    };
+    if spec.op.is_reducing() && !spec.dtype.is_cce_reducible() {
+        return Err(refuse(format_args!(
+            "{} reduces, and the CCE cannot reduce {}: use bf16, fp16, fp32 or an fp8 type \
+             (docs/contract/isa.md §9 rule 10)",
+            spec.op.name(),
+            spec.dtype.name()
+        )));
+    }
+    let algorithm = match &spec.algorithm {
+        None => None,
+        Some(a) => Some(
+            Algorithm::parse(a)
+                .ok_or_else(|| {
+                    let names: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+                    refuse(format_args!(
+                        "unknown algorithm {a:?}; use one of {}",
+                        names.join(", ")
+                    ))
+                })?
+                .name(),
+        ),
+    };
+    if !(1..=2).contains(&spec.lnc) {
+        return Err(refuse(format_args!(
+            "lnc {} is not a logical core size (1 or 2)",
+            spec.lnc
+        )));
+    }
+    if !(1..=MAX_OPS).contains(&spec.ops) {
+        return Err(refuse(format_args!(
+            "ops {} is outside 1..={MAX_OPS}",
+            spec.ops
+        )));
+    }
+    let groups = checked_groups(spec)?;
+    let pairs = match (spec.op, &spec.pairs) {
+        (BuildOp::Permute, _) => Some(checked_pairs(spec, &groups[0])?),
+        (_, None) => None,
+        (op, Some(_)) => {
+            return Err(refuse(format_args!(
+                "pairs are for permute only, not {}",
+                op.name()
+            )))
+        }
+    };
+    let enc = spec.op.ctype().enc_op();
+    let in_bytes = checked_bytes(spec, enc.input_spans_ranks(), "the input")?;
+    let out_bytes = checked_bytes(spec, enc.output_spans_ranks(), "the output")?;
+    let elems = |bytes: u64| bytes / spec.dtype.size_bytes().unwrap_or(1) as u64;
+    let (in_elems, out_elems) = (elems(in_bytes), elems(out_bytes));
+    let name = spec.model_name();
+
+    let mut def = Map::new();
+    def.insert("#rank_world_size".into(), json!(spec.ranks));
+    def.insert("cc_streams".into(), json!({ "num_streams": 1 }));
+    def.insert("name".into(), json!("definition"));
+    if let Some(a) = algorithm {
+        def.insert("opennrt_algorithm".into(), json!(a));
+    }
+    def.insert("replica_groups".into(), json!(groups));
+    if let Some(p) = &pairs {
+        let list: Vec<[u32; 2]> = p.iter().map(|&(s, t)| [s, t]).collect();
+        def.insert(
+            "src_target_pairs".into(),
+            json!([{ "group_id": 0, "pairs": list }]),
+        );
+    }
+    def.insert("sp".into(), json!("SP.json"));
+    def.insert("sp_instr".into(), json!("SP.bin"));
+    def.insert(
+        "var".into(),
+        json!({
+            "SB": { "type": "state-buffer", "var_id": 0 },
+            "input0": { "ops": [], "size": in_bytes, "type": "input", "var_id": 1 },
+            "output0": { "ops": [], "size": out_bytes, "type": "output", "var_id": 2 },
+        }),
+    );
+    let def = to_json(&Value::Object(def));
+    let tensor = |kind: &str, n: &str, elems: u64| {
+        json!({
+            "dtype": np_dtype, "is_const": false, "kind": kind, "layer_name": n,
+            "sim_format": "N", "sim_shape": [elems], "tf_file": format!("value_{n}.npy"),
+            "tf_format": "N", "tf_shape": [elems],
+        })
+    };
+    let tensor_map = to_json(&json!({
+        "input0": tensor("input", "input0", in_elems),
+        "output0": tensor("output", "output0", out_elems),
+    }));
+    let sp_json = to_json(&json!({ "dma": [], "instr": "SP.bin", "name": "SP.json" }));
+    let sp_bin = trigger_program(spec);
+
+    let graph_names: Vec<String> = (0..spec.lnc).map(|i| format!("sg{i:02}")).collect();
+    let neff_json = json!({
+        "nodes": [
+            { "op": "null", "name": "input0", "inputs": [], "output_names": ["input0"],
+              "is_param": "0" },
+            { "op": "tvm_op", "name": "opennrt_collective",
+              "attrs": { "func_name": "__kelf", "flatten_data": "0", "num_inputs": "1",
+                         "kelf": "kelf-0.json", "num_outputs": "1" },
+              "inputs": [[0, 0, 0]], "output_names": ["output0"] },
+        ],
+        "arg_nodes": [0],
+        "heads": [[1, 0, 0]],
+        "attrs": {
+            "shape": ["list_shape", [[in_elems], [out_elems]]],
+            "storage_id": ["list_int", [0, 1]],
+            "dltype": ["list_str", [np_dtype, np_dtype]],
+        },
+        "node_row_ptr": [0, 1, 2],
+        "metadata": { "signatures": { "default": {
+            "inputs": { "input0": { "id": 0, "dtype": np_dtype, "shape": [in_elems] } },
+            "outputs": {},
+        } } },
+    });
+    let kelf = json!({
+        "graphs": graph_names.iter().map(|g| json!({
+            "definition": format!("{g}/def.json"), "name": g,
+        })).collect::<Vec<_>>(),
+        "version": "0.5",
+        "target": "opennrt",
+    });
+    let mut per_node = vec![0u32; 64];
+    per_node[0] = 1;
+    let info = json!({
+        "tool_version": format!("opennrt {}", env!("CARGO_PKG_VERSION")),
+        "kelp_version": "Dynamic",
+        "name": name,
+        "num_tpb": 1,
+        "num_tpb_requested": 1,
+        "num_tpb_per_node": per_node,
+    });
+    let mut members = vec![
+        ("neff.json".to_string(), to_json(&neff_json)),
+        ("kelf-0.json".to_string(), to_json(&kelf)),
+        ("info.json".to_string(), to_json(&info)),
+    ];
+    for g in &graph_names {
+        members.push((format!("{g}/def.json"), def.clone()));
+        members.push((format!("{g}/SP.json"), sp_json.clone()));
+        members.push((format!("{g}/SP.bin"), sp_bin.clone()));
+        members.push((format!("{g}/tensor_map.json"), tensor_map.clone()));
+    }
+    let h = HeaderFields {
+        name,
+        lnc_size: spec.lnc,
+        ..HeaderFields::default()
+    };
+    container(&members, &h)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,295 @@
+//! NEFF models through the C ABI, ranks as threads of this process (docs/neff.md;
+//! docs/contract/abi.md §3.4, §5.9): generated NEFFs for every op × {fp32, bf16} × {2, 3, 8}
+//! ranks run through `nrt_load_collectives` + `nrt_execute` with exact results (checked
+//! against `runtime::verifiable`'s reference, computed from the inputs alone); ranks whose
+//! NEFFs differ fail everywhere naming the difference; the real NEFF of testdata loads under
+//! LNC=2 with its I/O list, fails to execute with the documented status, and is refused under
+//! LNC=1 naming both sizes.
+//!
+//! One test: the phases set process-wide variables and initialise the runtime in turn.
+
+use std::ffi::{c_char, CStr, CString};
+use std::ptr::null_mut;
+
+use opennrt::abi;
+use opennrt::abi::types::{
+    nrt_model_t, nrt_tensor_info_array_t, nrt_tensor_info_t, nrt_tensor_placement_t,
+    nrt_tensor_set_t, nrt_tensor_t,
+};
+use opennrt::isa::enums::Dtype;
+use opennrt::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
+use opennrt::neff::build::{build, BuildOp, BuildSpec};
+use opennrt::runtime::verifiable;
+
+fn init() {
+    // SAFETY: valid NUL-terminated strings.
+    let st = unsafe { abi::nrt_init(0, c"".as_ptr(), c"".as_ptr()) };
+    assert_eq!(st as i32, 0, "nrt_init");
+}
+
+fn close() {
+    abi::nrt_close();
+}
+
+/// The request a built NEFF's collective is, for the reference.
+fn request_of(spec: &BuildSpec) -> CollectiveRequest {
+    let n = spec.ranks;
+    let (op, reduce) = match spec.op {
+        BuildOp::AllReduce => (CollectiveOp::AllReduce, Some(ReduceOp::Add)),
+        BuildOp::AllGather => (CollectiveOp::AllGather, None),
+        BuildOp::ReduceScatter => (CollectiveOp::ReduceScatter, Some(ReduceOp::Add)),
+        BuildOp::AllToAll => (CollectiveOp::AllToAll, None),
+        BuildOp::Permute => (CollectiveOp::Permute, None),
+        BuildOp::SendRecv => (CollectiveOp::PermuteImplicit, None),
+    };
+    let mut r = CollectiveRequest::new(op, spec.dtype, reduce, spec.count, (0..n).collect(), 0);
+    if op == CollectiveOp::Permute {
+        r.pairs = (0..n).map(|i| (i, (i + 1) % n)).collect();
+    }
+    r
+}
+
+/// A device tensor on `vnc` holding `data` (or zeros of `len`).
+fn tensor(vnc: i32, name: &str, len: usize, data: Option<&[u8]>) -> *mut nrt_tensor_t {
+    let mut t = null_mut();
+    let cname = CString::new(name).unwrap();
+    // SAFETY: valid out-parameter and name.
+    let st = unsafe {
+        abi::nrt_tensor_allocate(
+            nrt_tensor_placement_t::NRT_TENSOR_PLACEMENT_DEVICE as u32,
+            vnc,
+            len,
+            cname.as_ptr(),
+            &mut t,
+        )
+    };
+    assert_eq!(st as i32, 0, "allocate {name}");
+    if let Some(d) = data {
+        // SAFETY: `d` has `len` bytes.
+        let st = unsafe { abi::nrt_tensor_write(t, d.as_ptr().cast(), 0, d.len()) };
+        assert_eq!(st as i32, 0);
+    }
+    t
+}
+
+fn set_of(entries: &[(&str, *mut nrt_tensor_t)]) -> *mut nrt_tensor_set_t {
+    let mut s = null_mut();
+    // SAFETY: valid out-parameter.
+    assert_eq!(unsafe { abi::nrt_allocate_tensor_set(&mut s) } as i32, 0);
+    for (name, t) in entries {
+        let cname = CString::new(*name).unwrap();
+        // SAFETY: live set and tensor.
+        let st = unsafe { abi::nrt_add_tensor_to_tensor_set(s, cname.as_ptr(), *t) };
+        assert_eq!(st as i32, 0);
+    }
+    s
+}
+
+/// Rank `rank` of a job: load `neff`, run it `times` times with `input`, return the status of
+/// the first failing call (or 0) and the output.
+fn rank_run(
+    neff: &[u8],
+    rank: u32,
+    world: u32,
+    input: &[u8],
+    out_len: usize,
+    times: u32,
+) -> (i32, Vec<u8>) {
+    let vnc = rank as i32;
+    let mut m: *mut nrt_model_t = null_mut();
+    // SAFETY: `neff` is readable; `m` writable.
+    let st = unsafe {
+        abi::nrt_load_collectives(
+            neff.as_ptr().cast(),
+            neff.len(),
+            vnc,
+            1,
+            rank,
+            world,
+            &mut m,
+        )
+    } as i32;
+    if st != 0 {
+        return (st, Vec::new());
+    }
+    let tin = tensor(vnc, "in", input.len(), Some(input));
+    let tout = tensor(vnc, "out", out_len, None);
+    let ins = set_of(&[("input0", tin)]);
+    let outs = set_of(&[("output0", tout)]);
+    let mut status = 0;
+    for _ in 0..times {
+        // SAFETY: live handles.
+        status = unsafe { abi::nrt_execute(m, ins, outs) } as i32;
+        if status != 0 {
+            break;
+        }
+    }
+    let mut out = vec![0u8; out_len];
+    // SAFETY: `out` has `out_len` bytes.
+    unsafe {
+        assert_eq!(
+            abi::nrt_tensor_read(tout, out.as_mut_ptr().cast(), 0, out_len) as i32,
+            0
+        );
+        let (mut a, mut b) = (ins, outs);
+        abi::nrt_destroy_tensor_set(&mut a);
+        abi::nrt_destroy_tensor_set(&mut b);
+        let (mut a, mut b) = (tin, tout);
+        abi::nrt_tensor_free(&mut a);
+        abi::nrt_tensor_free(&mut b);
+        assert_eq!(abi::nrt_unload(m) as i32, 0);
+    }
+    (status, out)
+}
+
+/// Every op × dtype on `n` ranks (threads), twice each (the second run reuses the load).
+fn generated_neffs_run_exactly(n: u32) {
+    for dtype in [Dtype::Fp32, Dtype::Bf16] {
+        for op in BuildOp::ALL {
+            let count = 3 * 64 + 5; // not a multiple of anything the lowering likes
+            let spec = BuildSpec::new(op, n, count, dtype);
+            let neff = build(&spec).unwrap();
+            let req = request_of(&spec);
+            let inputs = verifiable::inputs(&req).unwrap();
+            let out_len = spec.output_bytes() as usize;
+            assert_eq!(inputs[0].len() as u64, spec.input_bytes(), "{op:?}");
+            let results: Vec<(i32, Vec<u8>)> = std::thread::scope(|s| {
+                let hs: Vec<_> = (0..n)
+                    .map(|r| {
+                        let (neff, input) = (&neff, &inputs[r as usize]);
+                        s.spawn(move || rank_run(neff, r, n, input, out_len, 2))
+                    })
+                    .collect();
+                hs.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            for (r, (st, _)) in results.iter().enumerate() {
+                assert_eq!(*st, 0, "{op:?} {dtype:?} n={n} rank {r}");
+            }
+            let got: Vec<Vec<u8>> = results.into_iter().map(|(_, o)| o).collect();
+            let checked = verifiable::check(&req, &inputs, &got).unwrap();
+            assert_eq!(checked.wrong, 0, "{op:?} {dtype:?} n={n}: {checked:?}");
+        }
+    }
+}
+
+/// Rank 1 carries two collectives, rank 0 one: both fail with NRT_INVALID (the sequence check
+/// names the counts), within the timeout.
+fn mismatched_neffs_fail_everywhere() {
+    let one = build(&BuildSpec::new(BuildOp::AllReduce, 2, 64, Dtype::Fp32)).unwrap();
+    let mut two_spec = BuildSpec::new(BuildOp::AllReduce, 2, 64, Dtype::Fp32);
+    two_spec.ops = 2;
+    let two = build(&two_spec).unwrap();
+    let input = vec![0u8; 256];
+    let t0 = std::time::Instant::now();
+    let st: Vec<i32> = std::thread::scope(|s| {
+        let a = s.spawn(|| rank_run(&one, 0, 2, &input, 256, 1).0);
+        let b = s.spawn(|| rank_run(&two, 1, 2, &input, 256, 1).0);
+        vec![a.join().unwrap(), b.join().unwrap()]
+    });
+    assert_eq!(st, [2, 2], "NRT_INVALID on both ranks");
+    assert!(t0.elapsed().as_secs() < 30, "failed before the timeout");
+}
+
+fn tensor_info(m: *mut nrt_model_t) -> Vec<(String, i32, usize, i32, Vec<u32>)> {
+    let mut info: *mut nrt_tensor_info_array_t = null_mut();
+    // SAFETY: live model, writable out-parameter; the array is read within its count.
+    unsafe {
+        assert_eq!(abi::nrt_get_model_tensor_info(m, &mut info) as i32, 0);
+        let n = (*info).tensor_count as usize;
+        let first = std::ptr::addr_of!((*info).tensor_array).cast::<nrt_tensor_info_t>();
+        let out = (0..n)
+            .map(|i| {
+                let e = &*first.add(i);
+                let name = CStr::from_ptr(e.name.as_ptr() as *const c_char)
+                    .to_string_lossy()
+                    .into_owned();
+                let shape = if e.shape.is_null() {
+                    Vec::new()
+                } else {
+                    std::slice::from_raw_parts(e.shape, e.ndim as usize).to_vec()
+                };
+                (name, e.usage as i32, e.size, e.dtype as i32, shape)
+            })
+            .collect();
+        assert_eq!(abi::nrt_free_model_tensor_info(info) as i32, 0);
+        assert_eq!(
+            abi::nrt_free_model_tensor_info(info) as i32,
+            3,
+            "a second free"
+        );
+        out
+    }
+}
+
+/// The real NEFF: LNC=2 loads with its I/O, execute fails with NRT_FAILURE; LNC=1 refuses it.
+fn the_real_neff() {
+    let p = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/testdata/neff/matmul_small.neff"
+    );
+    let Ok(neff) = std::fs::read(p) else {
+        eprintln!("{p} missing: the real-NEFF phase is skipped");
+        return;
+    };
+    std::env::set_var("OPENNRT_INSTANCE_TYPE", "trn2.48xlarge");
+    std::env::set_var("NEURON_LOGICAL_NC_CONFIG", "2");
+    init();
+    let mut m: *mut nrt_model_t = null_mut();
+    // SAFETY: readable NEFF, writable out-parameter.
+    let st = unsafe { abi::nrt_load(neff.as_ptr().cast(), neff.len(), -1, 1, &mut m) };
+    assert_eq!(st as i32, 0);
+    // testdata README: inputs x, y (65,536 B), output output0 (32,768 B, float16 128×128);
+    // the NEFF's neff.json signature: x float16 [128, 256], y float16 [256, 128] (usage 0 =
+    // input, 1 = output; dtype 7 = NRT_DTYPE_FLOAT16).
+    let info = tensor_info(m);
+    assert_eq!(
+        info,
+        [
+            ("x".to_string(), 0, 65536, 7, vec![128, 256]),
+            ("y".to_string(), 0, 65536, 7, vec![256, 128]),
+            ("output0".to_string(), 1, 32768, 7, vec![128, 128]),
+        ]
+    );
+    let x = tensor(0, "x", 65536, None);
+    let y = tensor(0, "y", 65536, None);
+    let o = tensor(0, "o", 32768, None);
+    let ins = set_of(&[("x", x), ("y", y)]);
+    let outs = set_of(&[("output0", o)]);
+    let only_x = set_of(&[("x", x)]);
+    // SAFETY: live handles.
+    unsafe {
+        assert_eq!(abi::nrt_execute(m, only_x, outs) as i32, 2, "y is missing");
+        assert_eq!(
+            abi::nrt_execute(m, ins, outs) as i32,
+            1,
+            "compute: NRT_FAILURE"
+        );
+        assert_eq!(abi::nrt_unload(m) as i32, 0);
+        assert_eq!(abi::nrt_unload(m) as i32, 3, "a second unload");
+    }
+    close();
+    std::env::set_var("NEURON_LOGICAL_NC_CONFIG", "1");
+    init();
+    let mut m: *mut nrt_model_t = null_mut();
+    // SAFETY: as above.
+    let st = unsafe { abi::nrt_load(neff.as_ptr().cast(), neff.len(), 0, 1, &mut m) };
+    assert_eq!(st as i32, 2, "LNC 1 refuses an LNC 2 NEFF");
+    assert!(m.is_null(), "nothing written on failure");
+    close();
+    std::env::remove_var("OPENNRT_INSTANCE_TYPE");
+    std::env::remove_var("NEURON_LOGICAL_NC_CONFIG");
+}
+
+#[test]
+fn neff_models_through_the_c_abi() {
+    std::env::set_var("NEURON_RT_EXEC_TIMEOUT", "20");
+    for n in [2, 3, 8] {
+        init();
+        generated_neffs_run_exactly(n);
+        if n == 2 {
+            mismatched_neffs_fail_everywhere();
+        }
+        close();
+    }
+    the_real_neff();
+}
