@@ -280,6 +280,80 @@ fn the_real_neff() {
     std::env::remove_var("NEURON_LOGICAL_NC_CONFIG");
 }
 
+/// `nrta_execute_schedule` on the compute XU: both ranks queue, poll to completion, and get the
+/// all-reduce; the getters describe the model.
+fn scheduled_execution_and_getters() {
+    let spec = BuildSpec::new(BuildOp::AllReduce, 2, 32, Dtype::Fp32);
+    let neff = build(&spec).unwrap();
+    let req = request_of(&spec);
+    let inputs = verifiable::inputs(&req).unwrap();
+    let got: Vec<Vec<u8>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..2u32)
+            .map(|r| {
+                let (neff, input) = (&neff, &inputs[r as usize]);
+                s.spawn(move || {
+                    let vnc = r as i32;
+                    let mut m: *mut nrt_model_t = null_mut();
+                    // SAFETY: readable NEFF, writable out-parameters, live handles below.
+                    unsafe {
+                        let st = abi::nrt_load_collectives(
+                            neff.as_ptr().cast(),
+                            neff.len(),
+                            vnc,
+                            1,
+                            r,
+                            2,
+                            &mut m,
+                        );
+                        assert_eq!(st as i32, 0);
+                        let mut n = 0u32;
+                        assert_eq!(abi::nrt_get_model_vnc_count(m, &mut n) as i32, 0);
+                        assert_eq!(n, 1);
+                        let mut info = opennrt::abi::types::nrt_model_info_t { vnc: 99 };
+                        let mut size = 0usize;
+                        let st = abi::nrt_get_model_info(m, &mut info, 4, &mut size);
+                        assert_eq!((st as i32, info.vnc, size), (0, r, 4));
+                        let tin = tensor(vnc, "in", input.len(), Some(input));
+                        let tout = tensor(vnc, "out", 128, None);
+                        let mut stats = opennrt::abi::types::nrt_vnc_memory_stats_t {
+                            bytes_used: 0,
+                            bytes_limit: 0,
+                        };
+                        let st = abi::nrt_get_vnc_memory_stats(r, &mut stats, 16, &mut size);
+                        assert_eq!(st as i32, 0);
+                        assert!(stats.bytes_used >= 256 && stats.bytes_limit > stats.bytes_used);
+                        let ins = set_of(&[("input0", tin)]);
+                        let outs = set_of(&[("output0", tout)]);
+                        let mut ret: i32 = -1;
+                        let mut seq = 0u64;
+                        let st = abi::nrta_execute_schedule(
+                            m,
+                            ins,
+                            outs,
+                            0,
+                            (&mut ret as *mut i32).cast(),
+                            &mut seq,
+                        );
+                        assert_eq!(st as i32, 0);
+                        let mut done = false;
+                        while !done {
+                            assert_eq!(abi::nrta_is_completed(seq, &mut done) as i32, 0);
+                        }
+                        assert_eq!(std::ptr::read_volatile(&ret), 0, "exec_ret");
+                        let mut out = vec![0u8; 128];
+                        abi::nrt_tensor_read(tout, out.as_mut_ptr().cast(), 0, 128);
+                        assert_eq!(abi::nrt_unload(m) as i32, 0);
+                        out
+                    }
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let checked = verifiable::check(&req, &inputs, &got).unwrap();
+    assert_eq!(checked.wrong, 0, "{checked:?}");
+}
+
 #[test]
 fn neff_models_through_the_c_abi() {
     std::env::set_var("NEURON_RT_EXEC_TIMEOUT", "20");
@@ -288,6 +362,7 @@ fn neff_models_through_the_c_abi() {
         generated_neffs_run_exactly(n);
         if n == 2 {
             mismatched_neffs_fail_everywhere();
+            scheduled_execution_and_getters();
         }
         close();
     }

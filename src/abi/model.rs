@@ -24,7 +24,9 @@ use crate::runtime::model::{LoadArgs, Model};
 /// The object behind `nrt_model_t *`.
 #[derive(Debug)]
 struct ModelObject {
-    model: Model,
+    /// Shared with the compute XU's queued executions (`nrta_execute_schedule`), so an unload
+    /// while one is queued frees the model only after it ran.
+    model: std::sync::Arc<Model>,
 }
 
 impl Opaque for ModelObject {
@@ -45,9 +47,64 @@ fn given<T>(p: *const T, what: &str) -> Result<()> {
 ///
 /// # Safety
 /// `h` is NULL or a handle; no other thread unloads it meanwhile (the caller's contract).
-unsafe fn model_of<'a>(h: *const nrt_model_t, what: &str) -> Result<&'a Model> {
+unsafe fn model_of<'a>(h: *const nrt_model_t, what: &str) -> Result<&'a std::sync::Arc<Model>> {
     // SAFETY: handle::get checks `h` against the live table before any dereference.
     Ok(&unsafe { handle::get::<ModelObject>(h, what) }?.model)
+}
+
+/// `nrta_execute_schedule`'s body: resolve the model and both sets now, and queue one
+/// execution on the compute XU (queue 0) of the model's core.
+///
+/// # Safety
+/// As for `nrta_execute_schedule`.
+pub(crate) unsafe fn schedule(
+    model: *const nrt_model_t,
+    input: *const nrt_tensor_set_t,
+    output: *const nrt_tensor_set_t,
+    queue: std::ffi::c_int,
+    exec_ret: *mut NRT_STATUS,
+    req_sequence: *mut nrta_seq_t,
+) -> Result<()> {
+    crate::abi::boundary::exec_ret_arg(exec_ret)?;
+    given(input, "input")?;
+    given(output, "output")?;
+    let queue = crate::abi::nrt_async::index_arg(queue, "queue")?;
+    let seq_out = if req_sequence.is_null() {
+        None
+    } else {
+        // SAFETY: NULL (excluded above) or writable per the caller's contract.
+        Some(unsafe { out_param(req_sequence, "req_sequence") }?)
+    };
+    // SAFETY: forwarded; every handle is checked against the live table.
+    let m = unsafe { model_of(model, "model") }?.clone();
+    // SAFETY: as above.
+    let inputs = unsafe { tensor_set_members(input, "input") }?;
+    // SAFETY: as above.
+    let outputs = unsafe { tensor_set_members(output, "output") }?;
+    let lnc = m.vnc();
+    let job = Box::new(move || match m.execute(&inputs, &outputs) {
+        Ok(()) => {
+            for (_, t) in &outputs {
+                t.complete_output();
+            }
+            0
+        }
+        Err(e) => {
+            crate::log_error!("nrta_execute_schedule", "{e}");
+            crate::abi::boundary::status_of(&e) as i32
+        }
+    });
+    let seq = crate::runtime::xu::submit(
+        lnc,
+        crate::runtime::xu::XuType::Compute,
+        queue,
+        crate::runtime::xu::ExecRet(exec_ret.cast()),
+        job,
+    )?;
+    if let Some(o) = seq_out {
+        o.write(seq);
+    }
+    Ok(())
 }
 
 /// `nrt_load`'s NEFF bytes, checked.
@@ -102,7 +159,9 @@ unsafe fn load(
             world,
         },
     )?;
-    out.write(handle::export(ModelObject { model: m }));
+    out.write(handle::export(ModelObject {
+        model: std::sync::Arc::new(m),
+    }));
     Ok(())
 }
 

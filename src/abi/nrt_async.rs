@@ -5,8 +5,8 @@
 //! event-fd registration pair.
 //!
 //! The tensor transfers run on the tensor-op XUs (`abi::tensor_async`), the collectives on the
-//! collectives XUs (`abi::collective_async`). `nrta_execute_schedule` needs a loaded NEFF (out of scope
-//! so far): it runs the lifecycle guard and returns `NRT_FAILURE`, logging a WARNING once.
+//! collectives XUs (`abi::collective_async`). `nrta_execute_schedule` queues a model's execution on
+//! the compute XU of its core (`abi::model::schedule`).
 //!
 //! Completion (`nrta_is_completed`, `nrta_get_sequence`, the two `nrta_event_register_*`) is
 //! implemented over the execution units of [`crate::runtime::xu`]. The implicit-async interlock of
@@ -14,12 +14,9 @@
 //! about at `nrt_init` and ignored (runtime 2.34 behaviour), so no `nrta_*` fails with
 //! `NRT_FAILURE` for it.
 
-// `nrta_execute_schedule`'s parameters are named for the header and unused until NEFF loading.
-#![allow(unused_variables)]
-
 use std::ffi::{c_int, c_void};
 
-use crate::abi::boundary::{not_implemented, out_param, Guard};
+use crate::abi::boundary::{out_param, Guard};
 use crate::abi::types::*;
 use crate::abi_entry;
 use crate::error::{Error, Result};
@@ -128,8 +125,11 @@ pub unsafe extern "C" fn nrta_tensor_copy(
 
 /// Queue an execution of `model` on its core's compute execution unit (`queue` must be 0).
 ///
+/// The sets are read at this call (their members then); the execution runs on the XU's worker
+/// in FIFO order and writes its status (as `nrt_execute` would return it) to `*exec_ret`.
+///
 /// # Returns
-/// As `nrta_tensor_write`. Currently `NRT_FAILURE`: models (NEFF loading) are not implemented.
+/// As `nrta_tensor_write`; `NRT_INVALID_HANDLE` for a handle that names no live model or set.
 ///
 /// # Safety
 /// `model`, `input` and `output` must be live handles that stay alive until completion;
@@ -143,8 +143,8 @@ pub unsafe extern "C" fn nrta_execute_schedule(
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrta_execute_schedule", Guard::Lifecycle, {
-        crate::abi::boundary::exec_ret_arg(exec_ret)?;
-        not_implemented("nrta_execute_schedule")
+        // SAFETY: forwarded from this function's contract.
+        unsafe { crate::abi::model::schedule(model, input, output, queue, exec_ret, req_sequence) }
     })
 }
 
