@@ -669,10 +669,10 @@ NRT_STATUS nrt_all_gather(int32_t vnc,
  * the visible cores; -1 = first free). `vnc_count` is deprecated: -1, 0 and 1 are accepted.
  *
  * # Returns
- * `NRT_SUCCESS` with `*model` set; `NRT_INVALID` (bad NEFF, LNC mismatch, NULL);
- * `NRT_UNSUPPORTED_NEFF_VERSION`; `NRT_LOAD_NOT_ENOUGH_NC`; `NRT_RESOURCE`;
- * `NRT_FAIL_HOST_MEM_ALLOC`; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`:
- * not implemented yet (NEFF models).
+ * `NRT_SUCCESS` with `*model` set; `NRT_INVALID` (bad NEFF, LNC mismatch, NULL, a NEFF with
+ * collectives and no global communicator); `NRT_UNSUPPORTED_NEFF_VERSION`;
+ * `NRT_LOAD_NOT_ENOUGH_NC` (`vnc_count` > 1); `NRT_RESOURCE`; `NRT_FAIL_HOST_MEM_ALLOC`;
+ * `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `neff_bytes` must have `size` readable bytes; `model` must be NULL or writable.
@@ -685,11 +685,13 @@ NRT_STATUS nrt_load(const void *neff_bytes,
 
 /**
  * `nrt_load` plus joining the collective world: `ctx_device_id` is this worker's global rank,
- * `ctx_device_count` the world size.
+ * `ctx_device_count` the world size. The NEFF's collectives are lowered here (the load-time
+ * rewrite, docs/contract/abi.md §5.9).
  *
  * # Returns
  * As `nrt_load`; `NRT_INVALID` also when the NEFF's world does not fit the global
- * communicator. Currently `NRT_FAILURE`: not implemented yet (NEFF models).
+ * communicator, or a collective pseudo-instruction is refused (the log line names the graph,
+ * engine, slot and rule).
  *
  * # Safety
  * As for `nrt_load`.
@@ -706,11 +708,11 @@ NRT_STATUS nrt_load_collectives(const void *neff_bytes,
  * Unload a model and free its resources.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for a bad handle; `NRT_UNINITIALIZED` before `nrt_init`.
- * Currently `NRT_FAILURE`: not implemented yet (NEFF models).
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_INVALID_HANDLE` for a handle that names no live
+ * model; `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
- * `model` must be NULL or a live model.
+ * `model` must be NULL or a model handle no other thread is using.
  */
 NRT_STATUS nrt_unload(nrt_model_t *model);
 
@@ -719,9 +721,11 @@ NRT_STATUS nrt_unload(nrt_model_t *model);
  * tensor sets.
  *
  * # Returns
- * `NRT_SUCCESS` or an execution status (1002–1006, 1200–1206, 101, `NRT_TIMEOUT`);
- * `NRT_INVALID` for bad arguments; `NRT_UNINITIALIZED` before `nrt_init`. Currently
- * `NRT_FAILURE`: not implemented yet (NEFF models).
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL, a missing or wrong-sized tensor (named), or ranks
+ * whose NEFFs carry different collective sequences; `NRT_INVALID_HANDLE`; `NRT_FAILURE` for a
+ * model with compute the software device cannot execute (the log line names graph, engine,
+ * slot and opcode); a collective's status (`NRT_TIMEOUT`, 1200, 1203); `NRT_UNINITIALIZED`
+ * before `nrt_init`.
  *
  * # Safety
  * `model`, `input_set` and `output_set` must be live handles.
@@ -734,7 +738,7 @@ NRT_STATUS nrt_execute(nrt_model_t *model,
  * Run the same binding `repeat_count` times.
  *
  * # Returns
- * As `nrt_execute`. Currently `NRT_FAILURE`: not implemented yet (NEFF models).
+ * As `nrt_execute`; `NRT_INVALID` for `repeat_count` < 1.
  *
  * # Safety
  * As for `nrt_execute`.
@@ -745,11 +749,11 @@ NRT_STATUS nrt_execute_repeat(nrt_model_t *model,
                               int32_t repeat_count);
 
 /**
- * Number of logical cores the model occupies (alias of `nrt_get_model_vnc_count`).
+ * Number of logical cores the model occupies (alias of `nrt_get_model_vnc_count`): 1.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
- * `NRT_FAILURE`: not implemented yet (NEFF models).
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_INVALID_HANDLE`; `NRT_UNINITIALIZED` before
+ * `nrt_init`.
  *
  * # Safety
  * `model` must be NULL or a live model; `vnc_count` NULL or writable.
@@ -757,10 +761,10 @@ NRT_STATUS nrt_execute_repeat(nrt_model_t *model,
 NRT_STATUS nrt_get_model_nc_count(const nrt_model_t *model, uint32_t *vnc_count);
 
 /**
- * Number of logical cores the model occupies.
+ * Number of logical cores the model occupies: 1.
  *
  * # Returns
- * As `nrt_get_model_nc_count`. Currently `NRT_FAILURE`: not implemented yet (NEFF models).
+ * As `nrt_get_model_nc_count`.
  *
  * # Safety
  * As for `nrt_get_model_nc_count`.
@@ -769,11 +773,12 @@ NRT_STATUS nrt_get_model_vnc_count(const nrt_model_t *model, uint32_t *vnc_count
 
 /**
  * Describe the model, copying at most `info_size_in` bytes of `nrt_model_info_t` and
- * reporting the bytes written in `*info_size_out` (probe-then-fill).
+ * reporting the bytes of the full struct in `*info_size_out` (probe-then-fill: a smaller
+ * `info_size_in` gets a prefix, append-only struct).
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
- * `NRT_FAILURE`: not implemented yet (NEFF models).
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_INVALID_HANDLE`; `NRT_UNINITIALIZED` before
+ * `nrt_init`.
  *
  * # Safety
  * `info` must have `info_size_in` writable bytes; `info_size_out` NULL or writable.
@@ -784,12 +789,13 @@ NRT_STATUS nrt_get_model_info(const nrt_model_t *model,
                               size_t *info_size_out);
 
 /**
- * Allocate the array describing the model's input and output tensors; free it with
- * `nrt_free_model_tensor_info`.
+ * Allocate the array describing the model's input and output tensors (names, usage, 64-bit
+ * sizes from the NEFF's vars; dtype and shape where `tensor_map.json` gives them, else
+ * `NRT_DTYPE_UNKNOWN` and no shape); free it with `nrt_free_model_tensor_info`.
  *
  * # Returns
- * `NRT_SUCCESS` with `*tensor_info` set; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before
- * `nrt_init`. Currently `NRT_FAILURE`: not implemented yet (NEFF models).
+ * `NRT_SUCCESS` with `*tensor_info` set; `NRT_INVALID` for NULL; `NRT_INVALID_HANDLE`;
+ * `NRT_FAIL_HOST_MEM_ALLOC`; `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `model` must be a live model; `tensor_info` NULL or writable.
@@ -801,8 +807,8 @@ NRT_STATUS nrt_get_model_tensor_info(nrt_model_t *model,
  * Free an array returned by `nrt_get_model_tensor_info`.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
- * implemented yet (NEFF models).
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_INVALID_HANDLE` for a pointer it did not hand
+ * out (or already freed); `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `tensor_info` must be NULL or an array from `nrt_get_model_tensor_info`.
@@ -810,11 +816,11 @@ NRT_STATUS nrt_get_model_tensor_info(nrt_model_t *model,
 NRT_STATUS nrt_free_model_tensor_info(struct nrt_tensor_info_array_t *tensor_info);
 
 /**
- * Number of instances of the model (copies loaded on different cores).
+ * Number of instances of the model (copies loaded on different cores): 1.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_UNINITIALIZED` before `nrt_init`. Currently
- * `NRT_FAILURE`: not implemented yet (NEFF models).
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL; `NRT_INVALID_HANDLE`; `NRT_UNINITIALIZED` before
+ * `nrt_init`.
  *
  * # Safety
  * `model` must be NULL or a live model; `instance_count` NULL or writable.
@@ -825,9 +831,13 @@ NRT_STATUS nrt_get_model_instance_count(nrt_model_t *model, uint32_t *instance_c
  * Legacy implicit-async mode: wait until every execution queued on logical core `vnc` has
  * completed.
  *
+ * `nrt_execute` is synchronous here (implicit async mode was removed in runtime 2.34,
+ * docs/contract/abi.md §5.3), so nothing is ever queued: the drain returns at once once the
+ * core is checked.
+ *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for a bad core; `NRT_UNINITIALIZED` before `nrt_init`.
- * Currently `NRT_FAILURE`: not implemented yet (NEFF models).
+ * `NRT_SUCCESS`; `NRT_INVALID` for a core that is not visible; `NRT_UNINITIALIZED` before
+ * `nrt_init`.
  */
 NRT_STATUS nrt_async_drain_queued_execs(int32_t vnc);
 
@@ -835,9 +845,13 @@ NRT_STATUS nrt_async_drain_queued_execs(int32_t vnc);
  * Legacy implicit-async mode: register the callback called with `params` when an execution
  * completes.
  *
+ * Not implemented: with synchronous execution (implicit async mode was removed in runtime
+ * 2.34) no execution would ever call it, and accepting it would promise callbacks that never
+ * come.
+ *
  * # Returns
- * `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`. Currently `NRT_FAILURE`: not
- * implemented yet (NEFF models).
+ * `NRT_INVALID` for a NULL callback; `NRT_FAILURE` otherwise (logged once);
+ * `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `callback` must stay callable, and `params` valid for it, until replaced or `nrt_close`.
@@ -963,12 +977,15 @@ NRT_STATUS nrt_host_device_id_rid_map_get(uint32_t *count, uint32_t *host_did_to
 NRT_STATUS nrt_get_hbm_mmap_va(int device_id, int hbm_idx, void **addr, size_t *size);
 
 /**
- * Memory use of logical core `vnc`, copying at most `stats_size_in` bytes of
- * `nrt_vnc_memory_stats_t` and reporting the bytes written in `*stats_size_out`.
+ * Device memory of logical core `vnc`: `bytes_used` is every live device tensor and model
+ * scratch on it; `bytes_limit` the nominal HBM of one logical core of the simulated instance
+ * (16 GiB per physical core on trn1, 12 GiB on trn2 and later, times the LNC size; the
+ * software device does not enforce it). Probe-then-fill: a smaller `stats_size_in` gets a
+ * prefix, `*stats_size_out` the full size.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID`; `NRT_UNINITIALIZED` before `nrt_init`. Currently
- * `NRT_FAILURE`: not implemented yet (models and their device memory).
+ * `NRT_SUCCESS`; `NRT_INVALID` for NULL or a core that is not visible; `NRT_UNINITIALIZED`
+ * before `nrt_init`.
  *
  * # Safety
  * `stats` must have `stats_size_in` writable bytes; `stats_size_out` NULL or writable.

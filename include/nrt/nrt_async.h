@@ -240,8 +240,11 @@ NRT_STATUS nrta_tensor_copy(nrt_tensor_t *src,
 /**
  * Queue an execution of `model` on its core's compute execution unit (`queue` must be 0).
  *
+ * The sets are read at this call (their members then); the execution runs on the XU's worker
+ * in FIFO order and writes its status (as `nrt_execute` would return it) to `*exec_ret`.
+ *
  * # Returns
- * As `nrta_tensor_write`. Currently `NRT_FAILURE`: models (NEFF loading) are not implemented.
+ * As `nrta_tensor_write`; `NRT_INVALID_HANDLE` for a handle that names no live model or set.
  *
  * # Safety
  * `model`, `input` and `output` must be live handles that stay alive until completion;
