@@ -10,7 +10,7 @@
 //!   panics, guards the lifecycle and maps [`Error`] to `NRT_STATUS` once.
 //! * [`runtime`] — process state (init guard), configuration, logging, tensors, execution
 //!   units, collectives prepared and run (one process or, under `runtime::multi_process`,
-//!   one rank per process), the resident machines.
+//!   one rank per process), the resident machines, NEFF models (load, lower, execute).
 //! * [`lower`] — the lowering core: request → topology → algorithm selection → composition
 //!   (`lower::compose`, one file per algorithm; cost index in docs/algorithms.md) → program IR
 //!   → symbolic verification → emission of descriptors, cc_op tables and semaphore wiring.
@@ -18,12 +18,16 @@
 //!   the CCE, EVT_SEM semaphores, TOP_SP sequencers, the executor and its hang diagnosis.
 //! * [`isa`] — every wire format of the hardware contract (pseudo-instructions, cc_op slots).
 //! * [`ncfw`] — libncfw's logic: firmware images, CC-context layouts, the `ctx_log` writer.
-//! * [`neff`] — the NEFF container the compiler writes (header; the payload reader follows).
+//! * [`neff`] — the NEFF container the compiler writes: header, payload, KELF, every graph's
+//!   `def.json` and engine programs (docs/neff.md), and the writer of collective NEFFs.
 //! * [`dtype`] — element types and their exact conversions (bf16, fp16, the FP8 formats).
 //!
 //! The shared objects themselves are produced by the two thin crates under `cdylib/`, which only
 //! bind the public symbol names (versioned for libnrt, unversioned for libncfw) to the functions
-//! of [`abi`]. Imports run one way: `abi → runtime → {lower, device} → {isa, ncfw, neff, dtype}`.
+//! of [`abi`]. Imports run one way: `abi → runtime → {lower, device} → {isa, ncfw, neff, dtype}`. One
+//! exception: `neff::build`, the writer of collective NEFFs for tests and benchmarks, names its
+//! collective in the lowering's vocabulary (`ReduceOp`, algorithm names); the NEFF reader
+//! (header, payload, graphs) imports only `isa`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

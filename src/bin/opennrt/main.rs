@@ -4,6 +4,8 @@
 //!   table and descriptor counts (or the IR as JSON);
 //! * `opennrt verify` — verify a matrix of (op, algorithm, ranks, count) programs;
 //! * `opennrt ctx-log` — dump a CC context as `libncfw_ctx_log` does;
+//! * `opennrt neff build` — write a one-collective NEFF every rank loads (docs/neff.md §2);
+//!   `opennrt neff info` — show what a NEFF holds as the loader reads it (docs/neff.md §1);
 //! * `opennrt perf` — a collective on N simulated ranks, nccl-tests style; with `--procs P`
 //!   through the C API in one process and in P processes (hidden helper: `opennrt perf-rank`);
 //! * `opennrt version`.
@@ -11,6 +13,7 @@
 mod args;
 mod ctx_log_cmd;
 mod lower_cmd;
+mod neff_cmd;
 mod perf_cmd;
 mod perf_procs;
 mod perf_rank;
@@ -24,6 +27,8 @@ commands:
              with --procs P the same through the C API in 1 process and in P processes
   lower      lower one collective: opennrt lower --op <op> --ranks N [options] (--help for more)
   verify     verify the lowering over a matrix of cases: opennrt verify [--quick]
+  neff       write or inspect a NEFF: opennrt neff build --op <op> --ranks R --count N --dtype T -o FILE;
+             opennrt neff info FILE [--json] (opennrt neff --help for more)
   ctx-log    dump a CC context: opennrt ctx-log --arch <5|12|20|28> [--ctx <file>] [--model <name>]
   version    print the OpenNRT version";
 
@@ -48,6 +53,7 @@ fn main() {
         Some("lower") => lower_cmd::lower_cmd(rest),
         Some("verify") => lower_cmd::verify_cmd(rest),
         Some("perf") => perf_cmd::perf_cmd(rest),
+        Some("neff") => neff_cmd::neff_cmd(rest),
         // Hidden: one process of `opennrt perf --procs P` (started by that command).
         Some("perf-rank") => perf_rank::perf_rank_cmd(rest),
         Some("-h") | Some("--help") | Some("help") => {
