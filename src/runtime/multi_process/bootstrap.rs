@@ -373,7 +373,7 @@ impl Member {
 /// What a rank of a member process brings to a collective run at the root.
 #[derive(Debug)]
 pub struct RemoteArrival<'a> {
-    /// "cc", "barrier" or "all_gather".
+    /// "cc", "barrier", "all_gather", "neff" or "neff-signature".
     pub kind: &'static str,
     /// World slot.
     pub slot: u8,

@@ -190,7 +190,7 @@ pub enum Msg {
     Arrive {
         /// Matches the answer.
         id: u64,
-        /// "cc", "barrier" or "all_gather".
+        /// "cc", "barrier", "all_gather", "neff" or "neff-signature".
         kind: String,
         /// World slot.
         slot: u8,
@@ -219,7 +219,7 @@ pub enum Msg {
     Meet {
         /// Matches the answer.
         id: u64,
-        /// "cc" or "barrier".
+        /// "cc", "barrier", "neff" or "neff-signature".
         kind: String,
         /// World slot.
         slot: u8,

@@ -56,6 +56,9 @@ fn kind_of(k: &str) -> Result<&'static str> {
         "cc" => Ok("cc"),
         "barrier" => Ok("barrier"),
         "all_gather" => Ok("all_gather"),
+        // A NEFF model's collectives and its cross-rank sequence check (`runtime::model`).
+        "neff" => Ok("neff"),
+        "neff-signature" => Ok("neff-signature"),
         other => Err(Error::failure(format!("unknown collective kind {other:?}"))),
     }
 }
