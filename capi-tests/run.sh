@@ -63,4 +63,37 @@ if [ -f "$root/capi-tests/ncfw_test.c" ]; then
   cc "${CFLAGS[@]}" -o "$out/ncfw_test" "$root/capi-tests/ncfw_test.c" -ldl
   (cd "$root/capi-tests" && "$out/ncfw_test" "$lib/libncfw.so")
 fi
+
+# NEFF models (neff_test.c says what it checks): NEFFs written by `opennrt neff build`, each
+# run with one forked process per rank as the spectral-DNS driver does (docs/contract/abi.md
+# §8); the vendor NEFF of testdata when it is there (OPENNRT_REAL_NEFF overrides the path); bad
+# input. Plain, then under ASan/UBSan as above. neff_test bounds every job itself (60 s, then
+# SIGKILL); `timeout` is only a last resort against a bug in the test.
+neff_build() { echo "+ opennrt neff build $*"; "$lib/opennrt" neff build "$@"; }
+neff_build --op all_reduce --ranks 2 --count 1000 --dtype fp32 -o "$out/neff_all_reduce_r2.neff"
+neff_build --op all_reduce --ranks 3 --count 777 --dtype fp32 -o "$out/neff_all_reduce_r3.neff"
+neff_build --op all_gather --ranks 2 --count 333 --dtype fp32 -o "$out/neff_all_gather_r2.neff"
+# Two NEFFs whose collective sequences differ (one trigger, two): rank 0 loads one, rank 1 the other.
+neff_build --op all_reduce --ranks 2 --count 64 --dtype fp32 -o "$out/neff_mismatch_a.neff"
+neff_build --op all_reduce --ranks 2 --count 64 --dtype fp32 --ops 2 -o "$out/neff_mismatch_b.neff"
+neff_args=(
+  "all_reduce:2:1000:$out/neff_all_reduce_r2.neff"
+  "all_reduce:3:777:$out/neff_all_reduce_r3.neff"
+  "all_gather:2:333:$out/neff_all_gather_r2.neff"
+  "mismatch:2:64:$out/neff_mismatch_a.neff,$out/neff_mismatch_b.neff"
+)
+real_neff="${OPENNRT_REAL_NEFF:-$root/../shared/testdata/neff/matmul_small.neff}"
+if [ -f "$real_neff" ]; then
+  neff_args=(--real "$real_neff" "${neff_args[@]}")
+else
+  echo "neff_test: $real_neff is missing: the real-NEFF checks are skipped"
+fi
+cc "${CFLAGS[@]}" -o "$out/neff_test" "$root/capi-tests/neff_test.c" -L"$lib" -lnrt
+echo "+ neff_test ${neff_args[*]}"
+LD_LIBRARY_PATH="$lib" timeout -k 5 600 "$out/neff_test" "${neff_args[@]}"
+cc "${CFLAGS[@]}" -g -fsanitize=address,undefined -fno-sanitize-recover=all \
+  -o "$out/neff_test_asan" "$root/capi-tests/neff_test.c" -L"$lib" -lnrt
+echo "+ neff_test under ASan/UBSan"
+LD_LIBRARY_PATH="$lib" ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 timeout -k 5 600 "$out/neff_test_asan" "${neff_args[@]}"
 echo "capi-tests: all C tests passed"

@@ -1,9 +1,13 @@
-"""ctypes bindings for OpenNRT's ``libnrt.so`` (the collectives subset of the NRT C ABI).
+"""ctypes bindings for OpenNRT's ``libnrt.so`` (the collectives and models subset of the NRT C ABI).
 
 Why ctypes: it is how Python clients (and the vendor's own tooling) reach ``libnrt.so``; it binds
 the default ``@@`` definition of each symbol, so symbol versions do not matter here
 (spec/nrt-abi.md §1.1). Everything below mirrors the generated headers in ``include/nrt/``:
-struct layouts (§2.4), enum values (§2.1, §2.2) and prototypes (§3.1, §3.3, §3.5, §3.6).
+struct layouts (§2.4), enum values (§2.1, §2.2) and prototypes (§3.1, §3.3, §3.4, §3.5, §3.6).
+
+Models (§3.4) follow the public ctypes wrapper of docs/contract/abi.md §8: ``nrt_tensor_info_t``
+mirrored field for field, ``nrt_load`` / ``nrt_load_collectives``, ``nrt_get_model_tensor_info``
+and ``nrt_execute`` over named tensor sets (:class:`Model`, :class:`TensorSet`).
 
 The library is ``$OPENNRT_LIB_DIR/libnrt.so`` (default ``<repo>/target/release``), loaded with
 ``RTLD_GLOBAL`` so that the ``libncfw.so`` it ``dlopen``s later resolves against the same process
@@ -124,6 +128,13 @@ class Placement(enum.IntEnum):
     NRT_TENSOR_PLACEMENT_VIRTUAL = 2
 
 
+class TensorUsage(enum.IntEnum):
+    """``nrt_tensor_usage_t``: ``usage`` of ``nrt_tensor_info_t`` (spec/nrt-abi.md §2.2)."""
+
+    NRT_TENSOR_USAGE_INPUT = 0
+    NRT_TENSOR_USAGE_OUTPUT = 1
+
+
 class Framework(enum.IntEnum):
     """``nrt_framework_type_t`` (spec/nrt-abi.md §2.2)."""
 
@@ -140,6 +151,8 @@ class Framework(enum.IntEnum):
 NRTA_SEQ_NUM_MASK = (1 << 48) - 1
 RT_VERSION_DETAIL_LEN = 128
 GIT_HASH_LEN = 64
+#: ``NRT_TENSOR_NAME_MAX``: bytes of ``nrt_tensor_info_t.name`` (NUL included).
+NRT_TENSOR_NAME_MAX = 256
 
 # ---------------------------------------------------------------------------------------------
 # Structs (spec/nrt-abi.md §2.4; LP64).
@@ -180,7 +193,38 @@ class NrtTensorList(ctypes.Structure):
     ]
 
 
-# Opaque handles (nrt_tensor_t *, nrt_cc_context_t *) travel as void pointers.
+class NrtTensorInfo(ctypes.Structure):
+    """``nrt_tensor_info_t``, 296 bytes (§2.4): one model input or output."""
+
+    _fields_ = [
+        ("name", ctypes.c_char * NRT_TENSOR_NAME_MAX),
+        ("usage", ctypes.c_int),  # nrt_tensor_usage_t (enums are 4 bytes)
+        ("size", ctypes.c_size_t),
+        ("dtype", ctypes.c_int),  # nrt_dtype_t
+        ("shape", ctypes.POINTER(ctypes.c_uint32)),
+        ("ndim", ctypes.c_uint32),
+    ]
+
+
+class NrtTensorInfoArray(ctypes.Structure):
+    """``nrt_tensor_info_array_t``, 8 bytes + n x 296 (§2.4): ``uint64_t tensor_count`` then the
+    flexible ``nrt_tensor_info_t tensor_array[]`` (a zero-length array here; read the entries
+    with :func:`tensor_info_entries`)."""
+
+    _fields_ = [
+        ("tensor_count", ctypes.c_uint64),
+        ("tensor_array", NrtTensorInfo * 0),
+    ]
+
+
+class NrtModelInfo(ctypes.Structure):
+    """``nrt_model_info_t``, 4 bytes, append-only (§2.4)."""
+
+    _fields_ = [("vnc", ctypes.c_uint32)]
+
+
+# Opaque handles (nrt_tensor_t *, nrt_cc_context_t *, nrt_model_t *, nrt_tensor_set_t *) travel
+# as void pointers.
 _handle = ctypes.c_void_p
 _handle_p = ctypes.POINTER(ctypes.c_void_p)
 _status = ctypes.c_int  # all enums are 4 bytes (§2.4)
@@ -220,6 +264,25 @@ PROTOTYPES = {
     "nrta_is_completed": (_status, [_u64, ctypes.POINTER(ctypes.c_bool)]),
     "nrta_get_sequence": (_status, [_u32, _status, ctypes.c_int, ctypes.POINTER(_u64)]),
     "nrta_event_register_seq_id_completion": (_status, [_u64, ctypes.c_int]),
+    # models (§3.4) and tensor sets (§3.3)
+    "nrt_load": (_status, [ctypes.c_void_p, _size, _i32, _i32, _handle_p]),
+    "nrt_load_collectives": (_status, [ctypes.c_void_p, _size, _i32, _i32, _u32, _u32, _handle_p]),
+    "nrt_unload": (_status, [_handle]),
+    "nrt_execute": (_status, [_handle, _handle, _handle]),
+    "nrt_execute_repeat": (_status, [_handle, _handle, _handle, _i32]),
+    "nrt_get_model_tensor_info": (
+        _status,
+        [_handle, ctypes.POINTER(ctypes.POINTER(NrtTensorInfoArray))],
+    ),
+    "nrt_free_model_tensor_info": (_status, [ctypes.POINTER(NrtTensorInfoArray)]),
+    "nrt_get_model_vnc_count": (_status, [_handle, ctypes.POINTER(_u32)]),
+    "nrt_get_model_info": (
+        _status,
+        [_handle, ctypes.POINTER(NrtModelInfo), _size, ctypes.POINTER(_size)],
+    ),
+    "nrt_allocate_tensor_set": (_status, [_handle_p]),
+    "nrt_destroy_tensor_set": (None, [_handle_p]),
+    "nrt_add_tensor_to_tensor_set": (_status, [_handle, ctypes.c_char_p, _handle]),
 }
 # The vendor-internal names OpenNRT exports as second names of the nrta_cc_* functions.
 PROTOTYPES["nrt_cc_prepare"] = PROTOTYPES["nrta_cc_prepare"]
@@ -375,6 +438,47 @@ class Nrt:
             self.raw.nrta_event_register_seq_id_completion(seq, fd),
         )
 
+    # -- models (§3.4) -------------------------------------------------------------------------
+    def load(self, neff: bytes, vnc: int = -1, vnc_count: int = 1) -> "Model":
+        """``nrt_load(neff, len, vnc, vnc_count, &model)`` (-1: the first free core)."""
+        buf = _bytes_arg(neff)
+        h = _handle()
+        check("nrt_load", self.raw.nrt_load(buf, len(neff), vnc, vnc_count, ctypes.byref(h)))
+        if not h.value:
+            raise AssertionError("nrt_load returned NRT_SUCCESS with a NULL model")
+        return Model(self, h)
+
+    def load_collectives(self, neff: bytes, vnc: int, rank: int, world: int,
+                         vnc_count: int = 1) -> "Model":
+        """``nrt_load_collectives(neff, len, vnc, vnc_count, rank, world, &model)``."""
+        buf = _bytes_arg(neff)
+        h = _handle()
+        check(
+            "nrt_load_collectives",
+            self.raw.nrt_load_collectives(buf, len(neff), vnc, vnc_count, rank, world,
+                                          ctypes.byref(h)),
+        )
+        if not h.value:
+            raise AssertionError("nrt_load_collectives returned NRT_SUCCESS with a NULL model")
+        return Model(self, h)
+
+    def tensor_set(self, tensors: "dict[str, Tensor]") -> "TensorSet":
+        """A tensor set holding ``tensors`` by name (``nrt_allocate_tensor_set`` +
+        ``nrt_add_tensor_to_tensor_set``)."""
+        h = _handle()
+        check("nrt_allocate_tensor_set", self.raw.nrt_allocate_tensor_set(ctypes.byref(h)))
+        s = TensorSet(self, h, dict(tensors))
+        try:
+            for name, t in tensors.items():
+                check(
+                    "nrt_add_tensor_to_tensor_set",
+                    self.raw.nrt_add_tensor_to_tensor_set(h, name.encode(), t.handle),
+                )
+        except BaseException:
+            s.destroy()
+            raise
+        return s
+
 
 class Tensor:
     """An ``nrt_tensor_t *`` with its size; ``free`` is idempotent (the C side NULLs the handle)."""
@@ -409,6 +513,96 @@ class Tensor:
             self.nrt.raw.nrt_tensor_free(ctypes.byref(self.handle))
             if self.handle.value:
                 raise AssertionError("nrt_tensor_free did not set *tensor to NULL (§3.3)")
+
+
+def _bytes_arg(data: bytes):
+    """A C copy of ``data`` to pass as ``const void *`` (kept alive by the caller's frame)."""
+    return (ctypes.c_char * max(1, len(data))).from_buffer_copy(bytes(data) or b"\0")
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One entry of ``nrt_get_model_tensor_info``, copied out of the C array."""
+
+    name: str
+    usage: int
+    size: int
+    dtype: int
+    shape: tuple
+
+
+def tensor_info_entries(arr: "ctypes._Pointer") -> list:
+    """The ``tensor_count`` entries of an ``nrt_tensor_info_array_t *`` as :class:`TensorInfo`
+    (the flexible array is read past the zero-length ctypes field)."""
+    n = arr.contents.tensor_count
+    base = ctypes.addressof(arr.contents) + NrtTensorInfoArray.tensor_array.offset
+    entries = ctypes.cast(base, ctypes.POINTER(NrtTensorInfo * n)).contents if n else []
+    out = []
+    for e in entries:
+        shape = tuple(e.shape[i] for i in range(e.ndim)) if e.shape else ()
+        out.append(TensorInfo(e.name.decode(), e.usage, e.size, e.dtype, shape))
+    return out
+
+
+class Model:
+    """An ``nrt_model_t *``; ``unload`` is idempotent on this side (the handle is forgotten)."""
+
+    def __init__(self, nrt: Nrt, handle: ctypes.c_void_p):
+        self.nrt, self.handle = nrt, handle
+
+    def tensor_info(self) -> list:
+        """``nrt_get_model_tensor_info``, copied out, then ``nrt_free_model_tensor_info``."""
+        arr = ctypes.POINTER(NrtTensorInfoArray)()
+        check(
+            "nrt_get_model_tensor_info",
+            self.nrt.raw.nrt_get_model_tensor_info(self.handle, ctypes.byref(arr)),
+        )
+        try:
+            return tensor_info_entries(arr)
+        finally:
+            check("nrt_free_model_tensor_info", self.nrt.raw.nrt_free_model_tensor_info(arr))
+
+    def vnc_count(self) -> int:
+        n = _u32()
+        check("nrt_get_model_vnc_count",
+              self.nrt.raw.nrt_get_model_vnc_count(self.handle, ctypes.byref(n)))
+        return n.value
+
+    def info(self) -> NrtModelInfo:
+        info, size = NrtModelInfo(), _size()
+        check(
+            "nrt_get_model_info",
+            self.nrt.raw.nrt_get_model_info(self.handle, ctypes.byref(info),
+                                             ctypes.sizeof(info), ctypes.byref(size)),
+        )
+        return info
+
+    def execute(self, inputs: "TensorSet", outputs: "TensorSet") -> None:
+        check("nrt_execute", self.nrt.raw.nrt_execute(self.handle, inputs.handle, outputs.handle))
+
+    def execute_status(self, inputs: "TensorSet", outputs: "TensorSet") -> int:
+        """``nrt_execute`` with its status returned unchecked."""
+        return self.nrt.raw.nrt_execute(self.handle, inputs.handle, outputs.handle)
+
+    def unload(self) -> None:
+        if self.handle.value:
+            status = self.nrt.raw.nrt_unload(self.handle)
+            self.handle = _handle()
+            check("nrt_unload", status)
+
+
+class TensorSet:
+    """An ``nrt_tensor_set_t *`` and the tensors it names (kept referenced here; the set does
+    not own them, §3.3). ``destroy`` is idempotent (the C side NULLs the handle)."""
+
+    def __init__(self, nrt: Nrt, handle: ctypes.c_void_p, tensors: dict):
+        self.nrt, self.handle, self.tensors = nrt, handle, tensors
+
+    def destroy(self) -> None:
+        if self.handle.value:
+            self.nrt.raw.nrt_destroy_tensor_set(ctypes.byref(self.handle))
+            if self.handle.value:
+                raise AssertionError("nrt_destroy_tensor_set did not set *tensor_set to NULL")
 
 
 def tensor_list(tensors: Sequence[Tensor]):

@@ -1,0 +1,305 @@
+"""NEFF models through ctypes (spec/nrt-abi.md §3.4; docs/neff.md), the way the public Python
+``ctypes`` wrapper of docs/contract/abi.md §8 drives ``libnrt.so``: ``nrt_tensor_info_t``
+mirrored field for field, ``nrt_load``, ``nrt_get_model_tensor_info``, ``nrt_execute``.
+
+* The mirrors: ``nrt_tensor_info_t`` / ``nrt_tensor_info_array_t`` against spec §2.4 and
+  ``nrt_tensor_usage_t`` against the headers.
+* The real NEFF of testdata (``matmul_small.neff``, its README): under
+  ``OPENNRT_INSTANCE_TYPE=trn2.48xlarge NEURON_LOGICAL_NC_CONFIG=2`` it loads and describes its
+  I/O exactly (x, y: 65536 B float16 [128, 256] / [256, 128]; output0: 32768 B float16
+  [128, 128]); ``nrt_execute`` is ``NRT_FAILURE`` (compute the software device does not run), a
+  set without ``y`` ``NRT_INVALID``; a second ``nrt_unload`` ``NRT_INVALID_HANDLE``. Under
+  ``NEURON_LOGICAL_NC_CONFIG=1`` ``nrt_load`` is ``NRT_INVALID`` and writes no model. Each in a
+  fresh interpreter: the runtime reads its environment at ``nrt_init`` (§5.10).
+* A generated all-reduce NEFF (``opennrt neff build --op all_reduce --ranks 2 --dtype fp32``)
+  on 2 ranks: one process per rank as test_multiprocess.py runs them (spawned interpreters,
+  ``NEURON_RT_VISIBLE_CORES=<rank>``, ``NEURON_RT_ROOT_COMM_ID=127.0.0.1:<port>``,
+  ``nrt_load_collectives(neff, 0, 1, rank, 2)``), and as two threads of one process (vnc =
+  rank). Rank r writes element i = (r+1)*(i%7) + k in run k; every run's output must be the
+  exact sum, every byte.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import multiprocessing
+import os
+import queue
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import opennrt_ctypes as m
+from opennrt_ctypes import Dtype, NrtStatus, TensorUsage
+from test_abi_layout import header_enum
+from test_multiprocess import free_port, shm_objects
+
+#: The vendor NEFF (testdata README); OPENNRT_REAL_NEFF overrides the path.
+REAL_NEFF = Path(os.environ.get("OPENNRT_REAL_NEFF",
+                                m.REPO.parent / "shared" / "testdata" / "neff" / "matmul_small.neff"))
+#: What nrt_get_model_tensor_info must say about it: (name, usage, size, dtype, shape).
+REAL_IO = [
+    ("x", TensorUsage.NRT_TENSOR_USAGE_INPUT, 65536, Dtype.NRT_DTYPE_FLOAT16, [128, 256]),
+    ("y", TensorUsage.NRT_TENSOR_USAGE_INPUT, 65536, Dtype.NRT_DTYPE_FLOAT16, [256, 128]),
+    ("output0", TensorUsage.NRT_TENSOR_USAGE_OUTPUT, 32768, Dtype.NRT_DTYPE_FLOAT16, [128, 128]),
+]
+
+#: NEURON_RT_EXEC_TIMEOUT of the ranks: a lost peer is a status within this, not a hang.
+EXEC_TIMEOUT_S = 10
+#: The whole multi-process job's deadline; ranks still running then are killed.
+JOB_TIMEOUT_S = 45.0
+COUNT = 1000
+RUNS = 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Mirrors
+
+
+def test_tensor_info_layout_matches_spec_2_4():
+    t = m.NrtTensorInfo
+    assert ctypes.sizeof(t) == 296 and ctypes.alignment(t) == 8
+    assert {name: getattr(t, name).offset for name, _ in t._fields_} == {
+        "name": 0, "usage": 256, "size": 264, "dtype": 272, "shape": 280, "ndim": 288}
+    a = m.NrtTensorInfoArray
+    assert ctypes.sizeof(a) == 8 and a.tensor_count.offset == 0 and a.tensor_array.offset == 8
+    assert ctypes.sizeof(m.NrtModelInfo) == 4
+    assert {e.name: int(e) for e in TensorUsage} == header_enum("nrt_tensor_usage_t")
+
+
+# ---------------------------------------------------------------------------------------------
+# The real NEFF
+
+
+def _real_neff() -> Path:
+    if not REAL_NEFF.is_file():
+        pytest.skip(f"{REAL_NEFF} is missing")
+    return REAL_NEFF
+
+
+REAL_LNC2 = """
+import json, sys, opennrt_ctypes as m
+nrt = m.Nrt(); nrt.init()
+neff = open(sys.argv[1], "rb").read()
+model = nrt.load(neff, -1, 1)
+info = [[e.name, e.usage, e.size, e.dtype, list(e.shape)] for e in model.tensor_info()]
+x, y = nrt.tensor_allocate(0, 65536, "x"), nrt.tensor_allocate(0, 65536, "y")
+o = nrt.tensor_allocate(0, 32768, "o")
+ins, only_x = nrt.tensor_set({"x": x, "y": y}), nrt.tensor_set({"x": x})
+outs = nrt.tensor_set({"output0": o})
+res = {"info": info, "vnc_count": model.vnc_count(),
+       "execute": model.execute_status(ins, outs),
+       "execute_without_y": model.execute_status(only_x, outs)}
+h = model.handle.value
+res["unload"] = nrt.raw.nrt_unload(h)
+res["unload_again"] = nrt.raw.nrt_unload(h)
+for s in (ins, only_x, outs):
+    s.destroy()
+for t in (x, y, o):
+    t.free()
+nrt.close()
+print(json.dumps(res))
+"""
+
+REAL_LNC1 = """
+import ctypes, json, sys, opennrt_ctypes as m
+nrt = m.Nrt(); nrt.init()
+neff = open(sys.argv[1], "rb").read()
+h = ctypes.c_void_p()
+buf = ctypes.create_string_buffer(neff, len(neff))
+status = nrt.raw.nrt_load(buf, len(neff), 0, 1, ctypes.byref(h))
+nrt.close()
+print(json.dumps({"load": status, "model": h.value}))
+"""
+
+
+def _run_script(code: str, env: dict, *args: str, timeout: float = 60.0):
+    """``python3 -c code args`` with this directory importable (as conftest.run_python, plus
+    argv, and without the parent's core or root settings)."""
+    full = dict(os.environ)
+    for k in ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", "NEURON_RT_ROOT_COMM_ID"):
+        full.pop(k, None)
+    full["PYTHONPATH"] = str(Path(__file__).resolve().parent) + os.pathsep + full.get("PYTHONPATH", "")
+    full.update(env)
+    return subprocess.run([sys.executable, "-c", code, *args], env=full, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _last_json(res) -> dict:
+    assert res.returncode == 0, f"exit {res.returncode}\n{res.stdout}\n{res.stderr}"
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_real_neff_tensor_info_and_statuses_lnc2():
+    path = _real_neff()
+    res = _last_json(_run_script(REAL_LNC2, {"OPENNRT_INSTANCE_TYPE": "trn2.48xlarge",
+                                             "NEURON_LOGICAL_NC_CONFIG": "2"}, str(path)))
+    assert res["info"] == [[n, int(u), s, int(d), sh] for n, u, s, d, sh in REAL_IO]
+    assert res["vnc_count"] == 1
+    assert res["execute"] == NrtStatus.NRT_FAILURE, "compute the software device cannot run"
+    assert res["execute_without_y"] == NrtStatus.NRT_INVALID
+    assert res["unload"] == NrtStatus.NRT_SUCCESS
+    assert res["unload_again"] == NrtStatus.NRT_INVALID_HANDLE
+
+
+def test_real_neff_refused_under_lnc1():
+    path = _real_neff()
+    res = _last_json(_run_script(REAL_LNC1, {"OPENNRT_INSTANCE_TYPE": "trn2.48xlarge",
+                                             "NEURON_LOGICAL_NC_CONFIG": "1"}, str(path)))
+    assert res == {"load": NrtStatus.NRT_INVALID, "model": None}, "an lnc_size 2 NEFF under LNC 1"
+
+
+# ---------------------------------------------------------------------------------------------
+# A generated all-reduce NEFF on 2 ranks
+
+
+def opennrt_cli() -> Path:
+    """``$OPENNRT_LIB_DIR/opennrt`` (built with the libraries, target/release)."""
+    return m.library_path().parent / "opennrt"
+
+
+@pytest.fixture(scope="module")
+def all_reduce_neff(tmp_path_factory) -> Path:
+    cli = opennrt_cli()
+    assert cli.is_file(), f"{cli} not found: run `cargo build --release --workspace` first"
+    out = tmp_path_factory.mktemp("neff") / "all_reduce_r2.neff"
+    res = subprocess.run([str(cli), "neff", "build", "--op", "all_reduce", "--ranks", "2",
+                          "--count", str(COUNT), "--dtype", "fp32", "-o", str(out)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and out.is_file(), res.stdout + res.stderr
+    return out
+
+
+def rank_input(rank: int, run: int) -> list:
+    return [float((rank + 1) * (i % 7) + run) for i in range(COUNT)]
+
+
+def expected_sum(world: int, run: int) -> list:
+    return [float(sum((r + 1) * (i % 7) + run for r in range(world))) for i in range(COUNT)]
+
+
+def rank_runs(nrt: m.Nrt, neff: bytes, vnc: int, rank: int, world: int) -> dict:
+    """One rank: load, describe, and RUNS executions with fresh input and a NaN-filled output;
+    returns what it saw (the parent checks)."""
+    model = nrt.load_collectives(neff, vnc, rank, world)
+    got = {"info": [[e.name, e.usage, e.size, e.dtype, list(e.shape)] for e in model.tensor_info()],
+           "vnc": model.info().vnc, "runs": []}
+    t_in = nrt.tensor_allocate(vnc, COUNT * 4, f"input{rank}")
+    t_out = nrt.tensor_allocate(vnc, COUNT * 4, f"output{rank}")
+    ins, outs = nrt.tensor_set({"input0": t_in}), nrt.tensor_set({"output0": t_out})
+    try:
+        for k in range(RUNS):
+            t_in.write(struct.pack(f"<{COUNT}f", *rank_input(rank, k)))
+            t_out.write(b"\xff" * (COUNT * 4))  # NaN: an output never written cannot pass
+            model.execute(ins, outs)
+            got["runs"].append(list(struct.unpack(f"<{COUNT}f", t_out.read())))
+    finally:
+        ins.destroy()
+        outs.destroy()
+        t_in.free()
+        t_out.free()
+        model.unload()
+    return got
+
+
+def check_rank(rank: int, got: dict, world: int) -> None:
+    want_info = [["input0", int(TensorUsage.NRT_TENSOR_USAGE_INPUT), COUNT * 4,
+                  int(Dtype.NRT_DTYPE_FLOAT32), [COUNT]],
+                 ["output0", int(TensorUsage.NRT_TENSOR_USAGE_OUTPUT), COUNT * 4,
+                  int(Dtype.NRT_DTYPE_FLOAT32), [COUNT]]]
+    assert got["info"] == want_info, f"rank {rank}: tensor info"
+    assert len(got["runs"]) == RUNS
+    for k, out in enumerate(got["runs"]):
+        want = expected_sum(world, k)
+        if out != want:
+            bad = [i for i, (g, e) in enumerate(zip(out, want)) if g != e or math.isnan(g)]
+            i = bad[0] if bad else 0
+            pytest.fail(f"rank {rank} run {k}: {len(bad)} of {COUNT} elements wrong; first at {i}: "
+                        f"got {out[i]}, expected {want[i]}")
+
+
+def neff_rank_main(rank: int, world: int, root: str, neff_path: str, results) -> None:
+    """One rank in its own spawned interpreter: environment first, then nrt_init."""
+    os.environ.pop("NEURON_RT_NUM_CORES", None)
+    os.environ["NEURON_RT_VISIBLE_CORES"] = str(rank)
+    os.environ["NEURON_RT_ROOT_COMM_ID"] = root
+    os.environ["NEURON_RT_EXEC_TIMEOUT"] = str(EXEC_TIMEOUT_S)
+    step = "nrt_init"
+    try:
+        nrt = m.Nrt()
+        nrt.init()
+        step = "load and execute"
+        got = rank_runs(nrt, Path(neff_path).read_bytes(), 0, rank, world)
+        step = "nrt_close"
+        nrt.close()
+        results.put((rank, "ok", got))
+    except BaseException as e:  # report, then fail the process
+        results.put((rank, "error", f"{step}: {e!r}"))
+        raise SystemExit(1)
+
+
+def test_all_reduce_neff_one_rank_per_process(all_reduce_neff):
+    world, port = 2, free_port()
+    root = f"127.0.0.1:{port}"
+    ctx = multiprocessing.get_context("spawn")
+    results = ctx.Queue()
+    procs = [ctx.Process(target=neff_rank_main, args=(r, world, root, str(all_reduce_neff), results),
+                         name=f"rank{r}") for r in range(world)]
+    for p in procs:
+        p.start()
+    reports, deadline = {}, time.monotonic() + JOB_TIMEOUT_S
+    try:
+        while len(reports) < world and time.monotonic() < deadline:
+            try:
+                rank, status, payload = results.get(timeout=0.5)
+                reports[rank] = (status, payload)
+            except queue.Empty:
+                if all(not p.is_alive() for p in procs) and results.empty():
+                    break
+        for p in procs:
+            p.join(timeout=max(0.1, deadline - time.monotonic()))
+    finally:
+        hung = [p.name for p in procs if p.is_alive()]
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+                p.join(5)
+    left = shm_objects(port)
+    for name in left:  # removed at once, whatever else failed: nothing leaks into later runs
+        (Path("/dev/shm") / name).unlink(missing_ok=True)
+    assert not hung, f"ranks {hung} still running after {JOB_TIMEOUT_S} s (killed)"
+    errors = {r: p for r, (s, p) in reports.items() if s != "ok"}
+    assert not errors, f"ranks failed: {errors}"
+    assert sorted(reports) == list(range(world)), f"reports from ranks {sorted(reports)} only"
+    assert [p.exitcode for p in procs] == [0] * world
+    for r in range(world):
+        got = reports[r][1]
+        assert got["vnc"] == 0, f"rank {r}: nrt_get_model_info vnc {got['vnc']} (its one core)"
+        check_rank(r, got, world)
+    assert not left, f"/dev/shm still holds {left} after the job"
+
+
+THREADS = """
+import json, sys, opennrt_ctypes as m, ranks, test_models as t
+nrt = m.Nrt(); nrt.init()
+neff = open(sys.argv[1], "rb").read()
+got = ranks.on_ranks(2, lambda r: t.rank_runs(nrt, neff, r, r, 2), timeout=60)
+nrt.close()
+print(json.dumps(got))
+"""
+
+
+def test_all_reduce_neff_ranks_as_threads(all_reduce_neff):
+    # One process owning cores 0-1, a thread per rank (vnc = rank = global id).
+    res = _run_script(THREADS, {"NEURON_RT_VISIBLE_CORES": "0-1",
+                                "NEURON_RT_EXEC_TIMEOUT": str(EXEC_TIMEOUT_S)}, str(all_reduce_neff))
+    got = _last_json(res)
+    for r in range(2):
+        assert got[r]["vnc"] == r
+        check_rank(r, got[r], 2)
