@@ -4,7 +4,8 @@
 //!
 //! Every refusal is `NRT_INVALID` (or the header's own statuses) with a message naming the
 //! member, where in it (a JSON line and column, a byte offset, a key) and the rule it broke; the
-//! error's `field` is the member. Nothing is allocated from a size the file states before the
+//! error's `field` is the member (for an engine program the decoder's field, with the word's
+//! byte offset as the step, and the member in the message). Nothing is allocated from a size the file states before the
 //! size is checked: the payload reader bounds every member, and the counts here are bounded
 //! before anything is built from them.
 
