@@ -354,6 +354,45 @@ fn scheduled_execution_and_getters() {
     assert_eq!(checked.wrong, 0, "{checked:?}");
 }
 
+/// Sizes are 64-bit (NEFFs with inputs over 4 GiB exist): a model whose input var is 5 GiB
+/// loads without allocating it and reports its size exactly; binding a small tensor to it is
+/// refused naming the var.
+fn a_five_gib_input_is_described_exactly() {
+    use opennrt::neff::build::{container, HeaderFields};
+    let big: u64 = 5 << 30;
+    let def = format!(
+        "{{\"var\": {{\"big\": {{\"type\": \"input\", \"var_id\": 0, \"size\": {big}}}, \
+         \"out\": {{\"type\": \"output\", \"var_id\": 1, \"size\": 4}}}}}}"
+    );
+    let members = vec![
+        (
+            "kelf-0.json".to_string(),
+            br#"{"graphs":[{"definition":"sg00/def.json","name":"sg00"}],"version":"0.5","target":"opennrt"}"#.to_vec(),
+        ),
+        ("sg00/def.json".to_string(), def.into_bytes()),
+    ];
+    let neff = container(&members, &HeaderFields::default()).unwrap();
+    let mut m: *mut nrt_model_t = null_mut();
+    // SAFETY: readable NEFF, writable out-parameter, live handles below.
+    unsafe {
+        let st = abi::nrt_load(neff.as_ptr().cast(), neff.len(), 0, 1, &mut m);
+        assert_eq!(st as i32, 0);
+        let info = tensor_info(m);
+        assert_eq!(info[0].0, "big");
+        assert_eq!(info[0].2 as u64, big, "a 64-bit size");
+        let small = tensor(0, "small", 16, None);
+        let out = tensor(0, "o", 4, None);
+        let ins = set_of(&[("big", small)]);
+        let outs = set_of(&[("out", out)]);
+        assert_eq!(
+            abi::nrt_execute(m, ins, outs) as i32,
+            2,
+            "16 B bound to a 5 GiB var"
+        );
+        assert_eq!(abi::nrt_unload(m) as i32, 0);
+    }
+}
+
 #[test]
 fn neff_models_through_the_c_abi() {
     std::env::set_var("NEURON_RT_EXEC_TIMEOUT", "20");
@@ -363,6 +402,7 @@ fn neff_models_through_the_c_abi() {
         if n == 2 {
             mismatched_neffs_fail_everywhere();
             scheduled_execution_and_getters();
+            a_five_gib_input_is_described_exactly();
         }
         close();
     }
