@@ -28,8 +28,11 @@ pub const MAGIC: u32 = 0x6179_6c69;
 /// Largest message body accepted.
 const MAX_BODY: u32 = 16 << 20;
 
-/// A request as it crosses processes: the API-level fields (every collective that crosses
-/// processes comes from the API path: `nrta_cc_*`, the barrier, the host all-gather).
+/// A request as it crosses processes: the fields every rank must agree on
+/// (`runtime::collective::agreed_fields`), which is what the root checks a meeting with. The
+/// API-level ops carry their `nrt_cc_op_type_t` value; the ops only a NEFF names (all-to-all,
+/// the permutes, send/recv, barrier) carry OpenNRT's own codes [`EXT_OPS`] (the protocol is
+/// private: every process of a job runs the same library version, checked at the hello).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireRequest {
     /// `nrt_cc_op_type_t` value.
@@ -50,18 +53,31 @@ pub struct WireRequest {
     pub io_form: u8,
 }
 
+/// Wire codes of the ops outside `nrt_cc_op_type_t` (above its values, so the two never
+/// collide).
+pub const EXT_OPS: [(CollectiveOp, u32); 8] = [
+    (CollectiveOp::AllToAll, 0x100),
+    (CollectiveOp::AllToAllV, 0x101),
+    (CollectiveOp::Permute, 0x102),
+    (CollectiveOp::PermuteImplicit, 0x103),
+    (CollectiveOp::PermuteReduceImplicit, 0x104),
+    (CollectiveOp::Send, 0x105),
+    (CollectiveOp::Recv, 0x106),
+    (CollectiveOp::Barrier, 0x107),
+];
+
 impl WireRequest {
-    /// The wire form of an API-level request.
+    /// The wire form of a request.
     pub fn of(r: &CollectiveRequest) -> Result<WireRequest> {
         let op = match r.op {
             CollectiveOp::AllGather => nrt_cc_op::ALLGATHER,
             CollectiveOp::AllReduce => nrt_cc_op::ALLREDUCE,
             CollectiveOp::ReduceScatter => nrt_cc_op::REDUCESCATTER,
-            other => {
-                return Err(Error::invalid(format!(
-                    "{other:?} cannot cross processes (only API-level collectives do)"
-                )))
-            }
+            other => EXT_OPS
+                .iter()
+                .find(|(o, _)| *o == other)
+                .map(|(_, c)| *c)
+                .ok_or_else(|| Error::invalid(format!("{other:?} has no wire code")))?,
         };
         Ok(WireRequest {
             op,
@@ -90,7 +106,11 @@ impl WireRequest {
             nrt_cc_op::ALLGATHER => CollectiveOp::AllGather,
             nrt_cc_op::ALLREDUCE => CollectiveOp::AllReduce,
             nrt_cc_op::REDUCESCATTER => CollectiveOp::ReduceScatter,
-            _ => return Err(bad("op")),
+            code => EXT_OPS
+                .iter()
+                .find(|(_, c)| *c == code)
+                .map(|(o, _)| *o)
+                .ok_or_else(|| bad("op"))?,
         };
         let dtype = Dtype::from_u8(self.dtype).ok_or_else(|| bad("dtype"))?;
         let reduce = self

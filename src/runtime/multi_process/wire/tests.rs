@@ -12,6 +12,16 @@ fn messages_round_trip_and_eof_is_none() {
     );
     let w = WireRequest::of(&req).unwrap();
     assert_eq!(w.request().unwrap(), req);
+    // The ops only a NEFF names cross too, with their own codes.
+    for (op, _) in EXT_OPS {
+        let r = CollectiveRequest::new(op, Dtype::Fp32, None, 5, vec![0, 1], 0);
+        let back = WireRequest::of(&r).unwrap().request().unwrap();
+        assert_eq!(back.op, op);
+        assert_eq!(
+            crate::runtime::collective::agreed_fields(&back),
+            crate::runtime::collective::agreed_fields(&r)
+        );
+    }
     let msgs = vec![
         Msg::Hello {
             magic: MAGIC,
