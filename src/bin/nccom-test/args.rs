@@ -1,0 +1,341 @@
+//! The command line, as the vendor's users type it (flags and positional operation word as in
+//! the Neuron SDK's nccom-test guide), plus OpenNRT's `--threads`.
+//!
+//! Grammar: short flags take their value as the next word (`-r 2`); long flags take the next
+//! word or `=value` (`--nworkers=2`), and `_` and `-` are the same in long names
+//! (`--warmup_iters` = `--warmup-iters`). The operation word may stand anywhere. `-c/--check`
+//! takes an optional `random|all_ones`; `-t/--stats` takes one or more of `avg p25 p50 p90 p99`.
+//!
+//! Options OpenNRT cannot honour are refused (exit status 2) with the reason: multi-node
+//! (`-s/--hosts`, `--hosts-file`, `--mpi-log-dir`, `-S/--slurm-mode`, `-N` above 1),
+//! `--streams-json`, `--shared-output-buff`, `--coalesced-cc-size-ratio`,
+//! `--data-parallel-dimension` and `--variable-size-op-metadata` (the variable-size ops have no
+//! NEFF path yet). `--unique-buff` is accepted and changes nothing: each NEFF holds one
+//! collective per size, whose buffers are its own already; `--non-interactive` is accepted too
+//! (there is no interactive progress display). The seed defaults to 0.
+
+use std::path::PathBuf;
+
+use opennrt::isa::enums::Dtype;
+
+use crate::check::Mode;
+use crate::dtypes;
+use crate::ops::Op;
+use crate::stats::Stat;
+use crate::sweep::{self, Step};
+use crate::units::parse_bytes;
+
+/// The usage text of `-h/--help`.
+pub const USAGE: &str = "usage: nccom-test -r N <operation> [options]
+
+operation (anywhere on the line): all_reduce|allr, all_gather|allg, reduce_scatter|redsct,
+  sendrecv, alltoall, permute (alltoallv and all_gatherv|allgv are not supported yet)
+
+  -r, --nworkers N            total ranks (required)
+  -N, --nnodes N              nodes (default 1; only 1 is supported)
+  -b, --minbytes S            smallest size (default 32M); sizes take b, kb, mb, gb
+  -e, --maxbytes S            largest size (default 32M)
+  -i, --stepbytes S           add S between sizes (default (max-min)/10)
+  -f, --stepfactor F          multiply by F between sizes (wins over -i)
+  -n, --iters N               timed operations per size (default 20)
+  -w, --warmup_iters N        warm-up operations per size (default 5)
+  -I, --neff_iters N          with -W: one NEFF of N ops per size, run N times timed
+  -W, --neff_warmup_iters N   ... and W times untimed first
+  -d, --datatype T            uint8 (default), int8, fp8, uint16, int16, fp16, bf16, uint32,
+                              int32, fp32 (also fp8e3, fp8e5)
+  -c, --check [random|all_ones]  check every rank's result against a CPU golden result
+  --seed N                    seed of the --check data (default 0)
+  --custom-replica-groups F   {\"replica_groups\": [[[0,1,..],[..]]]}
+  --custom-src-target-pairs F {\"src_target_pairs\": [[[0,1],[1,0],..]]} (permute)
+  -t, --stats avg p25 p50 p90 p99   time columns (default avg)
+  --show-algorithm            add the algorithm column (mesh, rdh, kangaring, ring, hier)
+  --show-input-output-size    add total_input_size(B) and total_output_size(B)
+  --report-to-json-file F     write the results as JSON
+  --non-interactive           accepted (no progress display)
+  --debug                     keep the NEFFs and logs, print the worker command lines
+  --threads                   OpenNRT: run every rank as a thread of one process instead of
+                              one process per rank";
+
+/// Everything a run needs from the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Opts {
+    /// The operation.
+    pub op: Op,
+    /// Total ranks.
+    pub ranks: u32,
+    /// Smallest size.
+    pub minbytes: u64,
+    /// Largest size.
+    pub maxbytes: u64,
+    /// Step between sizes.
+    pub step: Step,
+    /// Timed operations per size.
+    pub iters: u32,
+    /// Warm-up operations per size.
+    pub warmup: u32,
+    /// `-I`: timed executions of a multi-op NEFF.
+    pub neff_iters: Option<u32>,
+    /// `-W`: untimed executions of a multi-op NEFF.
+    pub neff_warmup: Option<u32>,
+    /// Element type.
+    pub dtype: Dtype,
+    /// `--check` and its data.
+    pub check: Option<Mode>,
+    /// Seed of the check data.
+    pub seed: u64,
+    /// Time columns, in the order given.
+    pub stats: Vec<Stat>,
+    /// Add the algorithm column.
+    pub show_algorithm: bool,
+    /// Add the input and output size columns.
+    pub show_io_size: bool,
+    /// Keep temporary files, say more.
+    pub debug: bool,
+    /// The JSON report's path.
+    pub report: Option<PathBuf>,
+    /// `--custom-replica-groups`.
+    pub replica_groups: Option<PathBuf>,
+    /// `--custom-src-target-pairs`.
+    pub pairs: Option<PathBuf>,
+    /// One process with a thread per rank.
+    pub threads: bool,
+}
+
+/// What the command line asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Parsed {
+    /// `-h/--help`.
+    Help,
+    /// A benchmark run.
+    Run(Box<Opts>),
+}
+
+/// Why an option is refused: OpenNRT runs every rank on this host.
+const SINGLE_HOST: &str = "OpenNRT's software device runs every rank on this host; multi-node \
+                           runs (MPI over ssh, Slurm) are not implemented";
+
+/// The canonical long name of a flag word (short flags map to their long name), `None` for a
+/// word that is no flag.
+fn long_name(w: &str) -> Option<String> {
+    if let Some(l) = w.strip_prefix("--") {
+        return Some(l.replace('_', "-"));
+    }
+    let s = w.strip_prefix('-')?;
+    let long = match s {
+        "r" => "nworkers",
+        "N" => "nnodes",
+        "b" => "minbytes",
+        "e" => "maxbytes",
+        "i" => "stepbytes",
+        "f" => "stepfactor",
+        "n" => "iters",
+        "w" => "warmup-iters",
+        "I" => "neff-iters",
+        "W" => "neff-warmup-iters",
+        "d" => "datatype",
+        "c" => "check",
+        "t" => "stats",
+        "s" => "hosts",
+        "S" => "slurm-mode",
+        "h" => "help",
+        other => return Some(format!("-{other}")),
+    };
+    Some(long.to_string())
+}
+
+/// A number flag's value.
+fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
+    v.trim()
+        .parse()
+        .map_err(|_| format!("{flag} {v:?} is not a valid number"))
+}
+
+/// Parse the command line (without the program name). `Err` is the message of a bad or
+/// refused command line (exit status 2).
+pub fn parse(args: &[String]) -> Result<Parsed, String> {
+    let mut op = None;
+    let mut ranks = None;
+    let (mut min, mut max) = (32u64 << 20, 32u64 << 20);
+    let (mut stepbytes, mut factor) = (None, None);
+    let (mut iters, mut warmup) = (20u32, 5u32);
+    let (mut neff_iters, mut neff_warmup) = (None, None);
+    let mut dtype = Dtype::Uint8;
+    let (mut check, mut seed) = (None, 0u64);
+    let mut stats = Vec::new();
+    let (mut show_algorithm, mut show_io_size, mut debug, mut threads) =
+        (false, false, false, false);
+    let (mut report, mut replica_groups, mut pairs) = (None, None, None);
+    let mut i = 0;
+    while i < args.len() {
+        let word = &args[i];
+        i += 1;
+        let Some(raw) = long_name(word) else {
+            match Op::parse(word) {
+                Some(o) if op.is_none() => op = Some(o),
+                Some(_) => return Err(format!("a second operation {word:?}: give one")),
+                None => {
+                    return Err(format!(
+                        "unexpected argument {word:?} (not an operation or a flag)\n{USAGE}"
+                    ))
+                }
+            }
+            continue;
+        };
+        let (name, inline) = match raw.split_once('=') {
+            Some((n, v)) => (n.to_string(), Some(v.to_string())),
+            None => (raw, None),
+        };
+        let flag = word.split('=').next().unwrap_or(word).to_string();
+        // The value of a flag that takes one.
+        let value = |i: &mut usize| -> Result<String, String> {
+            if let Some(v) = &inline {
+                return Ok(v.clone());
+            }
+            let v = args
+                .get(*i)
+                .ok_or_else(|| format!("{flag} needs a value"))?;
+            *i += 1;
+            Ok(v.clone())
+        };
+        match name.as_str() {
+            "help" => return Ok(Parsed::Help),
+            "nworkers" => ranks = Some(number::<u32>(&flag, &value(&mut i)?)?),
+            "nnodes" => {
+                let n: u32 = number(&flag, &value(&mut i)?)?;
+                if n != 1 {
+                    return Err(format!("{flag} {n} is not supported: {SINGLE_HOST}"));
+                }
+            }
+            "minbytes" => min = parse_bytes(&value(&mut i)?).map_err(|e| format!("{flag}: {e}"))?,
+            "maxbytes" => max = parse_bytes(&value(&mut i)?).map_err(|e| format!("{flag}: {e}"))?,
+            "stepbytes" => {
+                stepbytes = Some(parse_bytes(&value(&mut i)?).map_err(|e| format!("{flag}: {e}"))?)
+            }
+            "stepfactor" => factor = Some(number::<u64>(&flag, &value(&mut i)?)?),
+            "iters" => iters = number(&flag, &value(&mut i)?)?,
+            "warmup-iters" => warmup = number(&flag, &value(&mut i)?)?,
+            "neff-iters" => neff_iters = Some(number(&flag, &value(&mut i)?)?),
+            "neff-warmup-iters" => neff_warmup = Some(number(&flag, &value(&mut i)?)?),
+            "datatype" => {
+                let v = value(&mut i)?;
+                dtype = dtypes::parse(&v).ok_or_else(|| {
+                    let names: Vec<_> = dtypes::NAMES.iter().map(|(n, _)| *n).collect();
+                    format!("unknown {flag} {v:?}; use one of {}", names.join(", "))
+                })?;
+            }
+            "check" => {
+                let m = match &inline {
+                    Some(v) => Some(v.clone()),
+                    None => args
+                        .get(i)
+                        .filter(|v| Mode::parse(v).is_some())
+                        .inspect(|_| i += 1)
+                        .cloned(),
+                };
+                check = Some(match m {
+                    None => Mode::Random,
+                    Some(v) => Mode::parse(&v).ok_or_else(|| {
+                        format!("unknown {flag} mode {v:?}; use random or all_ones")
+                    })?,
+                });
+            }
+            "seed" => seed = number(&flag, &value(&mut i)?)?,
+            "stats" => {
+                let mut got = Vec::new();
+                if let Some(v) = &inline {
+                    got.push(v.clone());
+                }
+                while let Some(v) = args.get(i).filter(|v| Stat::parse(v).is_some()) {
+                    got.push(v.clone());
+                    i += 1;
+                }
+                if got.is_empty() {
+                    return Err(format!("{flag} needs one or more of avg p25 p50 p90 p99"));
+                }
+                for g in got {
+                    let s = Stat::parse(&g).ok_or_else(|| {
+                        format!("unknown {flag} {g:?}; use avg, p25, p50, p90 or p99")
+                    })?;
+                    if !stats.contains(&s) {
+                        stats.push(s);
+                    }
+                }
+            }
+            "show-algorithm" => show_algorithm = true,
+            "show-input-output-size" => show_io_size = true,
+            "debug" => debug = true,
+            "non-interactive" | "unique-buff" => {}
+            "threads" => threads = true,
+            "report-to-json-file" => report = Some(PathBuf::from(value(&mut i)?)),
+            "custom-replica-groups" => replica_groups = Some(PathBuf::from(value(&mut i)?)),
+            "custom-src-target-pairs" => pairs = Some(PathBuf::from(value(&mut i)?)),
+            "hosts" | "hosts-file" | "mpi-log-dir" | "slurm-mode" => {
+                return Err(format!("{flag} is not supported: {SINGLE_HOST}"))
+            }
+            "streams-json" => {
+                return Err(format!(
+                    "{flag} is not supported: OpenNRT's nccom-test runs one stream (one \
+                     operation, one table) per invocation; run it once per stream"
+                ))
+            }
+            "shared-output-buff" | "coalesced-cc-size-ratio" | "data-parallel-dimension" => {
+                return Err(format!(
+                    "{flag} is not supported by OpenNRT's nccom-test: its NEFFs hold one \
+                     collective with its own input and output per size"
+                ))
+            }
+            "variable-size-op-metadata" | "alltoallv-metadata" => {
+                return Err(format!(
+                    "{flag} is not supported: alltoallv and all_gatherv have no NEFF path on \
+                     the software device yet"
+                ))
+            }
+            _ => return Err(format!("unknown option {flag}\n{USAGE}")),
+        }
+    }
+    let op = op.ok_or_else(|| format!("no operation given\n{USAGE}"))?;
+    let ranks = ranks.ok_or_else(|| format!("-r/--nworkers is required\n{USAGE}"))?;
+    if ranks == 0 {
+        return Err("-r/--nworkers must be at least 1".into());
+    }
+    if neff_iters.is_some() != neff_warmup.is_some() {
+        return Err("-I/--neff_iters and -W/--neff_warmup_iters go together".into());
+    }
+    if neff_iters == Some(0) || (neff_iters.is_none() && iters == 0) {
+        return Err("at least one timed operation is needed (-n, or -I with -W)".into());
+    }
+    let step = match (factor, stepbytes) {
+        (Some(f), _) => Step::Factor(f),
+        (None, Some(b)) => Step::Bytes(b),
+        (None, None) => sweep::default_step(min, max),
+    };
+    sweep::sizes(min, max, step)?;
+    if stats.is_empty() {
+        stats.push(Stat::Avg);
+    }
+    Ok(Parsed::Run(Box::new(Opts {
+        op,
+        ranks,
+        minbytes: min,
+        maxbytes: max,
+        step,
+        iters,
+        warmup,
+        neff_iters,
+        neff_warmup,
+        dtype,
+        check,
+        seed,
+        stats,
+        show_algorithm,
+        show_io_size,
+        debug,
+        report,
+        replica_groups,
+        pairs,
+        threads,
+    })))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,125 @@
+use super::*;
+
+fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(String::from).collect()
+}
+
+fn opts(s: &str) -> Opts {
+    match parse(&words(s)) {
+        Ok(Parsed::Run(o)) => *o,
+        other => panic!("{s}: {other:?}"),
+    }
+}
+
+fn refused(s: &str) -> String {
+    match parse(&words(s)) {
+        Err(e) => e,
+        other => panic!("{s}: {other:?}"),
+    }
+}
+
+/// The vendor's defaults: 32M, 20 timed and 5 warm-up operations, uint8, avg.
+#[test]
+fn defaults_are_the_vendors() {
+    let o = opts("-r 2 allr");
+    assert_eq!(o.op, Op::AllReduce);
+    assert_eq!(o.ranks, 2);
+    assert_eq!((o.minbytes, o.maxbytes), (32 << 20, 32 << 20));
+    assert_eq!((o.iters, o.warmup), (20, 5));
+    assert_eq!(o.dtype, Dtype::Uint8);
+    assert_eq!(o.stats, vec![Stat::Avg]);
+    assert_eq!((o.check, o.seed, o.threads), (None, 0, false));
+}
+
+/// The operation may stand anywhere; long flags take `=value` and `_` or `-`.
+#[test]
+fn the_vendors_spellings_parse() {
+    let o = opts("allg -r 8 -b 1kb -e 512KB -f 8 -d fp32 -n 1000 --warmup_iters=2");
+    assert_eq!(o.op, Op::AllGather);
+    assert_eq!((o.minbytes, o.maxbytes), (1024, 512 << 10));
+    assert_eq!(o.step, Step::Factor(8));
+    assert_eq!((o.iters, o.warmup, o.dtype), (1000, 2, Dtype::Fp32));
+    let o = opts("--nworkers 4 --minbytes=4 --maxbytes 64 --stepbytes 20 redsct --datatype bf16");
+    assert_eq!(o.step, Step::Bytes(20));
+    assert_eq!(
+        (o.ranks, o.dtype, o.op),
+        (4, Dtype::Bf16, Op::ReduceScatter)
+    );
+    let o = opts("-r 2 -b 0 -e 100 permute");
+    assert_eq!(o.step, Step::Bytes(10));
+    let o = opts("-r 2 -b 0 -e 100 -i 5 -f 2 -b 1 sendrecv");
+    assert_eq!(o.step, Step::Factor(2));
+}
+
+/// `-c` takes an optional mode; `-t` takes several statistics and stops at the next word.
+#[test]
+fn optional_and_multi_values() {
+    assert_eq!(opts("-r 2 allr -c").check, Some(Mode::Random));
+    assert_eq!(opts("-r 2 -c allr").check, Some(Mode::Random));
+    assert_eq!(opts("-r 2 -c all_ones allr").check, Some(Mode::AllOnes));
+    assert_eq!(opts("-r 2 --check=random allr").check, Some(Mode::Random));
+    let o = opts("-r 2 -t avg p25 p50 p90 p99 allr --seed 9");
+    assert_eq!(o.stats.len(), 5);
+    assert_eq!(o.seed, 9);
+    assert_eq!(
+        opts("--stats p99 avg p99 -r 2 alltoall").stats,
+        vec![Stat::P(99), Stat::Avg]
+    );
+    let o = opts(
+        "-r 2 allr --show-algorithm --show-input-output-size --debug --threads \
+                  --non-interactive --unique-buff --report-to-json-file /tmp/r.json",
+    );
+    assert!(o.show_algorithm && o.show_io_size && o.debug && o.threads);
+    assert_eq!(o.report, Some(PathBuf::from("/tmp/r.json")));
+    let o = opts("-r 2 -I 10 -W 2 allr");
+    assert_eq!((o.neff_iters, o.neff_warmup), (Some(10), Some(2)));
+    assert_eq!(parse(&words("-h")), Ok(Parsed::Help));
+    assert_eq!(parse(&words("-r 2 allr --help")), Ok(Parsed::Help));
+}
+
+/// The variable-size ops parse (and are refused later, with their reason).
+#[test]
+fn variable_size_ops_parse() {
+    assert_eq!(opts("-r 2 alltoallv").op, Op::AllToAllV);
+    assert_eq!(opts("-r 2 allgv").op, Op::AllGatherV);
+}
+
+#[test]
+fn bad_command_lines_say_why() {
+    assert!(refused("allr").contains("-r/--nworkers is required"));
+    assert!(refused("-r 2").contains("no operation"));
+    assert!(refused("-r 2 allr allg").contains("second operation"));
+    assert!(refused("-r 2 allr -d float").contains("unknown -d"));
+    assert!(refused("-r 2 allr -b 2x").contains("-b"));
+    assert!(refused("-r x allr").contains("not a valid number"));
+    assert!(refused("-r 2 allr -c zeros").contains("unexpected argument"));
+    assert!(refused("-r 2 allr -t").contains("needs one or more"));
+    assert!(refused("-r 2 allr --frobnicate").contains("unknown option --frobnicate"));
+    assert!(refused("-r 2 allr -b 64 -e 32").contains("larger"));
+    assert!(refused("-r 2 allr -I 3").contains("go together"));
+    assert!(refused("-r 0 allr").contains("at least 1"));
+    assert!(refused("-r 2 allr -n 0").contains("timed operation"));
+    assert!(refused("-r 2 allr -n").contains("needs a value"));
+}
+
+/// Options OpenNRT cannot honour are refused with the reason.
+#[test]
+fn unsupported_options_are_refused() {
+    for (line, why) in [
+        ("-r 2 allr -s h1 h2", "on this host"),
+        ("-r 2 allr --hosts h1", "on this host"),
+        ("-r 2 allr --hosts-file f", "on this host"),
+        ("-r 2 allr -S", "on this host"),
+        ("-r 2 allr -N 2", "on this host"),
+        ("-r 2 allr --streams-json f", "one stream"),
+        ("-r 2 allr --shared-output-buff", "not supported"),
+        ("-r 2 allr --coalesced-cc-size-ratio 1,2,1", "not supported"),
+        (
+            "-r 2 alltoallv --variable-size-op-metadata m.json",
+            "no NEFF path",
+        ),
+    ] {
+        assert!(refused(line).contains(why), "{line}: {}", refused(line));
+    }
+    assert_eq!(opts("-r 2 allr -N 1").ranks, 2);
+}

@@ -1,0 +1,405 @@
+//! One run: check what the command line asks for, then per size build the NEFF, start the
+//! workers ([`crate::launch`]), judge their answers and print the row (or the failure line);
+//! at the end the average line (or the error count) and the JSON report.
+//!
+//! Choices the vendor's docs leave open:
+//! * A size is one NEFF with one trigger; every rank runs `-w` untimed then `-n` timed
+//!   executions, each timed alone, and rank 0's times make the statistics. With `-I I -W W`
+//!   the NEFF holds `-n` triggers and runs `W` times untimed then `I` times timed; each timed
+//!   execution counts as `-n` operations of a `1/n`-th of its time (`-w` is then unused).
+//! * A size that rounds to no element per block is skipped with a note on stderr; sizes that
+//!   round to the same bytes are run once.
+//! * A failed run prints `<size>    Failure running neuron-bench - log file <log>` (the
+//!   vendor's words: the workers stand in for neuron-bench); a failed check prints
+//!   `<size>    Failure checking results - log file <log>` with the first wrong element and
+//!   the dumped tensors on stderr. Either counts one error; a run with errors ends with
+//!   `N errors found - test failed` and exit status 1 instead of the average line.
+//! * Logs are `<tmp>/nccom_test_log_<pid>_<n>.log`, removed after a good size unless
+//!   `--debug`; the NEFFs live in `<tmp>/nccom_test_<pid>/`, removed at the end unless
+//!   `--debug`; dumps go to `<tmp>/nccom_test_dump_<pid>_<size>/` and stay.
+//! * A reduction on a type the software device's CCE does not reduce is refused up front with
+//!   the ISA validator's own reason (the check every NEFF trigger meets at load).
+//! * `--custom-src-target-pairs` applies to permute only; a permute without it sends each
+//!   subgroup member to the next (the NEFF builder's default).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use opennrt::lower::pipeline::LowerConfig;
+
+use crate::algo;
+use crate::args::Opts;
+use crate::custom;
+use crate::dtypes;
+use crate::job::{Job, RankLine};
+use crate::launch::{self, Outcome, Plan};
+use crate::neffgen::{self, NeffSpec};
+use crate::ops::{self, Op, Sizing};
+use crate::report;
+use crate::sweep;
+use crate::table::{self, Col, Row};
+use crate::units::gbps;
+
+/// Kill a size's workers still running after this long.
+const DEADLINE: Duration = Duration::from_secs(900);
+
+/// A checked run: the options and everything derived from them.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// The command line.
+    pub opts: Opts,
+    /// The replica subgroups (global ranks).
+    pub groups: Vec<Vec<u32>>,
+    /// The subgroups came from `--custom-replica-groups`.
+    pub custom_groups: bool,
+    /// Permute pairs (global ranks).
+    pub pairs: Vec<(u32, u32)>,
+    /// The pairs came from `--custom-src-target-pairs`.
+    pub custom_pairs: bool,
+    /// The group size.
+    pub g: u32,
+    /// The sizes to run.
+    pub sizes: Vec<Sizing>,
+    /// Requested sizes too small for one element per block.
+    pub skipped: Vec<u64>,
+    /// The table's columns.
+    pub cols: Vec<Col>,
+}
+
+/// Check the command line's request; `Err` is a refusal (exit status 2).
+pub fn prepare(opts: Opts) -> Result<Setup, String> {
+    let op = opts.op;
+    if let Some(why) = op.unsupported() {
+        return Err(why);
+    }
+    if op.is_reducing() {
+        if let Err(e) = opennrt::isa::validate::rule_10_dtype(0xC8, "dtype", 0, opts.dtype, true) {
+            return Err(format!(
+                "{} of {} is refused by the software device: {} ({}); use -d fp32, bf16, fp16 \
+                 or fp8",
+                op.name(),
+                dtypes::name(opts.dtype),
+                e.reason,
+                e.rule
+            ));
+        }
+    }
+    // A bad topology or selection variable is refused here, once, rather than at every size.
+    LowerConfig::from_lookup(opennrt::runtime::config::env_lookup, opts.ranks)
+        .map_err(|e| e.message().to_string())?;
+    let (groups, custom_groups) = match &opts.replica_groups {
+        Some(p) => (custom::groups(p, opts.ranks)?, true),
+        None => (vec![(0..opts.ranks).collect()], false),
+    };
+    let (pairs, custom_pairs) = match (&opts.pairs, op) {
+        (Some(p), Op::Permute) => (custom::pairs(p, opts.ranks)?, true),
+        (Some(_), _) => {
+            return Err(format!(
+                "--custom-src-target-pairs applies to permute, not {}",
+                op.name()
+            ))
+        }
+        (None, Op::Permute) => (custom::ring_pairs(&groups), false),
+        (None, _) => (Vec::new(), false),
+    };
+    let g = groups[0].len() as u32;
+    let esz = dtypes::size(opts.dtype);
+    let mut sizes: Vec<Sizing> = Vec::new();
+    let mut skipped = Vec::new();
+    for s in sweep::sizes(opts.minbytes, opts.maxbytes, opts.step)? {
+        let z = ops::size_for(op, g, esz, s);
+        if z.count == 0 {
+            skipped.push(s);
+        } else if sizes.last().is_none_or(|l| l.bytes != z.bytes) {
+            sizes.push(z);
+        }
+    }
+    let cols = table::columns(&opts.stats, opts.show_io_size, opts.show_algorithm);
+    Ok(Setup {
+        opts,
+        groups,
+        custom_groups,
+        pairs,
+        custom_pairs,
+        g,
+        sizes,
+        skipped,
+        cols,
+    })
+}
+
+/// How a size ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Measured (and checked, with `--check`).
+    Row(Row),
+    /// Failed: the table's text and the details for stderr and the log.
+    Failed {
+        /// After the size on the failure line.
+        line: String,
+        /// What went wrong, one item each.
+        details: Vec<String>,
+    },
+}
+
+/// Judge a size's answers.
+pub fn evaluate(
+    s: &Setup,
+    z: &Sizing,
+    out: &Outcome,
+    log: &Path,
+    algorithm: Option<String>,
+) -> Verdict {
+    let run_failed = |details: Vec<String>| Verdict::Failed {
+        line: format!("Failure running neuron-bench - log file {}", log.display()),
+        details,
+    };
+    let check_failed = |details: Vec<String>| Verdict::Failed {
+        line: format!("Failure checking results - log file {}", log.display()),
+        details,
+    };
+    let line_of = |r: u32| out.lines.iter().find(|l| l.rank == r);
+    let missing: Vec<u32> = (0..s.opts.ranks)
+        .filter(|&r| line_of(r).is_none())
+        .collect();
+    if s.opts.check.is_some() && missing.is_empty() {
+        let mut details = Vec::new();
+        for l in &out.lines {
+            if l.wrong.unwrap_or(0) > 0 {
+                details.push(format!(
+                    "rank {}: {} wrong element(s); first: {}{}",
+                    l.rank,
+                    l.wrong.unwrap_or(0),
+                    l.first.as_deref().unwrap_or("?"),
+                    l.dumped
+                        .as_ref()
+                        .map(|d| format!("; tensors dumped to {d}"))
+                        .unwrap_or_default()
+                ));
+            }
+        }
+        if matches!(s.opts.op, Op::AllReduce | Op::AllGather) {
+            details.extend(identity(&s.groups, &out.lines));
+        }
+        if !details.is_empty() {
+            return check_failed(details);
+        }
+    }
+    if !out.failures.is_empty() || !missing.is_empty() {
+        let mut d = out.failures.clone();
+        if !missing.is_empty() {
+            d.push(format!("no result from rank(s) {missing:?}"));
+        }
+        return run_failed(d);
+    }
+    let times = match line_of(0).and_then(|l| l.times_us.clone()) {
+        Some(t) if !t.is_empty() => t,
+        _ => return run_failed(vec!["rank 0 reported no times".into()]),
+    };
+    let stats = s.opts.stats.iter().map(|&st| (st, st.of(&times))).collect();
+    let avg = crate::stats::Stat::Avg.of(&times);
+    let algbw = gbps(z.bytes, avg);
+    Verdict::Row(Row {
+        size: z.bytes,
+        count: z.elems,
+        total_in: z.in_bytes,
+        total_out: z.out_bytes,
+        dtype: dtypes::name(s.opts.dtype),
+        times: stats,
+        algbw,
+        busbw: algbw * s.opts.op.busbw_factor(s.g),
+        algorithm,
+    })
+}
+
+/// The cross-rank identity check: every rank of a subgroup holds the same output.
+pub fn identity(groups: &[Vec<u32>], lines: &[RankLine]) -> Vec<String> {
+    let digest = |r: u32| {
+        lines
+            .iter()
+            .find(|l| l.rank == r)
+            .and_then(|l| l.digest.clone())
+    };
+    let mut v = Vec::new();
+    for grp in groups {
+        let first = grp[0];
+        for &r in &grp[1..] {
+            if digest(r) != digest(first) {
+                v.push(format!(
+                    "ranks {first} and {r} hold different outputs (cross-rank identity check)"
+                ));
+            }
+        }
+    }
+    v
+}
+
+/// The job template of a size (the launcher fills in the ranks).
+fn job_of(s: &Setup, z: &Sizing, neff: PathBuf, dump: PathBuf) -> Job {
+    let o = &s.opts;
+    let (warmup, iters, ops) = match (o.neff_iters, o.neff_warmup) {
+        (Some(i), Some(w)) => (w, i, o.iters.max(1)),
+        _ => (o.warmup, o.iters, 1),
+    };
+    Job {
+        neff,
+        op: o.op.name().into(),
+        dtype: dtypes::name(o.dtype).into(),
+        world: o.ranks,
+        count: z.count,
+        in_bytes: z.in_bytes,
+        out_bytes: z.out_bytes,
+        warmup,
+        iters,
+        ops_per_exec: ops,
+        check: o.check.map(|m| m.name().to_string()),
+        seed: o.seed,
+        ranks: Vec::new(),
+        threads: o.threads,
+        groups: s.groups.clone(),
+        pairs: s.pairs.clone(),
+        wait_stdin: false,
+        dump_dir: Some(dump),
+    }
+}
+
+/// The NEFF of a size.
+fn spec_of(s: &Setup, z: &Sizing, ops: u32) -> NeffSpec {
+    NeffSpec {
+        op: s.opts.op,
+        ranks: s.opts.ranks,
+        count: z.count,
+        dtype: s.opts.dtype,
+        ops,
+        groups: s.custom_groups.then(|| s.groups.clone()),
+        pairs: s.custom_pairs.then(|| s.pairs.clone()),
+    }
+}
+
+/// Append lines to a log file (best effort).
+fn append(log: &Path, lines: &[String]) {
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(log)
+    {
+        for l in lines {
+            let _ = writeln!(f, "nccom-test: {l}");
+        }
+    }
+}
+
+/// Run every size; the exit status (0, or 1 when any size failed).
+pub fn run(s: &Setup) -> i32 {
+    let o = &s.opts;
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("nccom-test: cannot find this binary: {e}");
+            return 1;
+        }
+    };
+    let pid = std::process::id();
+    let tmp = std::env::temp_dir();
+    let dir = tmp.join(format!("nccom_test_{pid}"));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        eprintln!("nccom-test: {}: {e}", dir.display());
+        return 1;
+    }
+    let plan = Plan {
+        exe,
+        threads: o.threads,
+        world: o.ranks,
+        deadline: DEADLINE,
+        debug: o.debug,
+    };
+    for sk in &s.skipped {
+        eprintln!(
+            "nccom-test: size {sk} B holds less than one {} element per rank block for {} on \
+             {} ranks; skipped",
+            dtypes::name(o.dtype),
+            o.op.name(),
+            s.g
+        );
+    }
+    println!("{}", table::header(&s.cols));
+    let _ = std::io::stdout().flush();
+    let (mut rows, mut errors) = (Vec::new(), 0usize);
+    for (i, z) in s.sizes.iter().enumerate() {
+        let log = tmp.join(format!("nccom_test_log_{pid}_{i}.log"));
+        let neff_path = dir.join(format!("size_{}.neff", z.bytes));
+        let dump = tmp.join(format!("nccom_test_dump_{pid}_{}", z.bytes));
+        let template = job_of(s, z, neff_path.clone(), dump);
+        let algorithm = o.show_algorithm.then(|| {
+            algo::chosen(o.op, o.dtype, z.count, o.ranks, &s.groups[0], &s.pairs)
+                .map(str::to_string)
+                .unwrap_or_else(|e| {
+                    eprintln!("nccom-test: size {}: no algorithm: {e}", z.bytes);
+                    "-".into()
+                })
+        });
+        let built = neffgen::build(&spec_of(s, z, template.ops_per_exec)).and_then(|b| {
+            if (b.in_bytes, b.out_bytes) != (z.in_bytes, z.out_bytes) {
+                return Err(format!(
+                    "the builder's tensors ({} B in, {} B out) are not the {} B in, {} B out \
+                     this size needs",
+                    b.in_bytes, b.out_bytes, z.in_bytes, z.out_bytes
+                ));
+            }
+            std::fs::write(&neff_path, b.bytes).map_err(|e| format!("{}: {e}", neff_path.display()))
+        });
+        let verdict = match built {
+            Err(e) => {
+                append(&log, &[format!("building the NEFF: {e}")]);
+                Verdict::Failed {
+                    line: format!("Failure running neuron-bench - log file {}", log.display()),
+                    details: vec![format!("building the NEFF: {e}")],
+                }
+            }
+            Ok(()) => {
+                let out = launch::run(&template, &plan, &log);
+                evaluate(s, z, &out, &log, algorithm)
+            }
+        };
+        match verdict {
+            Verdict::Row(r) => {
+                println!("{}", table::line(&s.cols, &r));
+                rows.push(r);
+                if !o.debug {
+                    let _ = std::fs::remove_file(&log);
+                    let _ = std::fs::remove_file(&neff_path);
+                }
+            }
+            Verdict::Failed { line, details } => {
+                errors += 1;
+                println!("{}", table::failure(z.bytes, &line));
+                append(&log, &details);
+                for d in &details {
+                    eprintln!("nccom-test: size {}: {d}", z.bytes);
+                }
+            }
+        }
+        let _ = std::io::stdout().flush();
+    }
+    if !o.debug {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    if let Some(p) = &o.report {
+        if let Err(e) = report::write(p, &s.cols, &rows) {
+            eprintln!("nccom-test: --report-to-json-file {}: {e}", p.display());
+            errors += 1;
+        }
+    }
+    if errors == 0 {
+        let bw: Vec<f64> = rows.iter().map(|r| r.busbw).collect();
+        println!("{}", table::average(&bw));
+        0
+    } else {
+        println!("{}", table::errors(errors));
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,174 @@
+//! The operations nccom-test names, and what each one's size means.
+//!
+//! The positional word (anywhere on the line) is one of `all_reduce|allr`, `all_gather|allg`,
+//! `all_gatherv|allgv`, `reduce_scatter|redsct`, `sendrecv`, `alltoall`, `alltoallv`, `permute`.
+//!
+//! **size(B)** is the vendor's for all-reduce (one rank's buffer) and all-gather (the total
+//! output). For the others it is OpenNRT's choice, the buffer a rank would allocate for the
+//! size: reduce-scatter the total input (each rank's input, `R` blocks); all-to-all one rank's
+//! buffer (in = out = `R` blocks); permute and sendrecv one rank's buffer (one block). So a size
+//! holds [`Op::size_blocks`] per-rank blocks of `count` elements, and a size that does not
+//! split evenly is rounded down to a whole number of elements per block (`-d fp32 -b 1023` is
+//! 1020 bytes for all-reduce; 1016 for all-gather on 8 ranks); the printed size(B) is the
+//! rounded one. `g` below is the group size: the rank count, or a custom replica group's size.
+//!
+//! **busbw** = algbw × [`Op::busbw_factor`]: all-reduce 2(g−1)/g; all-gather, reduce-scatter,
+//! all-to-all(-v) (g−1)/g; sendrecv and permute 1 (the vendor's factors).
+
+use opennrt::lower::request::CollectiveOp;
+
+/// An nccom-test operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `all_reduce`, `allr`.
+    AllReduce,
+    /// `all_gather`, `allg`.
+    AllGather,
+    /// `all_gatherv`, `allgv` (parsed, refused: no NEFF path yet).
+    AllGatherV,
+    /// `reduce_scatter`, `redsct`.
+    ReduceScatter,
+    /// `sendrecv`: every rank sends to its ring successor.
+    SendRecv,
+    /// `alltoall`.
+    AllToAll,
+    /// `alltoallv` (parsed, refused: no NEFF path yet).
+    AllToAllV,
+    /// `permute`: explicit source → target pairs (default r → r+1).
+    Permute,
+}
+
+/// Every operation word and its op (long names first, the usage text lists them).
+pub const WORDS: &[(&str, Op)] = &[
+    ("all_reduce", Op::AllReduce),
+    ("allr", Op::AllReduce),
+    ("all_gather", Op::AllGather),
+    ("allg", Op::AllGather),
+    ("all_gatherv", Op::AllGatherV),
+    ("allgv", Op::AllGatherV),
+    ("reduce_scatter", Op::ReduceScatter),
+    ("redsct", Op::ReduceScatter),
+    ("sendrecv", Op::SendRecv),
+    ("alltoall", Op::AllToAll),
+    ("alltoallv", Op::AllToAllV),
+    ("permute", Op::Permute),
+];
+
+impl Op {
+    /// The op of an operation word (case-insensitive), `None` for another word.
+    pub fn parse(w: &str) -> Option<Op> {
+        WORDS
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(w))
+            .map(|&(_, o)| o)
+    }
+
+    /// The long name (messages, the worker's job).
+    pub fn name(self) -> &'static str {
+        WORDS
+            .iter()
+            .find(|&&(_, o)| o == self)
+            .map_or("?", |&(n, _)| n)
+    }
+
+    /// The collective the lowering sees for this op (the request `--show-algorithm` selects
+    /// for; sendrecv is the implicit permute of docs/neff.md §2).
+    pub fn collective(self) -> CollectiveOp {
+        match self {
+            Op::AllReduce => CollectiveOp::AllReduce,
+            Op::AllGather | Op::AllGatherV => CollectiveOp::AllGather,
+            Op::ReduceScatter => CollectiveOp::ReduceScatter,
+            Op::SendRecv => CollectiveOp::PermuteImplicit,
+            Op::AllToAll => CollectiveOp::AllToAll,
+            Op::AllToAllV => CollectiveOp::AllToAllV,
+            Op::Permute => CollectiveOp::Permute,
+        }
+    }
+
+    /// It combines the ranks' data (needs a type the CCE reduces).
+    pub fn is_reducing(self) -> bool {
+        matches!(self, Op::AllReduce | Op::ReduceScatter)
+    }
+
+    /// The software device's NEFF path cannot run it yet: why, for the refusal.
+    pub fn unsupported(self) -> Option<String> {
+        matches!(self, Op::AllToAllV | Op::AllGatherV).then(|| {
+            format!(
+                "{} is not supported by the software device's NEFF path yet (the NEFF builder \
+                 writes no variable-size collective); run alltoall or all_gather instead",
+                self.name()
+            )
+        })
+    }
+
+    /// Per-rank blocks of `count` elements in one size(B) (see the module doc).
+    pub fn size_blocks(self, g: u32) -> u64 {
+        match self {
+            Op::AllReduce | Op::Permute | Op::SendRecv => 1,
+            _ => u64::from(g),
+        }
+    }
+
+    /// Blocks in one rank's input tensor.
+    pub fn in_blocks(self, g: u32) -> u64 {
+        match self {
+            Op::ReduceScatter | Op::AllToAll | Op::AllToAllV => u64::from(g),
+            _ => 1,
+        }
+    }
+
+    /// Blocks in one rank's output tensor.
+    pub fn out_blocks(self, g: u32) -> u64 {
+        match self {
+            Op::AllGather | Op::AllGatherV | Op::AllToAll | Op::AllToAllV => u64::from(g),
+            _ => 1,
+        }
+    }
+
+    /// busbw / algbw for a group of `g` ranks (the vendor's factors; 0 ranks count as 1).
+    pub fn busbw_factor(self, g: u32) -> f64 {
+        let r = f64::from(g.max(1));
+        match self {
+            Op::AllReduce => 2.0 * (r - 1.0) / r,
+            Op::AllGather | Op::AllGatherV | Op::ReduceScatter | Op::AllToAll | Op::AllToAllV => {
+                (r - 1.0) / r
+            }
+            Op::SendRecv | Op::Permute => 1.0,
+        }
+    }
+}
+
+/// What one requested size becomes for an op: the per-rank block and the sizes it implies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sizing {
+    /// The requested size (before rounding).
+    pub requested: u64,
+    /// Elements per rank block (the NEFF trigger's count).
+    pub count: u64,
+    /// size(B), rounded down to whole blocks.
+    pub bytes: u64,
+    /// count(elems): the elements in size(B).
+    pub elems: u64,
+    /// One rank's input tensor in bytes.
+    pub in_bytes: u64,
+    /// One rank's output tensor in bytes.
+    pub out_bytes: u64,
+}
+
+/// Round `requested` bytes down to what `op` on groups of `g` splits evenly, for elements of
+/// `esz` bytes.
+pub fn size_for(op: Op, g: u32, esz: u64, requested: u64) -> Sizing {
+    let blocks = op.size_blocks(g);
+    let count = requested / (esz * blocks);
+    Sizing {
+        requested,
+        count,
+        bytes: count * blocks * esz,
+        elems: count * blocks,
+        in_bytes: count * op.in_blocks(g) * esz,
+        out_bytes: count * op.out_blocks(g) * esz,
+    }
+}
+
+#[cfg(test)]
+mod tests;

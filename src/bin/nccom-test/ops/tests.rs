@@ -1,0 +1,55 @@
+use super::*;
+
+#[test]
+fn words_parse_both_spellings() {
+    assert_eq!(Op::parse("allr"), Some(Op::AllReduce));
+    assert_eq!(Op::parse("all_reduce"), Some(Op::AllReduce));
+    assert_eq!(Op::parse("ALLG"), Some(Op::AllGather));
+    assert_eq!(Op::parse("redsct"), Some(Op::ReduceScatter));
+    assert_eq!(Op::parse("alltoallv"), Some(Op::AllToAllV));
+    assert_eq!(Op::parse("allgv"), Some(Op::AllGatherV));
+    assert_eq!(Op::parse("broadcast"), None);
+    assert_eq!(Op::ReduceScatter.name(), "reduce_scatter");
+    for &(w, o) in WORDS {
+        assert_eq!(Op::parse(w), Some(o));
+    }
+}
+
+/// The vendor's factors: allr 2(r−1)/r; allg, redsct, alltoall (r−1)/r; sendrecv, permute 1.
+#[test]
+fn bus_factors_are_the_vendors() {
+    assert_eq!(Op::AllReduce.busbw_factor(2), 1.0);
+    assert_eq!(Op::AllReduce.busbw_factor(16), 2.0 * 15.0 / 16.0);
+    assert_eq!(Op::AllGather.busbw_factor(32), 31.0 / 32.0);
+    assert_eq!(Op::ReduceScatter.busbw_factor(4), 0.75);
+    assert_eq!(Op::AllToAll.busbw_factor(8), 7.0 / 8.0);
+    assert_eq!(Op::SendRecv.busbw_factor(8), 1.0);
+    assert_eq!(Op::Permute.busbw_factor(8), 1.0);
+}
+
+/// all-reduce: one rank's buffer; all-gather: the total output; the rest per the module doc.
+#[test]
+fn sizes_round_down_to_whole_blocks() {
+    let s = size_for(Op::AllReduce, 8, 4, 1023);
+    assert_eq!((s.count, s.bytes, s.elems), (255, 1020, 255));
+    assert_eq!((s.in_bytes, s.out_bytes), (1020, 1020));
+    let s = size_for(Op::AllGather, 8, 4, 1023);
+    assert_eq!((s.count, s.bytes, s.elems), (31, 992, 248));
+    assert_eq!((s.in_bytes, s.out_bytes), (124, 992));
+    let s = size_for(Op::ReduceScatter, 2, 4, 1024);
+    assert_eq!((s.count, s.in_bytes, s.out_bytes), (128, 1024, 512));
+    let s = size_for(Op::AllToAll, 4, 2, 1024);
+    assert_eq!((s.count, s.in_bytes, s.out_bytes), (128, 1024, 1024));
+    let s = size_for(Op::Permute, 4, 1, 100);
+    assert_eq!((s.count, s.in_bytes, s.out_bytes), (100, 100, 100));
+    assert_eq!(size_for(Op::AllGather, 16, 4, 4).count, 0);
+}
+
+#[test]
+fn variable_size_ops_are_refused_clearly() {
+    let why = Op::AllToAllV.unsupported().unwrap();
+    assert!(why.contains("not supported by the software device's NEFF path yet"));
+    assert!(Op::AllGatherV.unsupported().is_some());
+    assert!(Op::AllReduce.unsupported().is_none());
+    assert!(Op::AllReduce.is_reducing() && !Op::AllGather.is_reducing());
+}

@@ -1,0 +1,209 @@
+//! The `nccom-test` binary end to end: every operation with `--check` at small sizes, one
+//! process per rank (2 and 3 ranks) and in `--threads` mode; the table's rows (column count,
+//! numbers that parse), the `Avg bus bandwidth` line, the JSON report's keys, and the exit
+//! status 2 of refused command lines.
+//!
+//! Every run gets `NEURON_RT_EXEC_TIMEOUT=10` so that a broken runtime fails a size in seconds
+//! rather than the default minute (the whole file stays well under a minute when it works).
+
+use std::process::{Command, Output};
+
+/// Every operation the NEFF path runs.
+const OPS: [&str; 6] = ["allr", "allg", "redsct", "alltoall", "permute", "sendrecv"];
+
+/// Run the binary with `args` (whitespace-separated).
+fn run(args: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nccom-test"))
+        .args(args.split_whitespace())
+        .env("NEURON_RT_EXEC_TIMEOUT", "10")
+        .output()
+        .expect("nccom-test runs")
+}
+
+/// Stdout and stderr as text.
+fn texts(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A successful run's table: the header's cells and every row's cells. Checks that each row
+/// has the header's column count, that every cell but type and algorithm is a number, and
+/// that the last line is `Avg bus bandwidth:      X.XXXXGB/s`.
+fn table(args: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let o = run(args);
+    let (out, err) = texts(&o);
+    assert!(
+        o.status.success(),
+        "nccom-test {args}: {:?}\n{out}\n{err}",
+        o.status
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.len() >= 3, "nccom-test {args}:\n{out}");
+    let header: Vec<String> = lines[0].split_whitespace().map(String::from).collect();
+    assert_eq!(header[0], "size(B)", "{out}");
+    let last = lines[lines.len() - 1];
+    let bw = last
+        .strip_prefix("Avg bus bandwidth:      ")
+        .and_then(|r| r.strip_suffix("GB/s"))
+        .unwrap_or_else(|| panic!("nccom-test {args}: last line {last:?}"));
+    let (int, frac) = bw.split_once('.').expect("decimals");
+    assert!(
+        int.parse::<u64>().is_ok() && frac.len() == 4 && frac.parse::<u64>().is_ok(),
+        "{last}"
+    );
+    let mut rows = Vec::new();
+    for l in &lines[1..lines.len() - 1] {
+        let cells: Vec<String> = l.split_whitespace().map(String::from).collect();
+        assert_eq!(cells.len(), header.len(), "nccom-test {args}: row {l:?}");
+        for (h, c) in header.iter().zip(&cells) {
+            if h != "type" && h != "algorithm" {
+                assert!(c.parse::<f64>().is_ok(), "{h} = {c:?} in {l:?}");
+            }
+        }
+        rows.push(cells);
+    }
+    (header, rows)
+}
+
+/// The size column of each row.
+fn sizes(rows: &[Vec<String>]) -> Vec<u64> {
+    rows.iter().map(|r| r[0].parse().unwrap()).collect()
+}
+
+#[test]
+fn every_op_checks_on_two_processes() {
+    for op in OPS {
+        let (header, rows) = table(&format!(
+            "-r 2 {op} -b 1kb -e 8kb -f 2 -d fp32 -n 3 -w 1 --check --non-interactive"
+        ));
+        assert_eq!(
+            header,
+            [
+                "size(B)",
+                "count(elems)",
+                "type",
+                "time:avg(us)",
+                "algbw(GB/s)",
+                "busbw(GB/s)"
+            ]
+        );
+        assert_eq!(sizes(&rows), [1024, 2048, 4096, 8192], "{op}");
+        assert!(rows
+            .iter()
+            .all(|r| r[2] == "fp32" && r[1] == (r[0].parse::<u64>().unwrap() / 4).to_string()));
+    }
+}
+
+/// Three ranks: sizes round down to whole per-rank blocks where the op splits them.
+#[test]
+fn every_op_checks_on_three_processes() {
+    for op in OPS {
+        let (_, rows) = table(&format!(
+            "-r 3 {op} -b 1kb -e 4kb -f 4 -d bf16 -n 2 -w 1 --check"
+        ));
+        let want: &[u64] = match op {
+            "allr" | "permute" | "sendrecv" => &[1024, 4096],
+            _ => &[1020, 4092],
+        };
+        assert_eq!(sizes(&rows), want, "{op}");
+    }
+}
+
+#[test]
+fn every_op_checks_in_threads_mode() {
+    for op in OPS {
+        let (_, rows) = table(&format!(
+            "-r 4 {op} -b 256 -e 16kb -f 8 -d fp8 -n 2 -w 1 --check all_ones --threads"
+        ));
+        assert_eq!(rows.len(), 3, "{op}");
+        assert!(rows.iter().all(|r| r[2] == "fp8"));
+    }
+    let (_, rows) = table("-r 2 allg -b 1kb -e 1kb -d int32 -n 2 -w 0 --check --threads --seed 7");
+    assert_eq!(sizes(&rows), [1024]);
+}
+
+/// `-t`, `--show-algorithm`, `--show-input-output-size` and the JSON report.
+#[test]
+fn optional_columns_and_the_json_report() {
+    let report = std::env::temp_dir().join(format!("nccom_test_it_{}.json", std::process::id()));
+    let (header, rows) = table(&format!(
+        "allr -r 2 -b 1kb -e 4kb -f 4 -d fp32 -n 5 -w 1 -t avg p25 p50 p90 p99 \
+         --show-algorithm --show-input-output-size --report-to-json-file {}",
+        report.display()
+    ));
+    assert_eq!(
+        header,
+        [
+            "size(B)",
+            "count(elems)",
+            "total_input_size(B)",
+            "total_output_size(B)",
+            "type",
+            "time:avg(us)",
+            "time:p25(us)",
+            "time:p50(us)",
+            "time:p90(us)",
+            "time:p99(us)",
+            "algbw(GB/s)",
+            "busbw(GB/s)",
+            "algorithm"
+        ]
+    );
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert!(
+            ["mesh", "rdh", "kangaring", "ring", "hier"].contains(&r[12].as_str()),
+            "{r:?}"
+        );
+        let (_, decimals) = r[5].split_once('.').expect("the mean has decimals");
+        assert_eq!(decimals.len(), 2);
+        assert!(!r[6].contains('.'), "percentiles are integers: {r:?}");
+    }
+    let text = std::fs::read_to_string(&report).unwrap();
+    std::fs::remove_file(&report).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    let first = results[0].as_object().unwrap();
+    for k in &header {
+        assert!(first.contains_key(k.as_str()), "{k} missing from {text}");
+    }
+    assert_eq!(first["size(B)"], 1024);
+    assert_eq!(first["count(elems)"], 256);
+    assert_eq!(first["type"], "fp32");
+    assert!(first["busbw(GB/s)"].as_f64().unwrap() > 0.0);
+    assert!(text.find("\"type\"").unwrap() < text.find("\"algbw(GB/s)\"").unwrap());
+    assert!(text.find("\"busbw(GB/s)\"").unwrap() < text.find("\"time:avg(us)\"").unwrap());
+}
+
+/// Options it cannot honour, and operations it cannot run, exit 2 with the reason.
+#[test]
+fn refused_command_lines_exit_2() {
+    for (args, why) in [
+        ("-r 2 allr -d fp32 --hosts h1 h2", "not supported"),
+        ("-r 2 allr -d fp32 -N 2", "not supported"),
+        ("-r 2 allr -d fp32 --streams-json s.json", "not supported"),
+        (
+            "-r 2 alltoallv -d fp32",
+            "not supported by the software device's NEFF path yet",
+        ),
+        (
+            "-r 2 allgv",
+            "not supported by the software device's NEFF path yet",
+        ),
+        ("-r 2 allr", "refused"),
+        ("-r 2 allr --no-such-flag", "unknown option"),
+        ("allr -d fp32", "-r/--nworkers is required"),
+    ] {
+        let o = run(args);
+        let (out, err) = texts(&o);
+        assert_eq!(o.status.code(), Some(2), "{args}: {out}{err}");
+        assert!(err.contains(why), "{args}: {err}");
+        assert!(out.is_empty(), "{args}: {out}");
+    }
+    let o = run("--help");
+    assert!(o.status.success());
+    assert!(texts(&o).0.starts_with("usage: nccom-test"));
+}
