@@ -111,6 +111,20 @@ fn every_op_checks_on_three_processes() {
     }
 }
 
+/// Every op × {fp32, bf16} on eight processes (one rank each), the largest group.
+#[test]
+fn every_op_checks_on_eight_processes() {
+    for op in OPS {
+        for dtype in ["fp32", "bf16"] {
+            let (_, rows) = table(&format!(
+                "-r 8 {op} -b 8kb -e 8kb -d {dtype} -n 2 -w 1 --check"
+            ));
+            assert_eq!(sizes(&rows), [8192], "{op} {dtype}");
+            assert!(rows.iter().all(|r| r[2] == dtype), "{op} {dtype}");
+        }
+    }
+}
+
 #[test]
 fn every_op_checks_in_threads_mode() {
     for op in OPS {
