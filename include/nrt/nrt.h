@@ -967,9 +967,11 @@ NRT_STATUS nrt_host_device_id_rid_map_get(uint32_t *count, uint32_t *host_did_to
 /**
  * The host mapping of HBM bank `hbm_idx` of device `device_id`: its virtual address and size.
  *
+ * Not implemented: the software device keeps each device tensor in an allocation of its own,
+ * so there is no one HBM bank whose mapping could be handed out.
+ *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID`; `NRT_UNINITIALIZED` before `nrt_init`. Currently
- * `NRT_FAILURE`: not implemented yet (models and their device memory).
+ * `NRT_FAILURE` (logged once); `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
  * `addr` and `size` must be NULL or writable.
