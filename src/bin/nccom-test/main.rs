@@ -9,7 +9,7 @@
 //! (time statistics), [`table`] and [`report`] (output), [`check`] (data and golden results),
 //! [`custom`] (replica groups and pairs files), [`algo`] (`--show-algorithm`), [`neffgen`]
 //! (the NEFF of a size), [`job`] (the parent ↔ worker protocol), [`launch`] (starting workers),
-//! [`worker`] (the hidden worker that drives the C ABI) and [`bench`] (one run).
+//! [`worker`] (the hidden worker that drives the C ABI) and [`mod@bench`] (one run).
 //!
 //! Exit status: 0; 1 when a size failed (run or check); 2 for a bad or refused command line.
 

@@ -27,7 +27,7 @@ pub enum Col {
     TotalOut,
     /// type.
     Type,
-    /// time:<stat>(us).
+    /// `time:<stat>(us)`.
     Time(Stat),
     /// algbw(GB/s).
     AlgBw,
