@@ -27,16 +27,16 @@ use crate::lower::program::Algorithm;
 use crate::lower::request::ReduceOp;
 use crate::neff::header::HEADER_SIZE;
 
-/// Largest var `size` the loader accepts (docs/neff.md §1.2): 2^48 bytes. [`build`] refuses a
-/// spec whose buffers would be larger, rather than writing a NEFF nobody can load.
-pub const MAX_VAR_BYTES: u64 = 1 << 48;
+/// Largest var `size` the loader accepts (docs/neff.md §1.2), the loader's own bound: [`build`]
+/// refuses a spec whose buffers would be larger, rather than writing a NEFF nobody can load.
+pub use crate::neff::graph::MAX_VAR_BYTES;
 /// Most ranks [`build`] accepts: far above any real replica group, small enough that the
 /// `replica_groups` list stays a few kilobytes.
 pub const MAX_RANKS: u32 = 1024;
 /// Most triggers in a row ([`BuildSpec::ops`]): 64 KiB of SP program.
 pub const MAX_OPS: u32 = 1024;
-/// Most replica groups in a NEFF (the vendor's 2.34 limit, docs/neff.md §1.2).
-pub const MAX_REPLICA_GROUPS: usize = 16;
+/// Most replica groups in a NEFF (the vendor's 2.34 limit, docs/neff.md §1.2): the loader's bound.
+pub use crate::neff::graph::MAX_REPLICA_GROUPS;
 
 /// The collective a built NEFF runs: the `--op` of `opennrt neff build` (docs/neff.md §2 table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -713,10 +713,5 @@ fn contiguous(step: [i32; 2], num: [u32; 2]) -> bool {
     (step[0] == 1 || num[0] <= 1) && (num[1] <= 1 || i64::from(step[1]) == i64::from(num[0]))
 }
 
-/// Bytes used on `vnc` by device tensors (for `nrt_get_vnc_memory_stats`).
-pub fn loaded_models(vnc: u32) -> usize {
-    LOADED.lock().get(&vnc).copied().unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests;
