@@ -17,7 +17,10 @@ use opennrt::abi::types::{
     nrt_tensor_set_t, nrt_tensor_t,
 };
 use opennrt::isa::enums::Dtype;
-use opennrt::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
+use opennrt::lower::cases::A2avRecv;
+use opennrt::lower::request::{
+    encode_metadata, A2avMeta, CollectiveOp, CollectiveRequest, ReduceOp,
+};
 use opennrt::neff::build::{build, BuildOp, BuildSpec};
 use opennrt::runtime::verifiable;
 
@@ -31,6 +34,49 @@ fn close() {
     abi::nrt_close();
 }
 
+/// Rank r's all-to-all-v metadata rows for a built variable-size NEFF: non-uniform, with
+/// zero counts and gaps. all_to_all_v: `lower::cases::a2av_meta`'s table (in = out =
+/// count·R). all_gather_v: rank r sends its last `c_r = (3r + 1) mod (count + 1)` elements to
+/// every peer; receive windows packed in peer order.
+fn variable_rows(spec: &BuildSpec) -> Vec<[Vec<u64>; 4]> {
+    let n = spec.ranks as usize;
+    match spec.op {
+        BuildOp::AllToAllV => {
+            let m =
+                opennrt::lower::cases::a2av_meta(spec.ranks, spec.count, A2avRecv::Packed).unwrap();
+            let t = m.table.unwrap();
+            (0..n)
+                .map(|r| {
+                    [
+                        t.send_counts[r].clone(),
+                        t.send_displs[r].clone(),
+                        t.recv_counts[r].clone(),
+                        t.recv_displs[r].clone(),
+                    ]
+                })
+                .collect()
+        }
+        BuildOp::AllGatherV => {
+            let c = |r: usize| (3 * r as u64 + 1) % (spec.count + 1);
+            let mut displs = vec![0; n];
+            for p in 1..n {
+                displs[p] = displs[p - 1] + c(p - 1);
+            }
+            (0..n)
+                .map(|r| {
+                    [
+                        vec![c(r); n],
+                        vec![spec.count - c(r); n],
+                        (0..n).map(c).collect(),
+                        displs.clone(),
+                    ]
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// The request a built NEFF's collective is, for the reference.
 fn request_of(spec: &BuildSpec) -> CollectiveRequest {
     let n = spec.ranks;
@@ -41,10 +87,28 @@ fn request_of(spec: &BuildSpec) -> CollectiveRequest {
         BuildOp::AllToAll => (CollectiveOp::AllToAll, None),
         BuildOp::Permute => (CollectiveOp::Permute, None),
         BuildOp::SendRecv => (CollectiveOp::PermuteImplicit, None),
+        BuildOp::AllToAllV | BuildOp::AllGatherV => (CollectiveOp::AllToAllV, None),
     };
     let mut r = CollectiveRequest::new(op, spec.dtype, reduce, spec.count, (0..n).collect(), 0);
     if op == CollectiveOp::Permute {
         r.pairs = (0..n).map(|i| (i, (i + 1) % n)).collect();
+    }
+    if spec.op.is_variable() {
+        let esize = spec.dtype.size_bytes().unwrap() as u64;
+        let rows: Vec<Vec<Vec<u64>>> = variable_rows(spec)
+            .into_iter()
+            .map(|r| r.to_vec())
+            .collect();
+        let meta = A2avMeta::from_bitmap(
+            0x0F,
+            spec.input_bytes() / esize,
+            spec.output_bytes() / esize,
+            None,
+        )
+        .unwrap()
+        .with_table(n, &rows)
+        .unwrap();
+        r.a2av = Some(meta);
     }
     r
 }
@@ -85,13 +149,14 @@ fn set_of(entries: &[(&str, *mut nrt_tensor_t)]) -> *mut nrt_tensor_set_t {
     s
 }
 
-/// Rank `rank` of a job: load `neff`, run it `times` times with `input`, return the status of
-/// the first failing call (or 0) and the output.
+/// Rank `rank` of a job: load `neff`, run it `times` times with `input` (and `metadata0` for
+/// the variable-size ops), return the status of the first failing call (or 0) and the output.
 fn rank_run(
     neff: &[u8],
     rank: u32,
     world: u32,
     input: &[u8],
+    meta: Option<&[u8]>,
     out_len: usize,
     times: u32,
 ) -> (i32, Vec<u8>) {
@@ -114,7 +179,12 @@ fn rank_run(
     }
     let tin = tensor(vnc, "in", input.len(), Some(input));
     let tout = tensor(vnc, "out", out_len, None);
-    let ins = set_of(&[("input0", tin)]);
+    let tmeta = meta.map(|m| tensor(vnc, "meta", m.len(), Some(m)));
+    let mut in_list = vec![("input0", tin)];
+    if let Some(t) = tmeta {
+        in_list.push(("metadata0", t));
+    }
+    let ins = set_of(&in_list);
     let outs = set_of(&[("output0", tout)]);
     let mut status = 0;
     for _ in 0..times {
@@ -137,6 +207,9 @@ fn rank_run(
         let (mut a, mut b) = (tin, tout);
         abi::nrt_tensor_free(&mut a);
         abi::nrt_tensor_free(&mut b);
+        if let Some(mut t) = tmeta {
+            abi::nrt_tensor_free(&mut t);
+        }
         assert_eq!(abi::nrt_unload(m) as i32, 0);
     }
     (status, out)
@@ -153,11 +226,16 @@ fn generated_neffs_run_exactly(n: u32) {
             let inputs = verifiable::inputs(&req).unwrap();
             let out_len = spec.output_bytes() as usize;
             assert_eq!(inputs[0].len() as u64, spec.input_bytes(), "{op:?}");
+            let metas: Vec<Vec<u8>> = variable_rows(&spec)
+                .iter()
+                .map(|rows| encode_metadata(n, rows).unwrap())
+                .collect();
             let results: Vec<(i32, Vec<u8>)> = std::thread::scope(|s| {
                 let hs: Vec<_> = (0..n)
                     .map(|r| {
                         let (neff, input) = (&neff, &inputs[r as usize]);
-                        s.spawn(move || rank_run(neff, r, n, input, out_len, 2))
+                        let meta = metas.get(r as usize).map(Vec::as_slice);
+                        s.spawn(move || rank_run(neff, r, n, input, meta, out_len, 2))
                     })
                     .collect();
                 hs.into_iter().map(|h| h.join().unwrap()).collect()
@@ -182,8 +260,8 @@ fn mismatched_neffs_fail_everywhere() {
     let input = vec![0u8; 256];
     let t0 = std::time::Instant::now();
     let st: Vec<i32> = std::thread::scope(|s| {
-        let a = s.spawn(|| rank_run(&one, 0, 2, &input, 256, 1).0);
-        let b = s.spawn(|| rank_run(&two, 1, 2, &input, 256, 1).0);
+        let a = s.spawn(|| rank_run(&one, 0, 2, &input, None, 256, 1).0);
+        let b = s.spawn(|| rank_run(&two, 1, 2, &input, None, 256, 1).0);
         vec![a.join().unwrap(), b.join().unwrap()]
     });
     assert_eq!(st, [2, 2], "NRT_INVALID on both ranks");

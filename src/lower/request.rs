@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::isa::enums::{AluOp, CollectiveType, Dtype, EncOpType, InstrChaining};
 use crate::isa::enums::{UpdateMode, WaitMode};
 
-pub use a2av::{A2avMeta, A2avRow, A2avTable};
+pub use a2av::{decode_metadata, encode_metadata, metadata_bytes, A2avMeta, A2avRow, A2avTable};
 pub use api::ApiComm;
 pub use instr::{InstrContext, TensorInfo};
 pub use stream::requests_from_stream;

@@ -19,10 +19,15 @@ use serde_json::{json, Map, Value};
 use sha2::Sha256;
 
 use crate::error::{Error, Result};
-use crate::isa::enums::{AluOp, CollectiveType, Dtype, UpdateMode, WaitMode};
+use crate::isa::enums::{
+    AluOp, CcDim, CollectiveType, Dtype, Flag, InstrChaining, UpdateMode, WaitMode,
+};
 use crate::isa::instr::{Common, Events};
-use crate::isa::instr_collective::TriggerCollective;
+use crate::isa::instr_collective::{
+    Collective2, Collective2Ext, DmaConfigs, TriggerCollective, TriggerCollective2,
+};
 use crate::isa::layout::C8_RESERVED;
+use crate::isa::operand::{Addr4, PseudoAddr8, Tensor2d};
 use crate::lower::program::Algorithm;
 use crate::lower::request::ReduceOp;
 use crate::neff::header::HEADER_SIZE;
@@ -53,21 +58,30 @@ pub enum BuildOp {
     Permute,
     /// 0xC8 PERMUTE_IMPLICIT (each rank to its ring successor): in = out = count.
     SendRecv,
+    /// 0xD9+0xDA ALL_TO_ALL_V with the `metadata0` table: in = out = count·R; the table (per
+    /// peer counts and displacements) is an input, read at execution.
+    AllToAllV,
+    /// All-gather-v as an 0xD9+0xDA ALL_TO_ALL_V (the ISA has no gather-v word): in = count,
+    /// out = count·R; each rank sends the same window of its input to every peer.
+    AllGatherV,
 }
 
 impl BuildOp {
     /// Every op, in the order of docs/neff.md §2.
-    pub const ALL: [BuildOp; 6] = [
+    pub const ALL: [BuildOp; 8] = [
         BuildOp::AllReduce,
         BuildOp::AllGather,
         BuildOp::ReduceScatter,
         BuildOp::AllToAll,
         BuildOp::Permute,
         BuildOp::SendRecv,
+        BuildOp::AllToAllV,
+        BuildOp::AllGatherV,
     ];
 
     /// Parse a command-line spelling: the canonical name or the nccom-test short one
-    /// (`allr`, `allg`, `redsct`, `alltoall`, `sendrecv`), case-insensitive, so the names
+    /// (`allr`, `allg`, `redsct`, `alltoall`, `sendrecv`, `alltoallv`, `all_gatherv`, `allgv`),
+    /// case-insensitive, so the names
     /// users already type for nccom-test work here too.
     pub fn parse(s: &str) -> Option<BuildOp> {
         Some(match s.trim().to_ascii_lowercase().as_str() {
@@ -77,6 +91,8 @@ impl BuildOp {
             "all_to_all" | "alltoall" => BuildOp::AllToAll,
             "permute" => BuildOp::Permute,
             "send_recv" | "sendrecv" => BuildOp::SendRecv,
+            "all_to_all_v" | "alltoallv" => BuildOp::AllToAllV,
+            "all_gather_v" | "all_gatherv" | "allgv" => BuildOp::AllGatherV,
             _ => return None,
         })
     }
@@ -90,10 +106,12 @@ impl BuildOp {
             BuildOp::AllToAll => "all_to_all",
             BuildOp::Permute => "permute",
             BuildOp::SendRecv => "send_recv",
+            BuildOp::AllToAllV => "all_to_all_v",
+            BuildOp::AllGatherV => "all_gather_v",
         }
     }
 
-    /// The 0xC8 `ctype` the trigger carries (docs/neff.md §2 table).
+    /// The `ctype` the trigger carries (docs/neff.md §2 table).
     pub fn ctype(self) -> CollectiveType {
         match self {
             BuildOp::AllReduce => CollectiveType::AllReduce,
@@ -102,6 +120,29 @@ impl BuildOp {
             BuildOp::AllToAll => CollectiveType::AllToAll,
             BuildOp::Permute => CollectiveType::Permute,
             BuildOp::SendRecv => CollectiveType::PermuteImplicit,
+            BuildOp::AllToAllV | BuildOp::AllGatherV => CollectiveType::AllToAllV,
+        }
+    }
+
+    /// The op is variable-size: an 0xD9+0xDA ALL_TO_ALL_V word with a `metadata0` input.
+    pub fn is_variable(self) -> bool {
+        matches!(self, BuildOp::AllToAllV | BuildOp::AllGatherV)
+    }
+
+    /// One rank's input holds a block per rank (reduce-scatter, the all-to-alls).
+    pub fn input_spans_ranks(self) -> bool {
+        match self {
+            BuildOp::AllToAllV => true,
+            BuildOp::AllGatherV => false,
+            op => op.ctype().enc_op().input_spans_ranks(),
+        }
+    }
+
+    /// One rank's output holds a block per rank (the all-gathers, the all-to-alls).
+    pub fn output_spans_ranks(self) -> bool {
+        match self {
+            BuildOp::AllToAllV | BuildOp::AllGatherV => true,
+            op => op.ctype().enc_op().output_spans_ranks(),
         }
     }
 
@@ -173,15 +214,13 @@ impl BuildSpec {
     /// spans ranks (reduce-scatter, all-to-all). Saturates at `u64::MAX`; [`build`] refuses
     /// sizes above [`MAX_VAR_BYTES`].
     pub fn input_bytes(&self) -> u64 {
-        self.bytes(self.op.ctype().enc_op().input_spans_ranks())
-            .unwrap_or(u64::MAX)
+        self.bytes(self.op.input_spans_ranks()).unwrap_or(u64::MAX)
     }
 
     /// One rank's output bytes (`output0`): count × element size, × group size when the
     /// output spans ranks (all-gather, all-to-all). Saturates like [`BuildSpec::input_bytes`].
     pub fn output_bytes(&self) -> u64 {
-        self.bytes(self.op.ctype().enc_op().output_spans_ranks())
-            .unwrap_or(u64::MAX)
+        self.bytes(self.op.output_spans_ranks()).unwrap_or(u64::MAX)
     }
 
     fn bytes(&self, spans: bool) -> Option<u64> {
@@ -192,6 +231,32 @@ impl BuildSpec {
             1
         };
         self.count.checked_mul(esize)?.checked_mul(scale)
+    }
+
+    /// `metadata0`'s bytes for a variable-size op (4 rows of group-size uint32 entries), else 0.
+    pub fn metadata_bytes(&self) -> u64 {
+        if self.op.is_variable() {
+            crate::lower::request::metadata_bytes(self.group_size())
+        } else {
+            0
+        }
+    }
+
+    /// The equal-blocks table of a variable-size op, the same on every rank (what a run
+    /// without a metadata file uses, docs/neff.md §2), as `[send counts, send displacements,
+    /// receive counts, receive displacements]` in elements: all-to-all-v sends `count` to each
+    /// peer from `p·count`; all-gather-v sends its first `count` to every peer; both receive
+    /// `count` from peer p at `p·count`. `None` for the fixed-size ops.
+    pub fn uniform_metadata(&self) -> Option<[Vec<u64>; 4]> {
+        let g = u64::from(self.group_size());
+        let blocks: Vec<u64> = (0..g).map(|p| p * self.count).collect();
+        let send_displs = match self.op {
+            BuildOp::AllToAllV => blocks.clone(),
+            BuildOp::AllGatherV => vec![0; g as usize],
+            _ => return None,
+        };
+        let counts = vec![self.count; g as usize];
+        Some([counts.clone(), send_displs, counts, blocks])
     }
 
     /// The header's model name, `opennrt-<op>-r<R>-n<count>-<dtype>` (docs/neff.md §2).
@@ -560,9 +625,61 @@ fn to_json(v: &Value) -> Vec<u8> {
     b
 }
 
-/// The SP program of `spec`: `spec.ops` identical 0xC8 triggers (docs/neff.md §2: wait none,
-/// SEM_INC_COMPLETE on semaphore 0, group 0, input var 1, output var 2, the per-rank block).
+/// The var id of `metadata0`, the all-to-all-v table (docs/neff.md §2).
+pub const METADATA_VAR: u16 = 3;
+
+/// The SP program of `spec`: `spec.ops` identical triggers (docs/neff.md §2: wait none,
+/// SEM_INC_COMPLETE on semaphore 0, group 0, input var 1, output var 2): a 0xC8 with the
+/// per-rank block, or for the variable-size ops an 0xD9+0xDA ALL_TO_ALL_V whose VAR_ID operands
+/// span the whole of input0, output0 and metadata0 (src1, bitmap 0x0F: all four rows are
+/// inputs). [`build`] refuses variable-size buffers above `u32::MAX` elements, which one
+/// contiguous operand cannot count; here such a count saturates.
 pub fn trigger_program(spec: &BuildSpec) -> Vec<u8> {
+    let events = Events {
+        wait_mode: WaitMode::None,
+        wait_idx: 0,
+        update_mode: UpdateMode::SemIncComplete,
+        update_idx: 0,
+        semaphore_value: 0,
+    };
+    if spec.op.is_variable() {
+        let esize = spec.dtype.size_bytes().unwrap_or(1) as u64;
+        let operand = |var: u16, bytes: u64, esize: u64| {
+            let elems = u32::try_from(bytes / esize).unwrap_or(u32::MAX);
+            Tensor2d::contiguous(PseudoAddr8::var(var, 0).expect("offset 0 fits"), elems)
+        };
+        let word = Collective2 {
+            trigger: TriggerCollective2 {
+                common: Common {
+                    events,
+                    ..Common::default()
+                },
+                op: AluOp::Bypass,
+                dtype: spec.dtype,
+                ctype: CollectiveType::AllToAllV,
+                cc_dim: CcDim::Dim0,
+                src0: operand(1, spec.input_bytes(), esize),
+                src1: operand(METADATA_VAR, spec.metadata_bytes(), 4),
+            },
+            ext: Collective2Ext {
+                instr_chaining: InstrChaining::None,
+                group_id: 0,
+                channel_id: 0,
+                stream_id: 0,
+                dst: operand(2, spec.output_bytes(), esize),
+                cc_buf_start_addr: Addr4::default(),
+                cc_buf_size: 0,
+                unique_tensors: Flag::Off,
+                dma_configs: DmaConfigs::default(),
+                src1_bitmap: 0x0F,
+                permute_chain: 0,
+                cross_sb_out: Flag::Off,
+                tail_reserved: [0; 32],
+            },
+        }
+        .encode();
+        return word.repeat(spec.ops as usize);
+    }
     let op = if spec.op.is_reducing() {
         match spec.redop {
             ReduceOp::Add => AluOp::Add,
@@ -574,13 +691,7 @@ pub fn trigger_program(spec: &BuildSpec) -> Vec<u8> {
     };
     let word = TriggerCollective {
         common: Common {
-            events: Events {
-                wait_mode: WaitMode::None,
-                wait_idx: 0,
-                update_mode: UpdateMode::SemIncComplete,
-                update_idx: 0,
-                semaphore_value: 0,
-            },
+            events,
             ..Common::default()
         },
         op,
@@ -667,11 +778,20 @@ pub fn build(spec: &BuildSpec) -> Result<Vec<u8>> {
             )))
         }
     };
-    let enc = spec.op.ctype().enc_op();
-    let in_bytes = checked_bytes(spec, enc.input_spans_ranks(), "the input")?;
-    let out_bytes = checked_bytes(spec, enc.output_spans_ranks(), "the output")?;
+    let in_bytes = checked_bytes(spec, spec.op.input_spans_ranks(), "the input")?;
+    let out_bytes = checked_bytes(spec, spec.op.output_spans_ranks(), "the output")?;
     let elems = |bytes: u64| bytes / spec.dtype.size_bytes().unwrap_or(1) as u64;
     let (in_elems, out_elems) = (elems(in_bytes), elems(out_bytes));
+    if spec.op.is_variable() && in_elems.max(out_elems) > u64::from(u32::MAX) {
+        return Err(refuse(format_args!(
+            "{}: a buffer of {} elements is more than the 2^32 - 1 one contiguous 0xD9 \
+             operand counts",
+            spec.op.name(),
+            in_elems.max(out_elems)
+        )));
+    }
+    let meta_bytes = spec.metadata_bytes();
+    let meta_entries = meta_bytes / 4;
     let name = spec.model_name();
 
     let mut def = Map::new();
@@ -691,49 +811,78 @@ pub fn build(spec: &BuildSpec) -> Result<Vec<u8>> {
     }
     def.insert("sp".into(), json!("SP.json"));
     def.insert("sp_instr".into(), json!("SP.bin"));
-    def.insert(
-        "var".into(),
-        json!({
-            "SB": { "type": "state-buffer", "var_id": 0 },
-            "input0": { "ops": [], "size": in_bytes, "type": "input", "var_id": 1 },
-            "output0": { "ops": [], "size": out_bytes, "type": "output", "var_id": 2 },
-        }),
-    );
+    let mut vars = json!({
+        "SB": { "type": "state-buffer", "var_id": 0 },
+        "input0": { "ops": [], "size": in_bytes, "type": "input", "var_id": 1 },
+        "output0": { "ops": [], "size": out_bytes, "type": "output", "var_id": 2 },
+    });
+    if meta_bytes > 0 {
+        vars["metadata0"] = json!({
+            "ops": [], "size": meta_bytes, "type": "input", "var_id": METADATA_VAR,
+        });
+    }
+    def.insert("var".into(), vars);
     let def = to_json(&Value::Object(def));
-    let tensor = |kind: &str, n: &str, elems: u64| {
+    let tensor = |kind: &str, n: &str, dtype: &str, elems: u64| {
         json!({
-            "dtype": np_dtype, "is_const": false, "kind": kind, "layer_name": n,
+            "dtype": dtype, "is_const": false, "kind": kind, "layer_name": n,
             "sim_format": "N", "sim_shape": [elems], "tf_file": format!("value_{n}.npy"),
             "tf_format": "N", "tf_shape": [elems],
         })
     };
-    let tensor_map = to_json(&json!({
-        "input0": tensor("input", "input0", in_elems),
-        "output0": tensor("output", "output0", out_elems),
-    }));
+    let mut tensor_map = json!({
+        "input0": tensor("input", "input0", np_dtype, in_elems),
+        "output0": tensor("output", "output0", np_dtype, out_elems),
+    });
+    if meta_bytes > 0 {
+        tensor_map["metadata0"] = tensor("input", "metadata0", "uint32", meta_entries);
+    }
+    let tensor_map = to_json(&tensor_map);
     let sp_json = to_json(&json!({ "dma": [], "instr": "SP.bin", "name": "SP.json" }));
     let sp_bin = trigger_program(spec);
 
     let graph_names: Vec<String> = (0..spec.lnc).map(|i| format!("sg{i:02}")).collect();
+    // One `null` node per input (input0, then metadata0 for the variable-size ops), then the
+    // kernel node; storage ids, shapes and dtypes list the inputs and then the output.
+    let mut inputs = vec![("input0", np_dtype, in_elems)];
+    if meta_bytes > 0 {
+        inputs.push(("metadata0", "uint32", meta_entries));
+    }
+    let k = inputs.len();
+    let mut nodes: Vec<Value> = inputs
+        .iter()
+        .map(|(n, _, _)| {
+            json!({ "op": "null", "name": n, "inputs": [], "output_names": [n], "is_param": "0" })
+        })
+        .collect();
+    nodes.push(json!({
+        "op": "tvm_op", "name": "opennrt_collective",
+        "attrs": { "func_name": "__kelf", "flatten_data": "0", "num_inputs": k.to_string(),
+                   "kelf": "kelf-0.json", "num_outputs": "1" },
+        "inputs": (0..k).map(|i| json!([i, 0, 0])).collect::<Vec<_>>(),
+        "output_names": ["output0"],
+    }));
+    let mut shapes: Vec<Value> = inputs.iter().map(|(_, _, e)| json!([e])).collect();
+    shapes.push(json!([out_elems]));
+    let mut dltypes: Vec<&str> = inputs.iter().map(|(_, d, _)| *d).collect();
+    dltypes.push(np_dtype);
+    let signature: Map<String, Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, (n, d, e))| (n.to_string(), json!({ "id": i, "dtype": d, "shape": [e] })))
+        .collect();
     let neff_json = json!({
-        "nodes": [
-            { "op": "null", "name": "input0", "inputs": [], "output_names": ["input0"],
-              "is_param": "0" },
-            { "op": "tvm_op", "name": "opennrt_collective",
-              "attrs": { "func_name": "__kelf", "flatten_data": "0", "num_inputs": "1",
-                         "kelf": "kelf-0.json", "num_outputs": "1" },
-              "inputs": [[0, 0, 0]], "output_names": ["output0"] },
-        ],
-        "arg_nodes": [0],
-        "heads": [[1, 0, 0]],
+        "nodes": nodes,
+        "arg_nodes": (0..k).collect::<Vec<_>>(),
+        "heads": [[k, 0, 0]],
         "attrs": {
-            "shape": ["list_shape", [[in_elems], [out_elems]]],
-            "storage_id": ["list_int", [0, 1]],
-            "dltype": ["list_str", [np_dtype, np_dtype]],
+            "shape": ["list_shape", shapes],
+            "storage_id": ["list_int", (0..=k).collect::<Vec<_>>()],
+            "dltype": ["list_str", dltypes],
         },
-        "node_row_ptr": [0, 1, 2],
+        "node_row_ptr": (0..=k + 1).collect::<Vec<_>>(),
         "metadata": { "signatures": { "default": {
-            "inputs": { "input0": { "id": 0, "dtype": np_dtype, "shape": [in_elems] } },
+            "inputs": signature,
             "outputs": {},
         } } },
     });

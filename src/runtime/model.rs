@@ -26,7 +26,8 @@
 //!   `nrt_load_collectives`.
 //! * `tmp-buf` vars are device tensors the model allocates at load. Collective operands must be
 //!   input, output or tmp-buf vars in device memory, contiguous; anything else (the state
-//!   buffer, 2-D walks, constant files, all-to-all-v) is recorded as not executable.
+//!   buffer, 2-D walks, constant files) is recorded as not executable.
+//! * All-to-all-v is lowered at execution, when its table is known ([`a2av`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -44,6 +45,7 @@ use crate::runtime::comm::{self, Slot};
 use crate::runtime::rendezvous::GroupKey;
 use crate::runtime::tensor::{Placement as TensorPlacement, Tensor};
 
+mod a2av;
 mod io;
 pub mod signature;
 
@@ -80,9 +82,14 @@ pub struct NeffCollective {
     pub at: usize,
     /// This rank's request.
     pub req: CollectiveRequest,
+    /// Prepared at load; `None` for all-to-all-v (prepared per execution, [`a2av`]).
     lowered: Option<Arc<Lowered>>,
     src: Vec<(Binding, u64)>,
     dst: Option<Binding>,
+    /// All-to-all-v: the metadata tensor.
+    meta: Option<Binding>,
+    /// The NEFF's `opennrt_algorithm`.
+    forced: Option<Algorithm>,
 }
 
 /// A loaded model.
@@ -374,8 +381,39 @@ impl Model {
             return Ok(());
         }
         self.check_sequences()?;
+        let world = self.world.map_or(1, |(_, c)| c);
         for (k, c) in self.collectives.iter().enumerate() {
-            let Some(lowered) = &c.lowered else { continue };
+            let at = |e: Error| {
+                e.context(format_args!(
+                    "collective {k} of model {:?} (graph {} {} slot {})",
+                    self.neff.header.name,
+                    c.graph,
+                    c.engine.name(),
+                    c.at / 64
+                ))
+            };
+            let meta = c
+                .meta
+                .as_ref()
+                .map(|b| {
+                    bound.get(&b.var).map(|t| (b, t)).ok_or_else(|| {
+                        Error::failure(format!("var {} is not bound (an OpenNRT bug)", b.var))
+                    })
+                })
+                .transpose()?;
+            let (req, lowered) = match (&c.lowered, meta) {
+                (Some(l), _) => (None, l.clone()),
+                (None, Some((_, t))) => {
+                    let (r, l) = a2av::prepare(c, t, world).map_err(at)?;
+                    (Some(r), l)
+                }
+                (None, None) => {
+                    return Err(at(Error::failure(
+                        "a collective with no program (an OpenNRT bug)",
+                    )))
+                }
+            };
+            let req = req.as_ref().unwrap_or(&c.req);
             let part = |b: &Binding, len: u64| -> Result<Part> {
                 let t = bound.get(&b.var).ok_or_else(|| {
                     Error::failure(format!("var {} is not bound (an OpenNRT bug)", b.var))
@@ -391,28 +429,23 @@ impl Model {
                 .iter()
                 .map(|(b, len)| part(b, *len))
                 .collect::<Result<Vec<_>>>()?;
-            let out_len = c.req.output_elems() * c.req.elem_bytes().unwrap_or(1);
+            let out_len = req.output_elems() * req.elem_bytes().unwrap_or(1);
             let dst = c.dst.as_ref().map(|b| part(b, out_len)).transpose()?;
             let key = GroupKey {
                 kind: "neff",
                 slot: Slot::Neff as u8,
-                group: c.req.group.clone(),
+                group: req.group.clone(),
             };
-            let ticket = collective::meetings().ticket(&key, c.req.rank);
+            let ticket = collective::meetings().ticket(&key, req.rank);
             let arrival = Arrival {
-                req: c.req.clone(),
-                lowered: lowered.clone(),
+                req: req.clone(),
+                lowered,
                 io: Box::new(NeffIo { src, dst }),
             };
-            collective::run(&key, ticket, arrival).map_err(|e| {
-                e.context(format_args!(
-                    "collective {k} of model {:?} (graph {} {} slot {})",
-                    self.neff.header.name,
-                    c.graph,
-                    c.engine.name(),
-                    c.at / 64
-                ))
-            })?;
+            collective::run(&key, ticket, arrival).map_err(at)?;
+            if let Some((b, t)) = meta {
+                a2av::write_back(req, t, b).map_err(at)?;
+            }
         }
         Ok(())
     }
@@ -632,6 +665,7 @@ impl NeffCollective {
                 src.push((b, req.count * esize));
             }
         }
+        let meta = req.a2av.as_ref().and_then(|m| binding(&m.metadata.clone()));
         let mut dst = binding(&req.operands.dst);
         if let Some(d) = &mut dst {
             if req.in_place && req.op == CollectiveOp::ReduceScatter {
@@ -647,8 +681,10 @@ impl NeffCollective {
             lowered: None,
             src,
             dst,
+            meta,
+            forced,
         };
-        if c.operand_problem(g).is_none() {
+        if c.operand_problem(g).is_none() && c.req.op != CollectiveOp::AllToAllV {
             c.lowered = Some(collective::prepare_with(&c.req, world, forced)?);
         }
         Ok(c)
@@ -657,12 +693,15 @@ impl NeffCollective {
     /// Why this collective's operands cannot be executed by the software device, if so.
     fn operand_problem(&self, g: &Graph) -> Option<String> {
         let r = &self.req;
-        if r.op == CollectiveOp::AllToAllV {
-            return Some("all-to-all-v from a NEFF (its table is read at execution)".into());
-        }
-        for o in [&r.operands.src0, &r.operands.src1, &r.operands.dst]
-            .into_iter()
-            .flatten()
+        let metadata = r.a2av.as_ref().and_then(|m| m.metadata.as_ref());
+        for o in [
+            &r.operands.src0,
+            &r.operands.src1,
+            &r.operands.dst,
+            &metadata.cloned(),
+        ]
+        .into_iter()
+        .flatten()
         {
             if o.shape
                 .is_some_and(|s| !contiguous(s.step_elem, s.num_elem))
@@ -670,7 +709,15 @@ impl NeffCollective {
                 return Some("a strided 2-D operand".into());
             }
         }
-        let bindings = self.src.iter().map(|(b, _)| b).chain(self.dst.as_ref());
+        if r.op == CollectiveOp::AllToAllV && self.meta.is_none() {
+            return Some("the all-to-all-v word names no metadata tensor".into());
+        }
+        let bindings = self
+            .src
+            .iter()
+            .map(|(b, _)| b)
+            .chain(self.dst.as_ref())
+            .chain(self.meta.as_ref());
         for b in bindings {
             let Some(v) = g.var(b.var) else {
                 return Some(format!("var {} is not defined", b.var));

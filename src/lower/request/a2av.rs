@@ -227,5 +227,65 @@ impl A2avMeta {
     }
 }
 
+/// Bytes of the metadata tensor of a `rank_n`-rank group: 4 rows of `rank_n` uint32 entries
+/// (docs/contract/isa.md §9 rule 9; the operand's element count is the entry count).
+pub fn metadata_bytes(rank_n: u32) -> u64 {
+    16 * u64::from(rank_n)
+}
+
+/// The metadata tensor of one rank: `rows` (row i at byte `4·rank_n·i`), each entry a
+/// little-endian uint32, as the device reads it. Every row must hold `rank_n` entries.
+///
+/// # Errors
+/// `NRT_INVALID` naming the row for a row of another length or an entry above `u32::MAX`.
+pub fn encode_metadata(rank_n: u32, rows: &[Vec<u64>; 4]) -> Result<Vec<u8>> {
+    let n = rank_n as usize;
+    let mut out = Vec::with_capacity(16 * n);
+    for (i, row) in rows.iter().enumerate() {
+        if row.len() != n {
+            return Err(Error::invalid(format!(
+                "ALL_TO_ALL_V: the {} has {} entries; the group has rank_n = {n}",
+                ROW_NAMES[i],
+                row.len()
+            )));
+        }
+        for (p, &v) in row.iter().enumerate() {
+            let v = u32::try_from(v).map_err(|_| {
+                Error::invalid(format!(
+                    "ALL_TO_ALL_V: entry {p} of the {} is {v}, above the uint32 the metadata \
+                     tensor holds",
+                    ROW_NAMES[i]
+                ))
+            })?;
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    Ok(out)
+}
+
+/// The four rows of a metadata tensor of `rank_n` entries per row (the inverse of
+/// [`encode_metadata`]); the input of [`A2avMeta::resolve`] for one rank.
+///
+/// # Errors
+/// `NRT_INVALID` when `bytes` is not exactly [`metadata_bytes`]`(rank_n)` long.
+pub fn decode_metadata(rank_n: u32, bytes: &[u8]) -> Result<Vec<Vec<u64>>> {
+    if bytes.len() as u64 != metadata_bytes(rank_n) {
+        return Err(Error::invalid(format!(
+            "ALL_TO_ALL_V: the metadata tensor has {} bytes; 4 rows of rank_n = {rank_n} \
+             uint32 entries are {}",
+            bytes.len(),
+            metadata_bytes(rank_n)
+        )));
+    }
+    let n = rank_n as usize;
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|c| u64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+        .collect::<Vec<u64>>()
+        .chunks(n.max(1))
+        .map(<[u64]>::to_vec)
+        .collect())
+}
+
 #[cfg(test)]
 mod tests;

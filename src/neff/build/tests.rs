@@ -6,6 +6,7 @@
 use std::io::Read;
 
 use super::*;
+use crate::isa::enums::CollectiveType;
 use crate::isa::instr::Instr;
 use crate::isa::stream::decode_stream;
 use crate::isa::validate::{validate_stream, ValidationContext};
@@ -39,7 +40,8 @@ fn sizes(op: BuildOp, n: u64, r: u64) -> (u64, u64) {
         BuildOp::AllReduce | BuildOp::Permute | BuildOp::SendRecv => (n, n),
         BuildOp::AllGather => (n, n * r),
         BuildOp::ReduceScatter => (n * r, n),
-        BuildOp::AllToAll => (n * r, n * r),
+        BuildOp::AllToAll | BuildOp::AllToAllV => (n * r, n * r),
+        BuildOp::AllGatherV => (n, n * r),
     }
 }
 
@@ -99,6 +101,16 @@ fn every_op_builds_a_neff_the_readers_accept() {
         assert_eq!(var["output0"]["type"], "output");
         assert_eq!(var["output0"]["var_id"], 2);
         assert_eq!(var["output0"]["size"], oe * 2);
+        if op.is_variable() {
+            // docs/neff.md §2: metadata0, type input, var_id 3, 4 rows of R uint32.
+            assert_eq!(var["metadata0"]["type"], "input");
+            assert_eq!(var["metadata0"]["var_id"], 3);
+            assert_eq!(var["metadata0"]["size"], 4 * 4 * 4);
+            assert_eq!(spec.metadata_bytes(), 64);
+        } else {
+            assert!(var.get("metadata0").is_none(), "{op:?}");
+            assert_eq!(spec.metadata_bytes(), 0);
+        }
         assert_eq!(spec.input_bytes(), ie * 2);
         assert_eq!(spec.output_bytes(), oe * 2);
         assert_eq!(def["replica_groups"], json!([[[0, 1, 2, 3]]]));
@@ -113,8 +125,17 @@ fn every_op_builds_a_neff_the_readers_accept() {
         assert_eq!(tm["output0"]["dtype"], "bfloat16");
         assert_eq!(tm["output0"]["tf_shape"], json!([oe]));
         let neff = json_of(&p, "neff.json");
-        assert_eq!(neff["nodes"][1]["attrs"]["func_name"], "__kelf");
-        assert_eq!(neff["nodes"][1]["attrs"]["kelf"], "kelf-0.json");
+        // One null node per input (input0, then metadata0), then the kernel node.
+        let k = if op.is_variable() { 2 } else { 1 };
+        assert_eq!(neff["nodes"][k]["attrs"]["func_name"], "__kelf");
+        assert_eq!(neff["nodes"][k]["attrs"]["kelf"], "kelf-0.json");
+        assert_eq!(neff["nodes"][k]["attrs"]["num_inputs"], k.to_string());
+        assert_eq!(neff["heads"], json!([[k, 0, 0]]));
+        if op.is_variable() {
+            assert_eq!(neff["nodes"][1]["name"], "metadata0");
+            assert_eq!(tm["metadata0"]["dtype"], "uint32");
+            assert_eq!(tm["metadata0"]["tf_shape"], json!([16]));
+        }
         let kelf = json_of(&p, "kelf-0.json");
         assert_eq!(
             kelf,
@@ -125,6 +146,32 @@ fn every_op_builds_a_neff_the_readers_accept() {
         // The trigger.
         let s = decode_stream(p.get("sg00/SP.bin").unwrap()).unwrap();
         assert_eq!(s.words.len(), 1);
+        let mut ctx = ValidationContext {
+            collective_streams: Some(1),
+            rank_n: Some(4),
+            mesh_available: Some(true),
+            ..ValidationContext::default()
+        };
+        if op.is_variable() {
+            let Instr::Collective2(w) = &s.words[0].instr else {
+                panic!("{op:?}: not a 0xD9+0xDA: {:?}", s.words[0].instr)
+            };
+            let (t, e) = (&w.trigger, &w.ext);
+            assert_eq!(t.ctype, CollectiveType::AllToAllV);
+            assert_eq!(t.op, AluOp::Bypass);
+            assert_eq!(t.dtype, Dtype::Bf16);
+            assert_eq!(t.src0.start.var_id(), Some(1));
+            assert_eq!(t.src0.num_elements(), ie);
+            assert_eq!(t.src1.start.var_id(), Some(3));
+            assert_eq!(t.src1.num_elements(), 16);
+            assert_eq!(e.dst.start.var_id(), Some(2));
+            assert_eq!(e.dst.num_elements(), oe);
+            assert_eq!(e.src1_bitmap, 0x0F);
+            assert_eq!(e.group_id, 0);
+            assert_eq!(t.common.events.update_mode, UpdateMode::SemIncComplete);
+            validate_stream(&s, &mut ctx).unwrap_or_else(|e| panic!("{op:?}: {e}"));
+            continue;
+        }
         let Instr::TriggerCollective(w) = &s.words[0].instr else {
             panic!("{op:?}: not a 0xC8: {:?}", s.words[0].instr)
         };
@@ -144,12 +191,6 @@ fn every_op_builds_a_neff_the_readers_accept() {
         assert_eq!(w.common.events.wait_mode, WaitMode::None);
         assert_eq!(w.common.events.update_mode, UpdateMode::SemIncComplete);
         assert_eq!(w.common.events.update_idx, 0);
-        let mut ctx = ValidationContext {
-            collective_streams: Some(1),
-            rank_n: Some(4),
-            mesh_available: Some(true),
-            ..ValidationContext::default()
-        };
         validate_stream(&s, &mut ctx).unwrap_or_else(|e| panic!("{op:?}: {e}"));
     }
 }
@@ -276,6 +317,11 @@ fn op_names_parse() {
         ("permute", BuildOp::Permute),
         ("send_recv", BuildOp::SendRecv),
         ("sendrecv", BuildOp::SendRecv),
+        ("all_to_all_v", BuildOp::AllToAllV),
+        ("alltoallv", BuildOp::AllToAllV),
+        ("all_gather_v", BuildOp::AllGatherV),
+        ("all_gatherv", BuildOp::AllGatherV),
+        ("allgv", BuildOp::AllGatherV),
     ] {
         assert_eq!(BuildOp::parse(s), Some(op), "{s}");
     }
@@ -593,4 +639,30 @@ fn pax_record_length_counts_itself() {
         let (len, _) = std::str::from_utf8(&r).unwrap().split_once(' ').unwrap();
         assert_eq!(len.parse::<usize>().unwrap(), r.len(), "{n}");
     }
+}
+
+/// The equal-blocks tables of docs/neff.md §2 (by hand, 3 ranks, count 4), and the variable
+/// ops' 2^32-element operand bound.
+#[test]
+fn variable_size_ops_tables_and_bounds() {
+    let a2av = BuildSpec::new(BuildOp::AllToAllV, 3, 4, Dtype::Fp32);
+    assert_eq!(
+        a2av.uniform_metadata().unwrap(),
+        [vec![4, 4, 4], vec![0, 4, 8], vec![4, 4, 4], vec![0, 4, 8]]
+    );
+    let agv = BuildSpec::new(BuildOp::AllGatherV, 3, 4, Dtype::Fp32);
+    assert_eq!(
+        agv.uniform_metadata().unwrap(),
+        [vec![4, 4, 4], vec![0, 0, 0], vec![4, 4, 4], vec![0, 4, 8]]
+    );
+    assert_eq!((agv.input_bytes(), agv.output_bytes()), (16, 48));
+    assert_eq!(
+        BuildSpec::new(BuildOp::AllToAll, 3, 4, Dtype::Fp32).uniform_metadata(),
+        None
+    );
+    let big = BuildSpec::new(BuildOp::AllToAllV, 2, 1 << 31, Dtype::Uint8);
+    let e = build(&big).unwrap_err();
+    assert!(e.message().contains("2^32 - 1"), "{e}");
+    let fits = BuildSpec::new(BuildOp::AllGatherV, 2, 1 << 31, Dtype::Uint8);
+    assert!(build(&fits).is_err(), "its output is 2^32 elements");
 }

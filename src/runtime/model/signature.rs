@@ -31,6 +31,10 @@ use crate::runtime::rendezvous::GroupKey;
 
 /// Bytes of one rank's record: MD5, op count, list length.
 const RECORD: usize = 32;
+/// The meeting kind of the check's all-gathers.
+const KIND: &str = "neff-signature";
+/// What a failed exchange was, for its error.
+const WHAT: &str = "the cross-rank check of the model's collective sequence";
 
 /// One collective as a line of the op list.
 fn describe(r: &CollectiveRequest) -> String {
@@ -68,7 +72,7 @@ fn check_group(group: &[u32], rank: u32, ops: &[String], world: u32) -> Result<(
     record[..16].copy_from_slice(&md5::Md5::digest(&text));
     record[16..24].copy_from_slice(&(ops.len() as u64).to_le_bytes());
     record[24..32].copy_from_slice(&(text.len() as u64).to_le_bytes());
-    let all = gather(group, rank, &record, world)?;
+    let all = gather(KIND, group, rank, &record, world).map_err(|e| e.context(WHAT))?;
     let records: Vec<&[u8]> = all.chunks(RECORD).collect();
     if records.iter().all(|r| *r == records[0]) {
         return Ok(());
@@ -78,7 +82,7 @@ fn check_group(group: &[u32], rank: u32, ops: &[String], world: u32) -> Result<(
     let max = records.iter().map(|r| len_of(r)).max().unwrap_or(0) as usize;
     let mut padded = text.clone();
     padded.resize(max.max(1), 0);
-    let lists = gather(group, rank, &padded, world)?;
+    let lists = gather(KIND, group, rank, &padded, world).map_err(|e| e.context(WHAT))?;
     let list_of = |q: usize| -> Vec<String> {
         let chunk = &lists[q * max.max(1)..][..len_of(records[q]) as usize];
         String::from_utf8_lossy(chunk)
@@ -116,8 +120,16 @@ fn check_group(group: &[u32], rank: u32, ops: &[String], world: u32) -> Result<(
     .with_values(n0, nb))
 }
 
-/// All-gather `bytes` (the same length on every rank) over `group` on the device.
-fn gather(group: &[u32], rank: u32, bytes: &[u8], world: u32) -> Result<Vec<u8>> {
+/// All-gather `bytes` (the same length on every rank) over `group` on the device, as meetings
+/// of `kind` (one the job's root knows, `runtime::multi_process`): the sequence check here and
+/// the all-to-all-v table exchange (`super::a2av`).
+pub(super) fn gather(
+    kind: &'static str,
+    group: &[u32],
+    rank: u32,
+    bytes: &[u8],
+    world: u32,
+) -> Result<Vec<u8>> {
     let req = CollectiveRequest::new(
         CollectiveOp::AllGather,
         Dtype::Uint8,
@@ -128,7 +140,7 @@ fn gather(group: &[u32], rank: u32, bytes: &[u8], world: u32) -> Result<Vec<u8>>
     );
     let lowered = collective::prepare(&req, world)?;
     let key = GroupKey {
-        kind: "neff-signature",
+        kind,
         slot: Slot::Neff as u8,
         group: group.to_vec(),
     };
@@ -145,8 +157,7 @@ fn gather(group: &[u32], rank: u32, bytes: &[u8], world: u32) -> Result<Vec<u8>>
                 output: output.clone(),
             }),
         },
-    )
-    .map_err(|e| e.context("the cross-rank check of the model's collective sequence"))?;
+    )?;
     let out = output.lock().clone();
     Ok(out)
 }

@@ -373,7 +373,7 @@ impl Member {
 /// What a rank of a member process brings to a collective run at the root.
 #[derive(Debug)]
 pub struct RemoteArrival<'a> {
-    /// "cc", "barrier", "all_gather", "neff" or "neff-signature".
+    /// "cc", "barrier", "all_gather", "neff", "neff-signature" or "neff-a2av".
     pub kind: &'static str,
     /// World slot.
     pub slot: u8,

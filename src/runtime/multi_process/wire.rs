@@ -210,7 +210,7 @@ pub enum Msg {
     Arrive {
         /// Matches the answer.
         id: u64,
-        /// "cc", "barrier", "all_gather", "neff" or "neff-signature".
+        /// "cc", "barrier", "all_gather", "neff", "neff-signature" or "neff-a2av".
         kind: String,
         /// World slot.
         slot: u8,
@@ -239,7 +239,7 @@ pub enum Msg {
     Meet {
         /// Matches the answer.
         id: u64,
-        /// "cc", "barrier", "neff" or "neff-signature".
+        /// "cc", "barrier", "neff", "neff-signature" or "neff-a2av".
         kind: String,
         /// World slot.
         slot: u8,

@@ -108,3 +108,22 @@ fn resolve_rejections() {
              1, the other starts at 0)"
     );
 }
+
+/// The metadata tensor's bytes: row i at byte 4·rank_n·i, little-endian uint32 (isa §9 rule 9).
+#[test]
+fn metadata_round_trips_byte_exact() {
+    let rows = [vec![1, 2], vec![0, 1], vec![3, 0x0102_0304], vec![0, 3]];
+    let b = encode_metadata(2, &rows).unwrap();
+    assert_eq!(b.len() as u64, metadata_bytes(2));
+    assert_eq!(&b[..8], &[1, 0, 0, 0, 2, 0, 0, 0]);
+    assert_eq!(&b[20..24], &[4, 3, 2, 1]);
+    assert_eq!(decode_metadata(2, &b).unwrap(), rows.to_vec());
+    let e = encode_metadata(2, &[vec![1], vec![0, 1], vec![0, 0], vec![0, 0]]).unwrap_err();
+    assert!(
+        e.message().contains("send counts (row 0) has 1 entries"),
+        "{e}"
+    );
+    let big = [vec![1 << 32, 0], vec![0, 0], vec![0, 0], vec![0, 0]];
+    assert!(encode_metadata(2, &big).is_err());
+    assert!(decode_metadata(2, &b[..31]).is_err());
+}

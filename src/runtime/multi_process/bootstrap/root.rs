@@ -56,9 +56,11 @@ fn kind_of(k: &str) -> Result<&'static str> {
         "cc" => Ok("cc"),
         "barrier" => Ok("barrier"),
         "all_gather" => Ok("all_gather"),
-        // A NEFF model's collectives and its cross-rank sequence check (`runtime::model`).
+        // A NEFF model's collectives, its cross-rank sequence check and its all-to-all-v
+        // table exchange (`runtime::model`).
         "neff" => Ok("neff"),
         "neff-signature" => Ok("neff-signature"),
+        "neff-a2av" => Ok("neff-a2av"),
         other => Err(Error::failure(format!("unknown collective kind {other:?}"))),
     }
 }
