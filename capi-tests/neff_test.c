@@ -3,8 +3,8 @@
  *   neff_test [--real matmul_small.neff] OP:R:COUNT:FILE... [mismatch:2:COUNT:A.neff,B.neff]
  *
  * OP:R:COUNT:FILE is a NEFF written by `opennrt neff build --op OP --ranks R --count COUNT
- * --dtype fp32 -o FILE` (OP all_reduce or all_gather; docs/neff.md §2: one input var `input0`,
- * one output var `output0`). For each:
+ * --dtype fp32 -o FILE` (OP all_reduce, all_gather or all_to_all_v; docs/neff.md §2: an input
+ * var `input0`, an output var `output0`, and for all_to_all_v the table `metadata0`). For each:
  *
  *   the launcher of the aws-samples spectral-DNS driver (docs/contract/abi.md §8): the parent
  *   forks R rank processes BEFORE any nrt_init and never calls into libnrt itself; rank r sets
@@ -16,7 +16,10 @@
  *   and then three times: writes an input whose exact result is known (element i of rank r in
  *   run k is (r+1)*(i%7) + k, small integers in fp32, so every sum is exact), fills the output
  *   with NaN bytes, nrt_execute, reads the output and compares every byte (all-reduce: the sum
- *   over ranks; all-gather: block s is rank s's input). Then nrt_execute_repeat(2) and one
+ *   over ranks; all-gather: block s is rank s's input; all-to-all-v: the C program writes its
+ *   metadata0 table once — rank r sends (r + 2p + 1) mod (COUNT + 1) elements of its block p
+ *   to peer p, who puts them at the start of its block r — and every output element no window
+ *   covers keeps its NaN fill). Then nrt_execute_repeat(2) and one
  *   nrta_execute_schedule on the compute XU, both exact; nrt_unload; nrt_close; exit 0 iff
  *   none of its checks failed. The parent waits at most 60 s (then SIGKILLs what is left),
  *   checks every exit status, and that /dev/shm holds nothing named opennrt-<port>-*.
@@ -329,7 +332,7 @@ static int free_port(void) {
 
 /* ---------------------------------------------------------------- collective jobs */
 
-typedef enum { OP_ALL_REDUCE, OP_ALL_GATHER } op_t;
+typedef enum { OP_ALL_REDUCE, OP_ALL_GATHER, OP_ALL_TO_ALL_V } op_t;
 
 typedef struct {
   op_t op;
@@ -339,24 +342,57 @@ typedef struct {
   const char *path_b; /* mismatch: rank 1's NEFF (rank 0 loads `path`) */
 } job;
 
-static const char *op_name(op_t o) { return o == OP_ALL_REDUCE ? "all_reduce" : "all_gather"; }
-static size_t out_elems(const job *j) { return j->op == OP_ALL_GATHER ? j->count * (size_t)j->ranks : j->count; }
+static const char *op_name(op_t o) {
+  return o == OP_ALL_REDUCE ? "all_reduce" : o == OP_ALL_GATHER ? "all_gather" : "all_to_all_v";
+}
+static size_t in_elems(const job *j) { return j->op == OP_ALL_TO_ALL_V ? j->count * (size_t)j->ranks : j->count; }
+static size_t out_elems(const job *j) { return j->op == OP_ALL_REDUCE ? j->count : j->count * (size_t)j->ranks; }
 
-/* Element i of rank r's input in run k, and element i of every rank's output in run k. */
+/* All-to-all-v: the elements rank r sends to peer p (from the start of its block p, to the
+ * start of p's block r): never above COUNT, zero for some pairs. */
+static size_t a2av_send(const job *j, int r, int p) { return (size_t)(r + 2 * p + 1) % (j->count + 1); }
+
+/* Element i of rank r's input in run k, and element i of rank r's output in run k; -1 marks
+ * an element the collective does not write (it keeps the NaN fill). */
 static int in_val(int k, int r, size_t i) { return (r + 1) * (int)(i % 7) + k; }
-static int out_val(const job *j, int k, size_t i) {
+static int out_val(const job *j, int rank, int k, size_t i) {
   if (j->op == OP_ALL_GATHER) return in_val(k, (int)(i / j->count), i % j->count);
+  if (j->op == OP_ALL_TO_ALL_V) {
+    int q = (int)(i / j->count);
+    size_t e = i % j->count;
+    return e < a2av_send(j, q, rank) ? in_val(k, q, (size_t)rank * j->count + e) : -1;
+  }
   return (int)(i % 7) * j->ranks * (j->ranks + 1) / 2 + k * j->ranks;
 }
 
-/* The output equals run k's expected result, byte for byte; names the first difference. */
-static int output_exact(const char *who, const char *what, const job *j, nrt_tensor_t *tout, int k) {
+/* The metadata0 table of rank `rank` (4 rows of R uint32: send counts, send displacements,
+ * receive counts, receive displacements, in elements). */
+static void write_metadata(nrt_tensor_t *t, const job *j, int rank) {
+  size_t R = (size_t)j->ranks;
+  uint32_t *rows = malloc(16 * R);
+  for (size_t p = 0; p < R; p++) {
+    rows[p] = (uint32_t)a2av_send(j, rank, (int)p);
+    rows[R + p] = (uint32_t)(p * j->count);
+    rows[2 * R + p] = (uint32_t)a2av_send(j, (int)p, rank);
+    rows[3 * R + p] = (uint32_t)(p * j->count);
+  }
+  if (nrt_tensor_write(t, rows, 0, 16 * R) != NRT_SUCCESS) ck(0, "nrt_tensor_write of metadata0");
+  free(rows);
+}
+
+/* Rank `rank`'s output equals run k's expected result, byte for byte; names the first
+ * difference. */
+static int output_exact(const char *who, const char *what, const job *j, int rank, nrt_tensor_t *tout, int k) {
   size_t n = out_elems(j), i;
   uint8_t *got = malloc(n * 4), *want = malloc(n * 4);
   NRT_STATUS st;
   int ok;
   memset(got, 0xA5, n * 4);
-  for (i = 0; i < n; i++) put_f32(want + 4 * i, (float)out_val(j, k, i));
+  for (i = 0; i < n; i++) {
+    int v = out_val(j, rank, k, i);
+    if (v < 0) memset(want + 4 * i, 0xFF, 4); /* untouched: the fill */
+    else put_f32(want + 4 * i, (float)v);
+  }
   st = nrt_tensor_read(tout, got, 0, n * 4);
   ok = st == NRT_SUCCESS && memcmp(got, want, n * 4) == 0;
   if (!ok && st == NRT_SUCCESS) {
@@ -364,8 +400,8 @@ static int output_exact(const char *who, const char *what, const job *j, nrt_ten
     }
     float g;
     memcpy(&g, got + 4 * i, 4);
-    printf("#   %s: %s: first difference at element %zu: got %g, expected %d\n", who, what, i, (double)g,
-           out_val(j, k, i));
+    printf("#   %s: %s: first difference at element %zu: got %g, expected %d (-1: untouched NaN)\n", who, what, i,
+           (double)g, out_val(j, rank, k, i));
   }
   ck(ok, "%s: %s: all %zu output elements exact (read status %d)", who, what, n, st);
   free(got);
@@ -374,9 +410,10 @@ static int output_exact(const char *who, const char *what, const job *j, nrt_ten
 }
 
 static void write_input(nrt_tensor_t *tin, const job *j, int rank, int k) {
-  uint8_t *in = malloc(j->count * 4);
-  for (size_t i = 0; i < j->count; i++) put_f32(in + 4 * i, (float)in_val(k, rank, i));
-  if (nrt_tensor_write(tin, in, 0, j->count * 4) != NRT_SUCCESS) ck(0, "nrt_tensor_write of the input");
+  size_t n = in_elems(j);
+  uint8_t *in = malloc(n * 4);
+  for (size_t i = 0; i < n; i++) put_f32(in + 4 * i, (float)in_val(k, rank, i));
+  if (nrt_tensor_write(tin, in, 0, n * 4) != NRT_SUCCESS) ck(0, "nrt_tensor_write of the input");
   free(in);
 }
 
@@ -392,10 +429,11 @@ static void rank_body(const void *arg, int rank) {
   const job *j = arg;
   const char *path = j->path_b && rank == 1 ? j->path_b : j->path;
   char who[64];
-  size_t size = 0, in_bytes = j->count * 4, out_bytes = out_elems(j) * 4;
+  size_t size = 0, in_bytes = in_elems(j) * 4, out_bytes = out_elems(j) * 4, meta_bytes = 16 * (size_t)j->ranks;
+  int a2av = j->op == OP_ALL_TO_ALL_V;
   uint8_t *neff;
   nrt_model_t *m = NULL;
-  nrt_tensor_t *tin = NULL, *tout = NULL;
+  nrt_tensor_t *tin = NULL, *tout = NULL, *tmeta = NULL;
   nrt_tensor_set_t *ins = NULL, *outs = NULL;
   NRT_STATUS st;
   snprintf(who, sizeof who, "%s R=%d rank %d", op_name(j->op), j->ranks, rank);
@@ -409,14 +447,17 @@ static void rank_body(const void *arg, int rank) {
              who, size, rank, j->ranks, st))
     goto close;
   {
-    want_info want[2] = {
-        {"input0", NRT_TENSOR_USAGE_INPUT, in_bytes, NRT_DTYPE_FLOAT32, 1, {(uint32_t)j->count}},
+    /* Inputs first, then outputs (all_to_all_v's metadata0 is its second input). */
+    want_info want[3] = {
+        {"input0", NRT_TENSOR_USAGE_INPUT, in_bytes, NRT_DTYPE_FLOAT32, 1, {(uint32_t)in_elems(j)}},
+        {"metadata0", NRT_TENSOR_USAGE_INPUT, meta_bytes, NRT_DTYPE_UINT32, 1, {4 * (uint32_t)j->ranks}},
         {"output0", NRT_TENSOR_USAGE_OUTPUT, out_bytes, NRT_DTYPE_FLOAT32, 1, {(uint32_t)out_elems(j)}},
     };
+    if (!a2av) want[1] = want[2];
     uint32_t vncs = 0;
     nrt_model_info_t info = {99};
     size_t info_size = 0;
-    check_tensor_info(who, m, want, 2);
+    check_tensor_info(who, m, want, a2av ? 3 : 2);
     st = nrt_get_model_vnc_count(m, &vncs);
     ck(st == NRT_SUCCESS && vncs == 1, "%s: nrt_get_model_vnc_count -> 1 (got %u, status %d)", who, vncs, st);
     st = nrt_get_model_info(m, &info, sizeof info, &info_size);
@@ -427,6 +468,11 @@ static void rank_body(const void *arg, int rank) {
   tin = device_tensor(who, in_bytes, "input0");
   tout = device_tensor(who, out_bytes, "output0");
   if (!tin || !tout) goto unload;
+  if (a2av) {
+    tmeta = device_tensor(who, meta_bytes, "metadata0");
+    if (!tmeta) goto unload;
+    write_metadata(tmeta, j, rank);
+  }
   {
     nrt_vnc_memory_stats_t ms = {0, 0};
     size_t ms_size = 0;
@@ -436,8 +482,9 @@ static void rank_body(const void *arg, int rank) {
           ms.bytes_used, in_bytes + out_bytes, ms.bytes_limit, st);
   }
   {
-    const char *in_name = "input0", *out_name = "output0";
-    ins = tensor_set(who, 1, &in_name, &tin);
+    const char *in_names[2] = {"input0", "metadata0"}, *out_name = "output0";
+    nrt_tensor_t *in_tensors[2] = {tin, tmeta};
+    ins = tensor_set(who, a2av ? 2 : 1, in_names, in_tensors);
     outs = tensor_set(who, 1, &out_name, &tout);
   }
   if (!ins || !outs) goto unload;
@@ -458,12 +505,12 @@ static void rank_body(const void *arg, int rank) {
     st = nrt_execute(m, ins, outs);
     snprintf(what, sizeof what, "nrt_execute #%d", k + 1);
     if (!ck(st == NRT_SUCCESS, "%s: %s -> NRT_SUCCESS (got %d)", who, what, st)) goto unload;
-    output_exact(who, what, j, tout, k);
+    output_exact(who, what, j, rank, tout, k);
   }
   fill_nan(tout, out_bytes);
   st = nrt_execute_repeat(m, ins, outs, 2);
   if (ck(st == NRT_SUCCESS, "%s: nrt_execute_repeat(2) -> NRT_SUCCESS (got %d)", who, st))
-    output_exact(who, "nrt_execute_repeat(2)", j, tout, RUNS - 1);
+    output_exact(who, "nrt_execute_repeat(2)", j, rank, tout, RUNS - 1);
   {
     /* The same model on the compute XU: queue, poll to completion, exact. */
     NRT_STATUS exec_ret = (NRT_STATUS)4242; /* no status: proves the runtime wrote it */
@@ -482,7 +529,7 @@ static void rank_body(const void *arg, int rank) {
         _exit(1);
       }
       if (ck(exec_ret == NRT_SUCCESS, "%s: scheduled execution: exec_ret NRT_SUCCESS (got %d)", who, exec_ret))
-        output_exact(who, "nrta_execute_schedule", j, tout, RUNS);
+        output_exact(who, "nrta_execute_schedule", j, rank, tout, RUNS);
     }
   }
 unload:
@@ -490,6 +537,7 @@ unload:
   nrt_destroy_tensor_set(&outs);
   nrt_tensor_free(&tin);
   nrt_tensor_free(&tout);
+  if (tmeta) nrt_tensor_free(&tmeta);
   if (m) {
     st = nrt_unload(m);
     ck(st == NRT_SUCCESS, "%s: nrt_unload -> NRT_SUCCESS (got %d)", who, st);
@@ -697,6 +745,7 @@ static int parse_job(char *s, job *j) {
   j->ranks = ranks, j->count = count, j->path = s + used;
   if (strcmp(op, "all_reduce") == 0) j->op = OP_ALL_REDUCE;
   else if (strcmp(op, "all_gather") == 0) j->op = OP_ALL_GATHER;
+  else if (strcmp(op, "all_to_all_v") == 0) j->op = OP_ALL_TO_ALL_V;
   else if (strcmp(op, "mismatch") == 0 && ranks == 2 && (comma = strchr(s + used, ',')) != NULL) {
     *comma = 0;
     j->op = OP_ALL_REDUCE, j->path_b = comma + 1;
@@ -707,7 +756,7 @@ static int parse_job(char *s, job *j) {
 static int usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--real matmul_small.neff] OP:R:COUNT:FILE... [mismatch:2:COUNT:A.neff,B.neff]\n"
-          "  OP all_reduce or all_gather (fp32 NEFFs of `opennrt neff build`); the first job is\n"
+          "  OP all_reduce, all_gather or all_to_all_v (fp32 NEFFs of `opennrt neff build`); the first job is\n"
           "  also the NEFF the bad-input checks cut and garble\n",
           argv0);
   return 2;

@@ -73,6 +73,7 @@ neff_build() { echo "+ opennrt neff build $*"; "$lib/opennrt" neff build "$@"; }
 neff_build --op all_reduce --ranks 2 --count 1000 --dtype fp32 -o "$out/neff_all_reduce_r2.neff"
 neff_build --op all_reduce --ranks 3 --count 777 --dtype fp32 -o "$out/neff_all_reduce_r3.neff"
 neff_build --op all_gather --ranks 2 --count 333 --dtype fp32 -o "$out/neff_all_gather_r2.neff"
+neff_build --op all_to_all_v --ranks 3 --count 5 --dtype fp32 -o "$out/neff_all_to_all_v_r3.neff"
 # Two NEFFs whose collective sequences differ (one trigger, two): rank 0 loads one, rank 1 the other.
 neff_build --op all_reduce --ranks 2 --count 64 --dtype fp32 -o "$out/neff_mismatch_a.neff"
 neff_build --op all_reduce --ranks 2 --count 64 --dtype fp32 --ops 2 -o "$out/neff_mismatch_b.neff"
@@ -80,6 +81,7 @@ neff_args=(
   "all_reduce:2:1000:$out/neff_all_reduce_r2.neff"
   "all_reduce:3:777:$out/neff_all_reduce_r3.neff"
   "all_gather:2:333:$out/neff_all_gather_r2.neff"
+  "all_to_all_v:3:5:$out/neff_all_to_all_v_r3.neff"
   "mismatch:2:64:$out/neff_mismatch_a.neff,$out/neff_mismatch_b.neff"
 )
 real_neff="${OPENNRT_REAL_NEFF:-$root/../shared/testdata/neff/matmul_small.neff}"

@@ -1,8 +1,9 @@
 //! NEFF models through the C ABI, ranks as threads of this process (docs/neff.md;
 //! docs/contract/abi.md §3.4, §5.9): generated NEFFs for every op × {fp32, bf16} × {2, 3, 8}
 //! ranks run through `nrt_load_collectives` + `nrt_execute` with exact results (checked
-//! against `runtime::verifiable`'s reference, computed from the inputs alone); ranks whose
-//! NEFFs differ fail everywhere naming the difference; the real NEFF of testdata loads under
+//! against `runtime::verifiable`'s reference, computed from the inputs alone; the
+//! variable-size ops with non-uniform tables, leaving uncovered output bytes alone); a bad
+//! all-to-all-v table and ranks whose NEFFs differ fail everywhere naming the problem; the real NEFF of testdata loads under
 //! LNC=2 with its I/O list, fails to execute with the documented status, and is refused under
 //! LNC=1 naming both sizes.
 //!
@@ -150,16 +151,18 @@ fn set_of(entries: &[(&str, *mut nrt_tensor_t)]) -> *mut nrt_tensor_set_t {
 }
 
 /// Rank `rank` of a job: load `neff`, run it `times` times with `input` (and `metadata0` for
-/// the variable-size ops), return the status of the first failing call (or 0) and the output.
+/// the variable-size ops) into an output tensor that starts as `out_init`, return the status of
+/// the first failing call (or 0) and the output.
 fn rank_run(
     neff: &[u8],
     rank: u32,
     world: u32,
     input: &[u8],
     meta: Option<&[u8]>,
-    out_len: usize,
+    out_init: &[u8],
     times: u32,
 ) -> (i32, Vec<u8>) {
+    let out_len = out_init.len();
     let vnc = rank as i32;
     let mut m: *mut nrt_model_t = null_mut();
     // SAFETY: `neff` is readable; `m` writable.
@@ -178,7 +181,7 @@ fn rank_run(
         return (st, Vec::new());
     }
     let tin = tensor(vnc, "in", input.len(), Some(input));
-    let tout = tensor(vnc, "out", out_len, None);
+    let tout = tensor(vnc, "out", out_len, Some(out_init));
     let tmeta = meta.map(|m| tensor(vnc, "meta", m.len(), Some(m)));
     let mut in_list = vec![("input0", tin)];
     if let Some(t) = tmeta {
@@ -224,7 +227,7 @@ fn generated_neffs_run_exactly(n: u32) {
             let neff = build(&spec).unwrap();
             let req = request_of(&spec);
             let inputs = verifiable::inputs(&req).unwrap();
-            let out_len = spec.output_bytes() as usize;
+            let zeros = vec![0u8; spec.output_bytes() as usize];
             assert_eq!(inputs[0].len() as u64, spec.input_bytes(), "{op:?}");
             let metas: Vec<Vec<u8>> = variable_rows(&spec)
                 .iter()
@@ -235,7 +238,8 @@ fn generated_neffs_run_exactly(n: u32) {
                     .map(|r| {
                         let (neff, input) = (&neff, &inputs[r as usize]);
                         let meta = metas.get(r as usize).map(Vec::as_slice);
-                        s.spawn(move || rank_run(neff, r, n, input, meta, out_len, 2))
+                        let zeros = &zeros;
+                        s.spawn(move || rank_run(neff, r, n, input, meta, zeros, 2))
                     })
                     .collect();
                 hs.into_iter().map(|h| h.join().unwrap()).collect()
@@ -250,6 +254,71 @@ fn generated_neffs_run_exactly(n: u32) {
     }
 }
 
+/// The variable-size ops write only their receive windows: output bytes no window covers keep
+/// what the tensor held (here 0xEE), as the device's DMA leaves them (docs/neff.md §1.3).
+fn variable_ops_keep_uncovered_output_bytes(n: u32) {
+    for op in [BuildOp::AllToAllV, BuildOp::AllGatherV] {
+        let spec = BuildSpec::new(op, n, 11, Dtype::Fp32);
+        let neff = build(&spec).unwrap();
+        let req = request_of(&spec);
+        let inputs = verifiable::inputs(&req).unwrap();
+        let want_zero_gaps = verifiable::expected(&req, &inputs).unwrap();
+        let rows = variable_rows(&spec);
+        let fill = vec![0xEEu8; spec.output_bytes() as usize];
+        let got: Vec<Vec<u8>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..n as usize)
+                .map(|r| {
+                    let meta = encode_metadata(n, &rows[r]).unwrap();
+                    let (neff, input, fill) = (&neff, &inputs[r], &fill);
+                    s.spawn(move || {
+                        let (st, out) = rank_run(neff, r as u32, n, input, Some(&meta), fill, 1);
+                        assert_eq!(st, 0, "{op:?} rank {r}");
+                        out
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut gaps = 0;
+        for r in 0..n as usize {
+            let mut want = vec![0xEEu8; fill.len()];
+            for (d, c) in rows[r][3].iter().zip(&rows[r][2]) {
+                let (a, b) = (*d as usize * 4, (*d + *c) as usize * 4);
+                want[a..b].copy_from_slice(&want_zero_gaps[r][a..b]);
+            }
+            gaps += want.iter().filter(|&&b| b == 0xEE).count();
+            assert_eq!(got[r], want, "{op:?} n={n} rank {r}");
+        }
+        assert!(gaps > 0, "{op:?}: the table leaves some output uncovered");
+    }
+}
+
+/// A table one rank got wrong (rank 1 sends past its input) fails with NRT_INVALID on every
+/// rank (each resolves the same gathered table, docs/neff.md §1.3), well before the timeout.
+fn a_bad_table_fails_every_rank(n: u32) {
+    let spec = BuildSpec::new(BuildOp::AllToAllV, n, 8, Dtype::Fp32);
+    let neff = build(&spec).unwrap();
+    let good = spec.uniform_metadata().unwrap();
+    let mut bad = good.clone();
+    bad[0][0] = 8 * u64::from(n) + 1;
+    let input = vec![0u8; spec.input_bytes() as usize];
+    let zeros = vec![0u8; spec.output_bytes() as usize];
+    let t0 = std::time::Instant::now();
+    let st: Vec<i32> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..n)
+            .map(|r| {
+                let rows = if r == 1 { &bad } else { &good };
+                let meta = encode_metadata(n, rows).unwrap();
+                let (neff, input, zeros) = (&neff, &input, &zeros);
+                s.spawn(move || rank_run(neff, r, n, input, Some(&meta), zeros, 1).0)
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(st, vec![2; n as usize], "NRT_INVALID on every rank");
+    assert!(t0.elapsed().as_secs() < 15, "failed before the timeout");
+}
+
 /// Rank 1 carries two collectives, rank 0 one: both fail with NRT_INVALID (the sequence check
 /// names the counts), within the timeout.
 fn mismatched_neffs_fail_everywhere() {
@@ -260,8 +329,8 @@ fn mismatched_neffs_fail_everywhere() {
     let input = vec![0u8; 256];
     let t0 = std::time::Instant::now();
     let st: Vec<i32> = std::thread::scope(|s| {
-        let a = s.spawn(|| rank_run(&one, 0, 2, &input, None, 256, 1).0);
-        let b = s.spawn(|| rank_run(&two, 1, 2, &input, None, 256, 1).0);
+        let a = s.spawn(|| rank_run(&one, 0, 2, &input, None, &input, 1).0);
+        let b = s.spawn(|| rank_run(&two, 1, 2, &input, None, &input, 1).0);
         vec![a.join().unwrap(), b.join().unwrap()]
     });
     assert_eq!(st, [2, 2], "NRT_INVALID on both ranks");
@@ -481,6 +550,10 @@ fn neff_models_through_the_c_abi() {
             mismatched_neffs_fail_everywhere();
             scheduled_execution_and_getters();
             a_five_gib_input_is_described_exactly();
+        }
+        if n == 3 {
+            variable_ops_keep_uncovered_output_bytes(3);
+            a_bad_table_fails_every_rank(3);
         }
         close();
     }

@@ -27,7 +27,8 @@
 //! * `tmp-buf` vars are device tensors the model allocates at load. Collective operands must be
 //!   input, output or tmp-buf vars in device memory, contiguous; anything else (the state
 //!   buffer, 2-D walks, constant files) is recorded as not executable.
-//! * All-to-all-v is lowered at execution, when its table is known ([`a2av`]).
+//! * All-to-all-v is lowered at execution, when its table is known (the `a2av` child module,
+//!   docs/neff.md §1.3).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -440,7 +441,11 @@ impl Model {
             let arrival = Arrival {
                 req: req.clone(),
                 lowered,
-                io: Box::new(NeffIo { src, dst }),
+                io: Box::new(NeffIo {
+                    src,
+                    dst,
+                    dst_windows: a2av::windows(req),
+                }),
             };
             collective::run(&key, ticket, arrival).map_err(at)?;
             if let Some((b, t)) = meta {

@@ -16,7 +16,8 @@
 //! 4. the request with its table is prepared (lowered, verified, emitted; cached by the table,
 //!    so a table that does not change is lowered once) and run like any collective.
 //!
-//! After the run, when row 2 is an output (bitmap bit 2 clear) the counts actually received are
+//! Only the receive windows of the output are stored ([`windows`]); the rest keeps what the
+//! tensor held. After the run, when row 2 is an output (bitmap bit 2 clear) the counts actually received are
 //! written into it, as the device does.
 //!
 //! Choice: the exchange is one small all-gather per all-to-all-v execution (16·rank_n bytes
@@ -68,6 +69,21 @@ pub(super) fn prepare(
     req.a2av = Some(m.clone().with_table(n, &rows)?);
     let lowered = collective::prepare_with(&req, world, c.forced)?;
     Ok((req, lowered))
+}
+
+/// The byte ranges of this rank's output its receive windows cover (`None` without a table).
+pub(super) fn windows(req: &CollectiveRequest) -> Option<Vec<(u64, u64)>> {
+    let t = req.a2av.as_ref()?.table.as_ref()?;
+    let esize = req.elem_bytes().unwrap_or(1);
+    let r = req.rank as usize;
+    Some(
+        t.recv_displs[r]
+            .iter()
+            .zip(&t.recv_counts[r])
+            .filter(|(_, &c)| c > 0)
+            .map(|(&d, &c)| (d * esize, c * esize))
+            .collect(),
+    )
 }
 
 /// After the run: when row 2 of the metadata is an output, write the counts this rank

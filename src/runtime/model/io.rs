@@ -2,6 +2,11 @@
 //! operand windows of the word read one after the other (one for most ops; src0 then src1 for
 //! the implicit permute-reduce, whose input buffer is `[src0 | src1]`,
 //! `lower::request::CollectiveRequest::input_elems`), the output one window.
+//!
+//! An all-to-all-v writes only its receive windows: the output bytes no window covers keep
+//! what the tensor held, as the device's DMA leaves them. The staged result of the software
+//! device covers the whole buffer, so [`NeffIo::dst_windows`] says which of its bytes to
+//! store.
 
 use crate::error::{Error, Result};
 use crate::lower::program::Buf;
@@ -21,6 +26,8 @@ pub(super) struct Part {
 pub(super) struct NeffIo {
     pub(super) src: Vec<Part>,
     pub(super) dst: Option<Part>,
+    /// Byte ranges `(offset, len)` of the output the collective writes; `None` = all of it.
+    pub(super) dst_windows: Option<Vec<(u64, u64)>>,
 }
 
 impl NeffIo {
@@ -60,7 +67,24 @@ impl RankIo for NeffIo {
                         p.len
                     )));
                 }
-                p.tensor.write(p.offset, data)
+                match &self.dst_windows {
+                    None => p.tensor.write(p.offset, data),
+                    Some(w) => {
+                        for &(at, len) in w {
+                            let (a, n) = (at as usize, len as usize);
+                            let bytes = data.get(a..a + n).ok_or_else(|| {
+                                Error::failure(format!(
+                                    "a receive window [{a}, {}) outside the {} output bytes \
+                                     (an OpenNRT bug)",
+                                    a + n,
+                                    data.len()
+                                ))
+                            })?;
+                            p.tensor.write(p.offset + at, bytes)?;
+                        }
+                        Ok(())
+                    }
+                }
             }
             None if data.is_empty() => Ok(()),
             None => Err(Error::failure(

@@ -109,7 +109,7 @@ fn resolve_rejections() {
     );
 }
 
-/// The metadata tensor's bytes: row i at byte 4·rank_n·i, little-endian uint32 (isa §9 rule 9).
+/// The metadata tensor's bytes: row i at byte 4·rank_n·i, little-endian uint32 (docs/contract/isa.md §9 rule 9).
 #[test]
 fn metadata_round_trips_byte_exact() {
     let rows = [vec![1, 2], vec![0, 1], vec![3, 0x0102_0304], vec![0, 3]];
