@@ -16,11 +16,14 @@ const NEFF_USAGE: &str = "usage: opennrt neff <build|info> [options]
 
   opennrt neff build --op OP --ranks R --count N --dtype T [options] -o FILE
     --op OP      all_reduce (allr) | all_gather (allg) | reduce_scatter (redsct) |
-                 all_to_all (alltoall) | permute | send_recv (sendrecv)
+                 all_to_all (alltoall) | permute | send_recv (sendrecv) |
+                 all_to_all_v (alltoallv) | all_gather_v (all_gatherv, allgv)
     --ranks R    ranks in the group, 1..=1024 (global device ids 0..R)
     --count N    elements of one rank's block (accepts 1<<20): in = out = N for all_reduce,
-                 permute and send_recv; all_gather out = N x R; reduce_scatter in = N x R;
-                 all_to_all in = out = N x R
+                 permute and send_recv; all_gather and all_gather_v out = N x R;
+                 reduce_scatter in = N x R; all_to_all and all_to_all_v in = out = N x R.
+                 The -v ops add an input metadata0: 4 rows of R uint32 (send counts, send
+                 displacements, receive counts, receive displacements, in elements)
     --dtype T    bf16, fp16, fp32, fp8_e4m3, int8, ... (reductions need bf16, fp16, fp32, fp8)
     --redop R    add (default), max, min (all_reduce and reduce_scatter; copies carry BYPASS)
     --alg A      record a forced algorithm (ring, mesh, kangaring, ...) as opennrt_algorithm
