@@ -162,6 +162,20 @@ fn rank_run(
     out_init: &[u8],
     times: u32,
 ) -> (i32, Vec<u8>) {
+    let (st, out, _) = rank_run_with_meta(neff, rank, world, input, meta, out_init, times);
+    (st, out)
+}
+
+/// [`rank_run`], also returning the metadata tensor's bytes after the runs.
+fn rank_run_with_meta(
+    neff: &[u8],
+    rank: u32,
+    world: u32,
+    input: &[u8],
+    meta: Option<&[u8]>,
+    out_init: &[u8],
+    times: u32,
+) -> (i32, Vec<u8>, Vec<u8>) {
     let out_len = out_init.len();
     let vnc = rank as i32;
     let mut m: *mut nrt_model_t = null_mut();
@@ -178,7 +192,7 @@ fn rank_run(
         )
     } as i32;
     if st != 0 {
-        return (st, Vec::new());
+        return (st, Vec::new(), Vec::new());
     }
     let tin = tensor(vnc, "in", input.len(), Some(input));
     let tout = tensor(vnc, "out", out_len, Some(out_init));
@@ -198,8 +212,16 @@ fn rank_run(
         }
     }
     let mut out = vec![0u8; out_len];
-    // SAFETY: `out` has `out_len` bytes.
+    let mut meta_after = vec![0u8; meta.map_or(0, <[u8]>::len)];
+    // SAFETY: `out` has `out_len` bytes, `meta_after` the metadata tensor's.
     unsafe {
+        if let Some(t) = tmeta {
+            let n = meta_after.len();
+            assert_eq!(
+                abi::nrt_tensor_read(t, meta_after.as_mut_ptr().cast(), 0, n) as i32,
+                0
+            );
+        }
         assert_eq!(
             abi::nrt_tensor_read(tout, out.as_mut_ptr().cast(), 0, out_len) as i32,
             0
@@ -215,7 +237,7 @@ fn rank_run(
         }
         assert_eq!(abi::nrt_unload(m) as i32, 0);
     }
-    (status, out)
+    (status, out, meta_after)
 }
 
 /// Every op × dtype on `n` ranks (threads), twice each (the second run reuses the load).
@@ -317,6 +339,88 @@ fn a_bad_table_fails_every_rank(n: u32) {
     });
     assert_eq!(st, vec![2; n as usize], "NRT_INVALID on every rank");
     assert!(t0.elapsed().as_secs() < 15, "failed before the timeout");
+}
+
+/// src1_bitmap 0x03 (docs/contract/isa.md §9 rule 9): row 2 is an output — the runtime writes
+/// the counts each rank received into it — and row 3 is derived (peer p's data lands at
+/// `p·(out/R)`). The built word's bitmap is patched to make such a NEFF.
+fn received_counts_are_written_back() {
+    use opennrt::neff::build::{container, HeaderFields};
+    use opennrt::neff::{NeffHeader, Payload};
+    let n = 2;
+    let spec = BuildSpec::new(BuildOp::AllToAllV, n, 4, Dtype::Fp32);
+    let file = build(&spec).unwrap();
+    let h = NeffHeader::parse(&file).unwrap();
+    let p = Payload::read(&h, &file).unwrap();
+    let members: Vec<(String, Vec<u8>)> = p
+        .names()
+        .map(|m| {
+            let mut b = p.get(m).unwrap().to_vec();
+            if m == "sg00/SP.bin" {
+                assert_eq!((b[0], b[64], b[64 + 42]), (0xD9, 0xDA, 0x0F));
+                b[64 + 42] = 0x03; // 0xDA byte 42: src1_bitmap
+            }
+            (m.to_string(), b)
+        })
+        .collect();
+    let neff = container(
+        &members,
+        &HeaderFields {
+            name: h.name.clone(),
+            ..HeaderFields::default()
+        },
+    )
+    .unwrap();
+    // Rank r sends r + 1 elements to each peer from the start of its block for that peer;
+    // rows 2 and 3 hold garbage (0xFFFF_FFFF: an output and a derived row are not read).
+    let rows = |r: u64| {
+        [
+            vec![r + 1; 2],
+            vec![0, 4],
+            vec![u64::from(u32::MAX); 2],
+            vec![7; 2],
+        ]
+    };
+    let inputs: Vec<Vec<u8>> = (0..n)
+        .map(|r| {
+            (0..8u32)
+                .flat_map(|i| ((10 * r + i) as f32).to_le_bytes())
+                .collect()
+        })
+        .collect();
+    let zeros = vec![0u8; 32];
+    let got: Vec<(i32, Vec<u8>, Vec<u8>)> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..n)
+            .map(|r| {
+                let meta = encode_metadata(n, &rows(u64::from(r))).unwrap();
+                let (neff, input, zeros) = (&neff, &inputs[r as usize], &zeros);
+                s.spawn(move || rank_run_with_meta(neff, r, n, input, Some(&meta), zeros, 1))
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let f32s = |b: &[u8]| -> Vec<f32> {
+        b.chunks(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    // By hand: rank 0 receives 1 element of rank 0's block 0 at 0 and 2 elements of rank 1's
+    // block 0 at 4 (row 3 derived: p·8/2); rank 1 receives rank 0's element 4 and rank 1's
+    // elements 14, 15.
+    assert_eq!(got[0].0, 0);
+    assert_eq!(got[1].0, 0);
+    assert_eq!(f32s(&got[0].1), [0.0, 0.0, 0.0, 0.0, 10.0, 11.0, 0.0, 0.0]);
+    assert_eq!(f32s(&got[1].1), [4.0, 0.0, 0.0, 0.0, 14.0, 15.0, 0.0, 0.0]);
+    for (r, (_, _, meta)) in got.iter().enumerate() {
+        let back = opennrt::lower::request::decode_metadata(n, meta).unwrap();
+        assert_eq!(back[2], [1, 2], "rank {r}: row 2 holds the counts received");
+        assert_eq!(back[3], [7, 7], "rank {r}: row 3 is left alone");
+        assert_eq!(
+            back[0],
+            rows(r as u64)[0],
+            "rank {r}: the inputs are left alone"
+        );
+    }
 }
 
 /// Rank 1 carries two collectives, rank 0 one: both fail with NRT_INVALID (the sequence check
@@ -548,6 +652,7 @@ fn neff_models_through_the_c_abi() {
         generated_neffs_run_exactly(n);
         if n == 2 {
             mismatched_neffs_fail_everywhere();
+            received_counts_are_written_back();
             scheduled_execution_and_getters();
             a_five_gib_input_is_described_exactly();
         }
