@@ -1,7 +1,8 @@
 //! The `nccom-test` binary end to end: every operation with `--check` at small sizes, one
 //! process per rank (2 and 3 ranks) and in `--threads` mode; the table's rows (column count,
-//! numbers that parse), the `Avg bus bandwidth` line, the JSON report's keys, and the exit
-//! status 2 of refused command lines.
+//! numbers that parse), the `Avg bus bandwidth` line, the JSON report's keys, the
+//! variable-size ops with non-uniform `--variable-size-op-metadata` tables, and the exit status
+//! 2 of refused command lines.
 //!
 //! Every run gets `NEURON_RT_EXEC_TIMEOUT=10` so that a broken runtime fails a size in seconds
 //! rather than the default minute (the whole file stays well under a minute when it works).
@@ -9,7 +10,16 @@
 use std::process::{Command, Output};
 
 /// Every operation the NEFF path runs.
-const OPS: [&str; 6] = ["allr", "allg", "redsct", "alltoall", "permute", "sendrecv"];
+const OPS: [&str; 8] = [
+    "allr",
+    "allg",
+    "redsct",
+    "alltoall",
+    "permute",
+    "sendrecv",
+    "alltoallv",
+    "allgv",
+];
 
 /// Run the binary with `args` (whitespace-separated).
 fn run(args: &str) -> Output {
@@ -200,12 +210,12 @@ fn refused_command_lines_exit_2() {
         ("-r 2 allr -d fp32 -N 2", "not supported"),
         ("-r 2 allr -d fp32 --streams-json s.json", "not supported"),
         (
-            "-r 2 alltoallv -d fp32",
-            "not supported by the software device's NEFF path yet",
+            "-r 2 allr -d fp32 --variable-size-op-metadata m.json",
+            "applies to alltoallv and all_gatherv",
         ),
         (
-            "-r 2 allgv",
-            "not supported by the software device's NEFF path yet",
+            "-r 2 alltoallv -d fp32 --variable-size-op-metadata /nonexistent/m.json",
+            "--variable-size-op-metadata /nonexistent/m.json",
         ),
         ("-r 2 allr", "refused"),
         ("-r 2 allr --no-such-flag", "unknown option"),
@@ -220,4 +230,81 @@ fn refused_command_lines_exit_2() {
     let o = run("--help");
     assert!(o.status.success());
     assert!(texts(&o).0.starts_with("usage: nccom-test"));
+}
+
+/// A temporary directory of this test process, removed when dropped.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("nccom_test_{tag}_{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+
+    /// Write `text` to `name` in the directory; its path.
+    fn file(&self, name: &str, text: &str) -> String {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Non-uniform tables from `--variable-size-op-metadata` (zero counts, gaps, one entry per
+/// rank, receive rows derived or given) pass `--check` in processes and threads; a table a
+/// size cannot hold and a bad file are refused with exit 2 before anything runs.
+#[test]
+fn variable_size_ops_run_a_metadata_file() {
+    let dir = TempDir::new("metadata");
+    let a2av = dir.file(
+        "a2av.json",
+        r#"{"metadata":[
+            {"send_counts":[3,0,5],"send_displs":[0,3,3]},
+            {"send_counts":[1,2,0],"send_displs":[7,0,0]},
+            {"send_counts":[4,4,4],"send_displs":[0,0,4],"recv_counts":[5,0,4],"recv_displs":[9,0,2]}]}"#,
+    );
+    let agv = dir.file(
+        "agv.json",
+        r#"{"metadata":[{"send_counts":[2],"send_displs":[1]},{"send_counts":[0],"send_displs":[0]},
+            {"send_counts":[3],"send_displs":[0],"recv_counts":[2,0,3],"recv_displs":[5,0,1]}]}"#,
+    );
+    for mode in ["", "--threads"] {
+        let (_, rows) = table(&format!(
+            "-r 3 alltoallv -b 1kb -e 4kb -f 4 -d bf16 -n 2 -w 1 --check \
+             --variable-size-op-metadata {a2av} {mode}"
+        ));
+        assert_eq!(sizes(&rows), [1020, 4092], "alltoallv {mode}");
+        let (_, rows) = table(&format!(
+            "-r 3 allgv -b 96 -e 384 -f 4 -d fp32 -n 2 -w 1 --check --alltoallv-metadata {agv} \
+             {mode}"
+        ));
+        assert_eq!(sizes(&rows), [96, 384], "allgv {mode}");
+    }
+    for (args, why) in [
+        (
+            format!("-r 3 allgv -b 12 -e 96 -f 2 -d fp32 --alltoallv-metadata {agv}"),
+            "size 12 B (1 elements in, 3 out per rank) cannot hold the table",
+        ),
+        (
+            format!(
+                "-r 3 alltoallv -d fp32 --variable-size-op-metadata {}",
+                dir.file(
+                    "bad.json",
+                    r#"{"metadata":[{"send_counts":[1],"send_displs":[0]}]}"#
+                )
+            ),
+            "send_counts has 1 entries; alltoallv on groups of 3 needs 3",
+        ),
+    ] {
+        let o = run(&args);
+        let (out, err) = texts(&o);
+        assert_eq!(o.status.code(), Some(2), "{args}: {out}{err}");
+        assert!(err.contains(why), "{args}: {err}");
+    }
 }

@@ -9,8 +9,8 @@
 //! Options OpenNRT cannot honour are refused (exit status 2) with the reason: multi-node
 //! (`-s/--hosts`, `--hosts-file`, `--mpi-log-dir`, `-S/--slurm-mode`, `-N` above 1),
 //! `--streams-json`, `--shared-output-buff`, `--coalesced-cc-size-ratio`,
-//! `--data-parallel-dimension` and `--variable-size-op-metadata` (the variable-size ops have no
-//! NEFF path yet). `--unique-buff` is accepted and changes nothing: each NEFF holds one
+//! `--data-parallel-dimension`. `--variable-size-op-metadata` (alias `--alltoallv-metadata`)
+//! names the table of `alltoallv`/`allgv` ([`crate::metadata`]). `--unique-buff` is accepted and changes nothing: each NEFF holds one
 //! collective per size, whose buffers are its own already; `--non-interactive` is accepted too
 //! (there is no interactive progress display). The seed defaults to 0.
 
@@ -28,8 +28,8 @@ use crate::units::parse_bytes;
 /// The usage text of `-h/--help`.
 pub const USAGE: &str = "usage: nccom-test -r N <operation> [options]
 
-operation (anywhere on the line): all_reduce|allr, all_gather|allg, reduce_scatter|redsct,
-  sendrecv, alltoall, permute (alltoallv and all_gatherv|allgv are not supported yet)
+operation (anywhere on the line): all_reduce|allr, all_gather|allg, all_gatherv|allgv,
+  reduce_scatter|redsct, sendrecv, alltoall, alltoallv, permute
 
   -r, --nworkers N            total ranks (required)
   -N, --nnodes N              nodes (default 1; only 1 is supported)
@@ -47,6 +47,9 @@ operation (anywhere on the line): all_reduce|allr, all_gather|allg, reduce_scatt
   --seed N                    seed of the --check data (default 0)
   --custom-replica-groups F   {\"replica_groups\": [[[0,1,..],[..]]]}
   --custom-src-target-pairs F {\"src_target_pairs\": [[[0,1],[1,0],..]]} (permute)
+  --variable-size-op-metadata F  alltoallv, allgv: {\"metadata\": [{\"send_counts\": [..],
+                              \"send_displs\": [..], \"recv_counts\": [..], \"recv_displs\": [..]}]}
+                              in elements, one entry or one per rank (default: equal blocks)
   -t, --stats avg p25 p50 p90 p99   time columns (default avg)
   --show-algorithm            add the algorithm column (mesh, rdh, kangaring, ring, hier)
   --show-input-output-size    add total_input_size(B) and total_output_size(B)
@@ -97,6 +100,8 @@ pub struct Opts {
     pub replica_groups: Option<PathBuf>,
     /// `--custom-src-target-pairs`.
     pub pairs: Option<PathBuf>,
+    /// `--variable-size-op-metadata`.
+    pub metadata: Option<PathBuf>,
     /// One process with a thread per rank.
     pub threads: bool,
 }
@@ -164,7 +169,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
     let mut stats = Vec::new();
     let (mut show_algorithm, mut show_io_size, mut debug, mut threads) =
         (false, false, false, false);
-    let (mut report, mut replica_groups, mut pairs) = (None, None, None);
+    let (mut report, mut replica_groups, mut pairs, mut metadata) = (None, None, None, None);
     let mut i = 0;
     while i < args.len() {
         let word = &args[i];
@@ -285,16 +290,19 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
                 ))
             }
             "variable-size-op-metadata" | "alltoallv-metadata" => {
-                return Err(format!(
-                    "{flag} is not supported: alltoallv and all_gatherv have no NEFF path on \
-                     the software device yet"
-                ))
+                metadata = Some(PathBuf::from(value(&mut i)?))
             }
             _ => return Err(format!("unknown option {flag}\n{USAGE}")),
         }
     }
     let op = op.ok_or_else(|| format!("no operation given\n{USAGE}"))?;
     let ranks = ranks.ok_or_else(|| format!("-r/--nworkers is required\n{USAGE}"))?;
+    if metadata.is_some() && !matches!(op, Op::AllToAllV | Op::AllGatherV) {
+        return Err(format!(
+            "--variable-size-op-metadata applies to alltoallv and all_gatherv, not {}",
+            op.name()
+        ));
+    }
     if ranks == 0 {
         return Err("-r/--nworkers must be at least 1".into());
     }
@@ -333,6 +341,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
         report,
         replica_groups,
         pairs,
+        metadata,
         threads,
     })))
 }

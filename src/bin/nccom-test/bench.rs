@@ -21,6 +21,9 @@
 //!   the ISA validator's own reason (the check every NEFF trigger meets at load).
 //! * `--custom-src-target-pairs` applies to permute only; a permute without it sends each
 //!   subgroup member to the next (the NEFF builder's default).
+//! * `alltoallv` and `allgv` run the table of `--variable-size-op-metadata` at every size, or
+//!   equal blocks without it ([`crate::metadata`]); a size whose buffers cannot hold the
+//!   file's windows is refused up front, naming the size and the window.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -34,6 +37,7 @@ use crate::custom;
 use crate::dtypes;
 use crate::job::{Job, RankLine};
 use crate::launch::{self, Outcome, Plan};
+use crate::metadata::{self, Rows};
 use crate::neffgen::{self, NeffSpec};
 use crate::ops::{self, Op, Sizing};
 use crate::report;
@@ -65,14 +69,26 @@ pub struct Setup {
     pub skipped: Vec<u64>,
     /// The table's columns.
     pub cols: Vec<Col>,
+    /// The variable-size ops' table from `--variable-size-op-metadata` (else equal blocks
+    /// per size).
+    pub table: Option<Vec<Rows>>,
+}
+
+impl Setup {
+    /// The table of a variable-size op at size `z` (`None` for the fixed-size ops).
+    pub fn table_for(&self, z: &Sizing) -> Option<Vec<Rows>> {
+        let op = self.opts.op;
+        op.is_variable().then(|| {
+            self.table
+                .clone()
+                .unwrap_or_else(|| metadata::uniform(op, self.g, z.count))
+        })
+    }
 }
 
 /// Check the command line's request; `Err` is a refusal (exit status 2).
 pub fn prepare(opts: Opts) -> Result<Setup, String> {
     let op = opts.op;
-    if let Some(why) = op.unsupported() {
-        return Err(why);
-    }
     if op.is_reducing() {
         if let Err(e) = opennrt::isa::validate::rule_10_dtype(0xC8, "dtype", 0, opts.dtype, true) {
             return Err(format!(
@@ -115,6 +131,23 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
             sizes.push(z);
         }
     }
+    let table = match &opts.metadata {
+        Some(p) => Some(metadata::load(p, op, g)?),
+        None => None,
+    };
+    if let Some(rows) = &table {
+        for z in &sizes {
+            metadata::check_fits(rows, z.in_bytes / esz, z.out_bytes / esz).map_err(|e| {
+                format!(
+                    "--variable-size-op-metadata: size {} B ({} elements in, {} out per rank) \
+                     cannot hold the table: {e}",
+                    z.bytes,
+                    z.in_bytes / esz,
+                    z.out_bytes / esz
+                )
+            })?;
+        }
+    }
     let cols = table::columns(&opts.stats, opts.show_io_size, opts.show_algorithm);
     Ok(Setup {
         opts,
@@ -126,6 +159,7 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
         sizes,
         skipped,
         cols,
+        table,
     })
 }
 
@@ -261,6 +295,7 @@ fn job_of(s: &Setup, z: &Sizing, neff: PathBuf, dump: PathBuf) -> Job {
         pairs: s.pairs.clone(),
         wait_stdin: false,
         dump_dir: Some(dump),
+        table: s.table_for(z),
     }
 }
 

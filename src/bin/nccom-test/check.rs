@@ -11,7 +11,10 @@
 //!   all-reduce `out_r = Σ_k in_k`; all-gather `out_r[block k] = in_k`; reduce-scatter
 //!   `out_r = Σ_k in_k[block r]`; all-to-all `out_r[block k] = in_k[block r]`; sendrecv
 //!   `out_r = in_(r−1 mod g)`; permute `out_t = in_s` for each pair `s → t` (a rank that is no
-//!   pair's target is not checked). Ranks are positions in the rank's replica subgroup.
+//!   pair's target is not checked); all-to-all-v and all-gather-v from their table:
+//!   `out_r[recv_displs[r][q] + e] = in_q[send_displs[q][r] + e]` for `e < send_counts[q][r]`,
+//!   and 0 where no window lands (the output starts zeroed and the op leaves it). Ranks are
+//!   positions in the rank's replica subgroup.
 //! * **Comparison.** Float reductions are summed in f64 and accepted within `g · eps · Σ|x|`
 //!   (the bound for `g` partial sums rounded in any order, see [`crate::dtypes::eps`]);
 //!   everything else (copies, integer reductions, which wrap) must match bit for bit. A NaN
@@ -146,6 +149,22 @@ pub struct Layout {
     /// Permute and sendrecv: the global rank whose input this rank receives (`None`: no one's
     /// target, not checked).
     pub src: Option<u32>,
+    /// The variable-size ops: the receive windows, sorted by start.
+    pub windows: Vec<Window>,
+}
+
+/// One receive window of a variable-size op: `len` elements from `from`'s input at
+/// `from_start`, landing at output element `start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// First output element.
+    pub start: u64,
+    /// Elements.
+    pub len: u64,
+    /// The sending global rank.
+    pub from: u32,
+    /// First element of its input.
+    pub from_start: u64,
 }
 
 /// What one output element must be.
@@ -188,7 +207,25 @@ impl Layout {
             members,
             pos,
             src,
+            windows: Vec::new(),
         })
+    }
+
+    /// The layout with a variable-size op's table (`rows[q]`: position q's `metadata0` rows):
+    /// what each peer sends this rank lands at its receive displacement.
+    pub fn with_table(mut self, rows: &[crate::metadata::Rows]) -> Layout {
+        let p = self.pos;
+        self.windows = (0..self.members.len().min(rows.len()))
+            .map(|q| Window {
+                start: rows[p][3].get(q).copied().unwrap_or(0),
+                len: rows[q][0].get(p).copied().unwrap_or(0),
+                from: self.members[q],
+                from_start: rows[q][1].get(p).copied().unwrap_or(0),
+            })
+            .filter(|w| w.len > 0)
+            .collect();
+        self.windows.sort_by_key(|w| w.start);
+        self
     }
 
     /// Elements of the rank's output.
@@ -224,9 +261,16 @@ impl Layout {
         match self.op {
             Op::AllReduce => self.sum(d, j),
             Op::ReduceScatter => self.sum(d, mine + j),
-            Op::AllGather | Op::AllGatherV => Want::Exact(d.bits(self.members[block as usize], e)),
-            Op::AllToAll | Op::AllToAllV => {
-                Want::Exact(d.bits(self.members[block as usize], mine + e))
+            Op::AllGather => Want::Exact(d.bits(self.members[block as usize], e)),
+            Op::AllToAll => Want::Exact(d.bits(self.members[block as usize], mine + e)),
+            Op::AllToAllV | Op::AllGatherV => {
+                let k = self.windows.partition_point(|w| w.start <= j);
+                match k.checked_sub(1).map(|k| self.windows[k]) {
+                    Some(w) if j < w.start + w.len => {
+                        Want::Exact(d.bits(w.from, w.from_start + (j - w.start)))
+                    }
+                    _ => Want::Exact(0),
+                }
             }
             Op::Permute | Op::SendRecv => match self.src {
                 Some(s) => Want::Exact(d.bits(s, j)),

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::check::{Data, Layout, Mode};
 use crate::dtypes;
+use crate::metadata::Rows;
 use crate::ops::Op;
 
 /// The hidden first argument that makes this binary a worker.
@@ -55,6 +56,10 @@ pub struct Job {
     pub wait_stdin: bool,
     /// Where to dump input, output and golden tensors of a failed check.
     pub dump_dir: Option<PathBuf>,
+    /// The variable-size ops' table: every position's `metadata0` rows (the same for every
+    /// subgroup), which the worker writes and the golden result follows.
+    #[serde(default)]
+    pub table: Option<Vec<Rows>>,
 }
 
 /// One rank's answer.
@@ -121,13 +126,17 @@ impl Job {
 
     /// The golden layout of global rank `rank`.
     pub fn layout(&self, rank: u32) -> Option<Layout> {
-        Layout::of(
+        let l = Layout::of(
             self.op_kind().ok()?,
             self.count,
             &self.groups,
             &self.pairs,
             rank,
-        )
+        )?;
+        Some(match &self.table {
+            Some(t) => l.with_table(t),
+            None => l,
+        })
     }
 }
 

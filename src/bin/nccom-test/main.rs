@@ -7,7 +7,7 @@
 //! Modules, by idea: [`args`] (the command line), [`ops`] (operations, what a size means, bus
 //! factors), [`dtypes`], [`units`] (sizes and GB/s), [`sweep`] (the sizes of a run), [`stats`]
 //! (time statistics), [`table`] and [`report`] (output), [`check`] (data and golden results),
-//! [`custom`] (replica groups and pairs files), [`algo`] (`--show-algorithm`), [`neffgen`]
+//! [`custom`] (replica groups and pairs files), [`metadata`] (the variable-size ops' tables), [`algo`] (`--show-algorithm`), [`neffgen`]
 //! (the NEFF of a size), [`job`] (the parent ↔ worker protocol), [`launch`] (starting workers),
 //! [`worker`] (the hidden worker that drives the C ABI) and [`mod@bench`] (one run).
 //!
@@ -21,6 +21,7 @@ mod custom;
 mod dtypes;
 mod job;
 mod launch;
+mod metadata;
 mod neffgen;
 mod ops;
 mod report;

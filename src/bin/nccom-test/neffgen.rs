@@ -1,6 +1,7 @@
 //! The NEFF of one size: one collective trigger (or `-I`'s several) written by OpenNRT's NEFF
 //! builder (`opennrt::neff::build`, docs/neff.md §2), which every rank loads. Its I/O vars are
-//! `input0` and `output0`, one rank's input and output.
+//! `input0` and `output0`, one rank's input and output (and `metadata0`, the table, for the
+//! variable-size ops).
 
 use opennrt::isa::enums::Dtype;
 use opennrt::neff::build::{BuildOp, BuildSpec};
@@ -46,7 +47,8 @@ pub fn build_op(op: Op) -> Option<BuildOp> {
         Op::AllToAll => BuildOp::AllToAll,
         Op::Permute => BuildOp::Permute,
         Op::SendRecv => BuildOp::SendRecv,
-        Op::AllGatherV | Op::AllToAllV => return None,
+        Op::AllToAllV => BuildOp::AllToAllV,
+        Op::AllGatherV => BuildOp::AllGatherV,
     })
 }
 

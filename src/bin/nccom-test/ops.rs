@@ -5,8 +5,11 @@
 //!
 //! **size(B)** is the vendor's for all-reduce (one rank's buffer) and all-gather (the total
 //! output). For the others it is OpenNRT's choice, the buffer a rank would allocate for the
-//! size: reduce-scatter the total input (each rank's input, `R` blocks); all-to-all one rank's
-//! buffer (in = out = `R` blocks); permute and sendrecv one rank's buffer (one block). So a size
+//! size: reduce-scatter the total input (each rank's input, `R` blocks); all-to-all and
+//! all-to-all-v one rank's buffer (in = out = `R` blocks); all-gather-v the total output, as
+//! all-gather (in = one block, out = `R`); permute and sendrecv one rank's buffer (one block).
+//! For the variable-size ops the buffers are what the size says whatever their table moves,
+//! so algbw is size(B) over the time, as for their fixed-size twins. So a size
 //! holds [`Op::size_blocks`] per-rank blocks of `count` elements, and a size that does not
 //! split evenly is rounded down to a whole number of elements per block (`-d fp32 -b 1023` is
 //! 1020 bytes for all-reduce; 1016 for all-gather on 8 ranks); the printed size(B) is the
@@ -24,7 +27,7 @@ pub enum Op {
     AllReduce,
     /// `all_gather`, `allg`.
     AllGather,
-    /// `all_gatherv`, `allgv` (parsed, refused: no NEFF path yet).
+    /// `all_gatherv`, `allgv`: all-gather with a window per rank ([`crate::metadata`]).
     AllGatherV,
     /// `reduce_scatter`, `redsct`.
     ReduceScatter,
@@ -32,7 +35,7 @@ pub enum Op {
     SendRecv,
     /// `alltoall`.
     AllToAll,
-    /// `alltoallv` (parsed, refused: no NEFF path yet).
+    /// `alltoallv`: all-to-all with per-peer counts ([`crate::metadata`]).
     AllToAllV,
     /// `permute`: explicit source → target pairs (default r → r+1).
     Permute,
@@ -90,15 +93,9 @@ impl Op {
         matches!(self, Op::AllReduce | Op::ReduceScatter)
     }
 
-    /// The software device's NEFF path cannot run it yet: why, for the refusal.
-    pub fn unsupported(self) -> Option<String> {
-        matches!(self, Op::AllToAllV | Op::AllGatherV).then(|| {
-            format!(
-                "{} is not supported by the software device's NEFF path yet (the NEFF builder \
-                 writes no variable-size collective); run alltoall or all_gather instead",
-                self.name()
-            )
-        })
+    /// A variable-size op: its NEFF has a `metadata0` input, the table.
+    pub fn is_variable(self) -> bool {
+        matches!(self, Op::AllToAllV | Op::AllGatherV)
     }
 
     /// Per-rank blocks of `count` elements in one size(B) (see the module doc).

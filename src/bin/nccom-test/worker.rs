@@ -6,7 +6,8 @@
 //! the one rank on vnc 0 of the core `NEURON_RT_VISIBLE_CORES` gives it)
 //! `nrt_load_collectives(neff, vnc, 1, rank, world)`, `nrt_tensor_allocate` of `input0` and
 //! `output0` (device placement), `nrt_tensor_write` of the input (the check data, or zeros),
-//! `nrt_tensor_memset` of the output, two tensor sets, `warmup` untimed and `iters` timed
+//! `nrt_tensor_memset` of the output (for `alltoallv`/`allgv` also `metadata0`, written with
+//! the rank's rows of the job's table, `crate::metadata`), two tensor sets, `warmup` untimed and `iters` timed
 //! `nrt_execute`s (each timed alone, from just before the call to its return), `nrt_tensor_read`
 //! of the output, the check, and the frees and `nrt_unload`; at the end `nrt_close`.
 //!
@@ -43,6 +44,7 @@ struct Rank {
     model: *mut nrt_model_t,
     tin: *mut nrt_tensor_t,
     tout: *mut nrt_tensor_t,
+    tmeta: *mut nrt_tensor_t,
     in_set: *mut nrt_tensor_set_t,
     out_set: *mut nrt_tensor_set_t,
 }
@@ -56,6 +58,9 @@ impl Drop for Rank {
             abi::nrt_destroy_tensor_set(&mut self.out_set);
             abi::nrt_tensor_free(&mut self.tin);
             abi::nrt_tensor_free(&mut self.tout);
+            if !self.tmeta.is_null() {
+                abi::nrt_tensor_free(&mut self.tmeta);
+            }
             if !self.model.is_null() {
                 abi::nrt_unload(self.model);
             }
@@ -97,6 +102,7 @@ fn run_rank(job: &Job, rank: u32, vnc: u32, neff: &[u8]) -> Result<RankLine, Str
         model: null_mut(),
         tin: null_mut(),
         tout: null_mut(),
+        tmeta: null_mut(),
         in_set: null_mut(),
         out_set: null_mut(),
     };
@@ -125,6 +131,25 @@ fn run_rank(job: &Job, rank: u32, vnc: u32, neff: &[u8]) -> Result<RankLine, Str
     let st = unsafe { abi::nrt_tensor_memset(r.tout, 0, 0, job.out_bytes as usize) };
     ok(st, "nrt_tensor_memset (output0)")?;
     r.in_set = set_of(c"input0", r.tin)?;
+    if let Some(table) = &job.table {
+        let layout = job
+            .layout(rank)
+            .ok_or_else(|| format!("rank {rank} is in no replica subgroup"))?;
+        let rows = table
+            .get(layout.pos)
+            .ok_or_else(|| format!("the table has no rows for position {}", layout.pos))?;
+        let g = layout.members.len() as u32;
+        let bytes = opennrt::lower::request::encode_metadata(g, rows)
+            .map_err(|e| format!("metadata0: {}", e.message()))?;
+        r.tmeta = tensor(vnc, bytes.len() as u64, c"metadata0")?;
+        // SAFETY: `bytes` is the metadata tensor's size.
+        let st = unsafe { abi::nrt_tensor_write(r.tmeta, bytes.as_ptr().cast(), 0, bytes.len()) };
+        ok(st, "nrt_tensor_write (metadata0)")?;
+        // SAFETY: the set and the tensor are live; the name is NUL-terminated.
+        let st =
+            unsafe { abi::nrt_add_tensor_to_tensor_set(r.in_set, c"metadata0".as_ptr(), r.tmeta) };
+        ok(st, "nrt_add_tensor_to_tensor_set (metadata0)")?;
+    }
     r.out_set = set_of(c"output0", r.tout)?;
     let exec = |it: &str| -> Result<(), String> {
         // SAFETY: the model and both sets are live for the whole loop.

@@ -77,11 +77,18 @@ fn optional_and_multi_values() {
     assert_eq!(parse(&words("-r 2 allr --help")), Ok(Parsed::Help));
 }
 
-/// The variable-size ops parse (and are refused later, with their reason).
+/// The variable-size ops parse, with their metadata file under both names; the file is for
+/// them only.
 #[test]
 fn variable_size_ops_parse() {
     assert_eq!(opts("-r 2 alltoallv").op, Op::AllToAllV);
     assert_eq!(opts("-r 2 allgv").op, Op::AllGatherV);
+    let o = opts("-r 2 alltoallv --variable-size-op-metadata m.json");
+    assert_eq!(o.metadata, Some(PathBuf::from("m.json")));
+    let o = opts("allgv -r 2 --alltoallv-metadata=n.json");
+    assert_eq!(o.metadata, Some(PathBuf::from("n.json")));
+    assert!(refused("-r 2 allr --variable-size-op-metadata m.json")
+        .contains("applies to alltoallv and all_gatherv, not all_reduce"));
 }
 
 #[test]
@@ -114,10 +121,6 @@ fn unsupported_options_are_refused() {
         ("-r 2 allr --streams-json f", "one stream"),
         ("-r 2 allr --shared-output-buff", "not supported"),
         ("-r 2 allr --coalesced-cc-size-ratio 1,2,1", "not supported"),
-        (
-            "-r 2 alltoallv --variable-size-op-metadata m.json",
-            "no NEFF path",
-        ),
     ] {
         assert!(refused(line).contains(why), "{line}: {}", refused(line));
     }

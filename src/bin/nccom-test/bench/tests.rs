@@ -39,15 +39,36 @@ fn sizes_are_rounded_skipped_and_deduplicated() {
     );
 }
 
-/// Refusals: the variable-size ops, integer reductions (with the validator's reason), pairs on
-/// a non-permute.
+/// Refusals: integer reductions (with the validator's reason), pairs on a non-permute, a
+/// variable-size table a size cannot hold.
 #[test]
 fn refusals_say_why() {
-    let e = setup("-r 2 alltoallv").unwrap_err();
+    assert!(setup("-r 2 alltoallv").is_ok());
+    let dir = std::env::temp_dir().join(format!("nccom_bench_test_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = dir.join("m.json");
+    std::fs::write(
+        &m,
+        r#"{"metadata":[{"send_counts":[5,5],"send_displs":[0,5]}]}"#,
+    )
+    .unwrap();
+    let line = format!(
+        "-r 2 alltoallv -b 8 -e 64 -f 2 --variable-size-op-metadata {}",
+        m.display()
+    );
+    let e = setup(&line).unwrap_err();
     assert!(
-        e.contains("not supported by the software device's NEFF path yet"),
+        e.contains("size 8 B (8 elements in, 8 out per rank) cannot hold the table")
+            && e.contains("rank 0 sends 5 elements to peer 1 from displacement 5"),
         "{e}"
     );
+    let ok = setup(&line.replace("-b 8", "-b 16")).unwrap();
+    assert_eq!(
+        ok.table.as_ref().unwrap()[1][2],
+        [5, 5],
+        "derived receive counts"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
     let e = setup("-r 2 allr").unwrap_err();
     assert!(
         e.contains("all_reduce of uint8 is refused") && e.contains("reduction"),

@@ -138,3 +138,44 @@ fn digests_differ_with_the_bytes() {
     assert_eq!(digest(b""), "cbf29ce484222325");
     assert_ne!(digest(b"ab"), digest(b"ba"));
 }
+
+/// All-to-all-v golden by hand (3 ranks, uint8, a table with a zero count and gaps): rank 1
+/// receives rank 0's 2 elements from 4 at 0, nothing from itself, rank 2's 1 element from 0
+/// at 5; the rest is 0. A wrong element and a non-zero gap are both caught.
+#[test]
+fn variable_size_golden_by_hand() {
+    let d = Data::new(Dtype::Uint8, Some(Mode::Random), 3);
+    let t = r#"{"metadata":[
+        {"send_counts":[1,2,0],"send_displs":[0,4,0]},
+        {"send_counts":[0,0,3],"send_displs":[0,0,1]},
+        {"send_counts":[0,1,2],"send_displs":[0,0,2],"recv_displs":[0,6,3]}]}"#;
+    // recv_displs given for rank 2 only: rank 1's are packed, [0, 2, 2].
+    let rows = crate::metadata::parse(t, Op::AllToAllV, 3).unwrap();
+    let l = Layout::of(Op::AllToAllV, 3, &ring(3), &[], 1)
+        .unwrap()
+        .with_table(&rows);
+    let want: Vec<u64> = (0..9)
+        .map(|j| match l.want(&d, j) {
+            Want::Exact(b) => b,
+            w => panic!("{w:?}"),
+        })
+        .collect();
+    assert_eq!(
+        want,
+        [d.bits(0, 4), d.bits(0, 5), d.bits(2, 0), 0, 0, 0, 0, 0, 0]
+    );
+    let mut out: Vec<u8> = want.iter().map(|&b| b as u8).collect();
+    assert_eq!(compare(&d, &l, &out).wrong, 0);
+    out[7] = 1;
+    out[0] ^= 0xFF;
+    let v = compare(&d, &l, &out);
+    assert_eq!(v.wrong, 2);
+    assert!(v.first.unwrap().starts_with("element 0:"));
+    // Rank 2: rank 1's 3 elements from 1 at 6, its own 2 from 2 at 3.
+    let l2 = Layout::of(Op::AllToAllV, 3, &ring(3), &[], 2)
+        .unwrap()
+        .with_table(&rows);
+    assert_eq!(l2.want(&d, 6), Want::Exact(d.bits(1, 1)));
+    assert_eq!(l2.want(&d, 4), Want::Exact(d.bits(2, 3)));
+    assert_eq!(l2.want(&d, 0), Want::Exact(0));
+}

@@ -20,6 +20,7 @@ fn template() -> Job {
         pairs: vec![],
         wait_stdin: false,
         dump_dir: None,
+        table: None,
     }
 }
 

@@ -45,9 +45,8 @@ fn groups_pairs_and_ops_reach_the_builder() {
 
 #[test]
 fn refusals_are_the_builders() {
-    assert!(build(&spec(Op::AllToAllV))
-        .unwrap_err()
-        .contains("alltoallv"));
+    let v = build(&spec(Op::AllToAllV)).unwrap();
+    assert_eq!(v.in_bytes, v.out_bytes);
     let mut s = spec(Op::AllReduce);
     s.dtype = Dtype::Int32;
     assert!(build(&s).is_err());

@@ -45,11 +45,21 @@ fn sizes_round_down_to_whole_blocks() {
     assert_eq!(size_for(Op::AllGather, 16, 4, 4).count, 0);
 }
 
+/// The variable-size ops' sizes: alltoallv as alltoall (one rank's buffer, g blocks in and
+/// out), allgv as allg (the total output).
 #[test]
-fn variable_size_ops_are_refused_clearly() {
-    let why = Op::AllToAllV.unsupported().unwrap();
-    assert!(why.contains("not supported by the software device's NEFF path yet"));
-    assert!(Op::AllGatherV.unsupported().is_some());
-    assert!(Op::AllReduce.unsupported().is_none());
+fn variable_size_ops_size_like_their_fixed_twins() {
+    assert!(Op::AllToAllV.is_variable() && Op::AllGatherV.is_variable());
+    assert!(!Op::AllToAll.is_variable());
+    let s = size_for(Op::AllToAllV, 4, 4, 1000);
+    assert_eq!(
+        (s.count, s.bytes, s.in_bytes, s.out_bytes),
+        (62, 992, 992, 992)
+    );
+    let s = size_for(Op::AllGatherV, 4, 4, 1000);
+    assert_eq!(
+        (s.count, s.bytes, s.in_bytes, s.out_bytes),
+        (62, 992, 248, 992)
+    );
     assert!(Op::AllReduce.is_reducing() && !Op::AllGather.is_reducing());
 }
