@@ -82,11 +82,13 @@ fn sizes(rows: &[Vec<String>]) -> Vec<u64> {
     rows.iter().map(|r| r[0].parse().unwrap()).collect()
 }
 
+/// Every op × {fp32, bf16} on two processes.
 #[test]
 fn every_op_checks_on_two_processes() {
-    for op in OPS {
+    for (op, dtype) in OPS.iter().flat_map(|op| [(op, "fp32"), (op, "bf16")]) {
+        let esz = if dtype == "fp32" { 4 } else { 2 };
         let (header, rows) = table(&format!(
-            "-r 2 {op} -b 1kb -e 8kb -f 2 -d fp32 -n 3 -w 1 --check --non-interactive"
+            "-r 2 {op} -b 1kb -e 8kb -f 2 -d {dtype} -n 3 -w 1 --check --non-interactive"
         ));
         assert_eq!(
             header,
@@ -102,22 +104,23 @@ fn every_op_checks_on_two_processes() {
         assert_eq!(sizes(&rows), [1024, 2048, 4096, 8192], "{op}");
         assert!(rows
             .iter()
-            .all(|r| r[2] == "fp32" && r[1] == (r[0].parse::<u64>().unwrap() / 4).to_string()));
+            .all(|r| r[2] == dtype && r[1] == (r[0].parse::<u64>().unwrap() / esz).to_string()));
     }
 }
 
-/// Three ranks: sizes round down to whole per-rank blocks where the op splits them.
+/// Every op × {fp32, bf16} on three processes: sizes round down to whole per-rank blocks
+/// where the op splits them.
 #[test]
 fn every_op_checks_on_three_processes() {
-    for op in OPS {
+    for (op, dtype) in OPS.iter().flat_map(|op| [(*op, "fp32"), (*op, "bf16")]) {
         let (_, rows) = table(&format!(
-            "-r 3 {op} -b 1kb -e 4kb -f 4 -d bf16 -n 2 -w 1 --check"
+            "-r 3 {op} -b 1kb -e 4kb -f 4 -d {dtype} -n 2 -w 1 --check"
         ));
         let want: &[u64] = match op {
             "allr" | "permute" | "sendrecv" => &[1024, 4096],
             _ => &[1020, 4092],
         };
-        assert_eq!(sizes(&rows), want, "{op}");
+        assert_eq!(sizes(&rows), want, "{op} {dtype}");
     }
 }
 
