@@ -423,6 +423,33 @@ fn received_counts_are_written_back() {
     }
 }
 
+/// A permute whose pairs leave ranks 0 and 2 untargeted (only 0 → 1): their output tensors
+/// keep what they held; rank 1 gets rank 0's input.
+fn permute_leaves_non_targets_alone() {
+    let n = 3;
+    let mut spec = BuildSpec::new(BuildOp::Permute, n, 16, Dtype::Fp32);
+    spec.pairs = Some(vec![(0, 1)]);
+    let neff = build(&spec).unwrap();
+    let inputs: Vec<Vec<u8>> = (0..n).map(|r| vec![r as u8 + 1; 64]).collect();
+    let fill = vec![0xEEu8; 64];
+    let got: Vec<Vec<u8>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..n)
+            .map(|r| {
+                let (neff, input, fill) = (&neff, &inputs[r as usize], &fill);
+                s.spawn(move || {
+                    let (st, out) = rank_run(neff, r, n, input, None, fill, 1);
+                    assert_eq!(st, 0, "rank {r}");
+                    out
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(got[1], inputs[0]);
+    assert_eq!(got[0], fill, "rank 0 is no target");
+    assert_eq!(got[2], fill, "rank 2 is no target");
+}
+
 /// Rank 1 carries two collectives, rank 0 one: both fail with NRT_INVALID (the sequence check
 /// names the counts), within the timeout.
 fn mismatched_neffs_fail_everywhere() {
@@ -659,6 +686,7 @@ fn neff_models_through_the_c_abi() {
         if n == 3 {
             variable_ops_keep_uncovered_output_bytes(3);
             a_bad_table_fails_every_rank(3);
+            permute_leaves_non_targets_alone();
         }
         close();
     }

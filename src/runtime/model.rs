@@ -444,7 +444,7 @@ impl Model {
                 io: Box::new(NeffIo {
                     src,
                     dst,
-                    dst_windows: a2av::windows(req),
+                    dst_windows: written_windows(req),
                 }),
             };
             collective::run(&key, ticket, arrival).map_err(at)?;
@@ -756,6 +756,17 @@ impl NeffCollective {
             .with_field(format!("{}/{}", self.graph, self.engine.name()))
             .with_step((self.at / 64) as u64)
         })
+    }
+}
+
+/// The byte ranges of this rank's output the collective writes, when not all of it: an
+/// all-to-all-v's receive windows; nothing for a permute rank that is no pair's target. The
+/// rest keeps what the tensor held, as the device's DMA leaves it (docs/neff.md §1.3).
+fn written_windows(req: &CollectiveRequest) -> Option<Vec<(u64, u64)>> {
+    match req.op {
+        CollectiveOp::AllToAllV => a2av::windows(req),
+        CollectiveOp::Permute if !req.pairs.iter().any(|p| p.1 == req.rank) => Some(Vec::new()),
+        _ => None,
     }
 }
 

@@ -3,8 +3,9 @@
 //! the implicit permute-reduce, whose input buffer is `[src0 | src1]`,
 //! `lower::request::CollectiveRequest::input_elems`), the output one window.
 //!
-//! An all-to-all-v writes only its receive windows: the output bytes no window covers keep
-//! what the tensor held, as the device's DMA leaves them. The staged result of the software
+//! An all-to-all-v writes only its receive windows, and a permute nothing on a rank that is
+//! no pair's target: the output bytes no transfer covers keep what the tensor held, as the
+//! device's DMA leaves them. The staged result of the software
 //! device covers the whole buffer, so [`NeffIo::dst_windows`] says which of its bytes to
 //! store.
 
