@@ -1,4 +1,4 @@
-//! The structural rules and the deterministic scheduler (docs/design.md §2.2 (b)).
+//! The structural rules and the deterministic scheduler (docs/design.md §2 item 2: verify before running).
 //!
 //! Scheduling (program.rs semantics, the device's order): every rank runs one **lane** per TOP_SP
 //! it uses ([`lanes`](super::lanes)): the lane runs its tapes one after the other — entry by entry,
