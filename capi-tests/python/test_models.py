@@ -17,6 +17,10 @@ mirrored field for field, ``nrt_load``, ``nrt_get_model_tensor_info``, ``nrt_exe
   ``nrt_load_collectives(neff, 0, 1, rank, 2)``), and as two threads of one process (vnc =
   rank). Rank r writes element i = (r+1)*(i%7) + k in run k; every run's output must be the
   exact sum, every byte.
+* A generated all-to-all-v NEFF (``--op all_to_all_v --ranks 3 --count 4``) on 3 threads: the
+  model's second input ``metadata0`` is the table Python packs (4 rows of 3 ``uint32``; rank r
+  sends (r + 2p + 1) mod 5 elements of its block p to peer p, who puts them at the start of
+  its block r, docs/neff.md §2); received windows exact, every other output byte keeps its fill.
 """
 
 from __future__ import annotations
@@ -303,3 +307,63 @@ def test_all_reduce_neff_ranks_as_threads(all_reduce_neff):
     for r in range(2):
         assert got[r]["vnc"] == r
         check_rank(r, got[r], 2)
+
+
+A2AV = """
+import json, struct, sys, opennrt_ctypes as m, ranks
+N, C = 3, 4
+send = lambda r, p: (r + 2 * p + 1) % (C + 1)
+nrt = m.Nrt(); nrt.init()
+neff = open(sys.argv[1], "rb").read()
+def rank(r):
+    model = nrt.load_collectives(neff, r, r, N)
+    info = [[e.name, e.usage, e.size, e.dtype, list(e.shape)] for e in model.tensor_info()]
+    t_in = nrt.tensor_allocate(r, N * C * 4, f"in{r}")
+    t_meta = nrt.tensor_allocate(r, 16 * N, f"meta{r}")
+    t_out = nrt.tensor_allocate(r, N * C * 4, f"out{r}")
+    t_in.write(struct.pack(f"<{N * C}f", *[float(100 * r + i) for i in range(N * C)]))
+    rows = ([send(r, p) for p in range(N)] + [p * C for p in range(N)]
+            + [send(p, r) for p in range(N)] + [p * C for p in range(N)])
+    t_meta.write(struct.pack(f"<{4 * N}I", *rows))
+    t_out.write(b"\\xee" * (N * C * 4))
+    ins = nrt.tensor_set({"input0": t_in, "metadata0": t_meta})
+    outs = nrt.tensor_set({"output0": t_out})
+    model.execute(ins, outs)
+    out = t_out.read()
+    ins.destroy(); outs.destroy(); t_in.free(); t_meta.free(); t_out.free(); model.unload()
+    return {"info": info, "out": out.hex()}
+got = ranks.on_ranks(N, rank, timeout=60)
+nrt.close()
+print(json.dumps(got))
+"""
+
+
+@pytest.fixture(scope="module")
+def all_to_all_v_neff(tmp_path_factory) -> Path:
+    cli = opennrt_cli()
+    out = tmp_path_factory.mktemp("neff") / "all_to_all_v_r3.neff"
+    res = subprocess.run([str(cli), "neff", "build", "--op", "all_to_all_v", "--ranks", "3",
+                          "--count", "4", "--dtype", "fp32", "-o", str(out)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and out.is_file(), res.stdout + res.stderr
+    return out
+
+
+def test_all_to_all_v_neff_with_a_table_from_python(all_to_all_v_neff):
+    n, c = 3, 4
+    res = _run_script(A2AV, {"NEURON_RT_VISIBLE_CORES": "0-2",
+                             "NEURON_RT_EXEC_TIMEOUT": str(EXEC_TIMEOUT_S)}, str(all_to_all_v_neff))
+    got = _last_json(res)
+    f32 = int(Dtype.NRT_DTYPE_FLOAT32)
+    want_info = [["input0", int(TensorUsage.NRT_TENSOR_USAGE_INPUT), n * c * 4, f32, [n * c]],
+                 ["metadata0", int(TensorUsage.NRT_TENSOR_USAGE_INPUT), 16 * n,
+                  int(Dtype.NRT_DTYPE_UINT32), [4 * n]],
+                 ["output0", int(TensorUsage.NRT_TENSOR_USAGE_OUTPUT), n * c * 4, f32, [n * c]]]
+    for r in range(n):
+        assert got[r]["info"] == want_info, f"rank {r}: tensor info"
+        want = bytearray(b"\xee" * (n * c * 4))
+        for q in range(n):
+            k = (q + 2 * r + 1) % (c + 1)  # what q sends r
+            vals = [float(100 * q + r * c + e) for e in range(k)]
+            want[4 * q * c:4 * (q * c + k)] = struct.pack(f"<{k}f", *vals)
+        assert bytes.fromhex(got[r]["out"]) == bytes(want), f"rank {r}"
