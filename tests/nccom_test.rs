@@ -304,6 +304,17 @@ fn variable_size_ops_run_a_metadata_file() {
             ),
             "send_counts has 1 entries; alltoallv on groups of 3 needs 3",
         ),
+        (
+            format!(
+                "-r 2 alltoallv -d fp32 --variable-size-op-metadata {}",
+                dir.file(
+                    "mismatch.json",
+                    r#"{"metadata":[{"send_counts":[1,1],"send_displs":[0,1],"recv_counts":[1,2]}]}"#
+                )
+            ),
+            "mismatch.json: ALL_TO_ALL_V: rank 0's receive count from peer 1 is 2 but peer 1 \
+             sends it 1",
+        ),
     ] {
         let o = run(&args);
         let (out, err) = texts(&o);

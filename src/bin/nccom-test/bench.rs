@@ -135,12 +135,13 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
         Some(p) => Some(metadata::load(p, op, g)?),
         None => None,
     };
-    if let Some(rows) = &table {
+    if let (Some(rows), Some(path)) = (&table, &opts.metadata) {
         for z in &sizes {
             metadata::check_fits(rows, z.in_bytes / esz, z.out_bytes / esz).map_err(|e| {
                 format!(
-                    "--variable-size-op-metadata: size {} B ({} elements in, {} out per rank) \
-                     cannot hold the table: {e}",
+                    "--variable-size-op-metadata {}: size {} B ({} elements in, {} out per \
+                     rank) cannot hold the table: {e}",
+                    path.display(),
                     z.bytes,
                     z.in_bytes / esz,
                     z.out_bytes / esz

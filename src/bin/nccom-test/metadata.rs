@@ -13,7 +13,10 @@
 //! (docs/neff.md §2): [`Rows`] per position. The whole table is checked here, against each
 //! size's buffers, by the runtime's own rules (`A2avMeta::resolve`: windows inside the
 //! buffers, receive counts equal to what the peers send, no overlapping receive windows), so a
-//! table a size cannot hold is refused before anything runs.
+//! table a size cannot hold is refused before anything runs: the rules that do not depend on the
+//! size once when the file is read ([`load`], the message naming the file), the windows against
+//! every size's buffers by the caller ([`check_fits`], the message naming the size). Entries
+//! must fit the uint32 the device reads.
 
 use std::path::Path;
 
@@ -60,11 +63,15 @@ pub fn uniform(op: Op, g: u32, count: u64) -> Vec<Rows> {
     vec![rows; g as usize]
 }
 
-/// Read and parse the file at `path` for `op` on groups of `g`.
+/// Read and parse the file at `path` for `op` on groups of `g`, and check the rules that do
+/// not depend on a size (receive counts equal to what the peers send, no overlapping receive
+/// windows) once here, so that their message names the file rather than the first size.
 pub fn load(path: &Path, op: Op, g: u32) -> Result<Vec<Rows>, String> {
     let text =
         std::fs::read_to_string(path).map_err(|e| format!("{FLAG} {}: {e}", path.display()))?;
-    parse(&text, op, g).map_err(|e| format!("{FLAG} {}: {e}", path.display()))
+    let rows = parse(&text, op, g).map_err(|e| format!("{FLAG} {}: {e}", path.display()))?;
+    check_fits(&rows, u64::MAX, u64::MAX).map_err(|e| format!("{FLAG} {}: {e}", path.display()))?;
+    Ok(rows)
 }
 
 /// The rows per position of a file's text (see the module doc for the rules).
@@ -86,11 +93,19 @@ pub fn parse(text: &str, op: Op, g: u32) -> Result<Vec<Rows>, String> {
             ("recv_counts", e.recv_counts.as_ref(), n),
             ("recv_displs", e.recv_displs.as_ref(), n),
         ] {
-            if let Some(l) = list.filter(|l| l.len() != want) {
+            let Some(l) = list else { continue };
+            if l.len() != want {
                 return Err(format!(
                     "entry {k}: {name} has {} entries; {} on groups of {n} needs {want}",
                     l.len(),
                     op.name()
+                ));
+            }
+            // The device reads uint32 entries (`metadata0`); a larger value cannot be written.
+            if let Some((i, v)) = l.iter().enumerate().find(|(_, &v)| v > u64::from(u32::MAX)) {
+                return Err(format!(
+                    "entry {k}: {name}[{i}] = {v} is above {}, the largest entry metadata0 holds",
+                    u32::MAX
                 ));
             }
         }

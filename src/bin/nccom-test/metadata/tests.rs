@@ -109,3 +109,44 @@ fn uniform_tables() {
     assert_eq!(g[1], [vec![3, 3], vec![0, 0], vec![3, 3], vec![0, 3]]);
     check_fits(&g, 3, 6).unwrap();
 }
+
+/// `load` refuses what no size could run (a receive count the peer does not send, overlapping
+/// receive windows, an entry the uint32 `metadata0` cannot hold) naming the file, the rank and
+/// the peer, before any size is looked at.
+#[test]
+fn load_refuses_size_independent_errors_naming_the_file() {
+    let dir = std::env::temp_dir().join(format!("nccom_metadata_test_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        (
+            r#"{"metadata":[{"send_counts":[1,1],"send_displs":[0,1],"recv_counts":[1,2]}]}"#,
+            "rank 0's receive count from peer 1 is 2 but peer 1 sends it 1",
+        ),
+        (
+            r#"{"metadata":[{"send_counts":[2,2],"send_displs":[0,2],"recv_displs":[0,1]}]}"#,
+            "on rank 0 the receive windows of peers 0 and 1 overlap",
+        ),
+        (
+            r#"{"metadata":[{"send_counts":[1,1],"send_displs":[0,4294967296]}]}"#,
+            "entry 0: send_displs[1] = 4294967296 is above 4294967295",
+        ),
+    ];
+    for (k, (text, want)) in cases.iter().enumerate() {
+        let p = dir.join(format!("m{k}.json"));
+        std::fs::write(&p, text).unwrap();
+        let e = load(&p, Op::AllToAllV, 2).unwrap_err();
+        let named = format!("--variable-size-op-metadata {}: ", p.display());
+        assert!(e.starts_with(&named) && e.contains(want), "{text}: {e}");
+    }
+    let p = dir.join("good.json");
+    std::fs::write(
+        &p,
+        r#"{"metadata":[{"send_counts":[1,1],"send_displs":[0,1]}]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        load(&p, Op::AllToAllV, 2).unwrap(),
+        uniform(Op::AllToAllV, 2, 1)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
