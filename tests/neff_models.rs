@@ -152,22 +152,8 @@ fn set_of(entries: &[(&str, *mut nrt_tensor_t)]) -> *mut nrt_tensor_set_t {
 
 /// Rank `rank` of a job: load `neff`, run it `times` times with `input` (and `metadata0` for
 /// the variable-size ops) into an output tensor that starts as `out_init`, return the status of
-/// the first failing call (or 0) and the output.
+/// the first failing call (or 0), the output and the metadata tensor's bytes after the runs.
 fn rank_run(
-    neff: &[u8],
-    rank: u32,
-    world: u32,
-    input: &[u8],
-    meta: Option<&[u8]>,
-    out_init: &[u8],
-    times: u32,
-) -> (i32, Vec<u8>) {
-    let (st, out, _) = rank_run_with_meta(neff, rank, world, input, meta, out_init, times);
-    (st, out)
-}
-
-/// [`rank_run`], also returning the metadata tensor's bytes after the runs.
-fn rank_run_with_meta(
     neff: &[u8],
     rank: u32,
     world: u32,
@@ -255,7 +241,7 @@ fn generated_neffs_run_exactly(n: u32) {
                 .iter()
                 .map(|rows| encode_metadata(n, rows).unwrap())
                 .collect();
-            let results: Vec<(i32, Vec<u8>)> = std::thread::scope(|s| {
+            let results: Vec<(i32, Vec<u8>, Vec<u8>)> = std::thread::scope(|s| {
                 let hs: Vec<_> = (0..n)
                     .map(|r| {
                         let (neff, input) = (&neff, &inputs[r as usize]);
@@ -266,10 +252,10 @@ fn generated_neffs_run_exactly(n: u32) {
                     .collect();
                 hs.into_iter().map(|h| h.join().unwrap()).collect()
             });
-            for (r, (st, _)) in results.iter().enumerate() {
+            for (r, (st, _, _)) in results.iter().enumerate() {
                 assert_eq!(*st, 0, "{op:?} {dtype:?} n={n} rank {r}");
             }
-            let got: Vec<Vec<u8>> = results.into_iter().map(|(_, o)| o).collect();
+            let got: Vec<Vec<u8>> = results.into_iter().map(|(_, o, _)| o).collect();
             let checked = verifiable::check(&req, &inputs, &got).unwrap();
             assert_eq!(checked.wrong, 0, "{op:?} {dtype:?} n={n}: {checked:?}");
         }
@@ -293,7 +279,7 @@ fn variable_ops_keep_uncovered_output_bytes(n: u32) {
                     let meta = encode_metadata(n, &rows[r]).unwrap();
                     let (neff, input, fill) = (&neff, &inputs[r], &fill);
                     s.spawn(move || {
-                        let (st, out) = rank_run(neff, r as u32, n, input, Some(&meta), fill, 1);
+                        let (st, out, _) = rank_run(neff, r as u32, n, input, Some(&meta), fill, 1);
                         assert_eq!(st, 0, "{op:?} rank {r}");
                         out
                     })
@@ -394,7 +380,7 @@ fn received_counts_are_written_back() {
             .map(|r| {
                 let meta = encode_metadata(n, &rows(u64::from(r))).unwrap();
                 let (neff, input, zeros) = (&neff, &inputs[r as usize], &zeros);
-                s.spawn(move || rank_run_with_meta(neff, r, n, input, Some(&meta), zeros, 1))
+                s.spawn(move || rank_run(neff, r, n, input, Some(&meta), zeros, 1))
             })
             .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
@@ -437,7 +423,7 @@ fn permute_leaves_non_targets_alone() {
             .map(|r| {
                 let (neff, input, fill) = (&neff, &inputs[r as usize], &fill);
                 s.spawn(move || {
-                    let (st, out) = rank_run(neff, r, n, input, None, fill, 1);
+                    let (st, out, _) = rank_run(neff, r, n, input, None, fill, 1);
                     assert_eq!(st, 0, "rank {r}");
                     out
                 })

@@ -791,7 +791,6 @@ pub fn build(spec: &BuildSpec) -> Result<Vec<u8>> {
         )));
     }
     let meta_bytes = spec.metadata_bytes();
-    let meta_entries = meta_bytes / 4;
     let name = spec.model_name();
 
     let mut def = Map::new();
@@ -830,24 +829,27 @@ pub fn build(spec: &BuildSpec) -> Result<Vec<u8>> {
             "tf_format": "N", "tf_shape": [elems],
         })
     };
-    let mut tensor_map = json!({
-        "input0": tensor("input", "input0", np_dtype, in_elems),
-        "output0": tensor("output", "output0", np_dtype, out_elems),
-    });
+    // The model's inputs (input0, then metadata0 for the variable-size ops): name, numpy
+    // dtype, elements.
+    let mut inputs = vec![("input0", np_dtype, in_elems)];
     if meta_bytes > 0 {
-        tensor_map["metadata0"] = tensor("input", "metadata0", "uint32", meta_entries);
+        inputs.push(("metadata0", "uint32", meta_bytes / 4));
     }
-    let tensor_map = to_json(&tensor_map);
+    let mut tensor_map: Map<String, Value> = inputs
+        .iter()
+        .map(|&(n, d, e)| (n.to_string(), tensor("input", n, d, e)))
+        .collect();
+    tensor_map.insert(
+        "output0".into(),
+        tensor("output", "output0", np_dtype, out_elems),
+    );
+    let tensor_map = to_json(&Value::Object(tensor_map));
     let sp_json = to_json(&json!({ "dma": [], "instr": "SP.bin", "name": "SP.json" }));
     let sp_bin = trigger_program(spec);
 
     let graph_names: Vec<String> = (0..spec.lnc).map(|i| format!("sg{i:02}")).collect();
-    // One `null` node per input (input0, then metadata0 for the variable-size ops), then the
-    // kernel node; storage ids, shapes and dtypes list the inputs and then the output.
-    let mut inputs = vec![("input0", np_dtype, in_elems)];
-    if meta_bytes > 0 {
-        inputs.push(("metadata0", "uint32", meta_entries));
-    }
+    // One `null` node per input, then the kernel node; storage ids, shapes and dtypes list the
+    // inputs and then the output.
     let k = inputs.len();
     let mut nodes: Vec<Value> = inputs
         .iter()
