@@ -28,13 +28,10 @@ from __future__ import annotations
 import ctypes
 import json
 import math
-import multiprocessing
 import os
-import queue
 import struct
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -42,7 +39,7 @@ import pytest
 import opennrt_ctypes as m
 from opennrt_ctypes import Dtype, NrtStatus, TensorUsage
 from test_abi_layout import header_enum
-from test_multiprocess import free_port, shm_objects
+from test_multiprocess import free_port, run_job, shm_objects
 
 #: The vendor NEFF (testdata README); OPENNRT_REAL_NEFF overrides the path.
 REAL_NEFF = Path(os.environ.get("OPENNRT_REAL_NEFF",
@@ -251,29 +248,7 @@ def neff_rank_main(rank: int, world: int, root: str, neff_path: str, results) ->
 def test_all_reduce_neff_one_rank_per_process(all_reduce_neff):
     world, port = 2, free_port()
     root = f"127.0.0.1:{port}"
-    ctx = multiprocessing.get_context("spawn")
-    results = ctx.Queue()
-    procs = [ctx.Process(target=neff_rank_main, args=(r, world, root, str(all_reduce_neff), results),
-                         name=f"rank{r}") for r in range(world)]
-    for p in procs:
-        p.start()
-    reports, deadline = {}, time.monotonic() + JOB_TIMEOUT_S
-    try:
-        while len(reports) < world and time.monotonic() < deadline:
-            try:
-                rank, status, payload = results.get(timeout=0.5)
-                reports[rank] = (status, payload)
-            except queue.Empty:
-                if all(not p.is_alive() for p in procs) and results.empty():
-                    break
-        for p in procs:
-            p.join(timeout=max(0.1, deadline - time.monotonic()))
-    finally:
-        hung = [p.name for p in procs if p.is_alive()]
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-                p.join(5)
+    reports, exitcodes, hung = run_job(world, root, neff_rank_main, (str(all_reduce_neff),), JOB_TIMEOUT_S)
     left = shm_objects(port)
     for name in left:  # removed at once, whatever else failed: nothing leaks into later runs
         (Path("/dev/shm") / name).unlink(missing_ok=True)
@@ -281,7 +256,7 @@ def test_all_reduce_neff_one_rank_per_process(all_reduce_neff):
     errors = {r: p for r, (s, p) in reports.items() if s != "ok"}
     assert not errors, f"ranks failed: {errors}"
     assert sorted(reports) == list(range(world)), f"reports from ranks {sorted(reports)} only"
-    assert [p.exitcode for p in procs] == [0] * world
+    assert exitcodes == [0] * world
     for r in range(world):
         got = reports[r][1]
         assert got["vnc"] == 0, f"rank {r}: nrt_get_model_info vnc {got['vnc']} (its one core)"

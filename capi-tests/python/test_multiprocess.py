@@ -123,15 +123,18 @@ def shm_objects(port: int):
     return sorted(p.name for p in shm.glob(f"opennrt-{port}-*")) if shm.is_dir() else []
 
 
-def run_job(world: int, root: str):
-    """Start ``world`` spawned ranks; collect their reports and exit codes within the deadline."""
+def run_job(world: int, root: str, target=None, extra: tuple = (), timeout: float = JOB_TIMEOUT_S):
+    """Start ``world`` spawned ranks, each ``target(rank, world, root, *extra, results)``
+    (``rank_main`` by default); collect their reports and exit codes within ``timeout`` seconds,
+    killing the ranks still running then (named in the third value returned)."""
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
-    procs = [ctx.Process(target=rank_main, args=(r, world, root, results), name=f"rank{r}")
+    target = target or rank_main
+    procs = [ctx.Process(target=target, args=(r, world, root, *extra, results), name=f"rank{r}")
              for r in range(world)]
     for p in procs:
         p.start()
-    reports, deadline = {}, time.monotonic() + JOB_TIMEOUT_S
+    reports, deadline = {}, time.monotonic() + timeout
     try:
         while len(reports) < world and time.monotonic() < deadline:
             try:
