@@ -21,13 +21,16 @@
 //! * [`neff`] — the NEFF container the compiler writes: header, payload, KELF, every graph's
 //!   `def.json` and engine programs (docs/neff.md), and the writer of collective NEFFs.
 //! * [`dtype`] — element types and their exact conversions (bf16, fp16, the FP8 formats).
+//! * [`launch`] — for the tools only (`opennrt perf --procs`, `nccom-test`): rank processes
+//!   started with a launcher's environment and watched to the end.
 //!
 //! The shared objects themselves are produced by the two thin crates under `cdylib/`, which only
 //! bind the public symbol names (versioned for libnrt, unversioned for libncfw) to the functions
 //! of [`abi`]. Imports run one way: `abi → runtime → {lower, device} → {isa, ncfw, neff, dtype}`. One
 //! exception: `neff::build`, the writer of collective NEFFs for tests and benchmarks, names its
 //! collective in the lowering's vocabulary (`ReduceOp`, algorithm names); the NEFF reader
-//! (header, payload, graphs) imports only `isa`.
+//! (header, payload, graphs) imports only `isa`. `launch` sits beside `abi`: it reads the
+//! environment through `runtime::config` and nothing in the libraries imports it.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -36,6 +39,7 @@ pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod isa;
+pub mod launch;
 pub mod lower;
 pub mod ncfw;
 pub mod neff;

@@ -14,247 +14,80 @@
 //!
 //! Choices: only the ops of the C API's `nrt_cc_op_type_t` (all-reduce, all-gather,
 //! reduce-scatter); out-of-place only (separate input and output tensors; in place is not
-//! measured); every process gets `NEURON_RT_EXEC_TIMEOUT=60` unless the caller set it, and the
+//! measured). The processes get the launcher environment of [`opennrt::launch`], and the
 //! parent kills what is still running after `--deadline` seconds per mode (default 600), or
 //! [`GRACE`] after the first process of a mode failed (its peers normally fail by themselves at
 //! once, as the runtime fails the collectives a dead process misses). `--alg` reaches the
 //! processes as `OPENNRT_CC_ALGO`.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use opennrt::launch::{self, core_range, Strays, Watch, Worker, GRACE};
 
 use crate::args::{self, fail};
 use crate::perf_cmd::{self, Opts};
 use crate::perf_rank::{cc_op_of, RankJob, SizeLine};
 use crate::perf_run::{self, Measured};
 
-/// How long the other processes of a mode may run on after one of them failed.
-const GRACE: Duration = Duration::from_secs(20);
-
-/// The execution timeout each process gets unless the caller set one (seconds).
-const EXEC_TIMEOUT_S: &str = "60";
-
 /// One mode's outcome: the report lines of its processes and what went wrong.
-#[derive(Debug, Default)]
-struct Outcome {
-    lines: Vec<SizeLine>,
-    failures: Vec<String>,
-}
-
-/// A started process of a mode.
-#[derive(Debug)]
-struct Proc {
-    index: u32,
-    child: Child,
-    stdin: Option<ChildStdin>,
-    reader: Option<JoinHandle<Vec<SizeLine>>>,
-    done: bool,
-}
-
-/// `a-b` (or `a`): the cores of process `p` of a job with `k` ranks per process.
-fn core_range(p: u32, k: u32) -> String {
-    let lo = p * k;
-    if k == 1 {
-        lo.to_string()
-    } else {
-        format!("{lo}-{}", lo + k - 1)
-    }
-}
-
-/// The firmware carrier cargo builds next to this binary (`target/<profile>/libncfw.so`), for
-/// `OPENNRT_NCFW_PATH`: `nrt_init` dlopens `libncfw.so` (docs/contract/carrier.md §1.2), which libnrt.so.1
-/// finds through its `RUNPATH=$ORIGIN` but this binary does not. `None` when the caller set the
-/// variable or no carrier is there (then `nrt_init` says what is missing).
-fn carrier_next_to(exe: &std::path::Path) -> Option<std::path::PathBuf> {
-    if opennrt::runtime::config::env_lookup("OPENNRT_NCFW_PATH").is_some() {
-        return None;
-    }
-    let c = exe.parent()?.join("libncfw.so");
-    c.is_file().then_some(c)
-}
-
-/// A TCP port that was free a moment ago (bound to port 0 and closed).
-fn free_port() -> std::io::Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(l.local_addr()?.port())
-}
-
-/// Read a process's stdout: its report lines; anything else is passed on to stderr.
-fn read_lines(index: u32, out: std::process::ChildStdout) -> Vec<SizeLine> {
-    let mut v = Vec::new();
-    for line in BufReader::new(out).lines().map_while(Result::ok) {
-        match serde_json::from_str::<SizeLine>(&line) {
-            Ok(l) => v.push(l),
-            Err(_) => eprintln!("[process {index}] {line}"),
-        }
-    }
-    v
-}
-
-/// Why a process ended as it did, for the failure list.
-fn describe_exit(status: std::process::ExitStatus) -> String {
-    match status.code() {
-        Some(1) => "exited with status 1: wrong elements".into(),
-        Some(3) => "exited with status 3: a runtime error (its message is above)".into(),
-        Some(c) => format!("exited with status {c}"),
-        None => format!("ended by a signal ({status})"),
-    }
-}
+type Outcome = launch::Outcome<SizeLine>;
 
 /// Start the processes of one mode (`procs` processes, `--procs` job), wait for them
-/// ([`wait_all`]) and collect their lines.
+/// ([`launch::run`]) and collect their lines; each failure is prefixed with the mode.
 fn run_mode(template: &RankJob, procs: u32, o: &Opts, deadline: Duration) -> Outcome {
-    let mut out = Outcome::default();
     let mode = mode_name(procs);
+    let failed = |why: String| Outcome {
+        failures: vec![format!("{mode}: {why}")],
+        ..Outcome::default()
+    };
     let exe = match std::env::current_exe() {
         Ok(e) => e,
-        Err(e) => {
-            out.failures
-                .push(format!("{mode}: cannot find this binary: {e}"));
-            return out;
-        }
+        Err(e) => return failed(format!("cannot find this binary: {e}")),
     };
     let root = if procs > 1 {
-        match free_port() {
-            Ok(p) => Some(format!("127.0.0.1:{p}")),
-            Err(e) => {
-                out.failures.push(format!("{mode}: no free port: {e}"));
-                return out;
-            }
+        match launch::root_comm_id() {
+            Ok(r) => Some(r),
+            Err(e) => return failed(format!("no free port: {e}")),
         }
     } else {
         None
     };
-    let carrier = carrier_next_to(&exe);
+    let carrier = launch::carrier_next_to(&exe);
     let k = template.n / procs;
-    let mut ps: Vec<Proc> = Vec::new();
-    for p in 0..procs {
-        let job = RankJob {
-            procs,
-            proc_index: p,
-            wait_stdin: procs > 1 && p == 0,
-            ..template.clone()
-        };
-        let mut cmd = Command::new(&exe);
-        cmd.args(job.to_args())
-            .env("NEURON_RT_VISIBLE_CORES", core_range(p, k))
-            .stdin(if job.wait_stdin {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        match &root {
-            Some(r) => cmd.env("NEURON_RT_ROOT_COMM_ID", r),
-            None => cmd.env_remove("NEURON_RT_ROOT_COMM_ID"),
-        };
-        if opennrt::runtime::config::env_lookup("NEURON_RT_EXEC_TIMEOUT").is_none() {
-            cmd.env("NEURON_RT_EXEC_TIMEOUT", EXEC_TIMEOUT_S);
-        }
-        if let Some(c) = &carrier {
-            cmd.env("OPENNRT_NCFW_PATH", c);
-        }
-        if let Some(a) = o.setup.alg {
-            cmd.env("OPENNRT_CC_ALGO", a.name());
-        }
-        match cmd.spawn() {
-            Ok(mut child) => {
-                let stdout = child.stdout.take().expect("stdout is piped");
-                let reader = std::thread::spawn(move || read_lines(p, stdout));
-                ps.push(Proc {
-                    index: p,
-                    stdin: child.stdin.take(),
-                    child,
-                    reader: Some(reader),
-                    done: false,
-                });
+    let workers = (0..procs)
+        .map(|p| {
+            let job = RankJob {
+                procs,
+                proc_index: p,
+                wait_stdin: procs > 1 && p == 0,
+                ..template.clone()
+            };
+            let cores = core_range(p * k, k);
+            let mut command = Command::new(&exe);
+            command.args(job.to_args()).stderr(Stdio::inherit());
+            launch::set_rank_env(&mut command, &cores, root.as_deref(), carrier.as_deref());
+            if let Some(a) = o.setup.alg {
+                command.env("OPENNRT_CC_ALGO", a.name());
             }
-            Err(e) => {
-                out.failures
-                    .push(format!("{mode}: cannot start process {p}: {e}"));
-                break;
+            Worker {
+                name: format!("process {p} (global ranks {cores})"),
+                command,
+                strays: Strays::Stderr,
             }
-        }
-    }
-    let incomplete = ps.len() < procs as usize;
-    wait_all(&mut ps, &mode, k, deadline, incomplete, &mut out);
-    for p in &mut ps {
-        if let Some(r) = p.reader.take() {
-            out.lines.extend(r.join().unwrap_or_default());
-        }
+        })
+        .collect();
+    let watch = Watch {
+        deadline,
+        grace: GRACE,
+        hold_root: procs > 1,
+    };
+    let mut out: Outcome = launch::run(workers, &watch);
+    for f in &mut out.failures {
+        *f = format!("{mode}: {f}");
     }
     out
-}
-
-/// Wait until every process has exited: close the root's stdin once every other process has
-/// exited, record each failure, and kill what still runs after the deadline or [`GRACE`] after
-/// the first failure (`incomplete`: not every process could be started, which is one).
-fn wait_all(
-    ps: &mut [Proc],
-    mode: &str,
-    k: u32,
-    deadline: Duration,
-    incomplete: bool,
-    out: &mut Outcome,
-) {
-    let started = Instant::now();
-    let mut failed_at = incomplete.then_some(started);
-    loop {
-        for p in ps.iter_mut().filter(|p| !p.done) {
-            match p.child.try_wait() {
-                Ok(Some(st)) => {
-                    p.done = true;
-                    if !st.success() {
-                        out.failures.push(format!(
-                            "{mode}: process {} (global ranks {}) {}",
-                            p.index,
-                            core_range(p.index, k),
-                            describe_exit(st)
-                        ));
-                        failed_at.get_or_insert_with(Instant::now);
-                    }
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    p.done = true;
-                    out.failures
-                        .push(format!("{mode}: process {}: wait: {e}", p.index));
-                }
-            }
-        }
-        // The root leaves only when nobody needs it any more.
-        if ps.iter().skip(1).all(|p| p.done) {
-            if let Some(p) = ps.first_mut() {
-                drop(p.stdin.take());
-            }
-        }
-        if ps.iter().all(|p| p.done) {
-            break;
-        }
-        let late = started.elapsed() > deadline;
-        let abandoned = failed_at.is_some_and(|t| t.elapsed() > GRACE);
-        if late || abandoned {
-            for p in ps.iter_mut().filter(|p| !p.done) {
-                let _ = p.child.kill();
-                let _ = p.child.wait();
-                p.done = true;
-                out.failures.push(format!(
-                    "{mode}: process {} killed {}",
-                    p.index,
-                    if late {
-                        format!("after the deadline ({} s, --deadline)", deadline.as_secs())
-                    } else {
-                        format!("{} s after another process failed", GRACE.as_secs())
-                    }
-                ));
-            }
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn mode_name(procs: u32) -> String {

@@ -34,13 +34,6 @@ fn plan(exe: &str, threads: bool) -> Plan {
     }
 }
 
-#[test]
-fn core_ranges_are_spelled_as_the_runtime_reads_them() {
-    assert_eq!(core_range(0, 4), "0-3");
-    assert_eq!(core_range(5, 1), "5");
-    assert_eq!(core_range(0, 1), "0");
-}
-
 /// One job per rank (rank 0's waits for stdin), or one job with every rank in threads mode.
 #[test]
 fn jobs_split_the_world() {
@@ -107,5 +100,4 @@ fn failed_workers_are_reported() {
     let o = run(&template(), &plan("/nonexistent/nccom", true), &log);
     assert!(o.failures[0].contains("cannot start"), "{:?}", o.failures);
     std::fs::remove_file(&log).unwrap();
-    assert!(free_port().unwrap() > 0);
 }

@@ -1,14 +1,6 @@
 use super::*;
 use opennrt::lower::request::CollectiveOp;
 
-/// Every process of a mode holds N/P consecutive global ranks.
-#[test]
-fn core_ranges_follow_the_process_index() {
-    assert_eq!(core_range(0, 4), "0-3");
-    assert_eq!(core_range(1, 4), "4-7");
-    assert_eq!(core_range(5, 1), "5");
-}
-
 #[test]
 fn sizes_and_ratios_print_plainly() {
     assert_eq!(human(64 << 20), "64 MiB (67108864 B)");
