@@ -8,8 +8,8 @@
  *
  *   the launcher of the aws-samples spectral-DNS driver (docs/contract/abi.md §8): the parent
  *   forks R rank processes BEFORE any nrt_init and never calls into libnrt itself; rank r sets
- *   NEURON_RT_VISIBLE_CORES=r and NEURON_RT_ROOT_COMM_ID=127.0.0.1:<port> (a port the kernel
- *   handed out for bind(0), closed again), calls nrt_init(NO_FW, "", ""), reads the file,
+ *   NEURON_RT_VISIBLE_CORES=r and NEURON_RT_ROOT_COMM_ID=127.0.0.1:<port> (a port nobody uses,
+ *   from mp_free_port), calls nrt_init(NO_FW, "", ""), reads the file,
  *   nrt_load_collectives(buf, size, 0, 1, r, R, &m), checks nrt_get_model_tensor_info (input0
  *   and output0: usage, size, dtype fp32, shape [elements]), the model getters and the core's
  *   memory stats, allocates device tensors on vnc 0, builds the sets named input0 / output0,
@@ -37,62 +37,41 @@
  *   nrt_unload -> NRT_SUCCESS, again -> NRT_INVALID_HANDLE. In another child with
  *   NEURON_LOGICAL_NC_CONFIG=1: nrt_load -> NRT_INVALID and *model left NULL.
  *
- * Always (a child of its own): bad input never crashes: a load before nrt_init; a NEFF cut
- * to its first 1500 bytes, to its header, garbage, a good header over a garbage payload,
- * size 0, NULL bytes, a NULL out-parameter, a bad core, vnc_count 2, a collective NEFF loaded
- * without a world or into a world too small, and NULL / stale handles to the other model
- * calls: each returns its status, writes no model, and the process survives to exit 0.
+ * Always (a child of its own, NEURON_RT_VISIBLE_CORES=0): bad input never crashes:
+ * a load before nrt_init; a NEFF cut to its first 1500 bytes, to its header, garbage, a good
+ * header over a garbage payload, size 0, NULL bytes, a NULL out-parameter, a bad core,
+ * vnc_count 2, a collective NEFF loaded without a world or into a world too small, and NULL /
+ * stale handles to the other model calls: each returns its status, writes no model, and the
+ * process survives to exit 0.
  *
- * Built with -Wall -Wextra -Werror, and again with -fsanitize=address,undefined
- * (capi-tests/run.sh). Each child's checks are counted in the closing line of the parent (the
- * child reports its counts through a pipe), and its stdout and stderr are printed after the
- * job, prefixed with its name. */
+ * The children are forked by the multi-process harness (capi-tests/mp/mp_harness.h): it sets
+ * each child's environment (NEURON_RT_EXEC_TIMEOUT=20 in every one; the simulated instance only
+ * where named above, never inherited), prints each child's ok/FAIL lines after its job, prefixed
+ * with its name, and its stderr too when it failed. A child exits 0 iff none of its own checks
+ * failed; it ends with exit(), so that in the ASan build LeakSanitizer checks every child too.
+ * The parent's closing `N passed, M failed` line counts the parent's checks: one per child's
+ * exit status and one per collective job's /dev/shm; the program exits 1 if any failed.
+ *
+ * Built with mp_harness.c, -Wall -Wextra -Werror, and again with
+ * -fsanitize=address,undefined (capi-tests/run.sh). */
 #define _GNU_SOURCE
 #include <nrt/nrt.h>
 #include <nrt/nrt_async.h>
 #include <nrt/nrt_status.h>
 
-#include <arpa/inet.h>
-#include <dirent.h>
-#include <errno.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "check.h"
-
-/* check.h's CHECK as an expression: returns `ok`. */
-static int ck(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int ck(int ok, const char *fmt, ...) {
-  char msg[768];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  CHECK(ok, "%s", msg);
-  return ok;
-}
+#include "mp/mp_harness.h"
 
 #define JOB_DEADLINE_S 60
-#define EXEC_TIMEOUT_S "20"
-#define MAX_PROCS 16
+#define MAX_JOBS 16
 #define RUNS 3
 
 /* ---------------------------------------------------------------- helpers */
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static uint8_t *read_file(const char *path, size_t *size) {
   FILE *f = fopen(path, "rb");
@@ -115,8 +94,8 @@ static void put_f32(uint8_t *p, float v) { memcpy(p, &v, 4); }
 static nrt_tensor_t *device_tensor(const char *who, size_t size, const char *name) {
   nrt_tensor_t *t = NULL;
   NRT_STATUS st = nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, size, name, &t);
-  ck(st == NRT_SUCCESS && t != NULL, "%s: nrt_tensor_allocate(DEVICE, vnc 0, %zu, \"%s\") (status %d)", who, size,
-        name, st);
+  mp_check(st == NRT_SUCCESS && t != NULL, "%s: nrt_tensor_allocate(DEVICE, vnc 0, %zu, \"%s\") (status %d)", who, size,
+           name, st);
   return st == NRT_SUCCESS ? t : NULL;
 }
 
@@ -125,7 +104,7 @@ static nrt_tensor_set_t *tensor_set(const char *who, int n, const char *const *n
   nrt_tensor_set_t *s = NULL;
   NRT_STATUS st = nrt_allocate_tensor_set(&s);
   for (int i = 0; st == NRT_SUCCESS && i < n; i++) st = nrt_add_tensor_to_tensor_set(s, names[i], tensors[i]);
-  ck(st == NRT_SUCCESS && s != NULL, "%s: a tensor set of %d tensor(s) (status %d)", who, n, st);
+  mp_check(st == NRT_SUCCESS && s != NULL, "%s: a tensor set of %d tensor(s) (status %d)", who, n, st);
   return s;
 }
 
@@ -143,191 +122,26 @@ typedef struct {
 static void check_tensor_info(const char *who, nrt_model_t *m, const want_info *want, int n) {
   nrt_tensor_info_array_t *a = NULL;
   NRT_STATUS st = nrt_get_model_tensor_info(m, &a);
-  if (!ck(st == NRT_SUCCESS && a != NULL, "%s: nrt_get_model_tensor_info -> NRT_SUCCESS (got %d)", who, st)) return;
-  ck(a->tensor_count == (uint64_t)n, "%s: tensor_count %llu (expected %d)", who,
-        (unsigned long long)a->tensor_count, n);
+  if (!mp_check(st == NRT_SUCCESS && a != NULL, "%s: nrt_get_model_tensor_info -> NRT_SUCCESS (got %d)", who, st))
+    return;
+  mp_check(a->tensor_count == (uint64_t)n, "%s: tensor_count %llu (expected %d)", who,
+           (unsigned long long)a->tensor_count, n);
   for (int i = 0; i < n && (uint64_t)i < a->tensor_count; i++) {
     const nrt_tensor_info_t *e = &a->tensor_array[i];
     const want_info *w = &want[i];
     int shape_ok = e->ndim == w->ndim && (w->ndim == 0 || e->shape != NULL);
     for (uint32_t d = 0; shape_ok && d < w->ndim; d++) shape_ok = e->shape[d] == w->shape[d];
-    ck(strncmp(e->name, w->name, sizeof e->name) == 0 && e->usage == w->usage && e->size == w->size &&
-              e->dtype == w->dtype && shape_ok,
-          "%s: tensor %d is \"%.64s\" usage %d size %zu dtype %d ndim %u shape[0] %u (expected \"%s\" %d %zu %d %u %u)",
-          who, i, e->name, (int)e->usage, e->size, (int)e->dtype, e->ndim, e->ndim && e->shape ? e->shape[0] : 0,
-          w->name, (int)w->usage, w->size, (int)w->dtype, w->ndim, w->shape[0]);
+    mp_check(strncmp(e->name, w->name, sizeof e->name) == 0 && e->usage == w->usage && e->size == w->size &&
+                 e->dtype == w->dtype && shape_ok,
+             "%s: tensor %d is \"%.64s\" usage %d size %zu dtype %d ndim %u shape[0] %u "
+             "(expected \"%s\" %d %zu %d %u %u)",
+             who, i, e->name, (int)e->usage, e->size, (int)e->dtype, e->ndim, e->ndim && e->shape ? e->shape[0] : 0,
+             w->name, (int)w->usage, w->size, (int)w->dtype, w->ndim, w->shape[0]);
   }
   st = nrt_free_model_tensor_info(a);
-  ck(st == NRT_SUCCESS, "%s: nrt_free_model_tensor_info -> NRT_SUCCESS (got %d)", who, st);
+  mp_check(st == NRT_SUCCESS, "%s: nrt_free_model_tensor_info -> NRT_SUCCESS (got %d)", who, st);
   st = nrt_free_model_tensor_info(a); /* recorded by the library: never freed twice */
-  ck(st == NRT_INVALID_HANDLE, "%s: a second nrt_free_model_tensor_info -> NRT_INVALID_HANDLE (got %d)", who, st);
-}
-
-/* ---------------------------------------------------------------- processes */
-
-typedef void (*body_fn)(const void *arg, int rank);
-
-typedef struct {
-  char name[48];
-  pid_t pid;
-  int report_fd; /* read end of the child's report pipe (its check counts) */
-  FILE *log;     /* the child's stdout and stderr */
-  int exited, wstatus, killed;
-} proc;
-
-static void child_start(proc *p, int report_w, body_fn body, const void *arg, int rank, const char *root) {
-  int counts[2];
-  prctl(PR_SET_PDEATHSIG, SIGKILL); /* a killed test leaves no rank behind */
-  dup2(fileno(p->log), 1);
-  dup2(fileno(p->log), 2);
-  setvbuf(stdout, NULL, _IOLBF, 0);
-  check_passed = check_failed = 0;
-  /* The environment a launcher gives a rank; nrt_init reads it (abi.md §5.10). */
-  unsetenv("NEURON_RT_NUM_CORES");
-  unsetenv("OPENNRT_INSTANCE_TYPE");
-  unsetenv("NEURON_LOGICAL_NC_CONFIG");
-  unsetenv("NEURON_RT_VISIBLE_CORES");
-  unsetenv("NEURON_RT_ROOT_COMM_ID");
-  setenv("NEURON_RT_EXEC_TIMEOUT", EXEC_TIMEOUT_S, 1);
-  if (root) {
-    char core[16];
-    snprintf(core, sizeof core, "%d", rank);
-    setenv("NEURON_RT_VISIBLE_CORES", core, 1);
-    setenv("NEURON_RT_ROOT_COMM_ID", root, 1);
-    printf("# %s: pid %d, NEURON_RT_VISIBLE_CORES=%s NEURON_RT_ROOT_COMM_ID=%s\n", p->name, (int)getpid(), core, root);
-  }
-  body(arg, rank);
-  fflush(NULL);
-  counts[0] = check_passed, counts[1] = check_failed;
-  if (write(report_w, counts, sizeof counts) != (ssize_t)sizeof counts) check_failed++;
-  close(report_w);
-  exit(check_failed == 0 ? 0 : 1); /* exit, not _exit: LeakSanitizer runs at exit */
-}
-
-/* Fork `n` processes running body(arg, rank) (with the rank environment when `root` is not
- * NULL), wait at most `deadline_s` seconds, SIGKILL what is left, print every log, and add each
- * child's check counts plus one check per exit status. Returns 1 if all exited 0. */
-static int run_procs(const char *title, int n, body_fn body, const void *arg, const char *root, int deadline_s) {
-  proc ps[MAX_PROCS];
-  double end = now_s() + deadline_s;
-  int left = 0, all_ok = 1;
-  memset(ps, 0, sizeof ps);
-  printf("\n== %s\n", title);
-  for (int i = 0; i < n; i++) {
-    int rp[2];
-    proc *p = &ps[i];
-    p->report_fd = -1;
-    snprintf(p->name, sizeof p->name, n == 1 ? "%s" : "%s rank %d", title, i);
-    p->log = tmpfile();
-    if (!p->log || pipe(rp) != 0) {
-      ck(0, "%s: a log file and a report pipe (%s)", p->name, strerror(errno));
-      if (p->log) fclose(p->log), p->log = NULL;
-      continue;
-    }
-    fflush(NULL); /* nothing buffered here may be printed twice */
-    p->pid = fork();
-    if (p->pid == 0) {
-      close(rp[0]);
-      child_start(p, rp[1], body, arg, i, root);
-    }
-    close(rp[1]);
-    if (p->pid < 0) {
-      ck(0, "%s: fork (%s)", p->name, strerror(errno));
-      close(rp[0]);
-      fclose(p->log), p->log = NULL;
-      continue;
-    }
-    p->report_fd = rp[0];
-    left++;
-  }
-  while (left > 0 && now_s() < end) {
-    for (int i = 0; i < n; i++) {
-      proc *p = &ps[i];
-      if (p->pid > 0 && !p->exited && waitpid(p->pid, &p->wstatus, WNOHANG) == p->pid) p->exited = 1, left--;
-    }
-    if (left > 0) usleep(20000);
-  }
-  for (int i = 0; i < n; i++) {
-    proc *p = &ps[i];
-    if (p->pid > 0 && !p->exited) {
-      kill(p->pid, SIGKILL);
-      waitpid(p->pid, &p->wstatus, 0);
-      p->exited = p->killed = 1;
-    }
-  }
-  for (int i = 0; i < n; i++) {
-    proc *p = &ps[i];
-    char line[1024];
-    int counts[2] = {0, 0};
-    if (p->pid <= 0) {
-      all_ok = 0;
-      continue;
-    }
-    fflush(p->log);
-    rewind(p->log);
-    while (fgets(line, sizeof line, p->log)) {
-      size_t l = strlen(line);
-      if (l && line[l - 1] == '\n') line[--l] = 0;
-      printf("    [%s] %s\n", p->name, line);
-    }
-    fclose(p->log);
-    if (read(p->report_fd, counts, sizeof counts) == (ssize_t)sizeof counts) {
-      check_passed += counts[0];
-      check_failed += counts[1];
-    }
-    close(p->report_fd);
-    if (p->killed) {
-      ck(0, "%s: still running after %d s: SIGKILLed", p->name, deadline_s);
-      all_ok = 0;
-    } else if (WIFSIGNALED(p->wstatus)) {
-      ck(0, "%s: killed by signal %d (%s)", p->name, WTERMSIG(p->wstatus), strsignal(WTERMSIG(p->wstatus)));
-      all_ok = 0;
-    } else {
-      all_ok &= ck(WEXITSTATUS(p->wstatus) == 0, "%s: exited with status %d (%d checks passed, %d failed)", p->name,
-                      WEXITSTATUS(p->wstatus), counts[0], counts[1]);
-    }
-  }
-  return all_ok;
-}
-
-/* A TCP port the kernel hands out for bind(127.0.0.1:0), closed again so that rank 0 can bind
- * it; one whose /dev/shm names a previous run left behind is not taken. */
-static int count_shm(int port, int remove_them) {
-  char prefix[32];
-  DIR *d = opendir("/dev/shm");
-  struct dirent *e;
-  int count = 0;
-  if (!d) return 0;
-  snprintf(prefix, sizeof prefix, "opennrt-%d-", port);
-  while ((e = readdir(d)) != NULL) {
-    if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
-    count++;
-    if (remove_them) {
-      char path[300];
-      printf("    left in /dev/shm: %s\n", e->d_name);
-      snprintf(path, sizeof path, "/dev/shm/%s", e->d_name);
-      unlink(path);
-    }
-  }
-  closedir(d);
-  return count;
-}
-
-static int free_port(void) {
-  for (int attempt = 0; attempt < 16; attempt++) {
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    int s = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-    if (s < 0) return -1;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(s, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(s, (struct sockaddr *)&a, &len) == 0)
-      port = ntohs(a.sin_port);
-    close(s);
-    if (port > 0 && count_shm(port, 0) == 0) return port;
-  }
-  return -1;
+  mp_check(st == NRT_INVALID_HANDLE, "%s: a second nrt_free_model_tensor_info -> NRT_INVALID_HANDLE (got %d)", who, st);
 }
 
 /* ---------------------------------------------------------------- collective jobs */
@@ -341,6 +155,12 @@ typedef struct {
   const char *path;
   const char *path_b; /* mismatch: rank 1's NEFF (rank 0 loads `path`) */
 } job;
+
+/* Filled by main before the first fork and never written after: a child finds its job as
+ * jobs[p->arg], and the real NEFF's path (NULL: none) in real_neff. */
+static job jobs[MAX_JOBS];
+static int njobs;
+static const char *real_neff;
 
 static const char *op_name(op_t o) {
   return o == OP_ALL_REDUCE ? "all_reduce" : o == OP_ALL_GATHER ? "all_gather" : "all_to_all_v";
@@ -376,7 +196,7 @@ static void write_metadata(nrt_tensor_t *t, const job *j, int rank) {
     rows[2 * R + p] = (uint32_t)a2av_send(j, (int)p, rank);
     rows[3 * R + p] = (uint32_t)(p * j->count);
   }
-  if (nrt_tensor_write(t, rows, 0, 16 * R) != NRT_SUCCESS) ck(0, "nrt_tensor_write of metadata0");
+  if (nrt_tensor_write(t, rows, 0, 16 * R) != NRT_SUCCESS) mp_check(0, "nrt_tensor_write of metadata0");
   free(rows);
 }
 
@@ -403,7 +223,7 @@ static int output_exact(const char *who, const char *what, const job *j, int ran
     printf("#   %s: %s: first difference at element %zu: got %g, expected %d (-1: untouched NaN)\n", who, what, i,
            (double)g, out_val(j, rank, k, i));
   }
-  ck(ok, "%s: %s: all %zu output elements exact (read status %d)", who, what, n, st);
+  mp_check(ok, "%s: %s: all %zu output elements exact (read status %d)", who, what, n, st);
   free(got);
   free(want);
   return ok;
@@ -413,20 +233,22 @@ static void write_input(nrt_tensor_t *tin, const job *j, int rank, int k) {
   size_t n = in_elems(j);
   uint8_t *in = malloc(n * 4);
   for (size_t i = 0; i < n; i++) put_f32(in + 4 * i, (float)in_val(k, rank, i));
-  if (nrt_tensor_write(tin, in, 0, n * 4) != NRT_SUCCESS) ck(0, "nrt_tensor_write of the input");
+  if (nrt_tensor_write(tin, in, 0, n * 4) != NRT_SUCCESS) mp_check(0, "nrt_tensor_write of the input");
   free(in);
 }
 
 static void fill_nan(nrt_tensor_t *t, size_t bytes) {
   uint8_t *b = malloc(bytes);
   memset(b, 0xFF, bytes);
-  if (nrt_tensor_write(t, b, 0, bytes) != NRT_SUCCESS) ck(0, "nrt_tensor_write of the NaN fill");
+  if (nrt_tensor_write(t, b, 0, bytes) != NRT_SUCCESS) mp_check(0, "nrt_tensor_write of the NaN fill");
   free(b);
 }
 
-/* One rank of a collective job (in its own process, environment already set). */
-static void rank_body(const void *arg, int rank) {
-  const job *j = arg;
+/* One rank of a collective job (in its own process, environment already set): rank p->gid of
+ * jobs[p->arg]. */
+static void rank_body(const mp_proc *p) {
+  const job *j = &jobs[p->arg];
+  const int rank = p->gid;
   const char *path = j->path_b && rank == 1 ? j->path_b : j->path;
   char who[64];
   size_t size = 0, in_bytes = in_elems(j) * 4, out_bytes = out_elems(j) * 4, meta_bytes = 16 * (size_t)j->ranks;
@@ -438,13 +260,14 @@ static void rank_body(const void *arg, int rank) {
   NRT_STATUS st;
   snprintf(who, sizeof who, "%s R=%d rank %d", op_name(j->op), j->ranks, rank);
   st = nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "");
-  if (!ck(st == NRT_SUCCESS, "%s: nrt_init -> NRT_SUCCESS (got %d)", who, st)) return;
+  if (!mp_check(st == NRT_SUCCESS, "%s: nrt_init -> NRT_SUCCESS (got %d)", who, st)) return;
   neff = read_file(path, &size);
-  if (!ck(neff != NULL, "%s: read %s (%zu bytes)", who, path, size)) goto close;
+  if (!mp_check(neff != NULL, "%s: read %s (%zu bytes)", who, path, size)) goto close;
   st = nrt_load_collectives(neff, size, 0, 1, (uint32_t)rank, (uint32_t)j->ranks, &m);
   free(neff); /* the model keeps what it needs */
-  if (!ck(st == NRT_SUCCESS && m != NULL, "%s: nrt_load_collectives(%zu B, vnc 0, 1, rank %d, world %d) (status %d)",
-             who, size, rank, j->ranks, st))
+  if (!mp_check(st == NRT_SUCCESS && m != NULL,
+                "%s: nrt_load_collectives(%zu B, vnc 0, 1, rank %d, world %d) (status %d)", who, size, rank, j->ranks,
+                st))
     goto close;
   {
     /* Inputs first, then outputs (all_to_all_v's metadata0 is its second input). */
@@ -459,11 +282,11 @@ static void rank_body(const void *arg, int rank) {
     size_t info_size = 0;
     check_tensor_info(who, m, want, a2av ? 3 : 2);
     st = nrt_get_model_vnc_count(m, &vncs);
-    ck(st == NRT_SUCCESS && vncs == 1, "%s: nrt_get_model_vnc_count -> 1 (got %u, status %d)", who, vncs, st);
+    mp_check(st == NRT_SUCCESS && vncs == 1, "%s: nrt_get_model_vnc_count -> 1 (got %u, status %d)", who, vncs, st);
     st = nrt_get_model_info(m, &info, sizeof info, &info_size);
-    ck(st == NRT_SUCCESS && info.vnc == 0 && info_size == sizeof info,
-          "%s: nrt_get_model_info -> vnc 0, %zu bytes (got vnc %u, %zu bytes, status %d)", who, sizeof info, info.vnc,
-          info_size, st);
+    mp_check(st == NRT_SUCCESS && info.vnc == 0 && info_size == sizeof info,
+             "%s: nrt_get_model_info -> vnc 0, %zu bytes (got vnc %u, %zu bytes, status %d)", who, sizeof info,
+             info.vnc, info_size, st);
   }
   tin = device_tensor(who, in_bytes, "input0");
   tout = device_tensor(who, out_bytes, "output0");
@@ -477,9 +300,9 @@ static void rank_body(const void *arg, int rank) {
     nrt_vnc_memory_stats_t ms = {0, 0};
     size_t ms_size = 0;
     st = nrt_get_vnc_memory_stats(0, &ms, sizeof ms, &ms_size);
-    ck(st == NRT_SUCCESS && ms.bytes_used >= in_bytes + out_bytes && ms.bytes_limit > ms.bytes_used,
-          "%s: nrt_get_vnc_memory_stats(0): %zu B used (>= the %zu B of the tensors), limit %zu (status %d)", who,
-          ms.bytes_used, in_bytes + out_bytes, ms.bytes_limit, st);
+    mp_check(st == NRT_SUCCESS && ms.bytes_used >= in_bytes + out_bytes && ms.bytes_limit > ms.bytes_used,
+             "%s: nrt_get_vnc_memory_stats(0): %zu B used (>= the %zu B of the tensors), limit %zu (status %d)", who,
+             ms.bytes_used, in_bytes + out_bytes, ms.bytes_limit, st);
   }
   {
     const char *in_names[2] = {"input0", "metadata0"}, *out_name = "output0";
@@ -490,12 +313,12 @@ static void rank_body(const void *arg, int rank) {
   if (!ins || !outs) goto unload;
   if (j->path_b) {
     /* Ranks with different collective sequences: an error on both, not a hang. */
-    double t0 = now_s();
+    double t0 = mp_now();
     write_input(tin, j, rank, 0);
     st = nrt_execute(m, ins, outs);
-    ck(st == NRT_INVALID && now_s() - t0 < 15.0,
-          "%s (%s): nrt_execute -> NRT_INVALID, the peers' NEFFs differ (got %d after %.1f s)", who,
-          rank == 1 ? "NEFF B" : "NEFF A", st, now_s() - t0);
+    mp_check(st == NRT_INVALID && mp_now() - t0 < 15.0,
+             "%s (%s): nrt_execute -> NRT_INVALID, the peers' NEFFs differ (got %d after %.1f s)", who,
+             rank == 1 ? "NEFF B" : "NEFF A", st, mp_now() - t0);
     goto unload;
   }
   for (int k = 0; k < RUNS; k++) {
@@ -504,31 +327,30 @@ static void rank_body(const void *arg, int rank) {
     fill_nan(tout, out_bytes);
     st = nrt_execute(m, ins, outs);
     snprintf(what, sizeof what, "nrt_execute #%d", k + 1);
-    if (!ck(st == NRT_SUCCESS, "%s: %s -> NRT_SUCCESS (got %d)", who, what, st)) goto unload;
+    if (!mp_check(st == NRT_SUCCESS, "%s: %s -> NRT_SUCCESS (got %d)", who, what, st)) goto unload;
     output_exact(who, what, j, rank, tout, k);
   }
   fill_nan(tout, out_bytes);
   st = nrt_execute_repeat(m, ins, outs, 2);
-  if (ck(st == NRT_SUCCESS, "%s: nrt_execute_repeat(2) -> NRT_SUCCESS (got %d)", who, st))
+  if (mp_check(st == NRT_SUCCESS, "%s: nrt_execute_repeat(2) -> NRT_SUCCESS (got %d)", who, st))
     output_exact(who, "nrt_execute_repeat(2)", j, rank, tout, RUNS - 1);
   {
     /* The same model on the compute XU: queue, poll to completion, exact. */
     NRT_STATUS exec_ret = (NRT_STATUS)4242; /* no status: proves the runtime wrote it */
     nrta_seq_t seq = 0;
     bool done = false;
-    double end = now_s() + 30.0;
+    double end = mp_now() + 30.0;
     write_input(tin, j, rank, RUNS);
     fill_nan(tout, out_bytes);
     st = nrta_execute_schedule(m, ins, outs, 0, &exec_ret, &seq);
-    if (ck(st == NRT_SUCCESS, "%s: nrta_execute_schedule -> NRT_SUCCESS (got %d)", who, st)) {
-      while ((st = nrta_is_completed(seq, &done)) == NRT_SUCCESS && !done && now_s() < end) usleep(500);
+    if (mp_check(st == NRT_SUCCESS, "%s: nrta_execute_schedule -> NRT_SUCCESS (got %d)", who, st)) {
+      while ((st = nrta_is_completed(seq, &done)) == NRT_SUCCESS && !done && mp_now() < end) usleep(500);
       if (!done) {
         /* The runtime may still write exec_ret: end without freeing anything. */
-        ck(0, "%s: seq %#llx completed within 30 s (status %d)", who, (unsigned long long)seq, st);
-        fflush(NULL);
-        _exit(1);
+        mp_check(0, "%s: seq %#llx completed within 30 s (status %d)", who, (unsigned long long)seq, st);
+        mp_child_abort(who);
       }
-      if (ck(exec_ret == NRT_SUCCESS, "%s: scheduled execution: exec_ret NRT_SUCCESS (got %d)", who, exec_ret))
+      if (mp_check(exec_ret == NRT_SUCCESS, "%s: scheduled execution: exec_ret NRT_SUCCESS (got %d)", who, exec_ret))
         output_exact(who, "nrta_execute_schedule", j, rank, tout, RUNS);
     }
   }
@@ -540,31 +362,60 @@ unload:
   if (tmeta) nrt_tensor_free(&tmeta);
   if (m) {
     st = nrt_unload(m);
-    ck(st == NRT_SUCCESS, "%s: nrt_unload -> NRT_SUCCESS (got %d)", who, st);
+    mp_check(st == NRT_SUCCESS, "%s: nrt_unload -> NRT_SUCCESS (got %d)", who, st);
   }
 close:
   nrt_close();
 }
 
-static void run_job(const job *j) {
+/* Job jobs[ji]: rank r in a process of its own on core r, every rank with the root on one
+ * fresh port; then every exit status, and /dev/shm. */
+static void run_job(int ji) {
+  const job *j = &jobs[ji];
+  mp_proc procs[MP_MAX_PROCS];
   char title[96], root[64];
-  int port = free_port(), left;
-  if (port <= 0) {
-    ck(0, "a free port on 127.0.0.1 for NEURON_RT_ROOT_COMM_ID (%s)", strerror(errno));
-    return;
-  }
-  snprintf(root, sizeof root, "127.0.0.1:%d", port);
+  int port = mp_free_port();
+  mp_root_id(root, sizeof root, 0, port);
   if (j->path_b) snprintf(title, sizeof title, "mismatched %s NEFFs, R=%d", op_name(j->op), j->ranks);
   else snprintf(title, sizeof title, "%s R=%d count %zu fp32", op_name(j->op), j->ranks, j->count);
-  run_procs(title, j->ranks, rank_body, j, root, JOB_DEADLINE_S);
-  left = count_shm(port, 1);
-  ck(left == 0, "%s: /dev/shm holds nothing named opennrt-%d-* after the job (%d left)", title, port, left);
+  mp_say("\n== %s", title);
+  for (int r = 0; r < j->ranks && r < MP_MAX_PROCS; r++) { /* parse_job's bound, restated for procs[] */
+    mp_proc *p = &procs[r];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%.38s rank %d", title, r); /* fits name[48] */
+    snprintf(p->cores, sizeof p->cores, "%d", r);
+    snprintf(p->root, sizeof p->root, "%s", root);
+    p->body = rank_body;
+    p->gid = r, p->world = j->ranks, p->threads = 1;
+    p->arg = ji;
+  }
+  mp_run(procs, j->ranks, JOB_DEADLINE_S);
+  mp_check_ends(procs, j->ranks);
+  mp_check_shm_clean(port, title);
+  mp_cleanup_logs(procs, j->ranks);
+}
+
+/* One process on its own (no world, no root): `cores` its NEURON_RT_VISIBLE_CORES ("" =
+ * unset), env0 / env1 extra settings or NULL; then its exit status. */
+static void run_alone(const char *title, mp_body body, const char *cores, const char *env0, const char *env1) {
+  mp_proc p;
+  memset(&p, 0, sizeof p);
+  snprintf(p.name, sizeof p.name, "%s", title);
+  snprintf(p.cores, sizeof p.cores, "%s", cores);
+  p.env[0] = env0, p.env[1] = env1;
+  p.body = body;
+  p.world = p.threads = 1;
+  mp_say("\n== %s", title);
+  mp_run(&p, 1, JOB_DEADLINE_S);
+  mp_check_ends(&p, 1);
+  mp_cleanup_logs(&p, 1);
 }
 
 /* ---------------------------------------------------------------- the real NEFF */
 
-static void real_lnc2_body(const void *arg, int rank) {
-  const char *path = arg, *who = "real NEFF, LNC=2";
+/* Environment OPENNRT_INSTANCE_TYPE=trn2.48xlarge NEURON_LOGICAL_NC_CONFIG=2 (main). */
+static void real_lnc2_body(const mp_proc *p) {
+  const char *path = real_neff, *who = p->name;
   size_t size = 0;
   uint8_t *neff = read_file(path, &size);
   nrt_model_t *m = NULL;
@@ -576,14 +427,11 @@ static void real_lnc2_body(const void *arg, int rank) {
       {"y", NRT_TENSOR_USAGE_INPUT, 65536, NRT_DTYPE_FLOAT16, 2, {256, 128}},
       {"output0", NRT_TENSOR_USAGE_OUTPUT, 32768, NRT_DTYPE_FLOAT16, 2, {128, 128}},
   };
-  (void)rank;
-  setenv("OPENNRT_INSTANCE_TYPE", "trn2.48xlarge", 1);
-  setenv("NEURON_LOGICAL_NC_CONFIG", "2", 1);
-  if (!ck(neff != NULL && size == 62464, "%s: read %s (%zu bytes)", who, path, size)) return;
+  if (!mp_check(neff != NULL && size == 62464, "%s: read %s (%zu bytes)", who, path, size)) return;
   st = nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "");
-  if (!ck(st == NRT_SUCCESS, "%s: nrt_init -> NRT_SUCCESS (got %d)", who, st)) goto out;
+  if (!mp_check(st == NRT_SUCCESS, "%s: nrt_init -> NRT_SUCCESS (got %d)", who, st)) goto out;
   st = nrt_load(neff, size, -1, 1, &m);
-  if (!ck(st == NRT_SUCCESS && m != NULL, "%s: nrt_load(-1, 1) -> NRT_SUCCESS (got %d)", who, st)) goto close;
+  if (!mp_check(st == NRT_SUCCESS && m != NULL, "%s: nrt_load(-1, 1) -> NRT_SUCCESS (got %d)", who, st)) goto close;
   check_tensor_info(who, m, want, 3);
   x = device_tensor(who, 65536, "x");
   y = device_tensor(who, 65536, "y");
@@ -597,13 +445,13 @@ static void real_lnc2_body(const void *arg, int rank) {
     bad_x = tensor_set(who, 2, xy, tsy);
     outs = tensor_set(who, 1, &out_name, &o);
     st = nrt_execute(m, ins, outs);
-    ck(st == NRT_FAILURE, "%s: nrt_execute with x, y and output0 -> NRT_FAILURE (compute; got %d)", who, st);
+    mp_check(st == NRT_FAILURE, "%s: nrt_execute with x, y and output0 -> NRT_FAILURE (compute; got %d)", who, st);
     st = nrt_execute(m, only_x, outs);
-    ck(st == NRT_INVALID, "%s: nrt_execute with y missing -> NRT_INVALID (got %d)", who, st);
+    mp_check(st == NRT_INVALID, "%s: nrt_execute with y missing -> NRT_INVALID (got %d)", who, st);
     st = nrt_execute(m, bad_x, outs);
-    ck(st == NRT_INVALID, "%s: nrt_execute with a 100-byte x -> NRT_INVALID (got %d)", who, st);
+    mp_check(st == NRT_INVALID, "%s: nrt_execute with a 100-byte x -> NRT_INVALID (got %d)", who, st);
     st = nrt_execute(m, ins, NULL);
-    ck(st == NRT_INVALID, "%s: nrt_execute with a NULL output set -> NRT_INVALID (got %d)", who, st);
+    mp_check(st == NRT_INVALID, "%s: nrt_execute with a NULL output set -> NRT_INVALID (got %d)", who, st);
   }
   nrt_destroy_tensor_set(&ins);
   nrt_destroy_tensor_set(&only_x);
@@ -614,30 +462,28 @@ static void real_lnc2_body(const void *arg, int rank) {
   nrt_tensor_free(&o);
   nrt_tensor_free(&small);
   st = nrt_unload(m);
-  ck(st == NRT_SUCCESS, "%s: nrt_unload -> NRT_SUCCESS (got %d)", who, st);
+  mp_check(st == NRT_SUCCESS, "%s: nrt_unload -> NRT_SUCCESS (got %d)", who, st);
   st = nrt_unload(m); /* stale: the library checks it against its table, never dereferences it */
-  ck(st == NRT_INVALID_HANDLE, "%s: a second nrt_unload -> NRT_INVALID_HANDLE (got %d)", who, st);
+  mp_check(st == NRT_INVALID_HANDLE, "%s: a second nrt_unload -> NRT_INVALID_HANDLE (got %d)", who, st);
 close:
   nrt_close();
 out:
   free(neff);
 }
 
-static void real_lnc1_body(const void *arg, int rank) {
-  const char *path = arg, *who = "real NEFF, LNC=1";
+/* Environment OPENNRT_INSTANCE_TYPE=trn2.48xlarge NEURON_LOGICAL_NC_CONFIG=1 (main). */
+static void real_lnc1_body(const mp_proc *p) {
+  const char *path = real_neff, *who = p->name;
   size_t size = 0;
   uint8_t *neff = read_file(path, &size);
   nrt_model_t *m = NULL;
   NRT_STATUS st;
-  (void)rank;
-  setenv("OPENNRT_INSTANCE_TYPE", "trn2.48xlarge", 1);
-  setenv("NEURON_LOGICAL_NC_CONFIG", "1", 1);
-  if (!ck(neff != NULL, "%s: read %s (%zu bytes)", who, path, size)) return;
+  if (!mp_check(neff != NULL, "%s: read %s (%zu bytes)", who, path, size)) return;
   st = nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "");
-  if (ck(st == NRT_SUCCESS, "%s: nrt_init -> NRT_SUCCESS (got %d)", who, st)) {
+  if (mp_check(st == NRT_SUCCESS, "%s: nrt_init -> NRT_SUCCESS (got %d)", who, st)) {
     st = nrt_load(neff, size, 0, 1, &m);
-    ck(st == NRT_INVALID && m == NULL,
-          "%s: nrt_load of an lnc_size 2 NEFF -> NRT_INVALID, *model left NULL (got %d, %p)", who, st, (void *)m);
+    mp_check(st == NRT_INVALID && m == NULL,
+             "%s: nrt_load of an lnc_size 2 NEFF -> NRT_INVALID, *model left NULL (got %d, %p)", who, st, (void *)m);
     nrt_close();
   }
   free(neff);
@@ -645,24 +491,20 @@ static void real_lnc1_body(const void *arg, int rank) {
 
 /* ---------------------------------------------------------------- bad input */
 
-typedef struct {
-  const char *neff;      /* a 1-rank-free collective NEFF (the first job's) */
-  int neff_ranks;        /* its R */
-  const char *real;      /* the real NEFF, or NULL */
-} bad_arg;
-
 static void load_fails(const char *what, const void *bytes, size_t size, int32_t vnc, int32_t count, NRT_STATUS want) {
   nrt_model_t *m = NULL;
   NRT_STATUS st = nrt_load(bytes, size, vnc, count, &m);
-  ck(st == want && m == NULL, "bad input: nrt_load of %s -> %d, no model written (got %d, %p)", what, (int)want, st,
-        (void *)m);
+  mp_check(st == want && m == NULL, "bad input: nrt_load of %s -> %d, no model written (got %d, %p)", what, (int)want,
+           st, (void *)m);
   if (m) nrt_unload(m);
 }
 
-static void bad_body(const void *arg, int rank) {
-  const bad_arg *b = arg;
+/* Cuts and garbles the collective NEFF of jobs[p->arg] (and the real NEFF, if any); one visible
+ * core (main). */
+static void bad_body(const mp_proc *p) {
+  const job *j = &jobs[p->arg];
   size_t size = 0, real_size = 0, i;
-  uint8_t *neff = read_file(b->neff, &size), *real = b->real ? read_file(b->real, &real_size) : NULL;
+  uint8_t *neff = read_file(j->path, &size), *real = real_neff ? read_file(real_neff, &real_size) : NULL;
   uint8_t garbage[4096], *mixed;
   uint32_t x = 0x12345678u;
   nrt_model_t *m = NULL;
@@ -670,9 +512,7 @@ static void bad_body(const void *arg, int rank) {
   nrt_tensor_set_t *set = NULL;
   uint32_t n = 0;
   NRT_STATUS st;
-  (void)rank;
-  setenv("NEURON_RT_VISIBLE_CORES", "0", 1);
-  if (!ck(neff != NULL && size > 1500, "bad input: read %s (%zu bytes)", b->neff, size)) return;
+  if (!mp_check(neff != NULL && size > 1500, "bad input: read %s (%zu bytes)", j->path, size)) return;
   for (i = 0; i < sizeof garbage; i++) {
     x ^= x << 13, x ^= x >> 17, x ^= x << 5; /* xorshift32 */
     garbage[i] = (uint8_t)x;
@@ -683,7 +523,7 @@ static void bad_body(const void *arg, int rank) {
 
   load_fails("a good NEFF before nrt_init (NRT_UNINITIALIZED)", neff, size, 0, 1, NRT_UNINITIALIZED);
   st = nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "");
-  if (!ck(st == NRT_SUCCESS, "bad input: nrt_init with one visible core (got %d)", st)) goto out;
+  if (!mp_check(st == NRT_SUCCESS, "bad input: nrt_init with one visible core (got %d)", st)) goto out;
   load_fails("its first 1500 bytes", neff, 1500, 0, 1, NRT_INVALID);
   load_fails("its 1024-byte header alone", neff, 1024, 0, 1, NRT_INVALID);
   load_fails("its first 100 bytes", neff, 100, 0, 1, NRT_INVALID);
@@ -695,37 +535,39 @@ static void bad_body(const void *arg, int rank) {
   load_fails("NULL bytes", NULL, size, 0, 1, NRT_INVALID);
   load_fails("NULL bytes, size 0", NULL, 0, 0, 1, NRT_INVALID);
   st = nrt_load(neff, size, 0, 1, NULL);
-  ck(st == NRT_INVALID, "bad input: nrt_load with a NULL model out-parameter -> NRT_INVALID (got %d)", st);
+  mp_check(st == NRT_INVALID, "bad input: nrt_load with a NULL model out-parameter -> NRT_INVALID (got %d)", st);
   load_fails("vnc 1 with one visible core", neff, size, 1, 1, NRT_INVALID);
   load_fails("vnc_count 2", neff, size, 0, 2, NRT_LOAD_NOT_ENOUGH_NC);
   load_fails("a collective NEFF with no global communicator", neff, size, 0, 1, NRT_INVALID);
   m = NULL;
   st = nrt_load_collectives(neff, size, 0, 1, 0, 1, &m);
-  ck(st == NRT_INVALID && m == NULL,
-        "bad input: nrt_load_collectives of an R=%d NEFF into a world of 1 -> NRT_INVALID, no model (got %d)",
-        b->neff_ranks, st);
+  mp_check(st == NRT_INVALID && m == NULL,
+           "bad input: nrt_load_collectives of an R=%d NEFF into a world of 1 -> NRT_INVALID, no model (got %d)",
+           j->ranks, st);
   if (m) nrt_unload(m), m = NULL;
   st = nrt_load_collectives(neff, size, 0, 1, 5, 2, &m);
-  ck(st == NRT_INVALID && m == NULL,
-        "bad input: nrt_load_collectives with rank 5 of a world of 2 -> NRT_INVALID, no model (got %d)", st);
+  mp_check(st == NRT_INVALID && m == NULL,
+           "bad input: nrt_load_collectives with rank 5 of a world of 2 -> NRT_INVALID, no model (got %d)", st);
   if (m) nrt_unload(m), m = NULL;
 
   /* The other model calls with NULL handles. */
-  ck(nrt_unload(NULL) == NRT_INVALID, "bad input: nrt_unload(NULL) -> NRT_INVALID");
-  ck(nrt_allocate_tensor_set(&set) == NRT_SUCCESS, "bad input: an empty tensor set");
+  mp_check(nrt_unload(NULL) == NRT_INVALID, "bad input: nrt_unload(NULL) -> NRT_INVALID");
+  mp_check(nrt_allocate_tensor_set(&set) == NRT_SUCCESS, "bad input: an empty tensor set");
   st = nrt_execute(NULL, set, set);
-  ck(st == NRT_INVALID || st == NRT_INVALID_HANDLE,
-     "bad input: nrt_execute(NULL model) -> NRT_INVALID or NRT_INVALID_HANDLE (got %d)", st);
+  mp_check(st == NRT_INVALID || st == NRT_INVALID_HANDLE,
+           "bad input: nrt_execute(NULL model) -> NRT_INVALID or NRT_INVALID_HANDLE (got %d)", st);
   st = nrt_get_model_tensor_info(NULL, &info);
-  ck((st == NRT_INVALID || st == NRT_INVALID_HANDLE) && info == NULL,
-     "bad input: nrt_get_model_tensor_info(NULL model) -> NRT_INVALID or NRT_INVALID_HANDLE, nothing written (got %d)",
-     st);
-  ck(nrt_free_model_tensor_info(NULL) == NRT_INVALID, "bad input: nrt_free_model_tensor_info(NULL) -> NRT_INVALID");
-  ck(nrt_get_model_vnc_count(NULL, &n) != NRT_SUCCESS, "bad input: nrt_get_model_vnc_count(NULL) fails");
+  mp_check((st == NRT_INVALID || st == NRT_INVALID_HANDLE) && info == NULL,
+           "bad input: nrt_get_model_tensor_info(NULL model) -> NRT_INVALID or NRT_INVALID_HANDLE, nothing written "
+           "(got %d)",
+           st);
+  mp_check(nrt_free_model_tensor_info(NULL) == NRT_INVALID,
+           "bad input: nrt_free_model_tensor_info(NULL) -> NRT_INVALID");
+  mp_check(nrt_get_model_vnc_count(NULL, &n) != NRT_SUCCESS, "bad input: nrt_get_model_vnc_count(NULL) fails");
   nrt_destroy_tensor_set(&set);
   nrt_close();
   load_fails("a good NEFF after nrt_close (NRT_UNINITIALIZED)", neff, size, 0, 1, NRT_UNINITIALIZED);
-  ck(1, "bad input: the process survived every bad load");
+  mp_check(1, "bad input: the process survived every bad load");
 out:
   free(mixed);
   free(neff);
@@ -741,7 +583,7 @@ static int parse_job(char *s, job *j) {
   size_t count = 0;
   memset(j, 0, sizeof *j);
   if (sscanf(s, "%31[a-z_]:%d:%zu:%n", op, &ranks, &count, &used) != 3 || used == 0) return 0;
-  if (ranks < 1 || ranks > MAX_PROCS || count == 0 || !s[used]) return 0;
+  if (ranks < 1 || ranks > MP_MAX_PROCS || count == 0 || !s[used]) return 0;
   j->ranks = ranks, j->count = count, j->path = s + used;
   if (strcmp(op, "all_reduce") == 0) j->op = OP_ALL_REDUCE;
   else if (strcmp(op, "all_gather") == 0) j->op = OP_ALL_GATHER;
@@ -763,24 +605,20 @@ static int usage(const char *argv0) {
 }
 
 int main(int argc, char **argv) {
-  job jobs[16];
-  int njobs = 0;
-  const char *real = NULL;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--real") == 0 && i + 1 < argc) real = argv[++i];
-    else if (njobs < 16 && parse_job(argv[i], &jobs[njobs])) njobs++;
+    if (strcmp(argv[i], "--real") == 0 && i + 1 < argc) real_neff = argv[++i];
+    else if (njobs < MAX_JOBS && parse_job(argv[i], &jobs[njobs])) njobs++;
     else return usage(argv[0]);
   }
   if (njobs == 0 || jobs[0].path_b) return usage(argv[0]);
   setvbuf(stdout, NULL, _IOLBF, 0);
-  for (int i = 0; i < njobs; i++) run_job(&jobs[i]);
-  if (real) {
-    run_procs("real NEFF, LNC=2", 1, real_lnc2_body, real, NULL, JOB_DEADLINE_S);
-    run_procs("real NEFF, LNC=1", 1, real_lnc1_body, real, NULL, JOB_DEADLINE_S);
+  for (int i = 0; i < njobs; i++) run_job(i);
+  if (real_neff) {
+    run_alone("real NEFF, LNC=2", real_lnc2_body, "", "OPENNRT_INSTANCE_TYPE=trn2.48xlarge",
+              "NEURON_LOGICAL_NC_CONFIG=2");
+    run_alone("real NEFF, LNC=1", real_lnc1_body, "", "OPENNRT_INSTANCE_TYPE=trn2.48xlarge",
+              "NEURON_LOGICAL_NC_CONFIG=1");
   }
-  {
-    bad_arg b = {jobs[0].path, jobs[0].ranks, real};
-    run_procs("bad input", 1, bad_body, &b, NULL, JOB_DEADLINE_S);
-  }
-  return check_summary("neff_test");
+  run_alone("bad input", bad_body, "0", NULL, NULL); /* p->arg 0: the first job's NEFF */
+  return mp_summary("neff_test");
 }

@@ -67,7 +67,8 @@ fi
 # NEFF models (neff_test.c says what it checks): NEFFs written by `opennrt neff build`, each
 # run with one forked process per rank as the spectral-DNS driver does (docs/contract/abi.md
 # §8); the vendor NEFF of testdata when it is there (OPENNRT_REAL_NEFF overrides the path); bad
-# input. Plain, then under ASan/UBSan as above. neff_test bounds every job itself (60 s, then
+# input. Plain, then under ASan/UBSan as above. neff_test forks its processes through the
+# multi-process harness (capi-tests/mp/mp_harness.c), which bounds every job (60 s, then
 # SIGKILL); `timeout` is only a last resort against a bug in the test.
 neff_build() { echo "+ opennrt neff build $*"; "$lib/opennrt" neff build "$@"; }
 neff_build --op all_reduce --ranks 2 --count 1000 --dtype fp32 -o "$out/neff_all_reduce_r2.neff"
@@ -90,11 +91,12 @@ if [ -f "$real_neff" ]; then
 else
   echo "neff_test: $real_neff is missing: the real-NEFF checks are skipped"
 fi
-cc "${CFLAGS[@]}" -o "$out/neff_test" "$root/capi-tests/neff_test.c" -L"$lib" -lnrt
+neff_src=("$root/capi-tests/neff_test.c" "$root/capi-tests/mp/mp_harness.c")
+cc "${CFLAGS[@]}" -pthread -o "$out/neff_test" "${neff_src[@]}" -L"$lib" -lnrt
 echo "+ neff_test ${neff_args[*]}"
 LD_LIBRARY_PATH="$lib" timeout -k 5 600 "$out/neff_test" "${neff_args[@]}"
-cc "${CFLAGS[@]}" -g -fsanitize=address,undefined -fno-sanitize-recover=all \
-  -o "$out/neff_test_asan" "$root/capi-tests/neff_test.c" -L"$lib" -lnrt
+cc "${CFLAGS[@]}" -pthread -g -fsanitize=address,undefined -fno-sanitize-recover=all \
+  -o "$out/neff_test_asan" "${neff_src[@]}" -L"$lib" -lnrt
 echo "+ neff_test under ASan/UBSan"
 LD_LIBRARY_PATH="$lib" ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 timeout -k 5 600 "$out/neff_test_asan" "${neff_args[@]}"

@@ -36,6 +36,7 @@
 
 #include "mp_harness.h"
 #include "mp_rank.h"
+#include "mp_tests.h"
 
 /* Deadline of one job (seconds): generous for 8 processes on 2 shared cores, and still
  * bounded so that a hang fails instead of stalling CI. */

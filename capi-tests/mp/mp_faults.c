@@ -50,6 +50,7 @@
 
 #include "mp_harness.h"
 #include "mp_rank.h"
+#include "mp_tests.h"
 
 #define COUNT 257
 #define VERSION_OVERRIDE "0.0.0-mp-test"

@@ -79,7 +79,7 @@ void mp_wait_go(void) {
 
 void mp_child_exit(void) {
   fflush(NULL);
-  _exit(check_failed == 0 ? 0 : 1);
+  exit(check_failed == 0 ? 0 : 1); /* exit, not _exit: see mp_harness.h */
 }
 
 void mp_child_abort(const char *why) {
@@ -93,9 +93,20 @@ static void set_env(const char *name, const char *value) {
   else unsetenv(name);
 }
 
+/* Variables a rank must not inherit from whoever ran the test: a rank has them only when its
+ * mp_proc's env sets them. The simulated instance and its logical-core size (each with the
+ * vendor's older name, read when the first is unset) decide which cores exist and which NEFFs
+ * load; the version override and the kill hook are fault switches of single tests. */
+static const char *const cleared_env[] = {
+    "NEURON_RT_NUM_CORES",      "OPENNRT_INSTANCE_TYPE",       "NEURON_RT_FAKE_INSTANCE_TYPE",
+    "NEURON_LOGICAL_NC_CONFIG", "NEURON_RT_VIRTUAL_CORE_SIZE", "OPENNRT_VERSION_OVERRIDE",
+    "OPENNRT_TEST_KILL_IN_RUN",
+};
+
 static void child_main(mp_proc *procs, int n, int me, int ready_w, int go_r, pid_t parent) {
   mp_proc *p = &procs[me];
-  char num[16];
+  char num[16], extra[MP_MAX_ENV * 130] = "";
+  size_t used = 0;
   int i, fd;
   signal(SIGPIPE, SIG_DFL); /* the parent ignores it (mp_run); a rank gets the default */
   /* Die with the parent: a killed harness must not leave ranks behind. */
@@ -113,8 +124,7 @@ static void child_main(mp_proc *procs, int n, int me, int ready_w, int go_r, pid
   fd = open(p->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd >= 0) dup2(fd, 2), close(fd);
   setvbuf(stdout, NULL, _IOLBF, 0);
-  unsetenv("NEURON_RT_NUM_CORES");
-  unsetenv("OPENNRT_VERSION_OVERRIDE");
+  for (i = 0; i < (int)(sizeof cleared_env / sizeof cleared_env[0]); i++) unsetenv(cleared_env[i]);
   set_env("NEURON_RT_VISIBLE_CORES", p->cores);
   set_env("NEURON_RT_ROOT_COMM_ID", p->root);
   snprintf(num, sizeof num, "%d", MP_EXEC_TIMEOUT_S);
@@ -128,9 +138,10 @@ static void child_main(mp_proc *procs, int n, int me, int ready_w, int go_r, pid
     if (!eq) continue;
     *eq = 0;
     setenv(kv, eq + 1, 1);
+    used += (size_t)snprintf(extra + used, sizeof extra - used, " %s=%s", kv, eq + 1); /* < 130 each */
   }
-  mp_say("# %s: pid %d, NEURON_RT_VISIBLE_CORES=%s NEURON_RT_ROOT_COMM_ID=%s%s%s", p->name, (int)getpid(),
-         p->cores, p->root, p->env[0] ? " " : "", p->env[0] ? p->env[0] : "");
+  mp_say("# %s: pid %d, NEURON_RT_VISIBLE_CORES=%s NEURON_RT_ROOT_COMM_ID=%s%s", p->name, (int)getpid(), p->cores,
+         p->root, extra);
   p->body(p);
   mp_child_exit();
 }

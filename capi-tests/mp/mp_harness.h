@@ -10,7 +10,9 @@
  *
  * Every check goes through mp_check (check.h's CHECK, one counter for the whole program and
  * thread-safe); in a child the counters restart at zero, and the child's exit status is 0 iff
- * none of its own checks failed. The parent never calls into libnrt. */
+ * none of its own checks failed. The parent never calls into libnrt.
+ *
+ * Users: mp_driver (this directory) and capi-tests/neff_test.c. */
 #ifndef OPENNRT_MP_HARNESS_H
 #define OPENNRT_MP_HARNESS_H
 
@@ -34,7 +36,9 @@ typedef struct mp_proc {
   char name[48];                /* "R=3 rank 1": prefixes everything printed about it */
   char cores[24];               /* NEURON_RT_VISIBLE_CORES */
   char root[64];                /* NEURON_RT_ROOT_COMM_ID ("" = unset) */
-  const char *env[MP_MAX_ENV];  /* extra "NAME=value" settings (NULL-terminated if < 4) */
+  const char *env[MP_MAX_ENV];  /* extra "NAME=value" settings (NULL-terminated if < 4); the
+                                 * child sets them last, after clearing what a rank must not
+                                 * inherit (cleared_env in mp_harness.c) */
   mp_body body;
   int gid, world, threads;      /* first global id, world size, ranks (threads) in the process */
   int arg;                      /* body-specific parameter */
@@ -61,7 +65,11 @@ int mp_summary(const char *suite);
 void mp_ready(void);
 /* Block until the parent says go (bounded: a missing go is a failed check and exit). */
 void mp_wait_go(void);
-/* End the child now: flush, _exit(1) if any of its checks failed, else 0. */
+/* End the child now: exit(1) if any of its checks failed, else 0. exit, not _exit, so that
+ * the exit handlers run in the child too: in a program built with -fsanitize=address
+ * (capi-tests/run.sh builds neff_test so) LeakSanitizer checks the child's leaks there, and a
+ * leak fails it. A child that may still have a collective pending (the runtime could write
+ * into its memory while exit runs) ends with mp_child_abort instead. */
 void mp_child_exit(void) __attribute__((noreturn));
 /* End the child at once with status 1 after a failed wait: nothing may be freed that the
  * runtime could still write (exec_ret of a pending collective), so no nrt_close either. */
@@ -99,9 +107,5 @@ void mp_check_shm_clean(int port, const char *job);
 void mp_cleanup_logs(mp_proc *procs, int n);
 /* Seconds on the monotonic clock. */
 double mp_now(void);
-
-/* --- the test groups (mp_driver.c, mp_faults.c) --- */
-void mp_test_kill(void);
-void mp_test_errors(void);
 
 #endif
