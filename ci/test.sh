@@ -5,7 +5,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-step() { printf '\n==== %s\n' "$*"; }
+# Each step line carries the seconds since the start, so a slow step shows in CI's log.
+step() { printf '\n==== [%4ds] %s\n' "$SECONDS" "$*"; }
 
 step "toolchain"
 for tool in cargo rustc gcc g++ readelf; do

@@ -54,7 +54,9 @@ typedef struct mp_proc {
 } mp_proc;
 
 /* check.h's CHECK for the whole program (thread-safe). Returns `ok`. */
-int mp_check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int mp_check_at(const char *file, int line, int ok, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A FAIL line names the caller's file and line, not the harness's. */
+#define mp_check(ok, ...) mp_check_at(__FILE__, __LINE__, (ok), __VA_ARGS__)
 /* Print a line (flushed; a child's goes to its log, which the parent prints). */
 void mp_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The closing summary line; 0 iff no check failed. */
