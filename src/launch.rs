@@ -89,12 +89,20 @@ pub fn set_rank_env(cmd: &mut Command, cores: &str, root: Option<&str>, carrier:
     }
 }
 
+/// The worker side of [`Watch::hold_root`]: the process holding the bootstrap root calls this
+/// before `nrt_close` and returns once the parent closes its stdin (every other worker has
+/// exited). A read error counts as the end.
+pub fn wait_for_release() {
+    let mut sink = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+}
+
 /// Why a worker ended as it did (the statuses of the module docs).
 pub fn describe_exit(status: ExitStatus) -> String {
     match status.code() {
         Some(1) => "exited with status 1: wrong elements".into(),
         Some(2) => "exited with status 2: a bad job".into(),
-        Some(3) => "exited with status 3: a runtime error (see its log)".into(),
+        Some(3) => "exited with status 3: a runtime error (its stderr says which)".into(),
         Some(c) => format!("exited with status {c}"),
         None => format!("ended by a signal ({status})"),
     }

@@ -39,7 +39,7 @@ import pytest
 import opennrt_ctypes as m
 from opennrt_ctypes import Dtype, NrtStatus, TensorUsage
 from test_abi_layout import header_enum
-from test_multiprocess import free_port, run_job, shm_objects
+from test_multiprocess import free_port, run_clean_job
 
 #: The vendor NEFF (testdata README); OPENNRT_REAL_NEFF overrides the path.
 REAL_NEFF = Path(os.environ.get("OPENNRT_REAL_NEFF",
@@ -248,20 +248,11 @@ def neff_rank_main(rank: int, world: int, root: str, neff_path: str, results) ->
 def test_all_reduce_neff_one_rank_per_process(all_reduce_neff):
     world, port = 2, free_port()
     root = f"127.0.0.1:{port}"
-    reports, exitcodes, hung = run_job(world, root, neff_rank_main, (str(all_reduce_neff),), JOB_TIMEOUT_S)
-    left = shm_objects(port)
-    for name in left:  # removed at once, whatever else failed: nothing leaks into later runs
-        (Path("/dev/shm") / name).unlink(missing_ok=True)
-    assert not hung, f"ranks {hung} still running after {JOB_TIMEOUT_S} s (killed)"
-    errors = {r: p for r, (s, p) in reports.items() if s != "ok"}
-    assert not errors, f"ranks failed: {errors}"
-    assert sorted(reports) == list(range(world)), f"reports from ranks {sorted(reports)} only"
-    assert exitcodes == [0] * world
+    reports = run_clean_job(world, root, port, neff_rank_main, (str(all_reduce_neff),), JOB_TIMEOUT_S)
     for r in range(world):
-        got = reports[r][1]
+        got = reports[r]
         assert got["vnc"] == 0, f"rank {r}: nrt_get_model_info vnc {got['vnc']} (its one core)"
         check_rank(r, got, world)
-    assert not left, f"/dev/shm still holds {left} after the job"
 
 
 THREADS = """

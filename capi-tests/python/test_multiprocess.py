@@ -154,23 +154,34 @@ def run_job(world: int, root: str, target=None, extra: tuple = (), timeout: floa
     return reports, [p.exitcode for p in procs], hung
 
 
-@pytest.mark.parametrize("world,host", [(2, "127.0.0.1"), (4, "localhost")])
-def test_one_rank_per_process(world, host):
-    port = free_port()
-    root = f"{host}:{port}"
-    reports, exitcodes, hung = run_job(world, root)
+def run_clean_job(world: int, root: str, port: int, target=None, extra: tuple = (),
+                  timeout: float = JOB_TIMEOUT_S) -> dict:
+    """``run_job``, then the checks every job must pass: nothing hung, every rank reported
+    success and exited 0, and ``/dev/shm`` holds nothing named after the job's port (anything
+    left is removed first, whatever else failed, so it cannot leak into later runs). Returns
+    each rank's payload."""
+    reports, exitcodes, hung = run_job(world, root, target, extra, timeout)
     left = shm_objects(port)
-    for name in left:  # removed at once, whatever else failed: nothing leaks into later runs
+    for name in left:
         (Path("/dev/shm") / name).unlink(missing_ok=True)
-    assert not hung, f"ranks {hung} still running after {JOB_TIMEOUT_S} s (killed)"
+    assert not hung, f"ranks {hung} still running after {timeout} s (killed)"
     errors = {r: p for r, (s, p) in reports.items() if s != "ok"}
     assert not errors, f"ranks failed: {errors}"
     assert sorted(reports) == list(range(world)), f"reports from ranks {sorted(reports)} only"
     assert exitcodes == [0] * world, f"exit codes {exitcodes}"
+    assert not left, f"/dev/shm still held {left} after the job"
+    return {r: payload for r, (_, payload) in reports.items()}
+
+
+@pytest.mark.parametrize("world,host", [(2, "127.0.0.1"), (4, "localhost")])
+def test_one_rank_per_process(world, host):
+    port = free_port()
+    root = f"{host}:{port}"
+    reports = run_clean_job(world, root, port)
 
     gathered = b"".join(ag_input(r) for r in range(world))
     for r in range(world):
-        got = reports[r][1]
+        got = reports[r]
         assert got["visible"] == 1, f"rank {r}: {got['visible']} visible cores, expected 1"
         assert got["all_gather"] == gathered, f"rank {r}: nrt_all_gather bytes differ"
     for i, (name, cc, dt) in enumerate(CASES):
@@ -179,11 +190,10 @@ def test_one_rank_per_process(world, host):
         inputs = [rank_values(r, in_n, codec.amplitude, salt_of(i)) for r in range(world)]
         expected = oracle(cc, OpType.NRT_OP_ADD, inputs)
         for r in range(world):
-            got = reports[r][1][name]
+            got = reports[r][name]
             if got != expected[r]:
                 bad = [j for j, (g, e) in enumerate(zip(got, expected[r])) if g != e]
                 j = bad[0] if bad else min(len(got), len(expected[r]))
                 pytest.fail(f"{name} world={world}: rank {r} has {len(bad)} wrong of {len(expected[r])}; "
                             f"first at {j}: got {got[j] if j < len(got) else None}, "
                             f"expected {expected[r][j] if j < len(expected[r]) else None}")
-    assert not left, f"/dev/shm still holds {left} after the job"

@@ -16,7 +16,7 @@
 //! to the size's log file); 2 for a bad job.
 
 use std::ffi::c_void;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::ptr::null_mut;
 use std::time::Instant;
 
@@ -296,8 +296,7 @@ pub fn main(args: &[String]) -> i32 {
         }
     }
     if job.wait_stdin {
-        let mut sink = Vec::new();
-        let _ = std::io::stdin().read_to_end(&mut sink);
+        opennrt::launch::wait_for_release();
     }
     abi::nrt_close();
     code

@@ -27,7 +27,6 @@
 //! pipe once every other process has exited.
 
 use std::ffi::{c_int, c_void};
-use std::io::Read;
 use std::ptr::null_mut;
 use std::time::Instant;
 
@@ -537,8 +536,7 @@ pub fn perf_rank_cmd(a: &[String]) -> i32 {
         code = 3;
     }
     if j.wait_stdin {
-        let mut sink = Vec::new();
-        let _ = std::io::stdin().read_to_end(&mut sink);
+        opennrt::launch::wait_for_release();
     }
     abi::nrt_close();
     code
