@@ -150,6 +150,16 @@ pub struct Outcome<T> {
     pub failures: Vec<String>,
 }
 
+impl<T> Outcome<T> {
+    /// An outcome with no answers and one failure: the job could not even be started.
+    pub fn failed(why: String) -> Self {
+        Outcome {
+            lines: Vec::new(),
+            failures: vec![why],
+        }
+    }
+}
+
 impl<T> Default for Outcome<T> {
     fn default() -> Self {
         Outcome {
@@ -170,9 +180,8 @@ struct Proc<T> {
 }
 
 /// Read a worker's stdout: the lines that parse as `T` are its answers; the rest are strays.
-fn read_lines<T: DeserializeOwned>(out: ChildStdout, name: String, strays: Strays) -> Vec<T> {
+fn read_lines<T: DeserializeOwned>(out: ChildStdout, name: String, mut strays: Strays) -> Vec<T> {
     let mut v = Vec::new();
-    let mut strays = strays;
     for line in BufReader::new(out).lines().map_while(Result::ok) {
         match serde_json::from_str::<T>(&line) {
             Ok(l) => v.push(l),

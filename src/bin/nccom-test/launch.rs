@@ -74,22 +74,14 @@ pub fn run(template: &Job, plan: &Plan, log: &Path) -> Outcome {
     let logf = match File::create(log) {
         Ok(f) => Some(f),
         Err(e) => {
-            return Outcome {
-                failures: vec![format!("cannot create the log file {}: {e}", log.display())],
-                ..Outcome::default()
-            }
+            return Outcome::failed(format!("cannot create the log file {}: {e}", log.display()))
         }
     };
     let jobs = jobs(template, plan);
     let root = if jobs.len() > 1 {
         match launch::root_comm_id() {
             Ok(r) => Some(r),
-            Err(e) => {
-                return Outcome {
-                    failures: vec![format!("no free port: {e}")],
-                    ..Outcome::default()
-                }
-            }
+            Err(e) => return Outcome::failed(format!("no free port: {e}")),
         }
     } else {
         None

@@ -38,10 +38,7 @@ type Outcome = launch::Outcome<SizeLine>;
 /// ([`launch::run`]) and collect their lines; each failure is prefixed with the mode.
 fn run_mode(template: &RankJob, procs: u32, o: &Opts, deadline: Duration) -> Outcome {
     let mode = mode_name(procs);
-    let failed = |why: String| Outcome {
-        failures: vec![format!("{mode}: {why}")],
-        ..Outcome::default()
-    };
+    let failed = |why: String| Outcome::failed(format!("{mode}: {why}"));
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => return failed(format!("cannot find this binary: {e}")),
@@ -55,13 +52,15 @@ fn run_mode(template: &RankJob, procs: u32, o: &Opts, deadline: Duration) -> Out
         None
     };
     let carrier = launch::carrier_next_to(&exe);
+    // Process 0 holds the bootstrap root when there is one: it waits for its release.
+    let hold_root = root.is_some();
     let k = template.n / procs;
     let workers = (0..procs)
         .map(|p| {
             let job = RankJob {
                 procs,
                 proc_index: p,
-                wait_stdin: procs > 1 && p == 0,
+                wait_stdin: hold_root && p == 0,
                 ..template.clone()
             };
             let cores = core_range(p * k, k);
@@ -81,7 +80,7 @@ fn run_mode(template: &RankJob, procs: u32, o: &Opts, deadline: Duration) -> Out
     let watch = Watch {
         deadline,
         grace: GRACE,
-        hold_root: procs > 1,
+        hold_root,
     };
     let mut out: Outcome = launch::run(workers, &watch);
     for f in &mut out.failures {
