@@ -10,6 +10,8 @@ mkdir -p "$out"
 "$root/shim/links.sh" "$lib" >/dev/null
 CFLAGS=(-std=c11 -Wall -Wextra -Werror -I"$root/include" -I"$root/capi-tests")
 cc() { echo "+ gcc $*"; gcc "$@"; }
+# shellcheck source=capi-tests/testdata.sh
+. "$root/capi-tests/testdata.sh"
 
 cc "${CFLAGS[@]}" -o "$out/abi_layout" "$root/capi-tests/abi_layout.c"
 echo "+ g++ abi_layout.c as C++"
@@ -66,7 +68,7 @@ fi
 
 # NEFF models (neff_test.c says what it checks): NEFFs written by `opennrt neff build`, each
 # run with one forked process per rank as the spectral-DNS driver does (docs/contract/abi.md
-# §8); the vendor NEFF of testdata when it is there (OPENNRT_REAL_NEFF overrides the path); bad
+# §8); the vendor NEFF of testdata/neff; bad
 # input. Plain, then under ASan/UBSan as above. neff_test forks its processes through the
 # multi-process harness (capi-tests/mp/mp_harness.c), which bounds every job (60 s, then
 # SIGKILL); `timeout` is only a last resort against a bug in the test.
@@ -85,11 +87,8 @@ neff_args=(
   "all_to_all_v:3:5:$out/neff_all_to_all_v_r3.neff"
   "mismatch:2:64:$out/neff_mismatch_a.neff,$out/neff_mismatch_b.neff"
 )
-real_neff="${OPENNRT_REAL_NEFF:-$root/../shared/testdata/neff/matmul_small.neff}"
-if [ -f "$real_neff" ]; then
+if real_neff="$(testdata_file neff/matmul_small.neff "neff_test's real-NEFF checks")"; then
   neff_args=(--real "$real_neff" "${neff_args[@]}")
-else
-  echo "neff_test: $real_neff is missing: the real-NEFF checks are skipped"
 fi
 neff_src=("$root/capi-tests/neff_test.c" "$root/capi-tests/mp/mp_harness.c")
 cc "${CFLAGS[@]}" -pthread -o "$out/neff_test" "${neff_src[@]}" -L"$lib" -lnrt

@@ -23,6 +23,8 @@
 //! * [`dtype`] — element types and their exact conversions (bf16, fp16, the FP8 formats).
 //! * [`launch`] — for the tools only (`opennrt perf --procs`, `nccom-test`): rank processes
 //!   started with a launcher's environment and watched to the end.
+//! * [`testdata`] — for the tests only: where the suite's data files are (`testdata/`) and the
+//!   one rule for a missing one (skip and say which, or fail under `OPENNRT_TEST_STRICT=1`).
 //!
 //! The shared objects themselves are produced by the two thin crates under `cdylib/`, which only
 //! bind the public symbol names (versioned for libnrt, unversioned for libncfw) to the functions
@@ -44,5 +46,6 @@ pub mod lower;
 pub mod ncfw;
 pub mod neff;
 pub mod runtime;
+pub mod testdata;
 
 pub use error::{Error, ErrorKind, Result};

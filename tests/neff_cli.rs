@@ -192,15 +192,13 @@ fn bad_requests_fail_with_a_reason() {
 
 #[test]
 fn info_reads_the_vendor_neff() {
-    let p = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/testdata/neff/matmul_small.neff"
-    );
-    if !std::path::Path::new(p).exists() {
-        println!("note: {p} is missing; the vendor-NEFF part of this test is skipped");
+    let Some(p) = opennrt::testdata::file(
+        opennrt::testdata::REAL_NEFF,
+        "opennrt neff info of the vendor NEFF",
+    ) else {
         return;
-    }
-    let v = info_json(p);
+    };
+    let v = info_json(p.to_str().expect("a UTF-8 path"));
     // README next to the file.
     let h = &v["header"];
     assert_eq!(h["pkg_version"], 2);

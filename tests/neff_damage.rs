@@ -32,11 +32,6 @@ use opennrt::neff::{Neff, NeffHeader, ParseOptions, Payload, HEADER_SIZE};
 use opennrt::{Error, ErrorKind, Result};
 use serde_json::{json, Value};
 
-const REAL: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/testdata/neff/matmul_small.neff"
-);
-
 /// The members `build` writes, in its order (docs/neff.md §2).
 const ORDER: [&str; 7] = [
     "neff.json",
@@ -54,13 +49,10 @@ const KELF: &str = "kelf-0.json";
 type Members = Vec<(String, Vec<u8>)>;
 
 fn real() -> Option<Vec<u8>> {
-    match std::fs::read(REAL) {
-        Ok(f) => Some(f),
-        Err(e) => {
-            eprintln!("note: {REAL}: {e}: the real-NEFF part of this test is skipped");
-            None
-        }
-    }
+    opennrt::testdata::read(
+        opennrt::testdata::REAL_NEFF,
+        "the real-NEFF part of this test",
+    )
 }
 
 fn spec() -> BuildSpec {

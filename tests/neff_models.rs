@@ -487,12 +487,8 @@ fn tensor_info(m: *mut nrt_model_t) -> Vec<(String, i32, usize, i32, Vec<u32>)> 
 
 /// The real NEFF: LNC=2 loads with its I/O, execute fails with NRT_FAILURE; LNC=1 refuses it.
 fn the_real_neff() {
-    let p = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/testdata/neff/matmul_small.neff"
-    );
-    let Ok(neff) = std::fs::read(p) else {
-        eprintln!("{p} missing: the real-NEFF phase is skipped");
+    let Some(neff) = opennrt::testdata::read(opennrt::testdata::REAL_NEFF, "the real-NEFF phase")
+    else {
         return;
     };
     std::env::set_var("OPENNRT_INSTANCE_TYPE", "trn2.48xlarge");

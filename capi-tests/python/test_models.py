@@ -1,4 +1,4 @@
-"""NEFF models through ctypes (spec/nrt-abi.md §3.4; docs/neff.md), the way the public Python
+"""NEFF models through ctypes (docs/contract/abi.md §3.4; docs/neff.md), the way the public Python
 ``ctypes`` wrapper of docs/contract/abi.md §8 drives ``libnrt.so``: ``nrt_tensor_info_t``
 mirrored field for field, ``nrt_load``, ``nrt_get_model_tensor_info``, ``nrt_execute``.
 
@@ -40,10 +40,8 @@ import opennrt_ctypes as m
 from opennrt_ctypes import Dtype, NrtStatus, TensorUsage
 from test_abi_layout import header_enum
 from test_multiprocess import free_port, run_clean_job
+import testdata
 
-#: The vendor NEFF (testdata README); OPENNRT_REAL_NEFF overrides the path.
-REAL_NEFF = Path(os.environ.get("OPENNRT_REAL_NEFF",
-                                m.REPO.parent / "shared" / "testdata" / "neff" / "matmul_small.neff"))
 #: What nrt_get_model_tensor_info must say about it: (name, usage, size, dtype, shape).
 REAL_IO = [
     ("x", TensorUsage.NRT_TENSOR_USAGE_INPUT, 65536, Dtype.NRT_DTYPE_FLOAT16, [128, 256]),
@@ -79,9 +77,7 @@ def test_tensor_info_layout_matches_spec_2_4():
 
 
 def _real_neff() -> Path:
-    if not REAL_NEFF.is_file():
-        pytest.skip(f"{REAL_NEFF} is missing")
-    return REAL_NEFF
+    return testdata.path(testdata.REAL_NEFF, "the real-NEFF tests")
 
 
 REAL_LNC2 = """

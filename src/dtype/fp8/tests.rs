@@ -1,20 +1,17 @@
 //! FP8 codec tests: exhaustive against the ml_dtypes reference tables of
-//! `shared/testdata/fp8/` (docs/contract/device.md §11.2 says the library is the oracle for the
+//! `testdata/fp8/` (docs/contract/device.md §11.2 says the library is the oracle for the
 //! default modes; NaN is compared by class, §11.3 rule 5), plus hand-derived cases for the modes
 //! the library does not have (E3M4 extended, E4M3-fn saturating).
 
 use super::*;
 use std::path::PathBuf;
 
-/// The reference directory, or `None` after printing why the caller skips.
+/// The reference directory, or `None` after saying why the caller skips (crate::testdata).
 fn testdata_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata/fp8");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        println!("skipped: {} not found", dir.display());
-        None
-    }
+    crate::testdata::file(
+        crate::testdata::FP8_TABLES,
+        "the exhaustive FP8 table checks",
+    )
 }
 
 fn hex(s: &str) -> u32 {
