@@ -6,6 +6,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 # Each step line carries the seconds since the start, so a slow step shows in CI's log.
+# Test data that is missing fails the suite instead of skipping (src/testdata.rs).
+export OPENNRT_TEST_STRICT=1
 step() { printf '\n==== [%4ds] %s\n' "$SECONDS" "$*"; }
 
 step "toolchain"
@@ -15,6 +17,14 @@ done
 cargo --version; rustc --version; gcc --version | head -1
 cargo fmt --version >/dev/null 2>&1 || { echo "ci/test.sh: rustfmt is required (rustup component add rustfmt)" >&2; exit 1; }
 cargo clippy --version >/dev/null 2>&1 || { echo "ci/test.sh: clippy is required (rustup component add clippy)" >&2; exit 1; }
+
+step "the repository stands alone: no tracked file points outside it"
+# Test data and facts live in testdata/ and docs/; a path into a sibling folder would work on
+# the machine that wrote it and nowhere else.
+if git -C "$root" grep -nE '\.\./shared|/work/shared' -- ':!ci/test.sh' ':!.ci/run' >&2; then
+  echo "ci/test.sh: the lines above point outside the repository" >&2
+  exit 1
+fi
 
 step "cargo fmt --check"
 cargo fmt --all --check
