@@ -1,6 +1,6 @@
 /* Compile-time checks of the generated headers against the vendor's numbers.
- * Sizes and offsets: spec/nrt-abi.md §2.4 (compiled from the public headers); enum values:
- * §2.1–§2.2 and design.md §2.4 (async 3.0 nrta_xu_t); libncfw: spec/ncfw.md §1.3.
+ * Sizes and offsets: docs/contract/abi.md §2.4 (compiled from the public headers); enum values:
+ * §2.1–§2.2 and design.md §2.4 (async 3.0 nrta_xu_t); libncfw: docs/contract/carrier.md §1.3.
  * Built as C11 and as C++ (the headers carry extern "C" guards). */
 #include <stddef.h>
 #include <stdint.h>
@@ -45,7 +45,7 @@ SA(sizeof(nrt_ucode_img) == 16 && sizeof(nrt_ucode_info) == 32, "ucode structs 1
 SA(sizeof(nec_version_info_t) == 56 && offsetof(nec_version_info_t, compatibility_version) == 48, "nec_version_info_t");
 SA(sizeof(enc_host_mem_t) == 32, "enc_host_mem_t 32");
 SA(sizeof(nrta_seq_t) == 8 && sizeof(nrta_xu_id_t) == 2, "sequence types");
-/* spec/ncfw.md §1.3 */
+/* docs/contract/carrier.md §1.3 */
 SA(sizeof(ncfw_ram_image_t) == 16 && sizeof(ncfw_image_t) == 32, "ncfw image descriptor 16 / 32");
 SA(offsetof(ncfw_image_t, dram) == 16, "ncfw_image_t.dram at +0x10");
 /* all enums are 4 bytes */

@@ -1,6 +1,6 @@
 /* The host collectives and the non-collective async API through the public headers only:
  * nrt_build_global_comm, nrt_cc_global_comm_init, nrt_cc_create_stream,
- * nrt_barrier, nrt_all_gather (spec/nrt-abi.md §3.5, §5.8) and nrta_tensor_write / copy /
+ * nrt_barrier, nrt_all_gather (docs/contract/abi.md §3.5, §5.8) and nrta_tensor_write / copy /
  * read, nrta_is_completed, nrta_get_sequence, nrta_event_register_* (§3.6, §5.4-§5.6).
  *
  * The process owns 4 logical cores (NEURON_RT_VISIBLE_CORES=0-3); one thread per core plays a

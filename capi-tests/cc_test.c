@@ -39,7 +39,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* ---- encodings of small non-negative integers (exact in every dtype used) ---- */
 static size_t esize(nrt_dtype_t d) { return d == NRT_DTYPE_FLOAT32 ? 4 : d == NRT_DTYPE_BFLOAT16 ? 2 : 1; }
 
-/* FP8 E4M3 (IEEE-like, bias 7, spec/device.md §11): integer k in 0..16. */
+/* FP8 E4M3 (IEEE-like, bias 7, docs/contract/device.md §11): integer k in 0..16. */
 static uint8_t fp8e4(int k) {
   if (k == 0) return 0;
   int e = 0;
@@ -232,6 +232,6 @@ int main(void) {
   errors();
   nrt_close();
   CHECK(nrt_cc_global_comm_init(0, 0, RANKS) == NRT_UNINITIALIZED,
-        "after nrt_close returned: NRT_UNINITIALIZED (13; 14 only during teardown, spec/nrt-abi.md §5.1)");
+        "after nrt_close returned: NRT_UNINITIALIZED (13; 14 only during teardown, docs/contract/abi.md §5.1)");
   return check_summary("cc_test");
 }

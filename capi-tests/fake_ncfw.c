@@ -1,5 +1,5 @@
 /* A firmware carrier with the wrong contract version: libnrt must refuse it at nrt_init
- * (spec/ncfw.md §1.2: "require result == 2"). Built with -DFAKE_VERSION=<n>. */
+ * (docs/contract/carrier.md §1.2: "require result == 2"). Built with -DFAKE_VERSION=<n>. */
 #include <stdint.h>
 #ifndef FAKE_VERSION
 #define FAKE_VERSION 3

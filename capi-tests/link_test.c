@@ -1,5 +1,5 @@
 /* A program LINKED against libnrt (-lnrt), as clients of the vendor library are: the loader
- * must find libnrt.so.1 and the version nodes NRT_2.0.0 and NRT_3.0.0 (spec/nrt-abi.md §1.1:
+ * must find libnrt.so.1 and the version nodes NRT_2.0.0 and NRT_3.0.0 (docs/contract/abi.md §1.1:
  * a missing node aborts the process at start-up). Calls one function of each node. */
 #include <string.h>
 

@@ -1,11 +1,11 @@
-/* ncfw_test.c: checks OpenNRT's libncfw.so through dlopen, against spec/ncfw.md.
+/* ncfw_test.c: checks OpenNRT's libncfw.so through dlopen, against docs/contract/carrier.md.
  *
  *   gcc -std=c11 -Wall -Wextra -Werror ncfw_test.c -o ncfw_test -ldl
  *   ./ncfw_test path/to/libncfw.so [golden-dir]
  *
  * The golden directory defaults to capi-tests/golden (run from the repository root) or golden
  * (run from capi-tests/). The context
- * dumped by libncfw_ctx_log is built HERE, byte by byte, at the offsets of spec/ncfw.md §3,
+ * dumped by libncfw_ctx_log is built HERE, byte by byte, at the offsets of docs/contract/carrier.md §3,
  * independently of the Rust builder. Golden files hold ordered excerpts: "//" lines are
  * comments, "..." separates blocks, each block must match consecutive output lines in order. */
 #define _POSIX_C_SOURCE 200809L
@@ -18,7 +18,7 @@
 
 typedef struct ncfw_ram_image { const void *ram_image; uint64_t ram_image_size; } ncfw_ram_image_t;
 typedef struct ncfw_image { ncfw_ram_image_t iram; ncfw_ram_image_t dram; } ncfw_image_t;
-_Static_assert(sizeof(ncfw_ram_image_t) == 16, "ncfw_ram_image_t is 16 bytes (spec/ncfw.md 1.3)");
+_Static_assert(sizeof(ncfw_ram_image_t) == 16, "ncfw_ram_image_t is 16 bytes (docs/contract/carrier.md 1.3)");
 _Static_assert(sizeof(ncfw_image_t) == 32, "ncfw_image_t is 32 bytes");
 _Static_assert(offsetof(ncfw_image_t, dram) == 0x10, "dram at +0x10");
 _Static_assert(offsetof(ncfw_ram_image_t, ram_image_size) == 8, "size at +8");

@@ -1,6 +1,6 @@
 /* libnrt.so.1 loaded by path with dlopen: version, status strings, core counts, the
- * lifecycle guard of spec/nrt-abi.md §5.1 (13 before init and after close, re-init allowed,
- * 1 in a child forked after init), the libncfw gate of spec/ncfw.md §1.2.
+ * lifecycle guard of docs/contract/abi.md §5.1 (13 before init and after close, re-init allowed,
+ * 1 in a child forked after init), the libncfw gate of docs/contract/carrier.md §1.2.
  *
  * usage: nrt_test <path/to/libnrt.so.1> <path/to/fake_ncfw_v3.so>
  * The real libncfw.so must sit next to libnrt.so.1 (found through RUNPATH=$ORIGIN). */
@@ -111,7 +111,7 @@ int main(int argc, char **argv) {
         "nrt_init with non-contiguous NEURON_RT_VISIBLE_CORES -> NRT_INVALID");
   setenv("NEURON_RT_VISIBLE_CORES", "2-3", 1);
 
-  /* spec/ncfw.md §1.2: a carrier that is missing or not version 2 fails nrt_init. */
+  /* docs/contract/carrier.md §1.2: a carrier that is missing or not version 2 fails nrt_init. */
   setenv("OPENNRT_NCFW_PATH", "/nonexistent/libncfw.so", 1);
   CHECK(init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") == NRT_FAILURE, "missing libncfw.so -> nrt_init fails (1)");
   setenv("OPENNRT_NCFW_PATH", argv[2], 1);
@@ -146,11 +146,11 @@ int main(int argc, char **argv) {
   close_();
   CHECK(tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 64, "t", &t) == NRT_UNINITIALIZED,
         "after nrt_close -> NRT_UNINITIALIZED (13, spec §5.1 / §10 item 7)");
-  /* spec/ncfw.md §1.2 "lifetime": the carrier is never closed, so its image pointers stay
+  /* docs/contract/carrier.md §1.2 "lifetime": the carrier is never closed, so its image pointers stay
    * valid; RTLD_NOLOAD finds it still mapped after nrt_close. */
   {
     void *ncfw = dlopen("libncfw.so", RTLD_NOW | RTLD_NOLOAD);
-    CHECK(ncfw != NULL, "libncfw.so stays loaded after nrt_close (spec/ncfw.md §1.2)");
+    CHECK(ncfw != NULL, "libncfw.so stays loaded after nrt_close (docs/contract/carrier.md §1.2)");
     if (ncfw) dlclose(ncfw);
   }
   close_();

@@ -1,5 +1,5 @@
 /* Tensors and tensor sets through the C ABI of libnrt.so.1, linked with -lnrt as clients are
- * (spec/nrt-abi.md §3.3; the guard of §5.1). Runs with NEURON_RT_VISIBLE_CORES=0-1, so the
+ * (docs/contract/abi.md §3.3; the guard of §5.1). Runs with NEURON_RT_VISIBLE_CORES=0-1, so the
  * process owns two logical cores. Every error status of the family is checked. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdint.h>

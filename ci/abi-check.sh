@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Check the identities of the built shared objects (spec/nrt-abi.md §1.1, §1.3; design.md §2.3):
+# Check the identities of the built shared objects (docs/contract/abi.md §1.1, §1.3; design.md §2.3):
 #  libnrt.so: SONAME libnrt.so.1; version definitions BASE libnrt.so.1 + NRT_2.0.0 + NRT_3.0.0;
 #             exactly the names of shim/libnrt.exports, each at its node (nrta_* and only they
 #             at NRT_3.0.0); no other defined dynamic symbol (no Rust or std leaks).

@@ -5,7 +5,7 @@
 //! states).
 //!
 //! Nothing here calls into `opennrt`: every value is computed from the vendor spec
-//! (/work/shared/spec/device.md, lowering.md, ncfw.md, seed 003) or, where the vendor spec leaves
+//! (docs/contract/device.md, lowering.md, carrier.md; the seeds these pages name as sources) or, where the vendor spec leaves
 //! a choice open, from OpenNRT's own documented layout (the module docs cited at each item).
 #![allow(dead_code)]
 
@@ -104,7 +104,7 @@ pub fn routed(addr: u64, chip: Option<u64>) -> u64 {
 }
 
 // ---------------------------------------------------------------------------------------------
-// lowering.md §6.1 / ncfw.md §3.5 / seed 003 — the 8-byte spad_ctrl_entry.
+// lowering.md §6.1 / carrier.md §3.5 / seed 003 — the 8-byte spad_ctrl_entry.
 // ---------------------------------------------------------------------------------------------
 
 /// The cc_op fields (lowering.md §6.1).
@@ -122,7 +122,7 @@ pub struct CcOp {
     pub union: u32,
 }
 
-/// Pack one slot (seed 003 / ncfw.md §3.5): first u16 =
+/// Pack one slot (seed 003 / carrier.md §3.5): first u16 =
 /// `(trigger_next << 15) | (algo_sub_type << 12) | (algo_type << 8) | 1`; byte 2 = `reporter |
 /// ring_wait << 1 | ring_send << 2 | safe_mode << 3 | unique << 4` (5 bits); byte 3 padding;
 /// bytes 4..8 the union as two u16 stores.
@@ -530,7 +530,7 @@ fn spec_worked_constants() {
     assert_eq!(sem_inc(0, 0), 0x82_8000_1800);
     // §1.4: chip id in 53:48 with the valid bit 54.
     assert_eq!(routed(0, Some(0x3F)), 0x007F_0000_0000_0000);
-    // ncfw.md §3.5 / seed 003: the mesh path writes algo_type = 1 with algo_sub_type = 3.
+    // carrier.md §3.5 / seed 003: the mesh path writes algo_type = 1 with algo_sub_type = 3.
     let mesh = cc_op(CcOp {
         algo_type: 1,
         algo_sub_type: 3,

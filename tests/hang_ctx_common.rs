@@ -74,7 +74,7 @@ pub fn topsps(m: &Machine, map: &AddressMap) -> Vec<(u32, u8, u8)> {
     out
 }
 
-/// Spec offsets of the runtime `algo` context: 0x30C0 on v2, 0x42E0 on v3+ (spec/ncfw.md §3.1).
+/// Spec offsets of the runtime `algo` context: 0x30C0 on v2, 0x42E0 on v3+ (docs/contract/carrier.md §3.1).
 pub fn algo_off(arch: Arch) -> usize {
     match arch {
         Arch::V2 => 0x30C0,
@@ -82,7 +82,7 @@ pub fn algo_off(arch: Arch) -> usize {
     }
 }
 
-/// Minimum context size: 0x32C6 (v2) / 0x44E6 (v3+) (spec/ncfw.md §3.1).
+/// Minimum context size: 0x32C6 (v2) / 0x44E6 (v3+) (docs/contract/carrier.md §3.1).
 pub fn ctx_size(arch: Arch) -> usize {
     match arch {
         Arch::V2 => 0x32C6,
@@ -90,7 +90,7 @@ pub fn ctx_size(arch: Arch) -> usize {
     }
 }
 
-/// Parse `ctx_log` text, quoting the glibc `%p` values first (spec/ncfw.md §5 item 5).
+/// Parse `ctx_log` text, quoting the glibc `%p` values first (docs/contract/carrier.md §5 item 5).
 pub fn json(text: &str) -> Value {
     let mut s = String::new();
     for line in text.lines() {
@@ -109,7 +109,7 @@ pub fn json(text: &str) -> Value {
 }
 
 /// The text with the `%p` lines that print addresses of the caller's buffer removed
-/// (`pring_base_addr`, `pring_total_desc_num`: different on every call, spec/ncfw.md §5 item 5).
+/// (`pring_base_addr`, `pring_total_desc_num`: different on every call, docs/contract/carrier.md §5 item 5).
 pub fn without_host_addrs(text: &str) -> String {
     let keep = text.lines().filter(|l| !l.contains("\"pring_"));
     keep.collect::<Vec<_>>().join("\n")

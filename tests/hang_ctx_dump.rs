@@ -2,7 +2,7 @@
 //! the device, stuck (rank 1's program dropped) or finished, imaged by `Machine::cc_context`
 //! and dumped by `Machine::ctx_log`. The dump of a stuck TOP_SP must show the semaphore the hang
 //! report says it waits and where it is; a finished one must show completion. Offsets are the
-//! spec's (spec/ncfw.md §3.1, §3.7), not the builder's.
+//! spec's (docs/contract/carrier.md §3.1, §3.7), not the builder's.
 
 #[path = "hang_ctx_common.rs"]
 mod common;
@@ -24,7 +24,7 @@ fn num_after(line: &str, key: &str, radix: u32) -> Option<u64> {
 }
 
 /// The expected arch of a topology: trn1.32xlarge (the default) is v2, key 5; trn2 is v3, key
-/// 12 (spec/ncfw.md §2.1).
+/// 12 (docs/contract/carrier.md §2.1).
 fn arch_of(topology: Option<&str>) -> Arch {
     match topology {
         None => Arch::V2,

@@ -2,7 +2,7 @@
  *
  *   mp_driver [collectives] [mixed] [two-jobs] [kill] [errors]     (no argument: all of them)
  *
- * The launcher is the forked plain-C driver of spec/nrt-abi.md §8 (sample-spectral-dns): the
+ * The launcher is the forked plain-C driver of docs/contract/abi.md §8 (sample-spectral-dns): the
  * parent forks one process per rank BEFORE nrt_init; each child sets
  * NEURON_RT_VISIBLE_CORES=<its core>, NEURON_RT_ROOT_COMM_ID=<host>:<port> and
  * NEURON_RT_EXEC_TIMEOUT (spec §5.10, read once by nrt_init), then calls nrt_init. The global id

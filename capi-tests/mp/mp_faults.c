@@ -1,7 +1,7 @@
 /* Multi-process faults and errors: what every rank sees when a rank's
  * process dies, or when the ranks of a job disagree. Expected statuses are the
  * contract of the multi-process tests (README.md "One rank per process"; status numbers
- * spec/nrt-abi.md §2.1), never taken from the library.
+ * docs/contract/abi.md §2.1), never taken from the library.
  *
  * kill: R = 3. Every rank joins (nrt_cc_global_comm_init, nrt_barrier); the victim then raises
  *   SIGKILL 300 ms later instead of scheduling, while the others wait in an all-reduce. The

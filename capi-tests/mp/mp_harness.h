@@ -2,7 +2,7 @@
  * launcher gives them, order their starts, bound every wait, collect exit statuses and logs,
  * and check that a job leaves nothing in /dev/shm.
  *
- * The environment contract is spec/nrt-abi.md §5.10-§5.11 (NEURON_RT_VISIBLE_CORES,
+ * The environment contract is docs/contract/abi.md §5.10-§5.11 (NEURON_RT_VISIBLE_CORES,
  * NEURON_RT_ROOT_COMM_ID, NEURON_RT_EXEC_TIMEOUT, read once by nrt_init), and the launcher is
  * the forked plain-C driver of spec §8 (aws-samples/sample-spectral-dns-on-aws-neuron): the
  * parent forks R ranks BEFORE nrt_init (spec §5.1: a child forked after nrt_init can never

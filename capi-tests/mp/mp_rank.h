@@ -1,5 +1,5 @@
 /* What one rank does in the multi-process tests, through the public headers only: host
- * collectives (nrt_barrier, nrt_all_gather; spec/nrt-abi.md §3.5, §5.8) and host-driven
+ * collectives (nrt_barrier, nrt_all_gather; docs/contract/abi.md §3.5, §5.8) and host-driven
  * collectives (nrta_cc_prepare / nrta_cc_schedule, waited for by nrta_is_completed or an
  * eventfd; §3.6, §5.6, §5.7), with every expected byte computed here from every rank's input.
  *

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Multi-process tests against the libraries in <lib-dir> (default
 # target/release): one process per rank, forked before nrt_init as the plain-C driver of
-# spec/nrt-abi.md §8 does, bootstrapped through NEURON_RT_ROOT_COMM_ID (spec §5.10-§5.11).
+# docs/contract/abi.md §8 does, bootstrapped through NEURON_RT_ROOT_COMM_ID (spec §5.10-§5.11).
 #
 #   bash capi-tests/mp/run.sh [lib-dir] [group...]     groups: collectives mixed two-jobs kill errors
 #

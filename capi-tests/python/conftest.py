@@ -1,5 +1,5 @@
 """pytest fixtures: one ``nrt_init`` per test process (the runtime reads its environment there,
-spec/nrt-abi.md §5.10), shared by every test through session-scoped fixtures.
+docs/contract/abi.md §5.10), shared by every test through session-scoped fixtures.
 
 ``nrt``   — the library, initialised with WORLD visible logical cores
             (``NEURON_RT_VISIBLE_CORES``).

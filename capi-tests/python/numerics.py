@@ -141,7 +141,7 @@ def oracle(cc_op: CcOpType, op: OpType, inputs: Sequence[Sequence[float]]) -> Li
 
 def io_counts(cc_op: CcOpType, count: int, n: int):
     """(input elements, output elements) per rank for ``count`` elements per rank's chunk
-    (spec/nrt-abi.md §5.7: AllGather out = N × in, ReduceScatter in = N × out)."""
+    (docs/contract/abi.md §5.7: AllGather out = N × in, ReduceScatter in = N × out)."""
     if cc_op == CcOpType.NRT_CC_ALLGATHER:
         return count, n * count
     if cc_op == CcOpType.NRT_CC_REDUCESCATTER:

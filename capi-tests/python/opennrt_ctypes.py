@@ -2,7 +2,7 @@
 
 Why ctypes: it is how Python clients (and the vendor's own tooling) reach ``libnrt.so``; it binds
 the default ``@@`` definition of each symbol, so symbol versions do not matter here
-(spec/nrt-abi.md §1.1). Everything below mirrors the generated headers in ``include/nrt/``:
+(docs/contract/abi.md §1.1). Everything below mirrors the generated headers in ``include/nrt/``:
 struct layouts (§2.4), enum values (§2.1, §2.2) and prototypes (§3.1, §3.3, §3.4, §3.5, §3.6).
 
 Models (§3.4) follow the public ctypes wrapper of docs/contract/abi.md §8: ``nrt_tensor_info_t``
@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 class NrtStatus(enum.IntEnum):
-    """``NRT_STATUS`` (spec/nrt-abi.md §2.1): 28 enumerators, 8 and 12 unused."""
+    """``NRT_STATUS`` (docs/contract/abi.md §2.1): 28 enumerators, 8 and 12 unused."""
 
     NRT_SUCCESS = 0
     NRT_FAILURE = 1
@@ -73,7 +73,7 @@ class NrtStatus(enum.IntEnum):
 
 
 class Dtype(enum.IntEnum):
-    """``nrt_dtype_t`` (spec/nrt-abi.md §2.2; sparse, note the ordering)."""
+    """``nrt_dtype_t`` (docs/contract/abi.md §2.2; sparse, note the ordering)."""
 
     NRT_DTYPE_UNKNOWN = 0
     NRT_DTYPE_UINT64 = 1
@@ -94,7 +94,7 @@ class Dtype(enum.IntEnum):
 
 
 class OpType(enum.IntEnum):
-    """``nrt_op_type_t``, the reduction (spec/nrt-abi.md §2.2)."""
+    """``nrt_op_type_t``, the reduction (docs/contract/abi.md §2.2)."""
 
     NRT_OP_ADD = 0
     NRT_OP_FMA = 1
@@ -104,7 +104,7 @@ class OpType(enum.IntEnum):
 
 
 class CcOpType(enum.IntEnum):
-    """``nrt_cc_op_type_t`` (spec/nrt-abi.md §2.2)."""
+    """``nrt_cc_op_type_t`` (docs/contract/abi.md §2.2)."""
 
     NRT_CC_ALLGATHER = 0
     NRT_CC_ALLREDUCE = 1
@@ -112,7 +112,7 @@ class CcOpType(enum.IntEnum):
 
 
 class XuType(enum.IntEnum):
-    """``nrta_xu_t``, GEN-B numbering of runtime 2.31+ (spec/nrt-abi.md §2.2, design.md §2.4)."""
+    """``nrta_xu_t``, GEN-B numbering of runtime 2.31+ (docs/contract/abi.md §2.2, design.md §2.4)."""
 
     NRTA_XU_TENSOR_OP = 0
     NRTA_XU_COMPUTE = 1
@@ -121,7 +121,7 @@ class XuType(enum.IntEnum):
 
 
 class Placement(enum.IntEnum):
-    """``nrt_tensor_placement_t`` (spec/nrt-abi.md §2.2)."""
+    """``nrt_tensor_placement_t`` (docs/contract/abi.md §2.2)."""
 
     NRT_TENSOR_PLACEMENT_DEVICE = 0
     NRT_TENSOR_PLACEMENT_HOST = 1
@@ -129,14 +129,14 @@ class Placement(enum.IntEnum):
 
 
 class TensorUsage(enum.IntEnum):
-    """``nrt_tensor_usage_t``: ``usage`` of ``nrt_tensor_info_t`` (spec/nrt-abi.md §2.2)."""
+    """``nrt_tensor_usage_t``: ``usage`` of ``nrt_tensor_info_t`` (docs/contract/abi.md §2.2)."""
 
     NRT_TENSOR_USAGE_INPUT = 0
     NRT_TENSOR_USAGE_OUTPUT = 1
 
 
 class Framework(enum.IntEnum):
-    """``nrt_framework_type_t`` (spec/nrt-abi.md §2.2)."""
+    """``nrt_framework_type_t`` (docs/contract/abi.md §2.2)."""
 
     NRT_FRAMEWORK_TYPE_INVALID = 0
     NRT_FRAMEWORK_TYPE_NO_FW = 1
@@ -155,7 +155,7 @@ GIT_HASH_LEN = 64
 NRT_TENSOR_NAME_MAX = 256
 
 # ---------------------------------------------------------------------------------------------
-# Structs (spec/nrt-abi.md §2.4; LP64).
+# Structs (docs/contract/abi.md §2.4; LP64).
 
 
 class NrtVersion(ctypes.Structure):
@@ -635,7 +635,7 @@ class CcContext:
 
 
 # Pending requests whose exec_ret the runtime may still write: referenced here until completion
-# has been observed (spec/nrt-abi.md §3.6: "exec_ret must stay valid until then").
+# has been observed (docs/contract/abi.md §3.6: "exec_ret must stay valid until then").
 _INFLIGHT: set = set()
 _INFLIGHT_LOCK = threading.Lock()
 

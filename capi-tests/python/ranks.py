@@ -53,7 +53,7 @@ def _buffers(nrt: Nrt, owned: list, cc_op: CcOpType, esize: int, in_n: int, out_
 
     ``layout``:
     * ``"separate"``: two fresh device tensors on the rank's core (out of place);
-    * ``"in-place"``: the same tensor in both lists (spec/nrt-abi.md §5.7: "same tensor in and
+    * ``"in-place"``: the same tensor in both lists (docs/contract/abi.md §5.7: "same tensor in and
       out"), laid out by NCCL's convention, which OpenNRT follows (abi/cc_async.rs,
       runtime/cc_tensor.rs): all-reduce reads and writes the whole tensor; an all-gather's
       tensor is the whole N × count output with the rank's input at block r; a

@@ -1,6 +1,6 @@
 """The ctypes mirrors against the spec and the generated headers (no library calls).
 
-Sizes and offsets are the spec's numbers (spec/nrt-abi.md §2.4); enum values are compared with
+Sizes and offsets are the spec's numbers (docs/contract/abi.md §2.4); enum values are compared with
 the headers in include/nrt/ (which the Rust tests generate from the same ABI twins), both ways,
 so an enumerator missing here or there fails; prototypes are compared by name and arity.
 """
@@ -43,7 +43,7 @@ def header_enum(c_name: str) -> dict:
     ],
 )
 def test_struct_layout_matches_spec_2_4(struct, size, offsets):
-    assert ctypes.sizeof(struct) == size, f"{struct.__name__}: spec/nrt-abi.md §2.4 says {size}"
+    assert ctypes.sizeof(struct) == size, f"{struct.__name__}: docs/contract/abi.md §2.4 says {size}"
     assert ctypes.alignment(struct) == 8, "§2.4: alignment 8 for these structs"
     got = {name: getattr(struct, name).offset for name, _ in struct._fields_}
     assert got == offsets

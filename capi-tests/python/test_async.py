@@ -1,5 +1,5 @@
 """Sequence ids, completion and the error statuses of the async collective API
-(spec/nrt-abi.md §3.6, §5.5, §5.6, §5.7).
+(docs/contract/abi.md §3.6, §5.5, §5.6, §5.7).
 
 Error cases call the library unchecked (``nrt.raw``) and compare the returned status; the
 argument checks of ``nrta_cc_prepare`` come before any rendezvous, so one rank suffices for

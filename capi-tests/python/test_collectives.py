@@ -1,4 +1,4 @@
-"""Host-driven collectives through ctypes, one thread per rank (spec/nrt-abi.md §3.6, §5.7).
+"""Host-driven collectives through ctypes, one thread per rank (docs/contract/abi.md §3.6, §5.7).
 
 Every rank allocates device tensors on its own core, writes integer-valued data, prepares and
 schedules on collectives queue 0 (others where named), waits, reads back; the result of every

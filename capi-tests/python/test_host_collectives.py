@@ -1,4 +1,4 @@
-"""nrt_barrier and nrt_all_gather across rank threads (spec/nrt-abi.md §3.5, §5.8).
+"""nrt_barrier and nrt_all_gather across rank threads (docs/contract/abi.md §3.5, §5.8).
 
 Both are blocking calls that every one of the ``g_device_count`` workers makes; here worker i is
 the thread of logical core i (g_device_id = vnc = i).
@@ -65,7 +65,7 @@ def test_host_collective_argument_errors(nrt):
 
 
 def test_a_barrier_that_failed_to_build_stays_failed_for_the_process():
-    # spec/nrt-abi.md §3.5 [H]: a failure while building a core's barrier is sticky for the
+    # docs/contract/abi.md §3.5 [H]: a failure while building a core's barrier is sticky for the
     # process lifetime. The build is made to fail by forcing an algorithm the 2-rank barrier
     # cannot use (kangaring needs more ranks; nrt_init reads the force); then the force is
     # lifted by a new nrt_init without it, and the barrier still fails on those cores.

@@ -1,4 +1,4 @@
-"""Lifecycle, version and status names through ctypes (spec/nrt-abi.md §3.1, §5.1, §2.1).
+"""Lifecycle, version and status names through ctypes (docs/contract/abi.md §3.1, §5.1, §2.1).
 
 The before-init and close/re-init checks each run in a fresh interpreter: the session's own
 runtime is initialised once by the ``nrt`` fixture.

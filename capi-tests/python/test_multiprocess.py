@@ -1,6 +1,6 @@
 """Multi-process collectives through ctypes: one process per rank.
 
-The launcher follows spec/nrt-abi.md §5.11 (one process per logical core, global id = rank,
+The launcher follows docs/contract/abi.md §5.11 (one process per logical core, global id = rank,
 every rank sharing ``NEURON_RT_ROOT_COMM_ID=<host>:<port>``; the process holding global id 0
 binds the port): each rank is a ``multiprocessing`` process of the *spawn* context, i.e. a
 fresh interpreter that imports this module and the ctypes bindings, sets its environment

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The library swap: a program linked against a stand-in "vendor" libnrt.so.1 runs on OpenNRT
-# through shim/opennrt-run, unchanged (spec/nrt-abi.md §1.1).
+# through shim/opennrt-run, unchanged (docs/contract/abi.md §1.1).
 #
 #   bash capi-tests/swap/run.sh [lib-dir]     (lib-dir: OpenNRT's libraries, default target/release)
 #

@@ -1,4 +1,4 @@
-/* A stand-in for the vendor's libnrt.so.1: the same SONAME and version nodes (spec/nrt-abi.md
+/* A stand-in for the vendor's libnrt.so.1: the same SONAME and version nodes (docs/contract/abi.md
  * §1.1), and every symbol swap_prog needs, each of which aborts. A program linked against it
  * records DT_NEEDED libnrt.so.1 and requirements on NRT_2.0.0 / NRT_3.0.0, exactly as if it
  * had been linked against the vendor library; run directly it dies in the first call. Only

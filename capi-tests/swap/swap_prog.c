@@ -9,7 +9,7 @@
  *   nrta_is_completed → exec_ret must be NRT_SUCCESS → read back, compare with the sum
  *   computed here → nrt_close; then print nrt_get_version's rt_detail (OpenNRT names itself
  *   there) and exit 0 only if every element of both ranks is right.
- * The flow is spec/nrt-abi.md §5.7; the struct layouts are §2.4. */
+ * The flow is docs/contract/abi.md §5.7; the struct layouts are §2.4. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>

@@ -72,7 +72,7 @@ fn main() {
     let script = out.join("libnrt.map");
     std::fs::write(
         &script,
-        "/* version nodes of libnrt.so.1 (spec/nrt-abi.md §1.1); symbols are bound by .symver */\n\
+        "/* version nodes of libnrt.so.1 (docs/contract/abi.md §1.1); symbols are bound by .symver */\n\
          NRT_2.0.0 { };\nNRT_3.0.0 { } NRT_2.0.0;\n",
     )
     .unwrap();

@@ -612,7 +612,7 @@ fn never_submitted(st: &XuState, id: XuId, counter: u64) -> Result<()> {
 /// Why: the software device runs on the host's cores, often on the thread of another rank of
 /// the same process (the last to arrive runs the collective). A loop polling with nothing in
 /// between — the README's example, and many users' — would otherwise compete with it for
-/// the machine's cores: measured with `bench/nrt_allreduce --wait spin` before the yield,
+/// the machine's cores: measured with `bench/nrt_allreduce.c` (`--wait spin`) before the yield,
 /// 8 ranks as threads at 4 KiB took 40 ms per all-reduce against 0.44 ms with it. Yielding
 /// alone is not enough with many pollers: 127 ranks yielding in a loop left the one running a
 /// 128-rank 16 MiB all-reduce a fraction of the two cores (its first run took 31 s; with the

@@ -1,5 +1,5 @@
 //! `libncfw.so`: nothing but the binding of the three public, unversioned names to the
-//! `extern "C"` functions of [`opennrt::abi::ncfw`] (spec/ncfw.md §1.1, Appendix B). rustc's
+//! `extern "C"` functions of [`opennrt::abi::ncfw`] (docs/contract/carrier.md §1.1, Appendix B). rustc's
 //! anonymous version script for a cdylib exports exactly these `#[no_mangle]` functions and
 //! defines no version node, so the names stay unversioned like the vendor's.
 
