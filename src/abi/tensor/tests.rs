@@ -591,7 +591,10 @@ fn lnc_index_of_device_host_slice_and_bad_input() {
                 nrt_tensor_allocate_slice(dn, 4, 8, null(), &mut s),
                 NRT_SUCCESS
             );
-            assert_eq!(nrt_tensor_allocate_empty(c"e".as_ptr(), &mut e), NRT_SUCCESS);
+            assert_eq!(
+                nrt_tensor_allocate_empty(c"e".as_ptr(), &mut e),
+                NRT_SUCCESS
+            );
             for (t, want) in [(d0, 0), (dn, last), (s, last), (h, -1), (e, -1)] {
                 assert_eq!(nrt_tensor_get_lnc_index(t, &mut got), NRT_SUCCESS);
                 assert_eq!(got, want);
