@@ -19,7 +19,7 @@
 //! the run (`NRT_SUCCESS` or its error), or for a tensor operation the `NRT_STATUS` number its
 //! XU wrote to `exec_ret`. The fetch wraps the events in `{"events": [...]}`,
 //! oldest first. The event-type names other than `nc_exec_running` and the extra fields are
-//! OpenNRT's [L].
+//! OpenNRT's (\[L\] in docs/abi-status.md).
 //!
 //! **The capture.** [`start`] replaces any earlier capture and empties the buffers; [`stop`]
 //! ends recording but keeps what was recorded (a run in flight still records its stop); a
