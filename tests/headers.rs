@@ -134,7 +134,7 @@ const HEADERS: &[Header] = &[
             "nrt_sys_trace_fetch_options_t",
         ],
         includes: &["nrt/nrt.h"],
-        what: "system trace (well-behaved no-ops)",
+        what: "system trace: start/stop events of what the software device runs",
         trailer: None,
     },
     Header {

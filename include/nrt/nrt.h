@@ -1219,6 +1219,25 @@ NRT_STATUS nrt_tensor_get_device_allocation_info(const nrt_tensor_t *tensor,
                                                  struct nrt_tensor_device_allocation_info_t *alloc_info);
 
 /**
+ * The logical core a tensor lives on, as `nrt_tensor_allocate` took it: relative to the
+ * process's visible cores (0 = the first), the `lnc_idx` that `nrta_tensor_read` / `_write` /
+ * `_copy` expect and the `vnc` that `nrt_get_model_info` reports. A host tensor (and one
+ * allocated empty or given caller memory by `nrt_tensor_attach_buffer`) has no core:
+ * `*lnc_idx` = -1, the `vnc` of host placement. A slice reports its parent's core. Newer than
+ * runtime 2.31 (not in its export set); OpenNRT binds it at `NRT_2.0.0` beside the other
+ * `nrt_tensor_*`.
+ *
+ * # Returns
+ * `NRT_SUCCESS`; `NRT_INVALID` if `tensor` or `lnc_idx` is NULL; `NRT_INVALID_HANDLE` for a
+ * tensor that is not live; `NRT_UNINITIALIZED` before `nrt_init`. `*lnc_idx` is written only
+ * on success.
+ *
+ * # Safety
+ * `tensor` must be NULL or a tensor handle; `lnc_idx` NULL or writable.
+ */
+NRT_STATUS nrt_tensor_get_lnc_index(const nrt_tensor_t *tensor, int *lnc_idx);
+
+/**
  * Wait until the output tensor's completion count reaches `expected_completion_count`
  * (`timeout` in microseconds, negative = unbounded). Implicit async was removed in runtime
  * 2.34, so executions are synchronous: the count is the number of finished executions that

@@ -19,7 +19,8 @@
 //! | [`collective_async`] | the collective path of the async API (`nrta_cc_*`, and OpenNRT's `nrt_cc_prepare` / `nrt_cc_schedule`) |
 //! | [`sendrecv`] | point-to-point async send/recv (§3.7) |
 //! | [`nrt_experimental`] | trace, network plugin, pool-engine microcode (§3.8) |
-//! | [`profile`], [`inspect`], [`inspect_config`], [`sys_trace`], [`debug_stream`] | observability no-ops (§3.9) |
+//! | [`profile`], [`inspect`], [`inspect_config`], [`debug_stream`] | observability no-ops (§3.9) |
+//! | [`sys_trace`] | the system trace over `runtime::sys_trace`: what the device runs (§3.9) |
 //! | [`nec`], [`nec_dynamic`] | libnccom reverse-callbacks (§3.10) |
 //! | [`ncfw`] | libncfw.so |
 

@@ -1,16 +1,22 @@
-//! `nrt_sys_trace.h`: the system-event trace (docs/contract/abi.md §3.9). OpenNRT simulates the
-//! device and records no system events: these are deliberate, well-behaved no-ops for good.
+//! `nrt_sys_trace.h`: the system-event trace (docs/contract/abi.md §3.9) over the runtime's
+//! recorder, [`crate::runtime::sys_trace`]: every model execution (`nc_exec_running`), collective
+//! (`cc_exec_running`) and async tensor operation (`tensor_op_running`) the software device runs
+//! while a capture is active, as start/stop pairs with `CLOCK_MONOTONIC` nanosecond timestamps.
 //!
 //! * The capture-config and fetch-options objects are real: allocated, freed, and every setter
 //!   stores its value. They are pure and work before `nrt_init` (no lifecycle guard). Setters
 //!   that return `void` log a NULL or unknown handle and ignore the call; the status-returning
 //!   ones return `NRT_INVALID` (NULL) or `NRT_INVALID_HANDLE` (not a live object).
-//! * `nrt_sys_trace_start` / `_stop` / `_fetch_events` run the lifecycle guard and succeed;
-//!   `_fetch_events` hands out a real, empty, NUL-terminated buffer (`""`, written size 0) that
-//!   `nrt_sys_trace_buffer_free` frees.
-//! * Event-type lists are empty: a real allocation (never NULL) with count 0, freed by
-//!   `nrt_sys_trace_free_event_types` (see [`handle`]). Event-type names given to the setters
-//!   are accepted and recorded; nothing is captured.
+//! * `nrt_sys_trace_start` starts a capture with the config's settings (NULL = defaults: every
+//!   core, every type), replacing any earlier one and emptying the buffers; `_stop` ends
+//!   recording and keeps what was recorded; `nrt_close` forgets it all.
+//! * `_fetch_events` consumes the recorded events (of the options' core, at most its
+//!   `max_events_per_nc` per core) and hands out their JSON, `{"events": [...]}`, in a
+//!   NUL-terminated buffer (`*written_size` = its length without the NUL) that
+//!   `nrt_sys_trace_buffer_free` frees. The event's fields are in the recorder's docs.
+//! * Event-type lists are real allocations freed by `nrt_sys_trace_free_event_types` (see
+//!   [`handle`]). Names given to the setters that the recorder does not know are accepted,
+//!   stored and match nothing.
 
 use std::collections::BTreeMap;
 use std::ffi::c_char;
@@ -21,6 +27,7 @@ use crate::abi::boundary::{out_param, req_cstr, Guard};
 use crate::abi::handle::{self, Opaque};
 use crate::abi::types::*;
 use crate::abi_entry;
+use crate::runtime::sys_trace as rt;
 
 /// Settings of a capture-config object.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -31,6 +38,17 @@ pub struct CaptureSettings {
     pub capture_nc: BTreeMap<u32, bool>,
     /// Event type name → capture enabled.
     pub event_types: BTreeMap<String, bool>,
+}
+
+impl CaptureSettings {
+    /// The recorder's capture for these settings.
+    pub fn capture(&self) -> rt::Capture {
+        rt::Capture {
+            max_events_per_nc: self.max_events_per_nc,
+            cores: self.capture_nc.clone(),
+            event_types: self.event_types.clone(),
+        }
+    }
 }
 
 /// The object behind `nrt_sys_trace_config_t *`.
@@ -92,7 +110,8 @@ unsafe fn fetch(
     Ok(())
 }
 
-/// Start the system trace (NULL `options` = defaults). Succeeds without recording anything.
+/// Start capturing system events with the settings of `options` (NULL = defaults: every core,
+/// every event type). Replaces a capture already running and empties the event buffers.
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID_HANDLE` if `options` is not NULL and not a live config object;
@@ -102,26 +121,32 @@ unsafe fn fetch(
 /// `options` must be NULL or a config handle from this library.
 pub unsafe extern "C" fn nrt_sys_trace_start(options: *mut nrt_sys_trace_config_t) -> NRT_STATUS {
     abi_entry!(status "nrt_sys_trace_start", Guard::Lifecycle, {
+        let mut settings = CaptureSettings::default();
         if !options.is_null() {
             // SAFETY: forwarded from this function's contract.
-            unsafe { config(options, |_| ()) }?;
+            unsafe { config(options, |s| settings = s.clone()) }?;
         }
-        crate::log_info!("nrt_sys_trace_start", "OpenNRT simulates the device and records no system events");
+        rt::start(settings.capture());
         Ok(())
     })
 }
 
-/// Stop the system trace. Succeeds.
+/// Stop capturing; the events recorded so far stay until fetched or the next start. Stopping
+/// without a capture succeeds.
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`.
 pub extern "C" fn nrt_sys_trace_stop() -> NRT_STATUS {
-    abi_entry!(status "nrt_sys_trace_stop", Guard::Lifecycle, { Ok(()) })
+    abi_entry!(status "nrt_sys_trace_stop", Guard::Lifecycle, {
+        rt::stop();
+        Ok(())
+    })
 }
 
-/// Fetch the recorded events as text (NULL `options` = defaults). There are none: `*buffer`
-/// receives a real empty, NUL-terminated buffer and `*written_size` 0. Free the buffer with
-/// `nrt_sys_trace_buffer_free`.
+/// Fetch (and consume) the recorded events as JSON, `{"events": [...]}`, oldest first: of the
+/// core `options` names, else of every core; at most its `max_events_per_nc` per core (0 or
+/// NULL `options` = all). `*buffer` receives a NUL-terminated copy, `*written_size` its length
+/// without the NUL. Free the buffer with `nrt_sys_trace_buffer_free`.
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID` if `buffer` or `written_size` is NULL; `NRT_INVALID_HANDLE` for
@@ -139,13 +164,18 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_events(
     abi_entry!(status "nrt_sys_trace_fetch_events", Guard::Lifecycle, {
         // SAFETY: forwarded from this function's contract.
         let (b, w) = unsafe { (out_param(buffer, "buffer")?, out_param(written_size, "written_size")?) };
+        let mut how = FetchSettings::default();
         if !options.is_null() {
             // SAFETY: forwarded from this function's contract.
-            unsafe { fetch(options, |_| ()) }?;
+            unsafe { fetch(options, |s| how = s.clone()) }?;
         }
-        let p = handle::export_buffer("", "sys-trace event buffer")?;
+        // A core index past u32 names no core: nothing to fetch.
+        let nc = how.nc_idx.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+        let events = rt::take(nc, how.max_events_per_nc);
+        let text = rt::to_json(&events)?;
+        let p = handle::export_buffer(&text, "sys-trace event buffer")?;
         b.write(p);
-        w.write(0);
+        w.write(text.len());
         Ok(())
     })
 }
@@ -162,21 +192,26 @@ pub unsafe extern "C" fn nrt_sys_trace_buffer_free(buffer: *mut c_char) {
     })
 }
 
-/// Write an empty list to the out-parameters (after checking both).
+/// Write a list of event-type names to the out-parameters (after checking both).
 ///
 /// # Safety
 /// Both pointers must be NULL or writable.
-unsafe fn empty_list(list: *mut *mut *const c_char, count: *mut usize) -> crate::Result<()> {
+unsafe fn type_list(
+    list: *mut *mut *const c_char,
+    count: *mut usize,
+    items: &[&str],
+) -> crate::Result<()> {
     // SAFETY: `list` and `count` are NULL (refused by out_param) or writable, as # Safety requires.
     let (l, c) = unsafe { (out_param(list, "event_types")?, out_param(count, "count")?) };
-    let (p, n) = handle::export_list(&[], "event_types")?;
+    let (p, n) = handle::export_list(items, "event_types")?;
     l.write(p);
     c.write(n);
     Ok(())
 }
 
-/// Every event type the trace can record: an empty list (a real allocation, count 0). Free it
-/// with `nrt_sys_trace_free_event_types`. Works before `nrt_init`.
+/// Every event type the trace can record: `nc_exec_running`, `cc_exec_running`,
+/// `tensor_op_running`. Free the list with `nrt_sys_trace_free_event_types`. Works before
+/// `nrt_init`.
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID` if either pointer is NULL.
@@ -189,7 +224,7 @@ pub unsafe extern "C" fn nrt_sys_trace_get_event_types(
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_sys_trace_get_event_types", Guard::None, {
         // SAFETY: forwarded from this function's contract.
-        unsafe { empty_list(event_types, count) }
+        unsafe { type_list(event_types, count, &rt::EVENT_TYPES) }
     })
 }
 
@@ -249,7 +284,8 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_defaults(options: *mut nrt_sys
     })
 }
 
-/// Set how many events are kept per core (NULL or unknown: logged and ignored).
+/// Set how many events are kept per core, the newest (0 = 65536; NULL or unknown: logged and
+/// ignored).
 ///
 /// # Safety
 /// `options` must be NULL or a config handle from this library.
@@ -263,7 +299,8 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_max_events_per_nc(
     })
 }
 
-/// Enable or disable capture on logical core `nc_idx` (NULL or unknown: logged and ignored).
+/// Enable or disable capture on logical core `nc_idx`, process-relative (every core is captured
+/// unless disabled; NULL or unknown: logged and ignored).
 ///
 /// # Safety
 /// `options` must be NULL or a config handle from this library.
@@ -278,7 +315,8 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_nc(
     })
 }
 
-/// Enable or disable capture of an event type by name; any name is accepted and recorded.
+/// Enable or disable capture of an event type by name (every type is captured unless disabled);
+/// any name is accepted and stored, one the trace does not know matches nothing.
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID` if `options` or `event_type` is NULL; `NRT_INVALID_HANDLE` if
@@ -299,7 +337,8 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_event_type
     })
 }
 
-/// The event types `options` would capture: always an empty list (nothing is recorded).
+/// The known event types `options` would capture (every one not disabled). Free the list with
+/// `nrt_sys_trace_free_event_types`.
 ///
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID` if a pointer is NULL; `NRT_INVALID_HANDLE` if `options` is not
@@ -313,10 +352,11 @@ pub unsafe extern "C" fn nrt_sys_trace_config_get_enabled_event_types(
     count: *mut usize,
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_sys_trace_config_get_enabled_event_types", Guard::None, {
+        let mut types = Vec::new();
         // SAFETY: forwarded from this function's contract.
-        unsafe { config(options, |_| ()) }?;
+        unsafe { config(options, |s| types = s.capture().enabled_types()) }?;
         // SAFETY: forwarded from this function's contract.
-        unsafe { empty_list(event_types, count) }
+        unsafe { type_list(event_types, count, &types) }
     })
 }
 

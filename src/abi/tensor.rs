@@ -491,6 +491,41 @@ pub unsafe extern "C" fn nrt_tensor_get_device_allocation_info(
     })
 }
 
+/// The logical core a tensor lives on, as `nrt_tensor_allocate` took it: relative to the
+/// process's visible cores (0 = the first), the `lnc_idx` that `nrta_tensor_read` / `_write` /
+/// `_copy` expect and the `vnc` that `nrt_get_model_info` reports. A host tensor (and one
+/// allocated empty or given caller memory by `nrt_tensor_attach_buffer`) has no core:
+/// `*lnc_idx` = -1, the `vnc` of host placement. A slice reports its parent's core. Newer than
+/// runtime 2.31 (not in its export set); OpenNRT binds it at `NRT_2.0.0` beside the other
+/// `nrt_tensor_*`.
+///
+/// # Returns
+/// `NRT_SUCCESS`; `NRT_INVALID` if `tensor` or `lnc_idx` is NULL; `NRT_INVALID_HANDLE` for a
+/// tensor that is not live; `NRT_UNINITIALIZED` before `nrt_init`. `*lnc_idx` is written only
+/// on success.
+///
+/// # Safety
+/// `tensor` must be NULL or a tensor handle; `lnc_idx` NULL or writable.
+pub unsafe extern "C" fn nrt_tensor_get_lnc_index(
+    tensor: *const nrt_tensor_t,
+    lnc_idx: *mut c_int,
+) -> NRT_STATUS {
+    abi_entry!(status "nrt_tensor_get_lnc_index", Guard::Lifecycle, {
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { out_param(lnc_idx, "lnc_idx") }?;
+        // SAFETY: forwarded; the handle table checks `tensor` before any dereference.
+        let t = unsafe { tensor_of(tensor, "tensor") }?;
+        let idx = match t.vnc() {
+            Some(v) => c_int::try_from(v).map_err(|_| {
+                Error::failure(format!("tensor {:?}: core {v} does not fit an int", t.name()))
+            })?,
+            None => -1,
+        };
+        out.write(idx);
+        Ok(())
+    })
+}
+
 /// Wait until the output tensor's completion count reaches `expected_completion_count`
 /// (`timeout` in microseconds, negative = unbounded). Implicit async was removed in runtime
 /// 2.34, so executions are synchronous: the count is the number of finished executions that

@@ -32,6 +32,7 @@ use crate::runtime::collective::{self, Arrival, Lowered};
 use crate::runtime::collective_io::TensorIo;
 use crate::runtime::comm::{self, Slot};
 use crate::runtime::rendezvous::GroupKey;
+use crate::runtime::sys_trace;
 use crate::runtime::tensor::{Placement, Tensor};
 use crate::runtime::xu::{self, ExecRet, XuType};
 
@@ -148,11 +149,17 @@ pub fn schedule(
         match xu::begin_inline(lnc, XuType::Collectives, queue, exec_ret) {
             Ok(Some((request, seq))) => {
                 let ticket = collective::meetings().ticket(&key, rank);
+                let span = sys_trace::begin(sys_trace::CC_EXEC, lnc, || op_name(&p));
                 collective::arrive_here(
                     &key,
                     ticket,
                     arrival(p),
-                    Box::new(move |r: Result<()>| request.complete(status(r, rank, status_of))),
+                    Box::new(move |r: Result<()>| {
+                        if let Some(s) = span {
+                            s.end(&r);
+                        }
+                        request.complete(status(r, rank, status_of))
+                    }),
                 );
                 return Ok(seq);
             }
@@ -169,11 +176,14 @@ pub fn schedule(
         let Some(p) = job_payload.lock().take() else {
             return status_of(&Error::failure("collective context vanished"));
         };
-        status(
-            collective::run(&job_key, ticket, arrival(p)),
-            rank,
-            status_of,
-        )
+        let name = op_name(&p);
+        let r = sys_trace::record(
+            sys_trace::CC_EXEC,
+            lnc,
+            || name,
+            || collective::run(&job_key, ticket, arrival(p)),
+        );
+        status(r, rank, status_of)
     });
     match xu::submit(lnc, XuType::Collectives, queue, exec_ret, job) {
         Ok(seq) => Ok(seq),
@@ -183,6 +193,11 @@ pub fn schedule(
             Err((e, Box::new(p)))
         }
     }
+}
+
+/// The name a collective's trace events carry: its operation.
+fn op_name(p: &Prepared) -> String {
+    format!("{:?}", p.req.op)
 }
 
 /// A rank's arrival at its collective: its request, the lowered program and its tensors.

@@ -27,6 +27,7 @@ use crate::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
 use crate::runtime::collective::{self, Arrival, VecIo};
 use crate::runtime::comm::{self, Slot};
 use crate::runtime::rendezvous::{GroupKey, Rendezvous};
+use crate::runtime::sys_trace;
 
 /// FP32 elements of the barrier's all-reduce (128 bytes, docs/contract/abi.md §3.5 **\[M\]**).
 pub const BARRIER_ELEMS: u64 = 32;
@@ -60,8 +61,16 @@ fn join_world(
     })
 }
 
-/// `nrt_barrier(vnc, gid, count)` on a process owning `visible` cores.
+/// `nrt_barrier(vnc, gid, count)` on a process owning `visible` cores (one `cc_exec_running`
+/// run of the system trace).
 pub fn barrier(vnc: u32, gid: u32, count: u32, visible: u32) -> Result<()> {
+    let name = || "barrier".to_string();
+    sys_trace::record(sys_trace::CC_EXEC, vnc, name, || {
+        barrier_run(vnc, gid, count, visible)
+    })
+}
+
+fn barrier_run(vnc: u32, gid: u32, count: u32, visible: u32) -> Result<()> {
     let key = join_world("barrier", vnc, gid, count, visible)?;
     let core = crate::runtime::process::config()?.first_core + vnc;
     if let Some(e) = BROKEN.lock().get(&core) {
@@ -116,8 +125,23 @@ pub fn barrier(vnc: u32, gid: u32, count: u32, visible: u32) -> Result<()> {
     Ok(())
 }
 
-/// `nrt_all_gather`: `input` of this rank; `output` receives `count · input.len()` bytes.
+/// `nrt_all_gather`: `input` of this rank; `output` receives `count · input.len()` bytes (one
+/// `cc_exec_running` run of the system trace).
 pub fn all_gather(
+    vnc: u32,
+    gid: u32,
+    count: u32,
+    visible: u32,
+    input: &[u8],
+    output: &mut [u8],
+) -> Result<()> {
+    let name = || "all_gather".to_string();
+    sys_trace::record(sys_trace::CC_EXEC, vnc, name, || {
+        all_gather_run(vnc, gid, count, visible, input, output)
+    })
+}
+
+fn all_gather_run(
     vnc: u32,
     gid: u32,
     count: u32,

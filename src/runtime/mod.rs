@@ -19,6 +19,7 @@
 //! * [`multi_process`] — one rank per process: the job's bootstrap, its shared memory and
 //!   wire protocol, and collectives run together on shared device segments.
 //! * [`verifiable`] — verifiable data, the reference result and in-place staging for runs.
+//! * [`sys_trace`] — the system trace's recorder: start/stop events of what the device runs.
 //! * [`xu`] — execution units: async request queues, sequence ids, completion and eventfds.
 
 pub mod collective;
@@ -36,6 +37,7 @@ pub mod process;
 pub mod rendezvous;
 pub mod resident;
 pub mod state;
+pub mod sys_trace;
 pub mod tensor;
 pub mod verifiable;
 pub mod xu;

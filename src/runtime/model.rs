@@ -44,6 +44,7 @@ use crate::neff::{Engine, Graph, Neff, ParseOptions, VarKind};
 use crate::runtime::collective::{self, Arrival, Lowered};
 use crate::runtime::comm::{self, Slot};
 use crate::runtime::rendezvous::GroupKey;
+use crate::runtime::sys_trace;
 use crate::runtime::tensor::{Placement as TensorPlacement, Tensor};
 
 mod a2av;
@@ -378,6 +379,16 @@ impl Model {
         if let Some(e) = &self.unsupported {
             return Err(e.clone());
         }
+        sys_trace::record(
+            sys_trace::NC_EXEC,
+            self.vnc,
+            || self.neff.header.name.clone(),
+            || self.run(&bound),
+        )
+    }
+
+    /// The device part of [`Model::execute`]: the collectives in stream order.
+    fn run(&self, bound: &BTreeMap<u32, Tensor>) -> Result<()> {
         if self.collectives.is_empty() {
             return Ok(());
         }
@@ -447,7 +458,13 @@ impl Model {
                     dst_windows: written_windows(req),
                 }),
             };
-            collective::run(&key, ticket, arrival).map_err(at)?;
+            sys_trace::record(
+                sys_trace::CC_EXEC,
+                self.vnc,
+                || format!("{:?}", req.op),
+                || collective::run(&key, ticket, arrival),
+            )
+            .map_err(at)?;
             if let Some((b, t)) = meta {
                 a2av::write_back(req, t, b).map_err(at)?;
             }

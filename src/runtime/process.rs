@@ -78,6 +78,7 @@ pub fn close(abi_teardown: impl FnOnce()) {
         crate::runtime::collective::reset();
         crate::runtime::host_collective::reset();
         crate::runtime::comm::reset();
+        crate::runtime::sys_trace::reset();
         abi_teardown();
         RUNTIME.write().take();
         crate::device::settings::set_carrier(None);

@@ -488,8 +488,26 @@ fn serve(unit: Arc<Xu>) {
                 unit.work.wait(&mut st);
             }
         };
+        let span = match unit.id.xu {
+            XuType::TensorOp => crate::runtime::sys_trace::begin(
+                crate::runtime::sys_trace::TENSOR_OP,
+                unit.id.lnc,
+                || {
+                    format!(
+                        "{} queue {} request {}",
+                        unit.id.xu.name(),
+                        unit.id.queue,
+                        req.counter
+                    )
+                },
+            ),
+            XuType::Compute | XuType::Collectives => None,
+        };
         let outcome = catch_unwind(AssertUnwindSafe(req.job));
         let status = *outcome.as_ref().unwrap_or(&STATUS_EXEC_UNIT_UNRECOVERABLE);
+        if let Some(s) = span {
+            s.end_exec_ret(status);
+        }
         req.exec_ret.store(status);
         let mut st = unit.state.lock();
         complete(&mut st, unit.id, req.counter);

@@ -51,7 +51,21 @@ fn config_objects_allocate_set_free() {
             nrt_sys_trace_config_get_enabled_event_types(c, &mut l, &mut n) as i32,
             0
         );
-        assert!(!l.is_null() && n == 0);
+        assert_eq!(names(l, n), rt::EVENT_TYPES);
+        nrt_sys_trace_free_event_types(l, n);
+        assert_eq!(
+            nrt_sys_trace_config_set_capture_enabled_for_event_type(
+                c,
+                c"cc_exec_running".as_ptr(),
+                false
+            ) as i32,
+            0
+        );
+        assert_eq!(
+            nrt_sys_trace_config_get_enabled_event_types(c, &mut l, &mut n) as i32,
+            0
+        );
+        assert_eq!(names(l, n), ["nc_exec_running", "tensor_op_running"]);
         nrt_sys_trace_free_event_types(l, n);
         // NULL handles in void setters: logged and ignored.
         nrt_sys_trace_config_set_defaults(null_mut());
@@ -87,13 +101,26 @@ fn config_objects_allocate_set_free() {
     }
 }
 
+/// The `n` C strings of a list.
+///
+/// # Safety
+/// `l` must hold `n` NUL-terminated strings.
+unsafe fn names(l: *mut *const c_char, n: usize) -> Vec<String> {
+    (0..n)
+        // SAFETY: `n` valid entries per the contract.
+        .map(|i| unsafe { std::ffi::CStr::from_ptr(l.add(i).read()) })
+        .map(|c| c.to_str().unwrap().to_string())
+        .collect()
+}
+
 #[test]
-fn event_types_are_an_empty_list() {
+fn event_types_are_the_recorders() {
     let (mut l, mut n) = (null_mut(), 3usize);
-    // SAFETY: locals are writable.
+    // SAFETY: locals are writable; the list holds `n` strings and a NULL.
     unsafe {
         assert_eq!(nrt_sys_trace_get_event_types(&mut l, &mut n) as i32, 0);
-        assert_eq!((n, l.read()), (0, null()));
+        assert_eq!(names(l, n), rt::EVENT_TYPES);
+        assert_eq!(l.add(n).read(), null());
         nrt_sys_trace_free_event_types(l, n);
         nrt_sys_trace_free_event_types(null_mut(), 0);
         assert_eq!(nrt_sys_trace_get_event_types(&mut l, null_mut()) as i32, 2);
@@ -120,12 +147,32 @@ fn start_fetch_stop() {
         // SAFETY: locals are writable; handles are checked.
         unsafe {
             assert_eq!(nrt_sys_trace_config_allocate(&mut c) as i32, 0);
+            nrt_sys_trace_config_set_capture_enabled_for_nc(c, 950, false);
             assert_eq!(nrt_sys_trace_start(c) as i32, 0);
             assert_eq!(nrt_sys_trace_start(null_mut()) as i32, 0);
+            assert!(rt::active());
+            // Core 950 holds no tensor or model of any test: only this test's events.
+            rt::record(rt::NC_EXEC, 950, || "m".into(), || Ok(())).unwrap();
+            rt::record(rt::NC_EXEC, 951, || "m".into(), || Ok(())).unwrap();
             assert_eq!(nrt_sys_trace_fetch_options_allocate(&mut f) as i32, 0);
+            nrt_sys_trace_fetch_options_set_nc_idx(f, 950);
             assert_eq!(nrt_sys_trace_fetch_events(&mut b, &mut w, f) as i32, 0);
             assert!(!b.is_null());
-            assert_eq!((w, b.read()), (0, 0));
+            let text = std::ffi::CStr::from_ptr(b).to_str().unwrap().to_string();
+            assert_eq!(w, text.len());
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let ev = v["events"].as_array().unwrap();
+            assert_eq!(ev.len(), 2, "a NULL config captures every core: {text}");
+            assert_eq!(ev[0]["event_type"], "nc_exec_running");
+            assert_eq!(ev[0]["nc_idx"], 950);
+            nrt_sys_trace_buffer_free(b);
+            assert_eq!(nrt_sys_trace_fetch_events(&mut b, &mut w, f) as i32, 0);
+            assert_eq!(
+                std::ffi::CStr::from_ptr(b).to_str().unwrap(),
+                r#"{"events":[]}"#,
+                "the fetch consumed them"
+            );
+            assert_eq!(w, 13);
             nrt_sys_trace_buffer_free(b);
             nrt_sys_trace_buffer_free(b); // double free: logged and ignored
             nrt_sys_trace_buffer_free(null_mut());
@@ -137,7 +184,12 @@ fn start_fetch_stop() {
                 nrt_sys_trace_fetch_events(&mut b, null_mut(), null()) as i32,
                 2
             );
+            // Core 950 disabled by the config: nothing recorded there.
+            assert_eq!(nrt_sys_trace_start(c) as i32, 0);
+            assert!(rt::begin(rt::NC_EXEC, 950, String::new).is_none());
             assert_eq!(nrt_sys_trace_stop() as i32, 0);
+            assert!(!rt::active());
+            assert_eq!(nrt_sys_trace_stop() as i32, 0, "stop without a capture");
             nrt_sys_trace_config_free(c);
             assert_eq!(nrt_sys_trace_start(c) as i32, 3, "freed handle rejected");
             nrt_sys_trace_fetch_options_free(f);

@@ -574,3 +574,50 @@ fn output_completion_is_honest() {
         free(t);
     });
 }
+
+#[test]
+fn lnc_index_of_device_host_slice_and_bad_input() {
+    testing::init(|| {
+        let last = visible() as c_int - 1;
+        let d0 = alloc(DEVICE, 0, 16);
+        let dn = alloc(DEVICE, last, 16);
+        let h = alloc(HOST, -1, 16);
+        let mut s = null_mut();
+        let mut e = null_mut();
+        let mut got: c_int = 77;
+        // SAFETY: locals are writable; handles are checked by the callee.
+        unsafe {
+            assert_eq!(
+                nrt_tensor_allocate_slice(dn, 4, 8, null(), &mut s),
+                NRT_SUCCESS
+            );
+            assert_eq!(
+                nrt_tensor_allocate_empty(c"e".as_ptr(), &mut e),
+                NRT_SUCCESS
+            );
+            for (t, want) in [(d0, 0), (dn, last), (s, last), (h, -1), (e, -1)] {
+                assert_eq!(nrt_tensor_get_lnc_index(t, &mut got), NRT_SUCCESS);
+                assert_eq!(got, want);
+            }
+            got = 77;
+            assert_eq!(nrt_tensor_get_lnc_index(null(), &mut got), NRT_INVALID);
+            assert_eq!(nrt_tensor_get_lnc_index(d0, null_mut()), NRT_INVALID);
+            let stale = d0;
+            free(d0);
+            assert_eq!(
+                nrt_tensor_get_lnc_index(stale, &mut got),
+                NRT_INVALID_HANDLE
+            );
+            assert_eq!(got, 77, "written only on success");
+        }
+        for t in [s, dn, h, e] {
+            free(t);
+        }
+    });
+    testing::uninit(|| {
+        let mut got: c_int = 5;
+        // SAFETY: the guard runs before any argument is looked at.
+        let st = unsafe { nrt_tensor_get_lnc_index(null(), &mut got) };
+        assert_eq!((st, got), (NRT_UNINITIALIZED, 5));
+    });
+}
