@@ -23,6 +23,8 @@
 //! * [`dtype`] — element types and their exact conversions (bf16, fp16, the FP8 formats).
 //! * [`launch`] — for the tools only (`opennrt perf --procs`, `nccom-test`): rank processes
 //!   started with a launcher's environment and watched to the end.
+//! * [`progress`] — for the tools only (`opennrt verify`, `opennrt perf`, `nccom-test`): one
+//!   updating progress line on stderr, drawn only when stderr is a terminal.
 //!
 //! The shared objects themselves are produced by the two thin crates under `cdylib/`, which only
 //! bind the public symbol names (versioned for libnrt, unversioned for libncfw) to the functions
@@ -43,6 +45,7 @@ pub mod launch;
 pub mod lower;
 pub mod ncfw;
 pub mod neff;
+pub mod progress;
 pub mod runtime;
 
 pub use error::{Error, ErrorKind, Result};

@@ -362,7 +362,9 @@ pub fn run(s: &Setup) -> i32 {
     println!("{}", table::header(&s.cols));
     let _ = std::io::stdout().flush();
     let (mut rows, mut errors) = (Vec::new(), 0usize);
+    let mut progress = opennrt::progress::Progress::new("nccom-test", s.sizes.len() as u64);
     for (i, z) in s.sizes.iter().enumerate() {
+        progress.update(i as u64, &format!("size {} B", z.bytes));
         let log = tmp.join(format!("nccom_test_log_{pid}_{i}.log"));
         let neff_path = dir.join(format!("size_{}.neff", z.bytes));
         let dump = tmp.join(format!("nccom_test_dump_{pid}_{}", z.bytes));
@@ -398,6 +400,7 @@ pub fn run(s: &Setup) -> i32 {
                 evaluate(s, z, &out, &log, algorithm)
             }
         };
+        progress.finish();
         match verdict {
             Verdict::Row(r) => {
                 println!("{}", table::line(&s.cols, &r));

@@ -12,6 +12,7 @@ use opennrt::lower::program::{Algorithm, Program};
 use opennrt::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
 use opennrt::lower::topology::Topology;
 use opennrt::lower::verify::verify;
+use opennrt::progress::Progress;
 
 use crate::args::{self, fail, Opt, Spec};
 
@@ -390,9 +391,12 @@ pub fn verify_cmd(a: &[String]) -> i32 {
     };
     let (mut passed, mut failed, mut refused) = (0u32, 0u32, 0u32);
     let t_all = Instant::now();
-    for case in cases::matrix(ranks, counts) {
+    let matrix = cases::matrix(ranks, counts);
+    let mut progress = Progress::new("verify", matrix.len() as u64);
+    for (i, case) in matrix.iter().enumerate() {
         let name = case.name(false);
-        match run_case(&case) {
+        progress.update(i as u64, &name);
+        match run_case(case) {
             Case::Pass(ms) => {
                 passed += 1;
                 println!("ok   {name} ({ms:.1} ms)");
@@ -404,6 +408,7 @@ pub fn verify_cmd(a: &[String]) -> i32 {
             }
         }
     }
+    progress.finish();
     println!(
         "({refused} forced combinations were refused by the selector as illegal for their request or topology; {:.1} s in all)",
         t_all.elapsed().as_secs_f64()

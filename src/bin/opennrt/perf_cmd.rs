@@ -364,7 +364,10 @@ pub fn perf_cmd(a: &[String]) -> i32 {
     );
     let (mut wrong, mut sum, mut rows) = (0u64, 0.0, 0u32);
     let mut last = (None, None);
-    for count in counts(&o, esz) {
+    let all = counts(&o, esz);
+    let mut progress = opennrt::progress::Progress::new("perf", all.len() as u64);
+    for (row, &count) in all.iter().enumerate() {
+        progress.update(row as u64, &format!("count {count}"));
         let mut inputs = Vec::new();
         let mut halves = [None, None];
         for (i, ip) in [false, true].into_iter().enumerate() {
@@ -396,6 +399,7 @@ pub fn perf_cmd(a: &[String]) -> i32 {
             rows += 1;
         }
         let size = count * perf_run::blocks(s.op, s.n) * esz;
+        progress.finish();
         println!(
             "{:>12} {:>12} {:>9} {:>6} | {} | {}",
             size,
@@ -412,6 +416,7 @@ pub fn perf_cmd(a: &[String]) -> i32 {
         );
         last = (busbw(&halves[0], factor), busbw(&halves[1], factor));
     }
+    progress.finish();
     let checked = if s.check {
         format!("{wrong} wrong elements")
     } else {
