@@ -16,6 +16,8 @@ use opennrt::progress::Progress;
 
 use crate::args::{self, fail, Opt, Spec};
 
+mod picture;
+
 /// The options of `opennrt lower`: the parser and `--help` both read this table.
 const LOWER: Spec = Spec {
     cmd: "lower",
@@ -86,6 +88,13 @@ const LOWER: Spec = Spec {
             "--quiet",
             "print only the summary (selection, verification, counts, timings)",
         ),
+        Opt::val(
+            "--svg",
+            "FILE",
+            "also draw the emitted program as SVG: ranks as rows, steps as columns, one arrow
+             per cross-rank send (read back from the descriptors) labelled with its chunk and
+             `+` when it reduces, a dot where a step waits on a semaphore",
+        ),
         Opt::switch(
             "--bench",
             "also time the signature cache: one cold lowering (cache miss) and the median of
@@ -101,6 +110,7 @@ struct Show {
     json: bool,
     quiet: bool,
     bench: bool,
+    svg: Option<String>,
 }
 
 fn build(a: &[(&str, String)]) -> (CollectiveRequest, LowerConfig, Show) {
@@ -114,6 +124,7 @@ fn build(a: &[(&str, String)]) -> (CollectiveRequest, LowerConfig, Show) {
         json: false,
         quiet: false,
         bench: false,
+        svg: None,
     };
     let mut in_place = false;
     for &(k, ref v) in a {
@@ -148,6 +159,7 @@ fn build(a: &[(&str, String)]) -> (CollectiveRequest, LowerConfig, Show) {
             "--json" => show.json = true,
             "--quiet" => show.quiet = true,
             "--bench" => show.bench = true,
+            "--svg" => show.svg = Some(v.clone()),
             other => args::unhandled(c, other),
         }
     }
@@ -260,6 +272,7 @@ pub fn lower_cmd(a: &[String]) -> i32 {
     }
     let (req, cfg, show) = build(&LOWER.parse(a));
     let (only, json, quiet, bench) = (show.rank, show.json, show.quiet, show.bench);
+    let svg = show.svg;
     let t = Instant::now();
     let p = match lower(&req, &cfg) {
         Ok(p) => p,
@@ -269,6 +282,12 @@ pub fn lower_cmd(a: &[String]) -> i32 {
         }
     };
     let t_cold = t.elapsed();
+    if let Some(path) = &svg {
+        if let Err(e) = draw_svg(&p, &cfg, path) {
+            eprintln!("opennrt lower: --svg {path}: {e}");
+            return 1;
+        }
+    }
     if json {
         println!("{}", p.to_json());
         return 0;
@@ -311,6 +330,28 @@ pub fn lower_cmd(a: &[String]) -> i32 {
         bench_cache(&req, &cfg);
     }
     0
+}
+
+/// `--svg`: emit the program and draw what the bytes say ([`picture`]).
+fn draw_svg(p: &Program, cfg: &LowerConfig, path: &str) -> Result<(), String> {
+    let map = address_map(p, &cfg.topology).map_err(|e| e.to_string())?;
+    let e = emit(p, &map).map_err(|e| e.to_string())?;
+    let pic = picture::read(&e, p, &map)?;
+    let alg = p
+        .ranks
+        .first()
+        .and_then(|r| r.entries.first())
+        .map_or("-", |en| en.algorithm.name());
+    let title = format!(
+        "{} on {} ranks, {} x {}, {alg}: {} sends, {} semaphore waits (from the emitted descriptors)",
+        args::op_name(p.request.op),
+        p.ranks.len(),
+        p.request.count,
+        args::dtype_name(p.request.dtype),
+        pic.arrows.len(),
+        pic.waits.len()
+    );
+    picture::draw(&pic, &title, path)
 }
 
 fn bench_cache(req: &CollectiveRequest, cfg: &LowerConfig) {
