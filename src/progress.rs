@@ -89,11 +89,7 @@ impl Drop for Progress {
 /// The text of the line: `label [done/total] pct% elapsed: what`, cut to 100 characters so it
 /// never wraps on an ordinary terminal (a wrapped line cannot be rewritten with `\r`).
 pub fn line(label: &str, done: u64, total: u64, elapsed: Duration, what: &str) -> String {
-    let pct = if total > 0 {
-        (done.min(total) * 100) / total
-    } else {
-        0
-    };
+    let pct = (done.min(total) * 100).checked_div(total).unwrap_or(0);
     let s = format!(
         "{label} [{done}/{total}] {pct:>3}% {:.0}s: {what}",
         elapsed.as_secs_f64()
