@@ -93,6 +93,12 @@ pub(crate) const SPEC: Spec = Spec {
         )
         .alias(&["-c"]),
         Opt::val(
+            "--plot",
+            "FILE",
+            "also write busbw against size as an SVG chart, one curve per half (out of place,
+             in place; not with --procs)",
+        ),
+        Opt::val(
             "--procs",
             "P",
             "run through the C API instead, twice: all N ranks in one process, then in P
@@ -148,6 +154,8 @@ pub(crate) struct Opts {
     step: u64,
     /// `--procs P`: the C API comparison of [`crate::perf_procs`].
     procs: Option<u32>,
+    /// `--plot FILE`.
+    plot: Option<String>,
     /// `--deadline S` of `--procs`.
     deadline: std::time::Duration,
 }
@@ -157,7 +165,7 @@ fn parse(a: &[String]) -> Opts {
     let (mut op, mut n, mut dtype, mut redop) = (None, None, Dtype::Fp32, ReduceOp::Add);
     let (mut minb, mut maxb, mut step, mut iters, mut alg, mut check) =
         (8u64, 1u64 << 20, 4u64, 3u32, None, true);
-    let (mut procs, mut deadline) = (None, 600u64);
+    let (mut procs, mut deadline, mut plot) = (None, 600u64, None);
     for (k, v) in SPEC.parse(a) {
         match k {
             "--op" => op = Some(args::op(c, &v)),
@@ -182,6 +190,7 @@ fn parse(a: &[String]) -> Opts {
                 }
             }
             "--procs" => procs = Some(args::num::<u32>(c, k, &v)),
+            "--plot" => plot = Some(v),
             "--deadline" => deadline = args::num::<u64>(c, k, &v),
             other => args::unhandled(c, other),
         }
@@ -228,6 +237,7 @@ fn parse(a: &[String]) -> Opts {
         maxb,
         step,
         procs,
+        plot,
         deadline: std::time::Duration::from_secs(deadline),
     }
 }
@@ -303,6 +313,12 @@ pub fn perf_cmd(a: &[String]) -> i32 {
     }
     let o = parse(a);
     if let Some(p) = o.procs {
+        if o.plot.is_some() {
+            fail(
+                "perf",
+                "--plot draws the single-process sweep; it does not apply with --procs",
+            );
+        }
         return crate::perf_procs::perf_procs(&o, p, o.deadline);
     }
     let s = o.setup.clone();
@@ -364,6 +380,7 @@ pub fn perf_cmd(a: &[String]) -> i32 {
     );
     let (mut wrong, mut sum, mut rows) = (0u64, 0.0, 0u32);
     let mut last = (None, None);
+    let mut curves = [("out-of-place", Vec::new()), ("in-place", Vec::new())];
     let all = counts(&o, esz);
     let mut progress = opennrt::progress::Progress::new("perf", all.len() as u64);
     for (row, &count) in all.iter().enumerate() {
@@ -415,6 +432,9 @@ pub fn perf_cmd(a: &[String]) -> i32 {
             traffic(&halves[1], mem)
         );
         last = (busbw(&halves[0], factor), busbw(&halves[1], factor));
+        for (c, b) in curves.iter_mut().zip([last.0, last.1]) {
+            c.1.extend(b.map(|b| (size, b)));
+        }
     }
     progress.finish();
     let checked = if s.check {
@@ -433,6 +453,25 @@ pub fn perf_cmd(a: &[String]) -> i32 {
         ratio(last.0),
         ratio(last.1)
     );
+    if let Some(path) = &o.plot {
+        let curves: Vec<_> = curves
+            .into_iter()
+            .map(|(name, points)| opennrt::plot::Curve {
+                name: name.into(),
+                points,
+            })
+            .collect();
+        let title = format!(
+            "opennrt perf: {} on {} ranks, {}",
+            args::op_name(s.op),
+            s.n,
+            args::dtype_name(s.dtype)
+        );
+        if let Err(e) = opennrt::plot::busbw_svg(path, &title, &curves) {
+            eprintln!("opennrt perf: --plot {e}");
+            return 1;
+        }
+    }
     i32::from(wrong > 0)
 }
 
