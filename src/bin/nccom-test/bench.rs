@@ -72,6 +72,8 @@ pub struct Setup {
     /// The variable-size ops' table from `--variable-size-op-metadata` (else equal blocks
     /// per size).
     pub table: Option<Vec<Rows>>,
+    /// `--plot FILE` (taken off the command line by `main`, [`crate::plot`]).
+    pub plot: Option<std::path::PathBuf>,
 }
 
 impl Setup {
@@ -152,6 +154,7 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
     let cols = table::columns(&opts.stats, opts.show_io_size, opts.show_algorithm);
     Ok(Setup {
         opts,
+        plot: None,
         groups,
         custom_groups,
         pairs,
@@ -429,6 +432,10 @@ pub fn run(s: &Setup) -> i32 {
             eprintln!("nccom-test: --report-to-json-file {}: {e}", p.display());
             errors += 1;
         }
+    }
+    if let Err(e) = crate::plot::write(s, &rows) {
+        eprintln!("nccom-test: --plot {e}");
+        errors += 1;
     }
     if errors == 0 {
         let bw: Vec<f64> = rows.iter().map(|r| r.busbw).collect();
