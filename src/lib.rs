@@ -23,6 +23,10 @@
 //! * [`dtype`] — element types and their exact conversions (bf16, fp16, the FP8 formats).
 //! * [`launch`] — for the tools only (`opennrt perf --procs`, `nccom-test`): rank processes
 //!   started with a launcher's environment and watched to the end.
+//! * [`plot`] — for the tools only (`opennrt perf --plot`, `nccom-test --plot`): bus
+//!   bandwidth against size as an SVG chart.
+//! * [`progress`] — for the tools only (`opennrt verify`, `opennrt perf`, `nccom-test`): one
+//!   updating progress line on stderr, drawn only when stderr is a terminal.
 //! * [`testdata`] — for the tests only: where the suite's data files are (`testdata/`) and the
 //!   one rule for a missing one (skip and say which, or fail under `OPENNRT_TEST_STRICT=1`).
 //!
@@ -45,6 +49,8 @@ pub mod launch;
 pub mod lower;
 pub mod ncfw;
 pub mod neff;
+pub mod plot;
+pub mod progress;
 pub mod runtime;
 pub mod testdata;
 

@@ -54,6 +54,7 @@ operation (anywhere on the line): all_reduce|allr, all_gather|allg, all_gatherv|
   --show-algorithm            add the algorithm column (mesh, rdh, kangaring, ring, hier)
   --show-input-output-size    add total_input_size(B) and total_output_size(B)
   --report-to-json-file F     write the results as JSON
+  --plot F                    OpenNRT: write busbw against size as an SVG chart
   --non-interactive           accepted (no progress display)
   --debug                     keep the NEFFs and logs, print the worker command lines
   --threads                   OpenNRT: run every rank as a thread of one process instead of

@@ -72,6 +72,8 @@ pub struct Setup {
     /// The variable-size ops' table from `--variable-size-op-metadata` (else equal blocks
     /// per size).
     pub table: Option<Vec<Rows>>,
+    /// `--plot FILE` (taken off the command line by `main`, [`crate::plot`]).
+    pub plot: Option<std::path::PathBuf>,
 }
 
 impl Setup {
@@ -152,6 +154,7 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
     let cols = table::columns(&opts.stats, opts.show_io_size, opts.show_algorithm);
     Ok(Setup {
         opts,
+        plot: None,
         groups,
         custom_groups,
         pairs,
@@ -362,7 +365,9 @@ pub fn run(s: &Setup) -> i32 {
     println!("{}", table::header(&s.cols));
     let _ = std::io::stdout().flush();
     let (mut rows, mut errors) = (Vec::new(), 0usize);
+    let mut progress = opennrt::progress::Progress::new("nccom-test", s.sizes.len() as u64);
     for (i, z) in s.sizes.iter().enumerate() {
+        progress.update(i as u64, &format!("size {} B", z.bytes));
         let log = tmp.join(format!("nccom_test_log_{pid}_{i}.log"));
         let neff_path = dir.join(format!("size_{}.neff", z.bytes));
         let dump = tmp.join(format!("nccom_test_dump_{pid}_{}", z.bytes));
@@ -398,6 +403,7 @@ pub fn run(s: &Setup) -> i32 {
                 evaluate(s, z, &out, &log, algorithm)
             }
         };
+        progress.finish();
         match verdict {
             Verdict::Row(r) => {
                 println!("{}", table::line(&s.cols, &r));
@@ -426,6 +432,10 @@ pub fn run(s: &Setup) -> i32 {
             eprintln!("nccom-test: --report-to-json-file {}: {e}", p.display());
             errors += 1;
         }
+    }
+    if let Err(e) = crate::plot::write(s, &rows) {
+        eprintln!("nccom-test: --plot {e}");
+        errors += 1;
     }
     if errors == 0 {
         let bw: Vec<f64> = rows.iter().map(|r| r.busbw).collect();

@@ -24,6 +24,7 @@ mod launch;
 mod metadata;
 mod neffgen;
 mod ops;
+mod plot;
 mod report;
 mod stats;
 mod sweep;
@@ -36,7 +37,14 @@ fn run(argv: &[String]) -> i32 {
     if argv.first().map(String::as_str) == Some(job::WORKER_ARG) {
         return worker::main(&argv[1..]);
     }
-    let opts = match args::parse(argv) {
+    let (argv, plot) = match plot::take(argv) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("nccom-test: {e}");
+            return 2;
+        }
+    };
+    let opts = match args::parse(&argv) {
         Ok(args::Parsed::Help) => {
             println!("{}", args::USAGE);
             return 0;
@@ -48,7 +56,10 @@ fn run(argv: &[String]) -> i32 {
         }
     };
     match bench::prepare(opts) {
-        Ok(s) => bench::run(&s),
+        Ok(mut s) => {
+            s.plot = plot;
+            bench::run(&s)
+        }
         Err(e) => {
             eprintln!("nccom-test: {e}");
             2

@@ -2,31 +2,50 @@
 
 use std::io::Write as _;
 
+use crate::args::{self, Opt, Spec};
 use opennrt::ncfw::{ctx_log, sample_context, Arch, LogStatus, LOG_BUF_SIZE};
 
-const USAGE: &str = "usage:
-  ctx-log    dump a CC context as libncfw_ctx_log does:
-             opennrt ctx-log --arch <5|12|20|28> [--ctx <file>] [--model <name>]
-             without --ctx, dumps a sample context with distinctive values in every field";
+/// The options of `opennrt ctx-log`: the parser and `--help` both read this table.
+const SPEC: Spec = Spec {
+    cmd: "ctx-log",
+    usage: "usage: opennrt ctx-log --arch <5|12|20|28> [--ctx FILE] [--model NAME]
+
+Dump a CC context as libncfw_ctx_log does.",
+    opts: &[
+        Opt::val(
+            "--arch",
+            "A",
+            "the architecture id: 5, 12, 20 or 28 (required)",
+        ),
+        Opt::val(
+            "--ctx",
+            "FILE",
+            "the context bytes (default: a sample context with distinctive values in every
+             field)",
+        ),
+        Opt::val(
+            "--model",
+            "NAME",
+            "the model name the dump shows (default sample)",
+        ),
+    ],
+    notes: "",
+};
 
 fn fail(msg: &str) -> ! {
-    eprintln!("opennrt ctx-log: {msg}");
-    std::process::exit(2)
+    args::fail(SPEC.cmd, msg)
 }
 
 /// `opennrt ctx-log`: exit 0 on a complete dump, 1 if truncated, 2 on bad arguments or input.
-pub(crate) fn ctx_log_cmd(args: &[String]) -> i32 {
+pub(crate) fn ctx_log_cmd(a: &[String]) -> i32 {
     let (mut arch, mut ctx_path, mut model) = (None, None, "sample".to_string());
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = |name: &str| {
-            it.next()
-                .cloned()
-                .unwrap_or_else(|| fail(&format!("{name} needs a value")))
-        };
-        match a.as_str() {
+    if Spec::wants_help(a) {
+        println!("{}", SPEC.help());
+        return 0;
+    }
+    for (k, v) in SPEC.parse(a) {
+        match k {
             "--arch" => {
-                let v = value("--arch");
                 let id: u32 = v
                     .parse()
                     .unwrap_or_else(|_| fail(&format!("--arch {v:?} is not a number")));
@@ -34,13 +53,9 @@ pub(crate) fn ctx_log_cmd(args: &[String]) -> i32 {
                     fail(&format!("unknown arch {id}; expected one of 5, 12, 20, 28"))
                 }));
             }
-            "--ctx" => ctx_path = Some(value("--ctx")),
-            "--model" => model = value("--model"),
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return 0;
-            }
-            other => fail(&format!("unknown argument {other:?}\n{USAGE}")),
+            "--ctx" => ctx_path = Some(v),
+            "--model" => model = v,
+            other => args::unhandled(SPEC.cmd, other),
         }
     }
     let arch = arch.unwrap_or_else(|| fail("--arch <5|12|20|28> is required"));

@@ -12,43 +12,123 @@ use opennrt::lower::program::{Algorithm, Program};
 use opennrt::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
 use opennrt::lower::topology::Topology;
 use opennrt::lower::verify::verify;
+use opennrt::progress::Progress;
 
-use crate::args::{self, fail};
+use crate::args::{self, fail, Opt, Spec};
 
-const LOWER_USAGE: &str = "usage: opennrt lower --op <op> --ranks N [options]
+mod picture;
 
-  --op         all_reduce | all_gather | reduce_scatter | all_to_all | all_to_all_v | permute |
-               permute_implicit | permute_reduce_implicit | send_recv | barrier
-  --ranks N    ranks in the replica group (global device ids 0..N)
-  --count N    elements (default 8; accepts 1<<20): of each rank's whole buffer for
-               all_reduce and the permutes (in = out = N), of one rank's block for
-               all_gather (out = N x ranks), reduce_scatter (in = N x ranks) and
-               all_to_all (in = out = N x ranks)
-  --dtype T    bf16 (default), fp16, fp32, fp8_e3, fp8_e4, fp8_e5, int8, ... (reductions need a
-               CCE dtype)
-  --redop R    add (default), max, min (reducing ops only)
-  --alg A      force an algorithm: ring, kangaring, single_cycle_ring, mesh, hier, intra_rdh,
-               inter_rdh (an algorithm that is illegal for the request is an error)
-  --topology T a topology (see OPENNRT_TOPOLOGY), e.g. trn2.48xlarge, custom:2x16x8:lnc=2
-  --channels C ring channels per leg (default 2)
-  --chunk E    chunk elements (default: 2 MiB worth)
-  --pairs L    explicit permute pairs, e.g. 0:1,1:0
-  --rank R     show only rank R's program (default: all ranks)
-  --in-place   input and output are one tensor
-  --json       print the program IR as JSON instead of text
-  --quiet      print only the summary (selection, verification, counts, timings)
-  --bench      also time the signature cache: one cold lowering (cache miss) and the median of
-               1000 cached lookups of the same request (numbers for the README; never asserted)";
+/// The options of `opennrt lower`: the parser and `--help` both read this table.
+const LOWER: Spec = Spec {
+    cmd: "lower",
+    usage: "usage: opennrt lower --op <op> --ranks N [options]",
+    opts: &[
+        Opt::val(
+            "--op",
+            "OP",
+            "all_reduce | all_gather | reduce_scatter | all_to_all | all_to_all_v | permute |
+             permute_implicit | permute_reduce_implicit | send_recv | barrier",
+        ),
+        Opt::val(
+            "--ranks",
+            "N",
+            "ranks in the replica group (global device ids 0..N)",
+        ),
+        Opt::val(
+            "--count",
+            "N",
+            "elements (default 8; accepts 1<<20), per op:
+             all_reduce, permute, permute_implicit, send_recv: in = out = N;
+             permute_reduce_implicit: out = N, in = 2N ([src0 | src1], the second operand
+             right after the first);
+             all_gather: out = N x ranks (N is one rank's block);
+             reduce_scatter: in = N x ranks, out = N;
+             all_to_all: in = out = N x ranks;
+             all_to_all_v: in = out = N x ranks, with the uneven send counts of the verify
+             matrix (each at most N, packed receive windows);
+             barrier: no data (N is ignored)",
+        ),
+        Opt::val(
+            "--dtype",
+            "T",
+            "bf16 (default), fp16, fp32, fp8_e3, fp8_e4, fp8_e5, int8, ... (reductions need a
+             CCE dtype)",
+        ),
+        Opt::val(
+            "--redop",
+            "R",
+            "add (default), max, min (all_reduce, reduce_scatter, permute_reduce_implicit)",
+        ),
+        Opt::val(
+            "--alg",
+            "A",
+            "force an algorithm: ring, kangaring, single_cycle_ring, mesh, hier, intra_rdh,
+             inter_rdh (an algorithm that is illegal for the request is an error)",
+        ),
+        Opt::val(
+            "--topology",
+            "T",
+            "a topology (see OPENNRT_TOPOLOGY), e.g. trn2.48xlarge, custom:2x16x8:lnc=2",
+        ),
+        Opt::val("--channels", "C", "ring channels per leg (default 2)"),
+        Opt::val("--chunk", "E", "chunk elements (default: 2 MiB worth)"),
+        Opt::val(
+            "--pairs",
+            "L",
+            "explicit permute pairs, e.g. 0:1,1:0 (permute; default r -> r+1 mod N)",
+        ),
+        Opt::val(
+            "--rank",
+            "R",
+            "show only rank R's program (default: all ranks)",
+        ),
+        Opt::switch("--in-place", "input and output are one tensor"),
+        Opt::switch("--json", "print the program IR as JSON instead of text"),
+        Opt::switch(
+            "--quiet",
+            "print only the summary (selection, verification, counts, timings)",
+        ),
+        Opt::val(
+            "--svg",
+            "FILE",
+            "also draw the emitted program as SVG: ranks as rows, steps as columns, one arrow
+             per cross-rank send (read back from the descriptors) labelled with its chunk and
+             `+` when it reduces, a dot where a step waits on a semaphore",
+        ),
+        Opt::switch(
+            "--bench",
+            "also time the signature cache: one cold lowering (cache miss) and the median of
+             1000 cached lookups of the same request (numbers for the README; never asserted)",
+        ),
+    ],
+    notes: "",
+};
 
-fn build(a: &[(String, String)]) -> (CollectiveRequest, LowerConfig, Option<u32>, bool, bool) {
+/// What `opennrt lower` was asked for besides the request.
+struct Show {
+    rank: Option<u32>,
+    json: bool,
+    quiet: bool,
+    bench: bool,
+    svg: Option<String>,
+}
+
+fn build(a: &[(&str, String)]) -> (CollectiveRequest, LowerConfig, Show) {
     let c = "lower";
     let mut op = None;
     let (mut ranks, mut count, mut dtype, mut redop) = (None, 8u64, Dtype::Bf16, ReduceOp::Add);
     let (mut alg, mut topo, mut channels, mut chunk, mut pairs) =
         (None, None, None, None, Vec::new());
-    let (mut show_rank, mut in_place, mut json, mut quiet) = (None, false, false, false);
-    for (k, v) in a {
-        match k.as_str() {
+    let mut show = Show {
+        rank: None,
+        json: false,
+        quiet: false,
+        bench: false,
+        svg: None,
+    };
+    let mut in_place = false;
+    for &(k, ref v) in a {
+        match k {
             "--op" => op = Some(args::op(c, v)),
             "--ranks" => ranks = Some(args::num::<u32>(c, k, v)),
             "--count" => count = args::num(c, k, v),
@@ -74,14 +154,16 @@ fn build(a: &[(String, String)]) -> (CollectiveRequest, LowerConfig, Option<u32>
                     pairs.push((args::num(c, "--pairs", s), args::num(c, "--pairs", t)));
                 }
             }
-            "--rank" => show_rank = Some(args::num::<u32>(c, k, v)),
+            "--rank" => show.rank = Some(args::num::<u32>(c, k, v)),
             "--in-place" => in_place = true,
-            "--json" => json = true,
-            "--quiet" => quiet = true,
-            other => fail(c, &format!("unknown option {other}\n{LOWER_USAGE}")),
+            "--json" => show.json = true,
+            "--quiet" => show.quiet = true,
+            "--bench" => show.bench = true,
+            "--svg" => show.svg = Some(v.clone()),
+            other => args::unhandled(c, other),
         }
     }
-    let op = op.unwrap_or_else(|| fail(c, &format!("--op is required\n{LOWER_USAGE}")));
+    let op = op.unwrap_or_else(|| fail(c, &format!("--op is required\n{}", LOWER.help())));
     let n = ranks.unwrap_or_else(|| fail(c, "--ranks is required"));
     if n == 0 {
         fail(c, "--ranks must be at least 1");
@@ -124,7 +206,7 @@ fn build(a: &[(String, String)]) -> (CollectiveRequest, LowerConfig, Option<u32>
     if chunk.is_some() {
         cfg.chunk_elems = chunk;
     }
-    (req, cfg, show_rank, json, quiet)
+    (req, cfg, show)
 }
 
 fn print_tables(p: &Program, cfg: &LowerConfig, only: Option<u32>) -> Result<(), String> {
@@ -184,14 +266,13 @@ fn print_tables(p: &Program, cfg: &LowerConfig, only: Option<u32>) -> Result<(),
 /// `opennrt lower`: exit 0 on success, 1 if lowering, verification or emission fails, 2 on bad
 /// arguments.
 pub fn lower_cmd(a: &[String]) -> i32 {
-    if a.iter().any(|x| x == "-h" || x == "--help") {
-        println!("{LOWER_USAGE}");
+    if Spec::wants_help(a) {
+        println!("{}", LOWER.help());
         return 0;
     }
-    let bench = a.iter().any(|x| x == "--bench");
-    let a: Vec<String> = a.iter().filter(|x| *x != "--bench").cloned().collect();
-    let pairs = args::pairs("lower", &a, &["--in-place", "--json", "--quiet"]);
-    let (req, cfg, only, json, quiet) = build(&pairs);
+    let (req, cfg, show) = build(&LOWER.parse(a));
+    let (only, json, quiet, bench) = (show.rank, show.json, show.quiet, show.bench);
+    let svg = show.svg;
     let t = Instant::now();
     let p = match lower(&req, &cfg) {
         Ok(p) => p,
@@ -201,6 +282,12 @@ pub fn lower_cmd(a: &[String]) -> i32 {
         }
     };
     let t_cold = t.elapsed();
+    if let Some(path) = &svg {
+        if let Err(e) = draw_svg(&p, &cfg, path) {
+            eprintln!("opennrt lower: --svg {path}: {e}");
+            return 1;
+        }
+    }
     if json {
         println!("{}", p.to_json());
         return 0;
@@ -245,6 +332,28 @@ pub fn lower_cmd(a: &[String]) -> i32 {
     0
 }
 
+/// `--svg`: emit the program and draw what the bytes say ([`picture`]).
+fn draw_svg(p: &Program, cfg: &LowerConfig, path: &str) -> Result<(), String> {
+    let map = address_map(p, &cfg.topology).map_err(|e| e.to_string())?;
+    let e = emit(p, &map).map_err(|e| e.to_string())?;
+    let pic = picture::read(&e, p, &map)?;
+    let alg = p
+        .ranks
+        .first()
+        .and_then(|r| r.entries.first())
+        .map_or("-", |en| en.algorithm.name());
+    let title = format!(
+        "{} on {} ranks, {} x {}, {alg}: {} sends, {} semaphore waits (from the emitted descriptors)",
+        args::op_name(p.request.op),
+        p.ranks.len(),
+        p.request.count,
+        args::dtype_name(p.request.dtype),
+        pic.arrows.len(),
+        pic.waits.len()
+    );
+    picture::draw(&pic, &title, path)
+}
+
 fn bench_cache(req: &CollectiveRequest, cfg: &LowerConfig) {
     let cache = SignatureCache::new(16);
     let t = Instant::now();
@@ -273,6 +382,22 @@ fn bench_cache(req: &CollectiveRequest, cfg: &LowerConfig) {
     );
 }
 
+/// The options of `opennrt verify`.
+const VERIFY: Spec = Spec {
+    cmd: "verify",
+    usage: "usage: opennrt verify [--quick]
+
+Lower, verify, emit and decode back every case of the matrix (op x algorithm x ranks x count
+x placement x topology); one line per case and a closing `N passed, N failed` line; exit 1 if
+any case failed.",
+    opts: &[Opt::switch(
+        "--quick",
+        "ranks 1..16 and counts up to 4099 only (the full matrix adds 32 and 64 ranks and
+         1<<20 elements)",
+    )],
+    notes: "",
+};
+
 /// `opennrt verify`: lower, verify, emit and decode back every case of the matrix; one line per
 /// case and a closing `N passed, N failed` line. Exit 1 if any case failed.
 ///
@@ -284,12 +409,16 @@ fn bench_cache(req: &CollectiveRequest, cfg: &LowerConfig) {
 /// selector with an error (that refusal is itself checked: it must name `OPENNRT_CC_ALGO`), and
 /// the case is not counted.
 pub fn verify_cmd(a: &[String]) -> i32 {
-    let quick = a.iter().any(|x| x == "--quick");
-    if let Some(bad) = a.iter().find(|x| *x != "--quick") {
-        fail(
-            "verify",
-            &format!("unknown argument {bad:?}; usage: opennrt verify [--quick]"),
-        );
+    if Spec::wants_help(a) {
+        println!("{}", VERIFY.help());
+        return 0;
+    }
+    let mut quick = false;
+    for (k, _) in VERIFY.parse(a) {
+        match k {
+            "--quick" => quick = true,
+            other => args::unhandled("verify", other),
+        }
     }
     let ranks: &[u32] = if quick {
         &[1, 2, 3, 4, 5, 8, 16]
@@ -303,9 +432,12 @@ pub fn verify_cmd(a: &[String]) -> i32 {
     };
     let (mut passed, mut failed, mut refused) = (0u32, 0u32, 0u32);
     let t_all = Instant::now();
-    for case in cases::matrix(ranks, counts) {
+    let matrix = cases::matrix(ranks, counts);
+    let mut progress = Progress::new("verify", matrix.len() as u64);
+    for (i, case) in matrix.iter().enumerate() {
         let name = case.name(false);
-        match run_case(&case) {
+        progress.update(i as u64, &name);
+        match run_case(case) {
             Case::Pass(ms) => {
                 passed += 1;
                 println!("ok   {name} ({ms:.1} ms)");
@@ -317,6 +449,7 @@ pub fn verify_cmd(a: &[String]) -> i32 {
             }
         }
     }
+    progress.finish();
     println!(
         "({refused} forced combinations were refused by the selector as illegal for their request or topology; {:.1} s in all)",
         t_all.elapsed().as_secs_f64()

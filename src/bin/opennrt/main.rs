@@ -26,10 +26,10 @@ commands:
              opennrt perf --op all_reduce --ranks 8 [--dtype bf16] [--maxbytes 4M] (--help for more);
              with --procs P the same through the C API in 1 process and in P processes
   lower      lower one collective: opennrt lower --op <op> --ranks N [options] (--help for more)
-  verify     verify the lowering over a matrix of cases: opennrt verify [--quick]
+  verify     verify the lowering over a matrix of cases: opennrt verify [--quick] (--help for more)
   neff       write or inspect a NEFF: opennrt neff build --op <op> --ranks R --count N --dtype T -o FILE;
              opennrt neff info FILE [--json] (opennrt neff --help for more)
-  ctx-log    dump a CC context: opennrt ctx-log --arch <5|12|20|28> [--ctx <file>] [--model <name>]
+  ctx-log    dump a CC context: opennrt ctx-log --arch <5|12|20|28> [--ctx FILE] [--model NAME] (--help for more)
   version    print the OpenNRT version";
 
 fn main() {

@@ -10,31 +10,84 @@ use opennrt::neff::build::{build, BuildOp, BuildSpec};
 use opennrt::neff::{Graph, Neff, NeffHeader, ParseOptions, PkgVersion};
 use serde_json::{json, Map, Value};
 
-use crate::args::{self, fail};
+use crate::args::{self, fail, Opt, Spec};
 
 const NEFF_USAGE: &str = "usage: opennrt neff <build|info> [options]
 
   opennrt neff build --op OP --ranks R --count N --dtype T [options] -o FILE
-    --op OP      all_reduce (allr) | all_gather (allg) | reduce_scatter (redsct) |
-                 all_to_all (alltoall) | permute | send_recv (sendrecv) |
-                 all_to_all_v (alltoallv) | all_gather_v (all_gatherv, allgv)
-    --ranks R    ranks in the group, 1..=1024 (global device ids 0..R)
-    --count N    elements of one rank's block (accepts 1<<20): in = out = N for all_reduce,
-                 permute and send_recv; all_gather and all_gather_v out = N x R;
-                 reduce_scatter in = N x R; all_to_all and all_to_all_v in = out = N x R.
-                 The -v ops add an input metadata0: 4 rows of R uint32 (send counts, send
-                 displacements, receive counts, receive displacements, in elements)
-    --dtype T    bf16, fp16, fp32, fp8_e4m3, int8, ... (reductions need bf16, fp16, fp32, fp8)
-    --redop R    add (default), max, min (all_reduce and reduce_scatter; copies carry BYPASS)
-    --alg A      record a forced algorithm (ring, mesh, kangaring, ...) as opennrt_algorithm
-    --lnc L      logical core size 1 (default) or 2 (two identical graphs)
-    --ops K      K identical triggers in a row (default 1)
-    --pairs L    permute pairs in global ids, e.g. 0:1,1:0 (default r -> r+1 mod R)
-    -o FILE      where to write the NEFF
-
   opennrt neff info FILE [--json]
-    the header, the graphs, every var, the replica groups, and per engine program a census of
-    opcodes with every collective word decoded (tensor ids -> var names)";
+  (opennrt neff build --help, opennrt neff info --help for the options)";
+
+/// The options of `opennrt neff build`: the parser and `--help` both read this table.
+const BUILD: Spec = Spec {
+    cmd: "neff build",
+    usage: "usage: opennrt neff build --op OP --ranks R --count N --dtype T [options] -o FILE
+
+Write the one-collective NEFF every rank of a group loads (docs/neff.md §2).",
+    opts: &[
+        Opt::val(
+            "--op",
+            "OP",
+            "all_reduce (allr) | all_gather (allg) | reduce_scatter (redsct) |
+             all_to_all (alltoall) | permute | send_recv (sendrecv) |
+             all_to_all_v (alltoallv) | all_gather_v (all_gatherv, allgv)",
+        ),
+        Opt::val(
+            "--ranks",
+            "R",
+            "ranks in the group, 1..=1024 (global device ids 0..R)",
+        ),
+        Opt::val(
+            "--count",
+            "N",
+            "elements of one rank's block (accepts 1<<20): in = out = N for all_reduce,
+             permute and send_recv; all_gather and all_gather_v out = N x R;
+             reduce_scatter in = N x R; all_to_all and all_to_all_v in = out = N x R.
+             The -v ops add an input metadata0: 4 rows of R uint32 (send counts, send
+             displacements, receive counts, receive displacements, in elements)",
+        ),
+        Opt::val(
+            "--dtype",
+            "T",
+            "bf16, fp16, fp32, fp8_e4m3, int8, ... (reductions need bf16, fp16, fp32, fp8)",
+        ),
+        Opt::val(
+            "--redop",
+            "R",
+            "add (default), max, min (all_reduce and reduce_scatter; copies carry BYPASS)",
+        ),
+        Opt::val(
+            "--alg",
+            "A",
+            "record a forced algorithm (ring, mesh, kangaring, ...) as opennrt_algorithm",
+        ),
+        Opt::val(
+            "--lnc",
+            "L",
+            "logical core size 1 (default) or 2 (two identical graphs)",
+        ),
+        Opt::val("--ops", "K", "K identical triggers in a row (default 1)"),
+        Opt::val(
+            "--pairs",
+            "L",
+            "permute pairs in global ids, e.g. 0:1,1:0 (default r -> r+1 mod R)",
+        ),
+        Opt::val("--out", "FILE", "where to write the NEFF (required)").alias(&["-o", "--output"]),
+    ],
+    notes: "",
+};
+
+/// The options of `opennrt neff info` (besides its one FILE).
+const INFO: Spec = Spec {
+    cmd: "neff info",
+    usage: "usage: opennrt neff info FILE [--json]
+
+The header, the graphs, every var, the replica groups, and per engine program a census of
+opcodes with every collective word decoded (tensor ids -> var names), as the loader reads
+them (docs/neff.md §1).",
+    opts: &[Opt::switch("--json", "print the same as one JSON object")],
+    notes: "",
+};
 
 /// `opennrt neff`: exit 0 on success, 1 if the NEFF cannot be built, written, read or parsed,
 /// 2 on bad arguments.
@@ -56,19 +109,14 @@ pub fn neff_cmd(a: &[String]) -> i32 {
 
 fn build_cmd(a: &[String]) -> i32 {
     let c = "neff build";
-    if a.iter().any(|x| x == "-h" || x == "--help") {
-        println!("{NEFF_USAGE}");
+    if Spec::wants_help(a) {
+        println!("{}", BUILD.help());
         return 0;
     }
-    // `-o` is the one short flag; the shared parser takes `--flag value` pairs.
-    let a: Vec<String> = a
-        .iter()
-        .map(|x| if x == "-o" { "--out".into() } else { x.clone() })
-        .collect();
     let (mut op, mut ranks, mut count, mut dtype, mut out) = (None, None, None, None, None);
     let (mut redop, mut alg, mut lnc, mut ops, mut pairs) = (ReduceOp::Add, None, 1, 1, None);
-    for (k, v) in args::pairs(c, &a, &[]) {
-        match k.as_str() {
+    for (k, v) in BUILD.parse(a) {
+        match k {
             "--op" => {
                 op = Some(BuildOp::parse(&v).unwrap_or_else(|| {
                     let names: Vec<_> = BuildOp::ALL.iter().map(|o| o.name()).collect();
@@ -78,13 +126,13 @@ fn build_cmd(a: &[String]) -> i32 {
                     )
                 }))
             }
-            "--ranks" => ranks = Some(args::num::<u32>(c, &k, &v)),
-            "--count" => count = Some(args::num::<u64>(c, &k, &v)),
+            "--ranks" => ranks = Some(args::num::<u32>(c, k, &v)),
+            "--count" => count = Some(args::num::<u64>(c, k, &v)),
             "--dtype" => dtype = Some(args::dtype(c, &v)),
             "--redop" => redop = args::redop(c, &v),
             "--alg" => alg = Some(v),
-            "--lnc" => lnc = args::num::<u32>(c, &k, &v),
-            "--ops" => ops = args::num::<u32>(c, &k, &v),
+            "--lnc" => lnc = args::num::<u32>(c, k, &v),
+            "--ops" => ops = args::num::<u32>(c, k, &v),
             "--pairs" => {
                 let mut list = Vec::new();
                 for p in v.split(',').filter(|s| !s.is_empty()) {
@@ -95,11 +143,11 @@ fn build_cmd(a: &[String]) -> i32 {
                 }
                 pairs = Some(list);
             }
-            "--out" | "--output" => out = Some(v),
-            other => fail(c, &format!("unknown option {other}\n{NEFF_USAGE}")),
+            "--out" => out = Some(v),
+            other => args::unhandled(c, other),
         }
     }
-    let need = |what: &str| -> ! { fail(c, &format!("{what} is required\n{NEFF_USAGE}")) };
+    let need = |what: &str| -> ! { fail(c, &format!("{what} is required\n{}", BUILD.help())) };
     let op = op.unwrap_or_else(|| need("--op"));
     let ranks = ranks.unwrap_or_else(|| need("--ranks"));
     let count = count.unwrap_or_else(|| need("--count"));
@@ -457,20 +505,30 @@ fn print_text(v: &Value) {
 
 fn info_cmd(a: &[String]) -> i32 {
     let c = "neff info";
-    let (mut path, mut json_out) = (None, false);
-    for x in a {
-        match x.as_str() {
-            "-h" | "--help" => {
-                println!("{NEFF_USAGE}");
-                return 0;
-            }
+    if Spec::wants_help(a) {
+        println!("{}", INFO.help());
+        return 0;
+    }
+    // The one positional argument is FILE; everything else is an option of the table.
+    let (files, opts): (Vec<String>, Vec<String>) =
+        a.iter().cloned().partition(|x| !x.starts_with('-'));
+    let mut json_out = false;
+    for (k, _) in INFO.parse(&opts) {
+        match k {
             "--json" => json_out = true,
-            s if s.starts_with("--") => fail(c, &format!("unknown option {s}\n{NEFF_USAGE}")),
-            s if path.is_none() => path = Some(s.to_string()),
-            s => fail(c, &format!("unexpected argument {s:?}: one FILE only")),
+            other => args::unhandled(c, other),
         }
     }
-    let path = path.unwrap_or_else(|| fail(c, &format!("FILE is required\n{NEFF_USAGE}")));
+    if files.len() > 1 {
+        fail(
+            c,
+            &format!("unexpected argument {:?}: one FILE only", files[1]),
+        );
+    }
+    let path = files
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| fail(c, &format!("FILE is required\n{}", INFO.help())));
     let file = match std::fs::read(&path) {
         Ok(f) => f,
         Err(e) => {

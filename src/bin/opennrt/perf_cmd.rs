@@ -34,33 +34,89 @@ use opennrt::lower::cases;
 use opennrt::lower::program::Algorithm;
 use opennrt::lower::request::{CollectiveOp, ReduceOp};
 
-use crate::args::{self, fail};
+use crate::args::{self, fail, Opt, Spec};
 use crate::perf_run::{self, Measured, Setup};
 
-const USAGE: &str = "usage: opennrt perf --op <op> --ranks N [options]
-
-  --op         all_reduce | all_gather | reduce_scatter | all_to_all | all_to_all_v | permute |
-               permute_implicit | permute_reduce_implicit | send_recv | barrier
-  --ranks N    simulated ranks (global device ids 0..N; topology from OPENNRT_TOPOLOGY)
-  --dtype T    fp32 (default), bf16, fp16, fp8_e3m4, fp8_e4m3, fp8_e5m2, int8, uint8, int16,
-               uint16, int32, uint32, int64, uint64 (reductions need a float dtype)
-  --redop R    add (default), max, min (reducing ops)
-  --minbytes A smallest size (default 8), --maxbytes B largest (default 1M), --stepfactor F
-               (default 4); sizes take K/M/G suffixes (-b/-e/-f as in nccl-tests)
-  --iters K    timed runs per size, the median is reported (default 3)
-  --alg A      force an algorithm: ring, hier, mesh, kangaring, single_cycle_ring, intra_rdh,
-               inter_rdh (as OPENNRT_CC_ALGO)
-  --check 0|1  check every element (default 1); exit 1 on any wrong element
-  --procs P    run through the C API instead, twice: all N ranks in one process, then in P
-               processes of N/P ranks (P divides N; all_reduce, all_gather, reduce_scatter;
-               out-of-place only) — one row per size with both and their busbw ratio
-  --deadline S with --procs: kill the processes of a mode still running after S seconds
-               (default 600)
-
-Each row is followed by `#   moved/(time x memcpy): ...`: per half, the bytes the DMA engines
+/// The options of `opennrt perf`: the parser and `--help` both read this table. `-b/-e/-f`,
+/// `-n` and `-c` are nccl-tests' spellings, accepted because its users type them.
+pub(crate) const SPEC: Spec = Spec {
+    cmd: "perf",
+    usage: "usage: opennrt perf --op <op> --ranks N [options]",
+    opts: &[
+        Opt::val(
+            "--op",
+            "OP",
+            "all_reduce | all_gather | reduce_scatter | all_to_all | all_to_all_v | permute |
+             permute_implicit | permute_reduce_implicit | send_recv | barrier",
+        ),
+        Opt::val(
+            "--ranks",
+            "N",
+            "simulated ranks (global device ids 0..N; topology from OPENNRT_TOPOLOGY)",
+        ),
+        Opt::val(
+            "--dtype",
+            "T",
+            "fp32 (default), bf16, fp16, fp8_e3m4, fp8_e4m3, fp8_e5m2, int8, uint8, int16,
+             uint16, int32, uint32, int64, uint64 (reductions need a float dtype)",
+        ),
+        Opt::val("--redop", "R", "add (default), max, min (reducing ops)"),
+        Opt::val(
+            "--minbytes",
+            "A",
+            "smallest size in bytes (default 8); sizes take K/M/G suffixes",
+        )
+        .alias(&["-b"]),
+        Opt::val("--maxbytes", "B", "largest size (default 1M)").alias(&["-e"]),
+        Opt::val(
+            "--stepfactor",
+            "F",
+            "multiply the size by F from row to row (default 4, at least 2)",
+        )
+        .alias(&["-f"]),
+        Opt::val(
+            "--iters",
+            "K",
+            "timed runs per size, the median is reported (default 3)",
+        )
+        .alias(&["-n"]),
+        Opt::val(
+            "--alg",
+            "A",
+            "force an algorithm: ring, hier, mesh, kangaring, single_cycle_ring, intra_rdh,
+             inter_rdh (as OPENNRT_CC_ALGO)",
+        ),
+        Opt::val(
+            "--check",
+            "0|1",
+            "check every element (default 1); exit 1 on any wrong element",
+        )
+        .alias(&["-c"]),
+        Opt::val(
+            "--plot",
+            "FILE",
+            "also write busbw against size as an SVG chart, one curve per half (out of place,
+             in place; not with --procs)",
+        ),
+        Opt::val(
+            "--procs",
+            "P",
+            "run through the C API instead, twice: all N ranks in one process, then in P
+             processes of N/P ranks (P divides N; all_reduce, all_gather, reduce_scatter;
+             out-of-place only) — one row per size with both and their busbw ratio",
+        ),
+        Opt::val(
+            "--deadline",
+            "S",
+            "with --procs: kill the processes of a mode still running after S seconds
+             (default 600)",
+        ),
+    ],
+    notes: "Each row is followed by `#   moved/(time x memcpy): ...`: per half, the bytes the DMA engines
 wrote in one run (data and semaphore words of all ranks, the RunReport of Machine::run) divided
 by (the median time x the single-thread memcpy bandwidth printed above); 1.0 = the device wrote
-bytes as fast as one thread's memcpy copies them.";
+bytes as fast as one thread's memcpy copies them.",
+};
 
 /// A size with an optional K/M/G suffix.
 fn size(s: &str) -> u64 {
@@ -98,6 +154,8 @@ pub(crate) struct Opts {
     step: u64,
     /// `--procs P`: the C API comparison of [`crate::perf_procs`].
     procs: Option<u32>,
+    /// `--plot FILE`.
+    plot: Option<String>,
     /// `--deadline S` of `--procs`.
     deadline: std::time::Duration,
 }
@@ -107,17 +165,17 @@ fn parse(a: &[String]) -> Opts {
     let (mut op, mut n, mut dtype, mut redop) = (None, None, Dtype::Fp32, ReduceOp::Add);
     let (mut minb, mut maxb, mut step, mut iters, mut alg, mut check) =
         (8u64, 1u64 << 20, 4u64, 3u32, None, true);
-    let (mut procs, mut deadline) = (None, 600u64);
-    for (k, v) in args::pairs(c, a, &[]) {
-        match k.as_str() {
+    let (mut procs, mut deadline, mut plot) = (None, 600u64, None);
+    for (k, v) in SPEC.parse(a) {
+        match k {
             "--op" => op = Some(args::op(c, &v)),
-            "--ranks" => n = Some(args::num::<u32>(c, &k, &v)),
+            "--ranks" => n = Some(args::num::<u32>(c, k, &v)),
             "--dtype" => dtype = args::dtype(c, &v),
             "--redop" => redop = args::redop(c, &v),
-            "--minbytes" | "-b" => minb = size(&v),
-            "--maxbytes" | "-e" => maxb = size(&v),
-            "--stepfactor" | "-f" => step = args::num::<u64>(c, &k, &v),
-            "--iters" => iters = args::num::<u32>(c, &k, &v).max(1),
+            "--minbytes" => minb = size(&v),
+            "--maxbytes" => maxb = size(&v),
+            "--stepfactor" => step = args::num::<u64>(c, k, &v),
+            "--iters" => iters = args::num::<u32>(c, k, &v).max(1),
             "--alg" => {
                 alg = Some(
                     Algorithm::parse(&v)
@@ -131,12 +189,13 @@ fn parse(a: &[String]) -> Opts {
                     _ => fail(c, &format!("--check {v:?}: use 0 or 1")),
                 }
             }
-            "--procs" => procs = Some(args::num::<u32>(c, &k, &v)),
-            "--deadline" => deadline = args::num::<u64>(c, &k, &v),
-            other => fail(c, &format!("unknown option {other}\n{USAGE}")),
+            "--procs" => procs = Some(args::num::<u32>(c, k, &v)),
+            "--plot" => plot = Some(v),
+            "--deadline" => deadline = args::num::<u64>(c, k, &v),
+            other => args::unhandled(c, other),
         }
     }
-    let op = op.unwrap_or_else(|| fail(c, &format!("--op is required\n{USAGE}")));
+    let op = op.unwrap_or_else(|| fail(c, &format!("--op is required\n{}", SPEC.help())));
     let n = n.unwrap_or_else(|| fail(c, "--ranks is required"));
     if n == 0 {
         fail(c, "--ranks must be at least 1");
@@ -178,6 +237,7 @@ fn parse(a: &[String]) -> Opts {
         maxb,
         step,
         procs,
+        plot,
         deadline: std::time::Duration::from_secs(deadline),
     }
 }
@@ -247,12 +307,18 @@ pub(crate) fn busbw(m: &Option<Measured>, factor: f64) -> Option<f64> {
 }
 
 pub fn perf_cmd(a: &[String]) -> i32 {
-    if a.iter().any(|x| x == "-h" || x == "--help") {
-        println!("{USAGE}");
+    if Spec::wants_help(a) {
+        println!("{}", SPEC.help());
         return 0;
     }
     let o = parse(a);
     if let Some(p) = o.procs {
+        if o.plot.is_some() {
+            fail(
+                "perf",
+                "--plot draws the single-process sweep; it does not apply with --procs",
+            );
+        }
         return crate::perf_procs::perf_procs(&o, p, o.deadline);
     }
     let s = o.setup.clone();
@@ -314,7 +380,11 @@ pub fn perf_cmd(a: &[String]) -> i32 {
     );
     let (mut wrong, mut sum, mut rows) = (0u64, 0.0, 0u32);
     let mut last = (None, None);
-    for count in counts(&o, esz) {
+    let mut curves = [("out-of-place", Vec::new()), ("in-place", Vec::new())];
+    let all = counts(&o, esz);
+    let mut progress = opennrt::progress::Progress::new("perf", all.len() as u64);
+    for (row, &count) in all.iter().enumerate() {
+        progress.update(row as u64, &format!("count {count}"));
         let mut inputs = Vec::new();
         let mut halves = [None, None];
         for (i, ip) in [false, true].into_iter().enumerate() {
@@ -346,6 +416,7 @@ pub fn perf_cmd(a: &[String]) -> i32 {
             rows += 1;
         }
         let size = count * perf_run::blocks(s.op, s.n) * esz;
+        progress.finish();
         println!(
             "{:>12} {:>12} {:>9} {:>6} | {} | {}",
             size,
@@ -361,7 +432,11 @@ pub fn perf_cmd(a: &[String]) -> i32 {
             traffic(&halves[1], mem)
         );
         last = (busbw(&halves[0], factor), busbw(&halves[1], factor));
+        for (c, b) in curves.iter_mut().zip([last.0, last.1]) {
+            c.1.extend(b.map(|b| (size, b)));
+        }
     }
+    progress.finish();
     let checked = if s.check {
         format!("{wrong} wrong elements")
     } else {
@@ -378,6 +453,25 @@ pub fn perf_cmd(a: &[String]) -> i32 {
         ratio(last.0),
         ratio(last.1)
     );
+    if let Some(path) = &o.plot {
+        let curves: Vec<_> = curves
+            .into_iter()
+            .map(|(name, points)| opennrt::plot::Curve {
+                name: name.into(),
+                points,
+            })
+            .collect();
+        let title = format!(
+            "opennrt perf: {} on {} ranks, {}",
+            args::op_name(s.op),
+            s.n,
+            args::dtype_name(s.dtype)
+        );
+        if let Err(e) = opennrt::plot::busbw_svg(path, &title, &curves) {
+            eprintln!("opennrt perf: --plot {e}");
+            return 1;
+        }
+    }
     i32::from(wrong > 0)
 }
 

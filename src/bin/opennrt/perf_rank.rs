@@ -41,7 +41,7 @@ use opennrt::lower::request::{nrt_op, CollectiveOp, CollectiveRequest, ReduceOp}
 use opennrt::runtime::verifiable;
 use serde::{Deserialize, Serialize};
 
-use crate::args::{self, fail};
+use crate::args::{self, fail, Opt, Spec};
 
 /// The job of one process, as the parent passes it (see [`RankJob::to_args`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -131,6 +131,25 @@ impl RankJob {
         v
     }
 
+    /// The hidden helper's grammar (written by `perf --procs`, never by people).
+    const SPEC: Spec = Spec {
+        cmd: CMD,
+        usage: "usage: opennrt perf-rank (started by opennrt perf --procs)",
+        opts: &[
+            Opt::val("--op", "OP", "the op"),
+            Opt::val("--ranks", "N", "world size"),
+            Opt::val("--procs", "P", "processes"),
+            Opt::val("--proc", "I", "this process"),
+            Opt::val("--dtype", "T", "element type"),
+            Opt::val("--redop", "R", "reduce op"),
+            Opt::val("--counts", "C,..", "element counts of the rows"),
+            Opt::val("--iters", "K", "timed runs per row"),
+            Opt::val("--check", "0|1", "check the results"),
+            Opt::switch("--wait-stdin", "start when stdin closes"),
+        ],
+        notes: "",
+    };
+
     /// Parse the arguments after `perf-rank` (exit 2 on a bad one: only the parent writes them).
     pub fn parse(a: &[String]) -> RankJob {
         let mut j = RankJob {
@@ -145,21 +164,21 @@ impl RankJob {
             check: true,
             wait_stdin: false,
         };
-        for (k, v) in args::pairs(CMD, a, &["--wait-stdin"]) {
-            match k.as_str() {
+        for (k, v) in Self::SPEC.parse(a) {
+            match k {
                 "--op" => j.op = args::op(CMD, &v),
-                "--ranks" => j.n = args::num(CMD, &k, &v),
-                "--procs" => j.procs = args::num(CMD, &k, &v),
-                "--proc" => j.proc_index = args::num(CMD, &k, &v),
+                "--ranks" => j.n = args::num(CMD, k, &v),
+                "--procs" => j.procs = args::num(CMD, k, &v),
+                "--proc" => j.proc_index = args::num(CMD, k, &v),
                 "--dtype" => j.dtype = args::dtype(CMD, &v),
                 "--redop" => j.redop = args::redop(CMD, &v),
                 "--counts" => {
-                    j.counts = v.split(',').map(|c| args::num(CMD, &k, c)).collect();
+                    j.counts = v.split(',').map(|c| args::num(CMD, k, c)).collect();
                 }
-                "--iters" => j.iters = args::num::<u32>(CMD, &k, &v).max(1),
+                "--iters" => j.iters = args::num::<u32>(CMD, k, &v).max(1),
                 "--check" => j.check = v != "0",
                 "--wait-stdin" => j.wait_stdin = true,
-                other => fail(CMD, &format!("unknown option {other}")),
+                other => args::unhandled(CMD, other),
             }
         }
         if j.n == 0 || j.procs == 0 || j.n % j.procs != 0 || j.proc_index >= j.procs {

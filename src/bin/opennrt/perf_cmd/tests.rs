@@ -15,6 +15,7 @@ fn opts(op: CollectiveOp, n: u32, minb: u64, maxb: u64, step: u64) -> Opts {
         maxb,
         step,
         procs: None,
+        plot: None,
         deadline: std::time::Duration::from_secs(600),
     }
 }
