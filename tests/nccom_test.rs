@@ -220,7 +220,6 @@ fn refused_command_lines_exit_2() {
             "-r 2 alltoallv -d fp32 --variable-size-op-metadata /nonexistent/m.json",
             "--variable-size-op-metadata /nonexistent/m.json",
         ),
-        ("-r 2 allr", "refused"),
         ("-r 2 allr --no-such-flag", "unknown option"),
         ("allr -d fp32", "-r/--nworkers is required"),
     ] {
@@ -292,7 +291,7 @@ fn variable_size_ops_run_a_metadata_file() {
     for (args, why) in [
         (
             format!("-r 3 allgv -b 12 -e 96 -f 2 -d fp32 --alltoallv-metadata {agv}"),
-            "size 12 B (1 elements in, 3 out per rank) cannot hold the table",
+            "size 12 B (1 elements in, 3 out per rank, of fp32) cannot hold the table",
         ),
         (
             format!(
@@ -321,4 +320,38 @@ fn variable_size_ops_run_a_metadata_file() {
         assert_eq!(o.status.code(), Some(2), "{args}: {out}{err}");
         assert!(err.contains(why), "{args}: {err}");
     }
+}
+
+/// Integer all-reduce and reduce-scatter run as the Neuron compiler makes them run: an fp32
+/// collective on the device, widened before and narrowed (saturating) after by the workers.
+/// `--check` passes for every size and type in processes and threads; the table reports the
+/// user's type and sizes; the vendor guide's first command (default uint8) runs.
+#[test]
+fn integer_reductions_run_widened_to_fp32() {
+    for dtype in ["uint8", "int8", "uint16", "int16", "uint32", "int32"] {
+        let esz: u64 = dtype
+            .trim_start_matches(['u', 'i', 'n', 't'])
+            .parse::<u64>()
+            .unwrap()
+            / 8;
+        for op in ["allr", "redsct"] {
+            let (_, rows) = table(&format!(
+                "-r 2 {op} -b 1kb -e 16kb -f 4 -d {dtype} -n 2 -w 1 --check"
+            ));
+            assert_eq!(sizes(&rows), [1024, 4096, 16384], "{op} {dtype}");
+            for r in &rows {
+                assert_eq!(r[2], dtype);
+                assert_eq!(r[1], (r[0].parse::<u64>().unwrap() / esz).to_string());
+            }
+        }
+        let (_, rows) = table(&format!(
+            "-r 3 allr -b 64 -e 4kb -f 8 -d {dtype} -n 1 -w 0 --check --threads"
+        ));
+        assert_eq!(rows.len(), 3, "{dtype}");
+    }
+    // all_ones: every element of an all-reduce is the rank count (an independent expectation).
+    let (_, rows) = table("-r 3 allr -b 1kb -e 1kb -d int8 -n 1 -w 0 --check all_ones");
+    assert_eq!(rows.len(), 1);
+    let (_, rows) = table("-r 2 allr -b 1mb -e 1mb -n 2 -w 1 --check");
+    assert_eq!(rows[0][..3], ["1048576", "1048576", "uint8"]);
 }

@@ -82,6 +82,8 @@ pub struct Opts {
     pub neff_warmup: Option<u32>,
     /// Element type.
     pub dtype: Dtype,
+    /// `-d` was not given: `dtype` is the default (uint8), which messages about it say.
+    pub dtype_default: bool,
     /// `--check` and its data.
     pub check: Option<Mode>,
     /// Seed of the check data.
@@ -113,6 +115,19 @@ pub enum Parsed {
     Help,
     /// A benchmark run.
     Run(Box<Opts>),
+}
+
+impl Opts {
+    /// The element type as messages name it: `uint8 (the default -d/--datatype)` when `-d` was
+    /// not given, so a refusal of the default says where the type came from.
+    pub fn dtype_words(&self) -> String {
+        let n = dtypes::name(self.dtype);
+        if self.dtype_default {
+            format!("{n} (the default -d/--datatype)")
+        } else {
+            n.to_string()
+        }
+    }
 }
 
 /// Why an option is refused: OpenNRT runs every rank on this host.
@@ -164,7 +179,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
     let (mut stepbytes, mut factor) = (None, None);
     let (mut iters, mut warmup) = (20u32, 5u32);
     let (mut neff_iters, mut neff_warmup) = (None, None);
-    let mut dtype = Dtype::Uint8;
+    let (mut dtype, mut dtype_default) = (Dtype::Uint8, true);
     let (mut check, mut seed) = (None, 0u64);
     let mut stats = Vec::new();
     let (mut show_algorithm, mut show_io_size, mut debug, mut threads) =
@@ -227,6 +242,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
                     let names: Vec<_> = dtypes::NAMES.iter().map(|(n, _)| *n).collect();
                     format!("unknown {flag} {v:?}; use one of {}", names.join(", "))
                 })?;
+                dtype_default = false;
             }
             "check" => {
                 let m = match &inline {
@@ -332,6 +348,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
         neff_iters,
         neff_warmup,
         dtype,
+        dtype_default,
         check,
         seed,
         stats,

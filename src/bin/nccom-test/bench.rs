@@ -17,8 +17,10 @@
 //! * Logs are `<tmp>/nccom_test_log_<pid>_<n>.log`, removed after a good size unless
 //!   `--debug`; the NEFFs live in `<tmp>/nccom_test_<pid>/`, removed at the end unless
 //!   `--debug`; dumps go to `<tmp>/nccom_test_dump_<pid>_<size>/` and stay.
-//! * A reduction on a type the software device's CCE does not reduce is refused up front with
-//!   the ISA validator's own reason (the check every NEFF trigger meets at load).
+//! * An integer all-reduce or reduce-scatter runs an fp32 collective, the worker widening and
+//!   narrowing on the host ([`crate::widen`]); sizes and bandwidths stay in the user's type.
+//!   Any other reduction on a type the software device's CCE does not reduce is refused up
+//!   front with the ISA validator's own reason (the check every NEFF trigger meets at load).
 //! * `--custom-src-target-pairs` applies to permute only; a permute without it sends each
 //!   subgroup member to the next (the NEFF builder's default).
 //! * `alltoallv` and `allgv` run the table of `--variable-size-op-metadata` at every size, or
@@ -44,6 +46,7 @@ use crate::report;
 use crate::sweep;
 use crate::table::{self, Col, Row};
 use crate::units::gbps;
+use crate::widen;
 
 /// Kill a size's workers still running after this long.
 const DEADLINE: Duration = Duration::from_secs(900);
@@ -89,13 +92,13 @@ impl Setup {
 /// Check the command line's request; `Err` is a refusal (exit status 2).
 pub fn prepare(opts: Opts) -> Result<Setup, String> {
     let op = opts.op;
-    if op.is_reducing() {
+    if op.is_reducing() && !widen::applies(op, opts.dtype) {
         if let Err(e) = opennrt::isa::validate::rule_10_dtype(0xC8, "dtype", 0, opts.dtype, true) {
             return Err(format!(
                 "{} of {} is refused by the software device: {} ({}); use -d fp32, bf16, fp16 \
                  or fp8",
                 op.name(),
-                dtypes::name(opts.dtype),
+                opts.dtype_words(),
                 e.reason,
                 e.rule
             ));
@@ -140,11 +143,12 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
             metadata::check_fits(rows, z.in_bytes / esz, z.out_bytes / esz).map_err(|e| {
                 format!(
                     "--variable-size-op-metadata {}: size {} B ({} elements in, {} out per \
-                     rank) cannot hold the table: {e}",
+                     rank, of {}) cannot hold the table: {e}",
                     path.display(),
                     z.bytes,
                     z.in_bytes / esz,
-                    z.out_bytes / esz
+                    z.out_bytes / esz,
+                    opts.dtype_words()
                 )
             })?;
         }
@@ -306,7 +310,7 @@ fn spec_of(s: &Setup, z: &Sizing, ops: u32) -> NeffSpec {
         op: s.opts.op,
         ranks: s.opts.ranks,
         count: z.count,
-        dtype: s.opts.dtype,
+        dtype: widen::wire_dtype(s.opts.op, s.opts.dtype),
         ops,
         groups: s.custom_groups.then(|| s.groups.clone()),
         pairs: s.custom_pairs.then(|| s.pairs.clone()),
@@ -354,7 +358,7 @@ pub fn run(s: &Setup) -> i32 {
         eprintln!(
             "nccom-test: size {sk} B holds less than one {} element per rank block for {} on \
              {} ranks; skipped",
-            dtypes::name(o.dtype),
+            o.dtype_words(),
             o.op.name(),
             s.g
         );
@@ -368,19 +372,30 @@ pub fn run(s: &Setup) -> i32 {
         let dump = tmp.join(format!("nccom_test_dump_{pid}_{}", z.bytes));
         let template = job_of(s, z, neff_path.clone(), dump);
         let algorithm = o.show_algorithm.then(|| {
-            algo::chosen(o.op, o.dtype, z.count, o.ranks, &s.groups[0], &s.pairs)
-                .map(str::to_string)
-                .unwrap_or_else(|e| {
-                    eprintln!("nccom-test: size {}: no algorithm: {e}", z.bytes);
-                    "-".into()
-                })
+            algo::chosen(
+                o.op,
+                widen::wire_dtype(o.op, o.dtype),
+                z.count,
+                o.ranks,
+                &s.groups[0],
+                &s.pairs,
+            )
+            .map(str::to_string)
+            .unwrap_or_else(|e| {
+                eprintln!("nccom-test: size {}: no algorithm: {e}", z.bytes);
+                "-".into()
+            })
         });
         let built = neffgen::build(&spec_of(s, z, template.ops_per_exec)).and_then(|b| {
-            if (b.in_bytes, b.out_bytes) != (z.in_bytes, z.out_bytes) {
+            let want = (
+                template.wire_bytes(z.in_bytes),
+                template.wire_bytes(z.out_bytes),
+            );
+            if (b.in_bytes, b.out_bytes) != want {
                 return Err(format!(
                     "the builder's tensors ({} B in, {} B out) are not the {} B in, {} B out \
                      this size needs",
-                    b.in_bytes, b.out_bytes, z.in_bytes, z.out_bytes
+                    b.in_bytes, b.out_bytes, want.0, want.1
                 ));
             }
             std::fs::write(&neff_path, b.bytes).map_err(|e| format!("{}: {e}", neff_path.display()))
