@@ -355,3 +355,13 @@ fn integer_reductions_run_widened_to_fp32() {
     let (_, rows) = table("-r 2 allr -b 1mb -e 1mb -n 2 -w 1 --check");
     assert_eq!(rows[0][..3], ["1048576", "1048576", "uint8"]);
 }
+
+/// `-I` alone (the guide's `-n 15 -w 5 -I 10`) and `-W` alone run one NEFF of `-n` + `-w`
+/// operations per size.
+#[test]
+fn neff_iters_and_warmup_run_alone_or_together() {
+    for extra in ["-n 15 -w 5 -I 10", "-n 3 -w 1 -W 2", "-n 2 -w 2 -I 2 -W 1"] {
+        let (_, rows) = table(&format!("-r 2 allr -b 1kb -e 1kb -d fp32 --check {extra}"));
+        assert_eq!(sizes(&rows), [1024], "{extra}");
+    }
+}

@@ -4,9 +4,11 @@
 //!
 //! Choices the vendor's docs leave open:
 //! * A size is one NEFF with one trigger; every rank runs `-w` untimed then `-n` timed
-//!   executions, each timed alone, and rank 0's times make the statistics. With `-I I -W W`
-//!   the NEFF holds `-n` triggers and runs `W` times untimed then `I` times timed; each timed
-//!   execution counts as `-n` operations of a `1/n`-th of its time (`-w` is then unused).
+//!   executions, each timed alone, and rank 0's times make the statistics. With `-I` or `-W`
+//!   (docs/contract/nccom-test.md §1) the `-n` + `-w` operations go into one NEFF, which runs
+//!   `W` times untimed (0 when only `-I` is given) then `I` times timed (1 when only `-W` is);
+//!   the operations inside one execution cannot be timed apart, so each timed execution gives
+//!   `-n` samples of `1/(n+w)`-th of its time (its mean operation).
 //! * A size that rounds to no element per block is skipped with a note on stderr; sizes that
 //!   round to the same bytes are run once.
 //! * A failed run prints `<size>    Failure running neuron-bench - log file <log>` (the
@@ -101,6 +103,16 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
                 opts.dtype_words(),
                 e.reason,
                 e.rule
+            ));
+        }
+    }
+    if opts.neff_iters.is_some() || opts.neff_warmup.is_some() {
+        let ops = u64::from(opts.iters) + u64::from(opts.warmup);
+        if ops > u64::from(opennrt::neff::build::MAX_OPS) {
+            return Err(format!(
+                "-I/-W put the -n + -w = {ops} operations in one NEFF, which holds at most {}; \
+                 lower -n or -w",
+                opennrt::neff::build::MAX_OPS
             ));
         }
     }
@@ -277,9 +289,9 @@ pub fn identity(groups: &[Vec<u32>], lines: &[RankLine]) -> Vec<String> {
 /// The job template of a size (the launcher fills in the ranks).
 fn job_of(s: &Setup, z: &Sizing, neff: PathBuf, dump: PathBuf) -> Job {
     let o = &s.opts;
-    let (warmup, iters, ops) = match (o.neff_iters, o.neff_warmup) {
-        (Some(i), Some(w)) => (w, i, o.iters.max(1)),
-        _ => (o.warmup, o.iters, 1),
+    let (warmup, iters, ops, samples) = match (o.neff_iters, o.neff_warmup) {
+        (None, None) => (o.warmup, o.iters, 1, 1),
+        (i, w) => (w.unwrap_or(0), i.unwrap_or(1), o.iters + o.warmup, o.iters),
     };
     Job {
         neff,
@@ -292,6 +304,7 @@ fn job_of(s: &Setup, z: &Sizing, neff: PathBuf, dump: PathBuf) -> Job {
         warmup,
         iters,
         ops_per_exec: ops,
+        samples_per_exec: samples,
         check: o.check.map(|m| m.name().to_string()),
         seed: o.seed,
         ranks: Vec::new(),

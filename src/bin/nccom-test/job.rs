@@ -41,6 +41,10 @@ pub struct Job {
     pub iters: u32,
     /// Collectives per execution (a timed sample is one execution's time divided by this).
     pub ops_per_exec: u32,
+    /// Samples one timed execution gives (`-n` of its `ops_per_exec` operations; the rest,
+    /// `-w`, are its warm-up). 0 reads as `ops_per_exec`.
+    #[serde(default)]
+    pub samples_per_exec: u32,
     /// `--check` mode (`None`: zero-filled input, nothing checked).
     pub check: Option<String>,
     /// The check data's seed.

@@ -174,10 +174,12 @@ fn run_rank(job: &Job, rank: u32, vnc: u32, neff: &[u8]) -> Result<RankLine, Str
         let t = Instant::now();
         exec(&format!("iteration {}", i + 1))?;
         let us = t.elapsed().as_secs_f64() * 1e6;
-        times.extend(std::iter::repeat_n(
-            us / f64::from(job.ops_per_exec.max(1)),
-            job.ops_per_exec.max(1) as usize,
-        ));
+        let ops = job.ops_per_exec.max(1);
+        let samples = match job.samples_per_exec {
+            0 => ops,
+            n => n,
+        };
+        times.extend(std::iter::repeat_n(us / f64::from(ops), samples as usize));
     }
     let mut line = RankLine {
         rank,

@@ -169,11 +169,27 @@ fn jobs_and_specs_follow_the_options() {
     assert_eq!((j.check.as_deref(), j.seed), (Some("all_ones"), 3));
     let s = setup("-r 2 allg -b 1kb -e 1kb -d fp32 -n 4 -I 6 -W 1").unwrap();
     let j = job_of(&s, &s.sizes[0], "/n".into(), "/d".into());
-    assert_eq!((j.warmup, j.iters, j.ops_per_exec), (1, 6, 4));
+    // One NEFF of -n + -w (4 + 5) operations, 1 untimed and 6 timed runs, 4 samples each.
+    assert_eq!(
+        (j.warmup, j.iters, j.ops_per_exec, j.samples_per_exec),
+        (1, 6, 9, 4)
+    );
+    let s = setup("-r 2 allr -b 1kb -e 1kb -n 15 -w 5 -I 10").unwrap();
+    let j = job_of(&s, &s.sizes[0], "/n".into(), "/d".into());
+    assert_eq!(
+        (j.warmup, j.iters, j.ops_per_exec, j.samples_per_exec),
+        (0, 10, 20, 15)
+    );
+    let s = setup("-r 2 allr -b 1kb -e 1kb -n 3 -w 1 -W 2").unwrap();
+    let j = job_of(&s, &s.sizes[0], "/n".into(), "/d".into());
+    assert_eq!(
+        (j.warmup, j.iters, j.ops_per_exec, j.samples_per_exec),
+        (2, 1, 4, 3)
+    );
     let spec = spec_of(&s, &s.sizes[0], 4);
     assert_eq!(
         (spec.ops, spec.count, spec.groups, spec.pairs),
-        (4, 128, None, None)
+        (4, 1024, None, None)
     );
 }
 
