@@ -368,3 +368,63 @@ fn neff_iters_and_warmup_run_alone_or_together() {
         assert_eq!(sizes(&rows), [1024], "{extra}");
     }
 }
+
+/// SIGTERM to nccom-test in a long sweep on 8 processes: every worker is gone and the temp
+/// directory removed, exit status 128 + 15. The workers are found as the children of the
+/// nccom-test process (/proc/<pid>/task/<pid>/children) while it runs.
+#[test]
+fn sigterm_stops_every_worker_and_removes_the_temp_files() {
+    let child = Command::new(env!("CARGO_BIN_EXE_nccom-test"))
+        .args("-r 8 allr -d fp32 -b 1kb -e 1gb -f 2 -n 1000 -w 5".split_whitespace())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let children = || {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    // Wait (without a clock assertion) until the workers of a size run.
+    let mut workers = Vec::new();
+    for _ in 0..6000 {
+        workers = children();
+        if workers.len() >= 8 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(workers.len() >= 8, "the workers never started: {workers:?}");
+    let dir = std::env::temp_dir().join(format!("nccom_test_{pid}"));
+    assert!(dir.is_dir());
+    // SAFETY: a plain kill(2) of the child this test started.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + 15), "{err}");
+    assert!(err.contains("stopped by SIGTERM"), "{err}");
+    for w in &workers {
+        // A reaped worker has no /proc entry; a zombie or a running one would.
+        assert!(
+            !std::path::Path::new(&format!("/proc/{w}")).exists()
+                || std::fs::read_to_string(format!("/proc/{w}/stat"))
+                    .map(|s| !s.contains("nccom-test"))
+                    .unwrap_or(true),
+            "worker {w} survived"
+        );
+    }
+    assert!(!dir.exists(), "{} was left behind", dir.display());
+    let logs: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("nccom_test_log_{pid}_"))
+        })
+        .collect();
+    assert!(logs.is_empty(), "logs left behind: {logs:?}");
+}

@@ -343,6 +343,27 @@ fn append(log: &Path, lines: &[String]) {
     }
 }
 
+/// After SIGINT or SIGTERM (the workers are already killed, [`opennrt::launch::stop`]): remove
+/// the NEFF directory and the size's log unless `--debug`, say so; the exit status 128 +
+/// the signal. `None` when no signal came.
+fn stopped(o: &Opts, dir: &Path, log: &Path) -> Option<i32> {
+    let sig = opennrt::launch::stop::requested()?;
+    if !o.debug {
+        let _ = std::fs::remove_dir_all(dir);
+        let _ = std::fs::remove_file(log);
+    }
+    eprintln!(
+        "nccom-test: stopped by {}: every worker was killed{}",
+        opennrt::launch::stop::name(sig),
+        if o.debug {
+            ""
+        } else {
+            " and the temporary files removed"
+        }
+    );
+    Some(128 + sig)
+}
+
 /// Run every size; the exit status (0, or 1 when any size failed).
 pub fn run(s: &Setup) -> i32 {
     let o = &s.opts;
@@ -376,11 +397,15 @@ pub fn run(s: &Setup) -> i32 {
             s.g
         );
     }
+    opennrt::launch::stop::stop_on_signals();
     println!("{}", table::header(&s.cols));
     let _ = std::io::stdout().flush();
     let (mut rows, mut errors) = (Vec::new(), 0usize);
     for (i, z) in s.sizes.iter().enumerate() {
         let log = tmp.join(format!("nccom_test_log_{pid}_{i}.log"));
+        if let Some(code) = stopped(o, &dir, &log) {
+            return code;
+        }
         let neff_path = dir.join(format!("size_{}.neff", z.bytes));
         let dump = tmp.join(format!("nccom_test_dump_{pid}_{}", z.bytes));
         let template = job_of(s, z, neff_path.clone(), dump);
@@ -426,6 +451,9 @@ pub fn run(s: &Setup) -> i32 {
                 evaluate(s, z, &out, &log, algorithm)
             }
         };
+        if let Some(code) = stopped(o, &dir, &log) {
+            return code;
+        }
         match verdict {
             Verdict::Row(r) => {
                 println!("{}", table::line(&s.cols, &r));
