@@ -225,6 +225,12 @@ fn refused_command_lines_exit_2() {
         ),
         ("-r 2 allr --no-such-flag", "unknown option"),
         ("allr -d fp32", "-r/--nworkers is required"),
+        ("-r 4 allg -b 2 -e 3", "uint8 (the default -d/--datatype)"),
+        ("-r 2 allr -d fp32 -b 2 -e 3", "no size to run"),
+        (
+            "-r 2 allr -d fp32 --report-to-json-file /nonexistent/r.json",
+            "--report-to-json-file /nonexistent/r.json",
+        ),
     ] {
         let o = run(args);
         let (out, err) = texts(&o);

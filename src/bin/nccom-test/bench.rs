@@ -146,6 +146,20 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
             sizes.push(z);
         }
     }
+    if sizes.is_empty() {
+        return Err(format!(
+            "no size to run: every size from {} B to {} B holds less than one {} element per \
+             rank block for {} on {} ranks; raise -b/--minbytes",
+            opts.minbytes,
+            opts.maxbytes,
+            opts.dtype_words(),
+            op.name(),
+            g
+        ));
+    }
+    if let Some(p) = &opts.report {
+        writable(p).map_err(|e| format!("--report-to-json-file {}: {e}", p.display()))?;
+    }
     let table = match &opts.metadata {
         Some(p) => Some(metadata::load(p, op, g)?),
         None => None,
@@ -178,6 +192,21 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
         cols,
         table,
     })
+}
+
+/// Check before the first size that the JSON report can be written where asked (a file that
+/// was not there is created and removed again), so an unwritable path is not found only after
+/// the whole sweep.
+fn writable(p: &Path) -> std::io::Result<()> {
+    let existed = p.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(p)?;
+    if !existed {
+        std::fs::remove_file(p)?;
+    }
+    Ok(())
 }
 
 /// How a size ended.
