@@ -5,7 +5,7 @@
 //! Choices the vendor's docs leave open:
 //! * A size is one NEFF with one trigger; every rank runs `-w` untimed then `-n` timed
 //!   executions, each timed alone, and rank 0's times make the statistics. With `-I` or `-W`
-//!   (docs/contract/nccom-test.md §1) the `-n` + `-w` operations go into one NEFF, which runs
+//!   (as the vendor's guide says) the `-n` + `-w` operations go into one NEFF, which runs
 //!   `W` times untimed (0 when only `-I` is given) then `I` times timed (1 when only `-W` is);
 //!   the operations inside one execution cannot be timed apart, so each timed execution gives
 //!   `-n` samples of `1/(n+w)`-th of its time (its mean operation).
