@@ -19,7 +19,8 @@
 //!   `nrt_close`, and that pipe is closed once every other worker has exited, so the root
 //!   outlives everyone who needs it. What still runs after the deadline, or [`GRACE`] after the
 //!   first failure (its peers normally fail by themselves as their collectives time out), is
-//!   killed and reported.
+//!   killed and reported; so is everything on SIGINT or SIGTERM once the tool called
+//!   [`stop::stop_on_signals`].
 //!
 //! Exit statuses the workers of both tools share: 0 done and right, 1 wrong elements, 2 a bad
 //! job, 3 a runtime error ([`describe_exit`]).
@@ -280,6 +281,19 @@ fn wait_all<T>(ps: &mut [Proc<T>], watch: &Watch, incomplete: bool, failures: &m
         if ps.iter().all(|p| p.done) {
             return;
         }
+        if let Some(sig) = stop::requested() {
+            for p in ps.iter_mut().filter(|p| !p.done) {
+                let _ = p.child.kill();
+                let _ = p.child.wait();
+                p.done = true;
+                failures.push(format!(
+                    "{} was killed: {} received",
+                    p.name,
+                    stop::name(sig)
+                ));
+            }
+            return;
+        }
         let late = started.elapsed() > watch.deadline;
         let abandoned = failed_at.is_some_and(|t| t.elapsed() > watch.grace);
         if late || abandoned {
@@ -306,6 +320,8 @@ fn wait_all<T>(ps: &mut [Proc<T>], watch: &Watch, incomplete: bool, failures: &m
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+pub mod stop;
 
 #[cfg(test)]
 mod tests;

@@ -39,8 +39,9 @@ operation (anywhere on the line): all_reduce|allr, all_gather|allg, all_gatherv|
   -f, --stepfactor F          multiply by F between sizes (wins over -i)
   -n, --iters N               timed operations per size (default 20)
   -w, --warmup_iters N        warm-up operations per size (default 5)
-  -I, --neff_iters N          with -W: one NEFF of N ops per size, run N times timed
-  -W, --neff_warmup_iters N   ... and W times untimed first
+  -I, --neff_iters I          put the -n + -w operations in one NEFF per size and run it
+                              I times timed (default 1 when only -W is given)
+  -W, --neff_warmup_iters W   ... after W untimed runs (default 0 when only -I is given)
   -d, --datatype T            uint8 (default), int8, fp8, uint16, int16, fp16, bf16, uint32,
                               int32, fp32 (also fp8e3, fp8e5)
   -c, --check [random|all_ones]  check every rank's result against a CPU golden result
@@ -77,12 +78,15 @@ pub struct Opts {
     pub iters: u32,
     /// Warm-up operations per size.
     pub warmup: u32,
-    /// `-I`: timed executions of a multi-op NEFF.
+    /// `-I`: timed executions of the one NEFF of `-n` + `-w` operations (with `-I` or `-W`;
+    /// 1 when only `-W` is given).
     pub neff_iters: Option<u32>,
-    /// `-W`: untimed executions of a multi-op NEFF.
+    /// `-W`: untimed executions of that NEFF first (0 when only `-I` is given).
     pub neff_warmup: Option<u32>,
     /// Element type.
     pub dtype: Dtype,
+    /// `-d` was not given: `dtype` is the default (uint8), which messages about it say.
+    pub dtype_default: bool,
     /// `--check` and its data.
     pub check: Option<Mode>,
     /// Seed of the check data.
@@ -114,6 +118,19 @@ pub enum Parsed {
     Help,
     /// A benchmark run.
     Run(Box<Opts>),
+}
+
+impl Opts {
+    /// The element type as messages name it: `uint8 (the default -d/--datatype)` when `-d` was
+    /// not given, so a refusal of the default says where the type came from.
+    pub fn dtype_words(&self) -> String {
+        let n = dtypes::name(self.dtype);
+        if self.dtype_default {
+            format!("{n} (the default -d/--datatype)")
+        } else {
+            n.to_string()
+        }
+    }
 }
 
 /// Why an option is refused: OpenNRT runs every rank on this host.
@@ -165,7 +182,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
     let (mut stepbytes, mut factor) = (None, None);
     let (mut iters, mut warmup) = (20u32, 5u32);
     let (mut neff_iters, mut neff_warmup) = (None, None);
-    let mut dtype = Dtype::Uint8;
+    let (mut dtype, mut dtype_default) = (Dtype::Uint8, true);
     let (mut check, mut seed) = (None, 0u64);
     let mut stats = Vec::new();
     let (mut show_algorithm, mut show_io_size, mut debug, mut threads) =
@@ -228,6 +245,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
                     let names: Vec<_> = dtypes::NAMES.iter().map(|(n, _)| *n).collect();
                     format!("unknown {flag} {v:?}; use one of {}", names.join(", "))
                 })?;
+                dtype_default = false;
             }
             "check" => {
                 let m = match &inline {
@@ -307,11 +325,13 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
     if ranks == 0 {
         return Err("-r/--nworkers must be at least 1".into());
     }
-    if neff_iters.is_some() != neff_warmup.is_some() {
-        return Err("-I/--neff_iters and -W/--neff_warmup_iters go together".into());
+    if iters == 0 {
+        return Err("-n/--iters must be at least 1: every size needs a timed operation".into());
     }
-    if neff_iters == Some(0) || (neff_iters.is_none() && iters == 0) {
-        return Err("at least one timed operation is needed (-n, or -I with -W)".into());
+    if neff_iters == Some(0) {
+        return Err(
+            "-I/--neff_iters must be at least 1: every size needs a timed execution".into(),
+        );
     }
     let step = match (factor, stepbytes) {
         (Some(f), _) => Step::Factor(f),
@@ -333,6 +353,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
         neff_iters,
         neff_warmup,
         dtype,
+        dtype_default,
         check,
         seed,
         stats,

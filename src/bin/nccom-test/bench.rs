@@ -4,9 +4,11 @@
 //!
 //! Choices the vendor's docs leave open:
 //! * A size is one NEFF with one trigger; every rank runs `-w` untimed then `-n` timed
-//!   executions, each timed alone, and rank 0's times make the statistics. With `-I I -W W`
-//!   the NEFF holds `-n` triggers and runs `W` times untimed then `I` times timed; each timed
-//!   execution counts as `-n` operations of a `1/n`-th of its time (`-w` is then unused).
+//!   executions, each timed alone, and rank 0's times make the statistics. With `-I` or `-W`
+//!   (as the vendor's guide says) the `-n` + `-w` operations go into one NEFF, which runs
+//!   `W` times untimed (0 when only `-I` is given) then `I` times timed (1 when only `-W` is);
+//!   the operations inside one execution cannot be timed apart, so each timed execution gives
+//!   `-n` samples of `1/(n+w)`-th of its time (its mean operation).
 //! * A size that rounds to no element per block is skipped with a note on stderr; sizes that
 //!   round to the same bytes are run once.
 //! * A failed run prints `<size>    Failure running neuron-bench - log file <log>` (the
@@ -17,8 +19,10 @@
 //! * Logs are `<tmp>/nccom_test_log_<pid>_<n>.log`, removed after a good size unless
 //!   `--debug`; the NEFFs live in `<tmp>/nccom_test_<pid>/`, removed at the end unless
 //!   `--debug`; dumps go to `<tmp>/nccom_test_dump_<pid>_<size>/` and stay.
-//! * A reduction on a type the software device's CCE does not reduce is refused up front with
-//!   the ISA validator's own reason (the check every NEFF trigger meets at load).
+//! * An integer all-reduce or reduce-scatter runs an fp32 collective, the worker widening and
+//!   narrowing on the host ([`crate::widen`]); sizes and bandwidths stay in the user's type.
+//!   Any other reduction on a type the software device's CCE does not reduce is refused up
+//!   front with the ISA validator's own reason (the check every NEFF trigger meets at load).
 //! * `--custom-src-target-pairs` applies to permute only; a permute without it sends each
 //!   subgroup member to the next (the NEFF builder's default).
 //! * `alltoallv` and `allgv` run the table of `--variable-size-op-metadata` at every size, or
@@ -44,6 +48,7 @@ use crate::report;
 use crate::sweep;
 use crate::table::{self, Col, Row};
 use crate::units::gbps;
+use crate::widen;
 
 /// Kill a size's workers still running after this long.
 const DEADLINE: Duration = Duration::from_secs(900);
@@ -91,15 +96,25 @@ impl Setup {
 /// Check the command line's request; `Err` is a refusal (exit status 2).
 pub fn prepare(opts: Opts) -> Result<Setup, String> {
     let op = opts.op;
-    if op.is_reducing() {
+    if op.is_reducing() && !widen::applies(op, opts.dtype) {
         if let Err(e) = opennrt::isa::validate::rule_10_dtype(0xC8, "dtype", 0, opts.dtype, true) {
             return Err(format!(
                 "{} of {} is refused by the software device: {} ({}); use -d fp32, bf16, fp16 \
                  or fp8",
                 op.name(),
-                dtypes::name(opts.dtype),
+                opts.dtype_words(),
                 e.reason,
                 e.rule
+            ));
+        }
+    }
+    if opts.neff_iters.is_some() || opts.neff_warmup.is_some() {
+        let ops = u64::from(opts.iters) + u64::from(opts.warmup);
+        if ops > u64::from(opennrt::neff::build::MAX_OPS) {
+            return Err(format!(
+                "-I/-W put the -n + -w = {ops} operations in one NEFF, which holds at most {}; \
+                 lower -n or -w",
+                opennrt::neff::build::MAX_OPS
             ));
         }
     }
@@ -133,6 +148,20 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
             sizes.push(z);
         }
     }
+    if sizes.is_empty() {
+        return Err(format!(
+            "no size to run: every size from {} B to {} B holds less than one {} element per \
+             rank block for {} on {} ranks; raise -b/--minbytes",
+            opts.minbytes,
+            opts.maxbytes,
+            opts.dtype_words(),
+            op.name(),
+            g
+        ));
+    }
+    if let Some(p) = &opts.report {
+        writable(p).map_err(|e| format!("--report-to-json-file {}: {e}", p.display()))?;
+    }
     let table = match &opts.metadata {
         Some(p) => Some(metadata::load(p, op, g)?),
         None => None,
@@ -142,11 +171,12 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
             metadata::check_fits(rows, z.in_bytes / esz, z.out_bytes / esz).map_err(|e| {
                 format!(
                     "--variable-size-op-metadata {}: size {} B ({} elements in, {} out per \
-                     rank) cannot hold the table: {e}",
+                     rank, of {}) cannot hold the table: {e}",
                     path.display(),
                     z.bytes,
                     z.in_bytes / esz,
-                    z.out_bytes / esz
+                    z.out_bytes / esz,
+                    opts.dtype_words()
                 )
             })?;
         }
@@ -165,6 +195,21 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
         cols,
         table,
     })
+}
+
+/// Check before the first size that the JSON report can be written where asked (a file that
+/// was not there is created and removed again), so an unwritable path is not found only after
+/// the whole sweep.
+fn writable(p: &Path) -> std::io::Result<()> {
+    let existed = p.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(p)?;
+    if !existed {
+        std::fs::remove_file(p)?;
+    }
+    Ok(())
 }
 
 /// How a size ended.
@@ -276,9 +321,9 @@ pub fn identity(groups: &[Vec<u32>], lines: &[RankLine]) -> Vec<String> {
 /// The job template of a size (the launcher fills in the ranks).
 fn job_of(s: &Setup, z: &Sizing, neff: PathBuf, dump: PathBuf) -> Job {
     let o = &s.opts;
-    let (warmup, iters, ops) = match (o.neff_iters, o.neff_warmup) {
-        (Some(i), Some(w)) => (w, i, o.iters.max(1)),
-        _ => (o.warmup, o.iters, 1),
+    let (warmup, iters, ops, samples) = match (o.neff_iters, o.neff_warmup) {
+        (None, None) => (o.warmup, o.iters, 1, 1),
+        (i, w) => (w.unwrap_or(0), i.unwrap_or(1), o.iters + o.warmup, o.iters),
     };
     Job {
         neff,
@@ -291,6 +336,7 @@ fn job_of(s: &Setup, z: &Sizing, neff: PathBuf, dump: PathBuf) -> Job {
         warmup,
         iters,
         ops_per_exec: ops,
+        samples_per_exec: samples,
         check: o.check.map(|m| m.name().to_string()),
         seed: o.seed,
         ranks: Vec::new(),
@@ -309,7 +355,7 @@ fn spec_of(s: &Setup, z: &Sizing, ops: u32) -> NeffSpec {
         op: s.opts.op,
         ranks: s.opts.ranks,
         count: z.count,
-        dtype: s.opts.dtype,
+        dtype: widen::wire_dtype(s.opts.op, s.opts.dtype),
         ops,
         groups: s.custom_groups.then(|| s.groups.clone()),
         pairs: s.custom_pairs.then(|| s.pairs.clone()),
@@ -327,6 +373,27 @@ fn append(log: &Path, lines: &[String]) {
             let _ = writeln!(f, "nccom-test: {l}");
         }
     }
+}
+
+/// After SIGINT or SIGTERM (the workers are already killed, [`opennrt::launch::stop`]): remove
+/// the NEFF directory and the size's log unless `--debug`, say so; the exit status 128 +
+/// the signal. `None` when no signal came.
+fn stopped(o: &Opts, dir: &Path, log: &Path) -> Option<i32> {
+    let sig = opennrt::launch::stop::requested()?;
+    if !o.debug {
+        let _ = std::fs::remove_dir_all(dir);
+        let _ = std::fs::remove_file(log);
+    }
+    eprintln!(
+        "nccom-test: stopped by {}: every worker was killed{}",
+        opennrt::launch::stop::name(sig),
+        if o.debug {
+            ""
+        } else {
+            " and the temporary files removed"
+        }
+    );
+    Some(128 + sig)
 }
 
 /// Run every size; the exit status (0, or 1 when any size failed).
@@ -357,35 +424,50 @@ pub fn run(s: &Setup) -> i32 {
         eprintln!(
             "nccom-test: size {sk} B holds less than one {} element per rank block for {} on \
              {} ranks; skipped",
-            dtypes::name(o.dtype),
+            o.dtype_words(),
             o.op.name(),
             s.g
         );
     }
+    opennrt::launch::stop::stop_on_signals();
     println!("{}", table::header(&s.cols));
     let _ = std::io::stdout().flush();
     let (mut rows, mut errors) = (Vec::new(), 0usize);
     let mut progress = opennrt::progress::Progress::new("nccom-test", s.sizes.len() as u64);
     for (i, z) in s.sizes.iter().enumerate() {
-        progress.update(i as u64, &format!("size {} B", z.bytes));
         let log = tmp.join(format!("nccom_test_log_{pid}_{i}.log"));
+        if let Some(code) = stopped(o, &dir, &log) {
+            return code;
+        }
+        progress.update(i as u64, &format!("size {} B", z.bytes));
         let neff_path = dir.join(format!("size_{}.neff", z.bytes));
         let dump = tmp.join(format!("nccom_test_dump_{pid}_{}", z.bytes));
         let template = job_of(s, z, neff_path.clone(), dump);
         let algorithm = o.show_algorithm.then(|| {
-            algo::chosen(o.op, o.dtype, z.count, o.ranks, &s.groups[0], &s.pairs)
-                .map(str::to_string)
-                .unwrap_or_else(|e| {
-                    eprintln!("nccom-test: size {}: no algorithm: {e}", z.bytes);
-                    "-".into()
-                })
+            algo::chosen(
+                o.op,
+                widen::wire_dtype(o.op, o.dtype),
+                z.count,
+                o.ranks,
+                &s.groups[0],
+                &s.pairs,
+            )
+            .map(str::to_string)
+            .unwrap_or_else(|e| {
+                eprintln!("nccom-test: size {}: no algorithm: {e}", z.bytes);
+                "-".into()
+            })
         });
         let built = neffgen::build(&spec_of(s, z, template.ops_per_exec)).and_then(|b| {
-            if (b.in_bytes, b.out_bytes) != (z.in_bytes, z.out_bytes) {
+            let want = (
+                template.wire_bytes(z.in_bytes),
+                template.wire_bytes(z.out_bytes),
+            );
+            if (b.in_bytes, b.out_bytes) != want {
                 return Err(format!(
                     "the builder's tensors ({} B in, {} B out) are not the {} B in, {} B out \
                      this size needs",
-                    b.in_bytes, b.out_bytes, z.in_bytes, z.out_bytes
+                    b.in_bytes, b.out_bytes, want.0, want.1
                 ));
             }
             std::fs::write(&neff_path, b.bytes).map_err(|e| format!("{}: {e}", neff_path.display()))
@@ -404,6 +486,9 @@ pub fn run(s: &Setup) -> i32 {
             }
         };
         progress.finish();
+        if let Some(code) = stopped(o, &dir, &log) {
+            return code;
+        }
         match verdict {
             Verdict::Row(r) => {
                 println!("{}", table::line(&s.cols, &r));

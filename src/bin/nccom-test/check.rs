@@ -17,8 +17,10 @@
 //!   positions in the rank's replica subgroup.
 //! * **Comparison.** Float reductions are summed in f64 and accepted within `g · eps · Σ|x|`
 //!   (the bound for `g` partial sums rounded in any order, see [`crate::dtypes::eps`]);
-//!   everything else (copies, integer reductions, which wrap) must match bit for bit. A NaN
-//!   never matches.
+//!   everything else must match bit for bit: copies, and integer reductions, which run widened
+//!   to fp32 ([`crate::widen`]): their random data stays small enough for every partial sum to
+//!   be exact in fp32, and the golden sum is the exact integer sum saturated to the type. A
+//!   NaN never matches.
 //! * The cross-rank identity check of all-reduce and all-gather compares the ranks' output
 //!   [`digest`]s in the parent.
 
@@ -26,6 +28,7 @@ use opennrt::isa::enums::Dtype;
 
 use crate::dtypes;
 use crate::ops::Op;
+use crate::widen;
 
 /// The data of `--check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +80,9 @@ pub struct Data {
     pub seed: u64,
     /// The bits and value of each quarter step (float types).
     steps: [(u64, f64); STEPS],
+    /// A widened integer reduction ([`crate::widen`]): random data within this magnitude,
+    /// sums saturated to the type.
+    widened: Option<i64>,
 }
 
 impl Data {
@@ -92,7 +98,16 @@ impl Data {
             mode,
             seed,
             steps,
+            widened: None,
         }
+    }
+
+    /// The data of an integer reduction widened to fp32 on groups of `g`: random values stay
+    /// within [`crate::widen::check_limit`] (every partial sum exact in fp32), and a sum is
+    /// the exact integer sum saturated to the type ([`crate::widen`]'s rule).
+    pub fn widened(mut self, g: u32) -> Data {
+        self.widened = Some(widen::check_limit(self.dtype, g));
+        self
     }
 
     /// The hash of element `idx` of rank `rank`.
@@ -110,7 +125,15 @@ impl Data {
             Some(Mode::Random) if float => {
                 self.steps[(self.hash(rank, idx) % STEPS as u64) as usize].0
             }
-            Some(Mode::Random) => self.hash(rank, idx) & dtypes::mask(self.dtype),
+            Some(Mode::Random) => match self.widened {
+                Some(limit) => {
+                    let (lo, hi) = widen::range(self.dtype);
+                    let (lo, hi) = (lo.max(-limit), hi.min(limit));
+                    let span = (hi - lo + 1) as u64;
+                    widen::bits_of(self.dtype, lo + (self.hash(rank, idx) % span) as i64)
+                }
+                None => self.hash(rank, idx) & dtypes::mask(self.dtype),
+            },
         }
     }
 
@@ -244,6 +267,14 @@ impl Layout {
             }
             let tol = self.members.len() as f64 * dtypes::eps(d.dtype) * a;
             Want::Near { value: s, tol }
+        } else if d.widened.is_some() {
+            let s: i64 = self
+                .members
+                .iter()
+                .map(|&m| widen::value_of(d.dtype, d.bits(m, idx)))
+                .sum();
+            let (lo, hi) = widen::range(d.dtype);
+            Want::Exact(widen::bits_of(d.dtype, s.clamp(lo, hi)))
         } else {
             let s = self
                 .members

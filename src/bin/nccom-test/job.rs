@@ -12,6 +12,7 @@ use crate::check::{Data, Layout, Mode};
 use crate::dtypes;
 use crate::metadata::Rows;
 use crate::ops::Op;
+use crate::widen;
 
 /// The hidden first argument that makes this binary a worker.
 pub const WORKER_ARG: &str = "__worker";
@@ -29,9 +30,10 @@ pub struct Job {
     pub world: u32,
     /// Elements per block.
     pub count: u64,
-    /// One rank's input tensor (`input0`) in bytes.
+    /// One rank's input in bytes of the job's type (`input0` holds it as fp32 when the
+    /// collective is widened, [`Job::wire_bytes`]).
     pub in_bytes: u64,
-    /// One rank's output tensor (`output0`) in bytes.
+    /// One rank's output in bytes of the job's type (as `in_bytes`).
     pub out_bytes: u64,
     /// Untimed executions.
     pub warmup: u32,
@@ -39,6 +41,10 @@ pub struct Job {
     pub iters: u32,
     /// Collectives per execution (a timed sample is one execution's time divided by this).
     pub ops_per_exec: u32,
+    /// Samples one timed execution gives (`-n` of its `ops_per_exec` operations; the rest,
+    /// `-w`, are its warm-up). 0 reads as `ops_per_exec`.
+    #[serde(default)]
+    pub samples_per_exec: u32,
     /// `--check` mode (`None`: zero-filled input, nothing checked).
     pub check: Option<String>,
     /// The check data's seed.
@@ -117,11 +123,34 @@ impl Job {
 
     /// The input data of every rank.
     pub fn data(&self) -> Data {
-        Data::new(
+        let d = Data::new(
             self.element_type().unwrap_or(Dtype::Uint8),
             self.mode().ok().flatten(),
             self.seed,
-        )
+        );
+        if self.widened() {
+            let g = self.groups.iter().map(Vec::len).max().unwrap_or(1) as u32;
+            d.widened(g)
+        } else {
+            d
+        }
+    }
+
+    /// The collective runs widened to fp32 ([`crate::widen`]): an integer reduction.
+    pub fn widened(&self) -> bool {
+        match (self.op_kind(), self.element_type()) {
+            (Ok(op), Ok(d)) => widen::applies(op, d),
+            _ => false,
+        }
+    }
+
+    /// The bytes of a tensor that holds `bytes` of the job's type, in the type the collective
+    /// runs in (fp32 when widened).
+    pub fn wire_bytes(&self, bytes: u64) -> u64 {
+        match self.element_type() {
+            Ok(d) if self.widened() => bytes / dtypes::size(d) * widen::WIRE_SIZE,
+            _ => bytes,
+        }
     }
 
     /// The golden layout of global rank `rank`.

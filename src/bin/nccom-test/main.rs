@@ -9,7 +9,8 @@
 //! (time statistics), [`table`] and [`report`] (output), [`check`] (data and golden results),
 //! [`custom`] (replica groups and pairs files), [`metadata`] (the variable-size ops' tables), [`algo`] (`--show-algorithm`), [`neffgen`]
 //! (the NEFF of a size), [`job`] (the parent ↔ worker protocol), [`launch`] (starting workers),
-//! [`worker`] (the hidden worker that drives the C ABI) and [`mod@bench`] (one run).
+//! [`worker`] (the hidden worker that drives the C ABI), [`widen`] (integer reductions run in
+//! fp32) and [`mod@bench`] (one run).
 //!
 //! Exit status: 0; 1 when a size failed (run or check); 2 for a bad or refused command line.
 
@@ -30,6 +31,7 @@ mod stats;
 mod sweep;
 mod table;
 mod units;
+mod widen;
 mod worker;
 
 /// Run the command line; the exit status.

@@ -6,7 +6,7 @@
 //! in elements, one entry for every rank or one entry per rank (position in the replica
 //! subgroup). For `alltoallv` the `send_*` lists have one entry per peer; for `allgv` they have
 //! one entry (the rank's one window, sent to every peer). `recv_counts` and `recv_displs` may be
-//! left out: the counts are then what the peers send, and the windows are packed in peer order
+//! left out, or given as `[]` (as the vendor's guide writes them), which is the same: the counts are then what the peers send, and the windows are packed in peer order
 //! from element 0; given, they must agree with what the peers send.
 //!
 //! What the NEFF's `metadata0` input receives is the same four rows the device reads
@@ -76,7 +76,12 @@ pub fn load(path: &Path, op: Op, g: u32) -> Result<Vec<Rows>, String> {
 
 /// The rows per position of a file's text (see the module doc for the rules).
 pub fn parse(text: &str, op: Op, g: u32) -> Result<Vec<Rows>, String> {
-    let f: File = serde_json::from_str(text).map_err(|e| format!("bad JSON: {e}"))?;
+    let mut f: File = serde_json::from_str(text).map_err(|e| format!("bad JSON: {e}"))?;
+    // The vendor's guide writes `"recv_counts": []`: an empty receive row means left out.
+    for e in &mut f.metadata {
+        e.recv_counts.take_if(|v| v.is_empty());
+        e.recv_displs.take_if(|v| v.is_empty());
+    }
     let n = g as usize;
     let entries = f.metadata.len();
     if entries != 1 && entries != n {

@@ -1,5 +1,5 @@
-//! The time statistics of `-t/--stats`: `avg` (the mean of every measured operation, printed
-//! with 2 decimals) and the percentiles `p25`, `p50`, `p90`, `p99` (printed as integers).
+//! The time statistics of `-t/--stats`: `avg` (the mean of every measured operation, rounded
+//! to 2 decimals and printed without trailing zeros: `10.0`, `9689.5`) and the percentiles `p25`, `p50`, `p90`, `p99` (printed as integers).
 //!
 //! Percentiles use the nearest-rank method (OpenNRT's choice; the vendor's is not documented):
 //! `pN` is the smallest sample with at least N % of the samples at or below it, so `p50` of
@@ -58,10 +58,21 @@ impl Stat {
         }
     }
 
-    /// The value as the table prints it: the mean with 2 decimals, a percentile as an integer.
+    /// The value as the table prints it: the mean with at most 2 decimals (no trailing zeros,
+    /// one decimal at least), a percentile as an integer.
     pub fn show(self, v: f64) -> String {
         match self {
-            Stat::Avg => format!("{v:.2}"),
+            Stat::Avg => {
+                // Rounded to 2 decimals, printed without trailing zeros but with one decimal
+                // at least: 10.0, 9689.5, 6.19, as the vendor's rows read.
+                let t = format!("{v:.2}");
+                let t = t.trim_end_matches('0');
+                if t.ends_with('.') {
+                    format!("{t}0")
+                } else {
+                    t.to_string()
+                }
+            }
             Stat::P(_) => format!("{:.0}", v.round()),
         }
     }

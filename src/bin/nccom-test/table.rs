@@ -6,9 +6,9 @@
 //! which are 12 and 9 wide, as in the vendor's 2-rank example
 //! (`     size(B)    count(elems)     type    time(us)    algbw(GB/s)    busbw(GB/s)` over
 //! `    33554432        33554432    uint8         768          40.69          40.69`).
-//! Bandwidths print with 2 decimals, the mean time with 2 and percentiles as integers
+//! Bandwidths print with 2 decimals, the mean time with at most 2 (no trailing zeros) and percentiles as integers
 //! ([`crate::stats::Stat::show`]). algbw and busbw come from the mean time whatever `-t`
-//! lists. The closing line is `Avg bus bandwidth:      X.XXXXGB/s`, the plain mean of the
+//! lists. The closing line is `Avg bus bandwidth:<TAB>X.XXXXGB/s`, the plain mean of the
 //! busbw column (unrounded values) with 4 decimals; a failed size prints
 //! `<size>    <reason>` in its place and the run ends `N errors found - test failed`.
 
@@ -145,14 +145,15 @@ pub fn failure(size: u64, why: &str) -> String {
     format!("{size:>w$}    {why}", w = Col::Size.width())
 }
 
-/// The closing line: the mean of the busbw column, 4 decimals, no space before GB/s.
+/// The closing line: a TAB after the colon (the vendor's; it shows as 6 spaces on a terminal),
+/// the mean of the busbw column, 4 decimals, no space before GB/s.
 pub fn average(busbw: &[f64]) -> String {
     let avg = if busbw.is_empty() {
         0.0
     } else {
         busbw.iter().sum::<f64>() / busbw.len() as f64
     };
-    format!("Avg bus bandwidth:      {avg:.4}GB/s")
+    format!("Avg bus bandwidth:\t{avg:.4}GB/s")
 }
 
 /// The closing line of a run with failures.

@@ -9,7 +9,9 @@
 //! `nrt_tensor_memset` of the output (for `alltoallv`/`allgv` also `metadata0`, written with
 //! the rank's rows of the job's table, `crate::metadata`), two tensor sets, `warmup` untimed and `iters` timed
 //! `nrt_execute`s (each timed alone, from just before the call to its return), `nrt_tensor_read`
-//! of the output, the check, and the frees and `nrt_unload`; at the end `nrt_close`.
+//! of the output, the check, and the frees and `nrt_unload`; at the end `nrt_close`. An
+//! integer reduction's tensors are fp32: the input is widened before the executions and the
+//! output narrowed after them ([`crate::widen`]).
 //!
 //! Answers: one [`RankLine`] per rank on stdout (rank 0 adds its times). Exit status 0; 1 when
 //! a check found wrong elements; 3 on a runtime error (named on stderr, which the parent sends
@@ -29,6 +31,7 @@ use opennrt::abi::types::{
 use crate::check;
 use crate::dtypes;
 use crate::job::{Job, RankLine};
+use crate::widen;
 
 /// A status as a result naming the call.
 fn ok(st: NRT_STATUS, what: &str) -> Result<(), String> {
@@ -119,16 +122,23 @@ fn run_rank(job: &Job, rank: u32, vnc: u32, neff: &[u8]) -> Result<RankLine, Str
         )
     };
     ok(st, "nrt_load_collectives")?;
-    r.tin = tensor(vnc, job.in_bytes, c"input0")?;
-    r.tout = tensor(vnc, job.out_bytes, c"output0")?;
+    let (in_wire, out_wire) = (job.wire_bytes(job.in_bytes), job.wire_bytes(job.out_bytes));
+    r.tin = tensor(vnc, in_wire, c"input0")?;
+    r.tout = tensor(vnc, out_wire, c"output0")?;
     let data = job.data();
     let esz = dtypes::size(data.dtype);
     let input = data.input(rank, job.in_bytes / esz);
-    // SAFETY: `input` has `in_bytes` readable bytes, the input tensor's size.
-    let st = unsafe { abi::nrt_tensor_write(r.tin, input.as_ptr().cast(), 0, input.len()) };
+    // An integer reduction runs in fp32: widen on the host, before any timed execution.
+    let wire_in = if job.widened() {
+        widen::widen(data.dtype, &input)
+    } else {
+        input.clone()
+    };
+    // SAFETY: `wire_in` has `in_wire` readable bytes, the input tensor's size.
+    let st = unsafe { abi::nrt_tensor_write(r.tin, wire_in.as_ptr().cast(), 0, wire_in.len()) };
     ok(st, "nrt_tensor_write (input0)")?;
-    // SAFETY: the output tensor is live and `out_bytes` long.
-    let st = unsafe { abi::nrt_tensor_memset(r.tout, 0, 0, job.out_bytes as usize) };
+    // SAFETY: the output tensor is live and `out_wire` long.
+    let st = unsafe { abi::nrt_tensor_memset(r.tout, 0, 0, out_wire as usize) };
     ok(st, "nrt_tensor_memset (output0)")?;
     r.in_set = set_of(c"input0", r.tin)?;
     if let Some(table) = &job.table {
@@ -164,10 +174,12 @@ fn run_rank(job: &Job, rank: u32, vnc: u32, neff: &[u8]) -> Result<RankLine, Str
         let t = Instant::now();
         exec(&format!("iteration {}", i + 1))?;
         let us = t.elapsed().as_secs_f64() * 1e6;
-        times.extend(std::iter::repeat_n(
-            us / f64::from(job.ops_per_exec.max(1)),
-            job.ops_per_exec.max(1) as usize,
-        ));
+        let ops = job.ops_per_exec.max(1);
+        let samples = match job.samples_per_exec {
+            0 => ops,
+            n => n,
+        };
+        times.extend(std::iter::repeat_n(us / f64::from(ops), samples as usize));
     }
     let mut line = RankLine {
         rank,
@@ -180,11 +192,14 @@ fn run_rank(job: &Job, rank: u32, vnc: u32, neff: &[u8]) -> Result<RankLine, Str
     if data.mode.is_none() {
         return Ok(line);
     }
-    let mut out = vec![0u8; job.out_bytes as usize];
-    // SAFETY: `out` has `out_bytes` writable bytes, the output tensor's size.
+    let mut out = vec![0u8; out_wire as usize];
+    // SAFETY: `out` has `out_wire` writable bytes, the output tensor's size.
     let st = unsafe { abi::nrt_tensor_read(r.tout, out.as_mut_ptr().cast(), 0, out.len()) };
     ok(st, "nrt_tensor_read (output0)")?;
     drop(r);
+    if job.widened() {
+        out = widen::narrow(data.dtype, &out);
+    }
     let layout = job
         .layout(rank)
         .ok_or_else(|| format!("rank {rank} is in no replica subgroup"))?;

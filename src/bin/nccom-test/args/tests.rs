@@ -103,7 +103,8 @@ fn bad_command_lines_say_why() {
     assert!(refused("-r 2 allr -t").contains("needs one or more"));
     assert!(refused("-r 2 allr --frobnicate").contains("unknown option --frobnicate"));
     assert!(refused("-r 2 allr -b 64 -e 32").contains("larger"));
-    assert!(refused("-r 2 allr -I 3").contains("go together"));
+    assert!(refused("-r 2 allr -I 0").contains("-I/--neff_iters"));
+    assert_eq!(opts("-n 15 -w 5 -I 10 -r 2 allr").neff_iters, Some(10));
     assert!(refused("-r 0 allr").contains("at least 1"));
     assert!(refused("-r 2 allr -n 0").contains("timed operation"));
     assert!(refused("-r 2 allr -n").contains("needs a value"));

@@ -39,7 +39,7 @@ fn sizes_are_rounded_skipped_and_deduplicated() {
     );
 }
 
-/// Refusals: integer reductions (with the validator's reason), pairs on a non-permute, a
+/// Refusals (integer reductions are none: they widen): pairs on a non-permute, a
 /// variable-size table a size cannot hold.
 #[test]
 fn refusals_say_why() {
@@ -58,8 +58,10 @@ fn refusals_say_why() {
     );
     let e = setup(&line).unwrap_err();
     assert!(
-        e.contains("size 8 B (8 elements in, 8 out per rank) cannot hold the table")
-            && e.contains("rank 0 sends 5 elements to peer 1 from displacement 5"),
+        e.contains(
+            "size 8 B (8 elements in, 8 out per rank, of uint8 (the default -d/--datatype)) \
+             cannot hold the table"
+        ) && e.contains("rank 0 sends 5 elements to peer 1 from displacement 5"),
         "{e}"
     );
     let ok = setup(&line.replace("-b 8", "-b 16")).unwrap();
@@ -69,12 +71,9 @@ fn refusals_say_why() {
         "derived receive counts"
     );
     std::fs::remove_dir_all(&dir).unwrap();
-    let e = setup("-r 2 allr").unwrap_err();
-    assert!(
-        e.contains("all_reduce of uint8 is refused") && e.contains("reduction"),
-        "{e}"
-    );
-    assert!(setup("-r 2 redsct -d int32").is_err());
+    // Integer reductions are no refusal: they run widened to fp32 (crate::widen).
+    assert!(setup("-r 2 allr").is_ok());
+    assert!(setup("-r 2 redsct -d int32").is_ok());
     assert!(setup("-r 2 allg -d int32").is_ok());
     assert!(setup("-r 2 allg --custom-src-target-pairs /x")
         .unwrap_err()
@@ -170,11 +169,27 @@ fn jobs_and_specs_follow_the_options() {
     assert_eq!((j.check.as_deref(), j.seed), (Some("all_ones"), 3));
     let s = setup("-r 2 allg -b 1kb -e 1kb -d fp32 -n 4 -I 6 -W 1").unwrap();
     let j = job_of(&s, &s.sizes[0], "/n".into(), "/d".into());
-    assert_eq!((j.warmup, j.iters, j.ops_per_exec), (1, 6, 4));
+    // One NEFF of -n + -w (4 + 5) operations, 1 untimed and 6 timed runs, 4 samples each.
+    assert_eq!(
+        (j.warmup, j.iters, j.ops_per_exec, j.samples_per_exec),
+        (1, 6, 9, 4)
+    );
+    let s = setup("-r 2 allr -b 1kb -e 1kb -n 15 -w 5 -I 10").unwrap();
+    let j = job_of(&s, &s.sizes[0], "/n".into(), "/d".into());
+    assert_eq!(
+        (j.warmup, j.iters, j.ops_per_exec, j.samples_per_exec),
+        (0, 10, 20, 15)
+    );
+    let s = setup("-r 2 allr -b 1kb -e 1kb -n 3 -w 1 -W 2").unwrap();
+    let j = job_of(&s, &s.sizes[0], "/n".into(), "/d".into());
+    assert_eq!(
+        (j.warmup, j.iters, j.ops_per_exec, j.samples_per_exec),
+        (2, 1, 4, 3)
+    );
     let spec = spec_of(&s, &s.sizes[0], 4);
     assert_eq!(
         (spec.ops, spec.count, spec.groups, spec.pairs),
-        (4, 128, None, None)
+        (4, 1024, None, None)
     );
 }
 

@@ -179,3 +179,25 @@ fn variable_size_golden_by_hand() {
     assert_eq!(l2.want(&d, 4), Want::Exact(d.bits(2, 3)));
     assert_eq!(l2.want(&d, 0), Want::Exact(0));
 }
+
+/// A widened uint8 all-reduce's golden result is the saturated sum (computed here with u32
+/// arithmetic), and an output that wrapped instead is counted wrong.
+#[test]
+fn widened_integer_sums_saturate_and_a_wrapped_output_fails() {
+    let d = Data::new(Dtype::Uint8, Some(Mode::Random), 3).widened(2);
+    let groups = vec![vec![0, 1]];
+    let l = Layout::of(Op::AllReduce, 256, &groups, &[], 0).unwrap();
+    let (a, b) = (d.input(0, 256), d.input(1, 256));
+    let sat: Vec<u8> = a
+        .iter()
+        .zip(&b)
+        .map(|(&x, &y)| (u32::from(x) + u32::from(y)).min(255) as u8)
+        .collect();
+    assert!(sat.contains(&255), "the data exercises saturation");
+    assert_eq!(compare(&d, &l, &sat), Verdict::default());
+    let wrapped: Vec<u8> = a.iter().zip(&b).map(|(&x, &y)| x.wrapping_add(y)).collect();
+    assert!(compare(&d, &l, &wrapped).wrong > 0);
+    // 32-bit data stays within 2^23 on two ranks, so fp32 sums are exact.
+    let d = Data::new(Dtype::Int32, Some(Mode::Random), 3).widened(2);
+    assert!((0..1000).all(|i| crate::widen::value_of(Dtype::Int32, d.bits(1, i)).abs() <= 1 << 23));
+}

@@ -12,6 +12,7 @@ fn job() -> Job {
         warmup: 1,
         iters: 3,
         ops_per_exec: 1,
+        samples_per_exec: 1,
         check: Some("random".into()),
         seed: 5,
         ranks: vec![1],

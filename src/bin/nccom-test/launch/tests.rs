@@ -12,6 +12,7 @@ fn template() -> Job {
         warmup: 0,
         iters: 1,
         ops_per_exec: 1,
+        samples_per_exec: 1,
         check: None,
         seed: 0,
         ranks: vec![],

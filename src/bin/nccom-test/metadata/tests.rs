@@ -150,3 +150,15 @@ fn load_refuses_size_independent_errors_naming_the_file() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The guide's file writes `"recv_counts": []`: empty receive rows are rows left out.
+#[test]
+fn empty_receive_rows_mean_left_out() {
+    let given = r#"{"metadata":[{"send_counts":[2,3],"send_displs":[0,2],"recv_counts":[],"recv_displs":[]}]}"#;
+    let absent = r#"{"metadata":[{"send_counts":[2,3],"send_displs":[0,2]}]}"#;
+    let a = parse(given, Op::AllToAllV, 2).unwrap();
+    assert_eq!(a, parse(absent, Op::AllToAllV, 2).unwrap());
+    // Position 1 receives 3 from position 0 and 3 from itself, packed from 0.
+    assert_eq!(a[1][2], [3, 3]);
+    assert_eq!(a[1][3], [0, 3]);
+}

@@ -28,6 +28,10 @@ fn percentiles_are_nearest_rank() {
 #[test]
 fn values_print_as_the_vendor_prints_them() {
     assert_eq!(Stat::Avg.show(6.186), "6.19");
+    assert_eq!(Stat::Avg.show(10.0), "10.0");
+    assert_eq!(Stat::Avg.show(9689.5), "9689.5");
+    assert_eq!(Stat::Avg.show(894.2449), "894.24");
+    assert_eq!(Stat::Avg.show(9.999), "10.0");
     assert_eq!(Stat::P(50).show(10.4), "10");
     assert_eq!(Stat::P(99).show(11.6), "12");
     assert_eq!(Stat::Avg.rounded(6.186), 6.19);
