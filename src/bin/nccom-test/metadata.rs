@@ -1,7 +1,7 @@
 //! The tables of the variable-size ops (`alltoallv`, `allgv`): `--variable-size-op-metadata F`
 //! (alias `--alltoallv-metadata`, its 2.28 name), or equal blocks without it.
 //!
-//! The file is the vendor's (spec/nccom-test.md section 2):
+//! The file is the vendor's (docs/contract/nccom-test.md §2):
 //! `{"metadata":[{"send_counts":[..],"send_displs":[..],"recv_counts":[..],"recv_displs":[..]}]}`,
 //! in elements, one entry for every rank or one entry per rank (position in the replica
 //! subgroup). For `alltoallv` the `send_*` lists have one entry per peer; for `allgv` they have
