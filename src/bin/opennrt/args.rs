@@ -10,6 +10,11 @@
 use opennrt::isa::enums::Dtype;
 use opennrt::lower::request::{CollectiveOp, ReduceOp};
 
+/// The help text of `--op`, shared by the subcommands that lower or run one collective.
+pub const OP_HELP: &str =
+    "all_reduce | all_gather | reduce_scatter | all_to_all | all_to_all_v | permute |
+             permute_implicit | permute_reduce_implicit | send_recv | barrier";
+
 /// One option of a subcommand: its canonical `--name`, the short or alternative spellings that
 /// mean the same, the metavariable of its value (`None`: a switch), and its help text (further
 /// lines start with `\n` and are indented under the first).

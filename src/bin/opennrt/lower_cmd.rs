@@ -23,12 +23,7 @@ const LOWER: Spec = Spec {
     cmd: "lower",
     usage: "usage: opennrt lower --op <op> --ranks N [options]",
     opts: &[
-        Opt::val(
-            "--op",
-            "OP",
-            "all_reduce | all_gather | reduce_scatter | all_to_all | all_to_all_v | permute |
-             permute_implicit | permute_reduce_implicit | send_recv | barrier",
-        ),
+        Opt::val("--op", "OP", args::OP_HELP),
         Opt::val(
             "--ranks",
             "N",

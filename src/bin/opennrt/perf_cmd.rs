@@ -46,8 +46,7 @@ pub(crate) const SPEC: Spec = Spec {
         Opt::val(
             "--op",
             "OP",
-            "all_reduce | all_gather | reduce_scatter | all_to_all | all_to_all_v | permute |
-             permute_implicit | permute_reduce_implicit | send_recv | barrier",
+            args::OP_HELP,
         ),
         Opt::val(
             "--ranks",
