@@ -2,7 +2,7 @@
 //!
 //! The files live in `testdata/` at the repository root (its README names each one's origin and
 //! licence), so a bare clone has everything its tests read. A test asks for a file with
-//! [`file`] or [`read`]; when the file is not there (a trimmed source package, a moved tree) the
+//! [`file()`] or [`read`]; when the file is not there (a trimmed source package, a moved tree) the
 //! test says which file and what it skips, and returns. Under `OPENNRT_TEST_STRICT=1`, which
 //! `ci/test.sh` sets, a missing file fails the test instead, so the suite can never pass by
 //! skipping. `capi-tests/testdata.sh` and the Python suite's `testdata.py` apply the same rule.
@@ -46,7 +46,7 @@ pub fn file(rel: &str, what: &str) -> Option<PathBuf> {
     None
 }
 
-/// The bytes of `rel` under `testdata/`, under the rule of [`file`]. A file that exists but
+/// The bytes of `rel` under `testdata/`, under the rule of [`file()`]. A file that exists but
 /// cannot be read is a failure, never a skip.
 pub fn read(rel: &str, what: &str) -> Option<Vec<u8>> {
     let path = file(rel, what)?;
