@@ -30,6 +30,16 @@ fn run(args: &str) -> Output {
         .expect("nccom-test runs")
 }
 
+/// Run the binary with `args` and the extra environment `env`.
+fn run_env(args: &str, env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nccom-test"))
+        .args(args.split_whitespace())
+        .env("NEURON_RT_EXEC_TIMEOUT", "10")
+        .envs(env.iter().copied())
+        .output()
+        .expect("nccom-test runs")
+}
+
 /// Stdout and stderr as text.
 fn texts(o: &Output) -> (String, String) {
     (
@@ -433,4 +443,28 @@ fn sigterm_stops_every_worker_and_removes_the_temp_files() {
         })
         .collect();
     assert!(logs.is_empty(), "logs left behind: {logs:?}");
+}
+
+#[test]
+fn a_failed_workers_own_error_reaches_the_screen() {
+    // A carrier that is not there: every worker's nrt_init refuses, legitimately, and says why
+    // on its stderr (which goes to the size's log file).
+    let o = run_env(
+        "-r 2 allr -b 8 -e 8 -d fp32",
+        &[("OPENNRT_NCFW_PATH", "/nonexistent/libncfw.so")],
+    );
+    let (out, err) = texts(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        out.contains("Failure running neuron-bench - log file"),
+        "{out}"
+    );
+    assert!(
+        err.contains("worker said: nccom-test worker (ranks [0]): nrt_init"),
+        "{err}"
+    );
+    assert!(
+        err.contains("worker said:") && err.contains("/nonexistent/libncfw.so"),
+        "the runtime's own reason is not on screen: {err}"
+    );
 }
