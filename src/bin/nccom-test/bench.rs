@@ -42,6 +42,7 @@ use crate::custom;
 use crate::dtypes;
 use crate::job::{Job, RankLine};
 use crate::launch::{self, Outcome, Plan};
+use crate::limits;
 use crate::metadata::{self, Rows};
 use crate::neffgen::{self, NeffSpec};
 use crate::ops::{self, Op, Sizing};
@@ -122,6 +123,7 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
     // A bad topology or selection variable is refused here, once, rather than at every size.
     LowerConfig::from_lookup(opennrt::runtime::config::env_lookup, opts.ranks)
         .map_err(|e| e.message().to_string())?;
+    limits::cores(opts.ranks)?;
     let (groups, custom_groups) = match &opts.replica_groups {
         Some(p) => (custom::groups(p, opts.ranks)?, true),
         None => (vec![(0..opts.ranks).collect()], false),
@@ -159,6 +161,22 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
             op.name(),
             g
         ));
+    }
+    // The sizes grow, but a widened type changes the wire bytes: check each (cheap).
+    for z in &sizes {
+        let wire = |b: u64| {
+            if widen::applies(op, opts.dtype) {
+                b / esz * widen::WIRE_SIZE
+            } else {
+                b
+            }
+        };
+        limits::size(
+            &format!("size {} B", z.bytes),
+            opts.ranks,
+            wire(z.in_bytes),
+            wire(z.out_bytes),
+        )?;
     }
     if let Some(p) = &opts.report {
         writable(p).map_err(|e| format!("--report-to-json-file {}: {e}", p.display()))?;
