@@ -30,6 +30,22 @@ fn run(args: &str) -> Output {
         .expect("nccom-test runs")
 }
 
+/// Run the binary with `args` and the extra environment `env` (an empty value removes the
+/// variable).
+fn run_env(args: &str, env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_nccom-test"));
+    c.args(args.split_whitespace())
+        .env("NEURON_RT_EXEC_TIMEOUT", "10");
+    for (k, v) in env {
+        if v.is_empty() {
+            c.env_remove(k);
+        } else {
+            c.env(k, v);
+        }
+    }
+    c.output().expect("nccom-test runs")
+}
+
 /// Stdout and stderr as text.
 fn texts(o: &Output) -> (String, String) {
     (
@@ -433,4 +449,83 @@ fn sigterm_stops_every_worker_and_removes_the_temp_files() {
         })
         .collect();
     assert!(logs.is_empty(), "logs left behind: {logs:?}");
+}
+
+#[test]
+fn a_failed_workers_own_error_reaches_the_screen() {
+    // A carrier that is not there: every worker's nrt_init refuses, legitimately, and says why
+    // on its stderr (which goes to the size's log file).
+    let o = run_env(
+        "-r 2 allr -b 8 -e 8 -d fp32",
+        &[("OPENNRT_NCFW_PATH", "/nonexistent/libncfw.so")],
+    );
+    let (out, err) = texts(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        out.contains("Failure running neuron-bench - log file"),
+        "{out}"
+    );
+    assert!(
+        err.contains("worker said: nccom-test worker (ranks [0]): nrt_init"),
+        "{err}"
+    );
+    assert!(
+        err.contains("worker said:") && err.contains("/nonexistent/libncfw.so"),
+        "the runtime's own reason is not on screen: {err}"
+    );
+}
+
+#[test]
+fn more_ranks_than_the_instance_has_cores_are_refused_up_front() {
+    // trn1.32xlarge (the default) has 32 logical cores: no size starts, no timeout is waited.
+    let o = run_env(
+        "-r 33 allr -b 8 -e 8 -d fp32",
+        &[
+            ("OPENNRT_INSTANCE_TYPE", ""),
+            ("NEURON_RT_FAKE_INSTANCE_TYPE", ""),
+            ("OPENNRT_TOPOLOGY", ""),
+        ],
+    );
+    let (out, err) = texts(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(out.is_empty(), "a size started: {out}");
+    assert!(
+        err.contains("-r/--nworkers 33")
+            && err.contains("trn1.32xlarge has 32")
+            && err.contains("OPENNRT_INSTANCE_TYPE: trn2.48xlarge"),
+        "{err}"
+    );
+    // A smaller instance refuses fewer ranks.
+    let o = run_env(
+        "-r 3 allr -b 8 -e 8 -d fp32",
+        &[
+            ("OPENNRT_INSTANCE_TYPE", "trn1.2xlarge"),
+            ("OPENNRT_TOPOLOGY", ""),
+        ],
+    );
+    let (_, err) = texts(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("trn1.2xlarge has 2"), "{err}");
+}
+
+#[test]
+fn a_size_that_cannot_fit_is_refused_up_front() {
+    for (args, why) in [
+        // 2^48 B is the NEFF loader's var limit.
+        (
+            "-r 2 allr -d fp32 -b 300000gb -e 300000gb",
+            "limit of 2^48 B per var",
+        ),
+        // Every rank's tensors live in this host's memory.
+        (
+            "-r 2 allr -d fp32 -b 1000gb -e 1000gb",
+            "do not fit this host's",
+        ),
+    ] {
+        let o = run(args);
+        let (out, err) = texts(&o);
+        assert_eq!(o.status.code(), Some(2), "nccom-test {args}: {out}\n{err}");
+        assert!(out.is_empty(), "nccom-test {args}: a size started: {out}");
+        assert!(err.contains(why), "nccom-test {args}: {err}");
+    }
 }

@@ -14,7 +14,8 @@
 //! * A failed run prints `<size>    Failure running neuron-bench - log file <log>` (the
 //!   vendor's words: the workers stand in for neuron-bench); a failed check prints
 //!   `<size>    Failure checking results - log file <log>` with the first wrong element and
-//!   the dumped tensors on stderr. Either counts one error; a run with errors ends with
+//!   the dumped tensors on stderr. Under a failed run stderr also shows the workers' own error
+//!   lines from the log ([`worker_said`]), so the reason is on screen. Either counts one error; a run with errors ends with
 //!   `N errors found - test failed` and exit status 1 instead of the average line.
 //! * Logs are `<tmp>/nccom_test_log_<pid>_<n>.log`, removed after a good size unless
 //!   `--debug`; the NEFFs live in `<tmp>/nccom_test_<pid>/`, removed at the end unless
@@ -41,6 +42,7 @@ use crate::custom;
 use crate::dtypes;
 use crate::job::{Job, RankLine};
 use crate::launch::{self, Outcome, Plan};
+use crate::limits;
 use crate::metadata::{self, Rows};
 use crate::neffgen::{self, NeffSpec};
 use crate::ops::{self, Op, Sizing};
@@ -121,6 +123,7 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
     // A bad topology or selection variable is refused here, once, rather than at every size.
     LowerConfig::from_lookup(opennrt::runtime::config::env_lookup, opts.ranks)
         .map_err(|e| e.message().to_string())?;
+    limits::cores(opts.ranks)?;
     let (groups, custom_groups) = match &opts.replica_groups {
         Some(p) => (custom::groups(p, opts.ranks)?, true),
         None => (vec![(0..opts.ranks).collect()], false),
@@ -158,6 +161,22 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
             op.name(),
             g
         ));
+    }
+    // The sizes grow, but a widened type changes the wire bytes: check each (cheap).
+    for z in &sizes {
+        let wire = |b: u64| {
+            if widen::applies(op, opts.dtype) {
+                b / esz * widen::WIRE_SIZE
+            } else {
+                b
+            }
+        };
+        limits::size(
+            &format!("size {} B", z.bytes),
+            opts.ranks,
+            wire(z.in_bytes),
+            wire(z.out_bytes),
+        )?;
     }
     if let Some(p) = &opts.report {
         writable(p).map_err(|e| format!("--report-to-json-file {}: {e}", p.display()))?;
@@ -375,6 +394,30 @@ fn append(log: &Path, lines: &[String]) {
     }
 }
 
+/// Most worker lines [`worker_said`] shows.
+const SAID_LINES: usize = 8;
+
+/// The workers' own error lines in a failed size's log (their stderr), so the reason is on
+/// screen and not only in the file: the lines a worker wrote itself (`nccom-test worker…`) and
+/// the runtime's error lines; when there are none, the log's last lines. At most
+/// [`SAID_LINES`], the last ones (the first failure usually causes the rest).
+pub fn worker_said(log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let own: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("nccom-test worker") || l.contains("ERROR"))
+        .collect();
+    let pick = if own.is_empty() { lines } else { own };
+    let skip = pick.len().saturating_sub(SAID_LINES);
+    pick[skip..].iter().map(|l| l.to_string()).collect()
+}
+
 /// After SIGINT or SIGTERM (the workers are already killed, [`opennrt::launch::stop`]): remove
 /// the NEFF directory and the size's log unless `--debug`, say so; the exit status 128 +
 /// the signal. `None` when no signal came.
@@ -501,9 +544,14 @@ pub fn run(s: &Setup) -> i32 {
             Verdict::Failed { line, details } => {
                 errors += 1;
                 println!("{}", table::failure(z.bytes, &line));
+                // Read before `append` adds our own lines: what the workers said themselves.
+                let said = worker_said(&log);
                 append(&log, &details);
                 for d in &details {
                     eprintln!("nccom-test: size {}: {d}", z.bytes);
+                }
+                for w in &said {
+                    eprintln!("nccom-test: size {}: worker said: {w}", z.bytes);
                 }
             }
         }

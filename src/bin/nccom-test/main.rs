@@ -8,7 +8,7 @@
 //! factors), [`dtypes`], [`units`] (sizes and GB/s), [`sweep`] (the sizes of a run), [`stats`]
 //! (time statistics), [`table`] and [`report`] (output), [`check`] (data and golden results),
 //! [`custom`] (replica groups and pairs files), [`metadata`] (the variable-size ops' tables), [`algo`] (`--show-algorithm`), [`neffgen`]
-//! (the NEFF of a size), [`job`] (the parent ↔ worker protocol), [`launch`] (starting workers),
+//! (the NEFF of a size), [`job`] (the parent ↔ worker protocol), [`launch`] (starting workers), [`limits`] (what a run must fit),
 //! [`worker`] (the hidden worker that drives the C ABI), [`widen`] (integer reductions run in
 //! fp32) and [`mod@bench`] (one run).
 //!
@@ -22,6 +22,7 @@ mod custom;
 mod dtypes;
 mod job;
 mod launch;
+mod limits;
 mod metadata;
 mod neffgen;
 mod ops;
