@@ -45,6 +45,13 @@ impl Progress {
         }
     }
 
+    /// A line that is never drawn, whatever stderr is (a tool's `--non-interactive`).
+    pub fn off(label: &str, total: u64) -> Progress {
+        let mut p = Progress::new(label, total);
+        p.on = false;
+        p
+    }
+
     /// Whether anything will be drawn.
     pub fn is_on(&self) -> bool {
         self.on

@@ -140,3 +140,58 @@ fn perf_takes_nccl_tests_short_sizes() {
         .count();
     assert_eq!(rows, 2);
 }
+
+/// `nccom-test --help` against its parser: every option it lists above the refused part is
+/// accepted (with a value of the right kind when the help shows one), and the options it once
+/// left out are listed.
+#[test]
+fn nccom_test_help_lists_what_its_parser_accepts() {
+    let bin = env!("CARGO_BIN_EXE_nccom-test");
+    let o = Command::new(bin)
+        .arg("--help")
+        .output()
+        .expect("run nccom-test");
+    assert!(o.status.success(), "nccom-test --help exits {:?}", o.status);
+    let help = String::from_utf8(o.stdout).expect("utf-8 help");
+    let accepted = help.split("\nRefused").next().unwrap_or("");
+    let opts = listed(accepted);
+    for want in [
+        "--unique-buff",
+        "--help",
+        "--non-interactive",
+        "--plot",
+        "--threads",
+    ] {
+        assert!(
+            opts.iter().any(|(n, _)| n == want),
+            "{want} is not in\n{help}"
+        );
+    }
+    assert!(
+        help.contains("--alltoallv-metadata"),
+        "the 2.28 spelling is not in the help"
+    );
+    for (name, takes_value) in &opts {
+        if name == "-h" || name == "--help" {
+            continue;
+        }
+        let value = match name.as_str() {
+            "-d" | "--datatype" => "fp32",
+            "-c" | "--check" => "random",
+            "-t" | "--stats" => "avg",
+            _ => "1",
+        };
+        let mut a = vec!["-r", "2", "allr", name.as_str()];
+        if *takes_value {
+            a.push(value);
+        }
+        a.push(BOGUS);
+        let o = Command::new(bin).args(&a).output().expect("run nccom-test");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "nccom-test {a:?}: {err}");
+        assert!(
+            err.contains(&format!("unknown option {BOGUS}")),
+            "nccom-test {a:?} did not get past {name}: {err}"
+        );
+    }
+}

@@ -16,3 +16,12 @@ fn line_never_exceeds_a_terminal_row() {
 fn an_empty_total_is_zero_percent() {
     assert!(line("perf", 0, 0, Duration::ZERO, "").contains("  0%"));
 }
+
+#[test]
+fn an_off_line_is_never_drawn() {
+    let mut p = Progress::off("nccom-test", 4);
+    assert!(!p.is_on());
+    p.update(1, "size 8 B");
+    p.finish();
+    assert_eq!(p.shown, 0);
+}

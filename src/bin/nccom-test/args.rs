@@ -11,8 +11,8 @@
 //! `--streams-json`, `--shared-output-buff`, `--coalesced-cc-size-ratio`,
 //! `--data-parallel-dimension`. `--variable-size-op-metadata` (alias `--alltoallv-metadata`)
 //! names the table of `alltoallv`/`allgv` ([`crate::metadata`]). `--unique-buff` is accepted and changes nothing: each NEFF holds one
-//! collective per size, whose buffers are its own already; `--non-interactive` is accepted too
-//! (there is no interactive progress display). The seed defaults to 0.
+//! collective per size, whose buffers are its own already; `--non-interactive` turns the progress
+//! line off (src/progress.rs). The seed defaults to 0.
 
 use std::path::PathBuf;
 
@@ -48,7 +48,7 @@ operation (anywhere on the line): all_reduce|allr, all_gather|allg, all_gatherv|
   --seed N                    seed of the --check data (default 0)
   --custom-replica-groups F   {\"replica_groups\": [[[0,1,..],[..]]]}
   --custom-src-target-pairs F {\"src_target_pairs\": [[[0,1],[1,0],..]]} (permute)
-  --variable-size-op-metadata F  alltoallv, allgv: {\"metadata\": [{\"send_counts\": [..],
+  --variable-size-op-metadata F  (alias --alltoallv-metadata) alltoallv, allgv: {\"metadata\": [{\"send_counts\": [..],
                               \"send_displs\": [..], \"recv_counts\": [..], \"recv_displs\": [..]}]}
                               in elements, one entry or one per rank (default: equal blocks)
   -t, --stats avg p25 p50 p90 p99   time columns (default avg)
@@ -56,10 +56,16 @@ operation (anywhere on the line): all_reduce|allr, all_gather|allg, all_gatherv|
   --show-input-output-size    add total_input_size(B) and total_output_size(B)
   --report-to-json-file F     write the results as JSON
   --plot F                    OpenNRT: write busbw against size as an SVG chart
-  --non-interactive           accepted (no progress display)
+  --non-interactive           no progress line on stderr (drawn only on a terminal anyway)
   --debug                     keep the NEFFs and logs, print the worker command lines
   --threads                   OpenNRT: run every rank as a thread of one process instead of
-                              one process per rank";
+                              one process per rank
+  --unique-buff               accepted: each size's NEFF has buffers of its own already
+  -h, --help                  this text
+
+Refused with the reason (exit 2): -s/--hosts, --hosts-file, --mpi-log-dir, -S/--slurm-mode,
+-N above 1, --streams-json, --shared-output-buff, --coalesced-cc-size-ratio,
+--data-parallel-dimension";
 
 /// Everything a run needs from the command line.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,6 +105,8 @@ pub struct Opts {
     pub show_io_size: bool,
     /// Keep temporary files, say more.
     pub debug: bool,
+    /// `--non-interactive`: no progress line, even on a terminal.
+    pub non_interactive: bool,
     /// The JSON report's path.
     pub report: Option<PathBuf>,
     /// `--custom-replica-groups`.
@@ -187,6 +195,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
     let mut stats = Vec::new();
     let (mut show_algorithm, mut show_io_size, mut debug, mut threads) =
         (false, false, false, false);
+    let mut non_interactive = false;
     let (mut report, mut replica_groups, mut pairs, mut metadata) = (None, None, None, None);
     let mut i = 0;
     while i < args.len() {
@@ -288,7 +297,8 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
             "show-algorithm" => show_algorithm = true,
             "show-input-output-size" => show_io_size = true,
             "debug" => debug = true,
-            "non-interactive" | "unique-buff" => {}
+            "non-interactive" => non_interactive = true,
+            "unique-buff" => {}
             "threads" => threads = true,
             "report-to-json-file" => report = Some(PathBuf::from(value(&mut i)?)),
             "custom-replica-groups" => replica_groups = Some(PathBuf::from(value(&mut i)?)),
@@ -360,6 +370,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
         show_algorithm,
         show_io_size,
         debug,
+        non_interactive,
         report,
         replica_groups,
         pairs,

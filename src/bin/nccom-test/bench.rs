@@ -476,7 +476,11 @@ pub fn run(s: &Setup) -> i32 {
     println!("{}", table::header(&s.cols));
     let _ = std::io::stdout().flush();
     let (mut rows, mut errors) = (Vec::new(), 0usize);
-    let mut progress = opennrt::progress::Progress::new("nccom-test", s.sizes.len() as u64);
+    let mut progress = if o.non_interactive {
+        opennrt::progress::Progress::off("nccom-test", s.sizes.len() as u64)
+    } else {
+        opennrt::progress::Progress::new("nccom-test", s.sizes.len() as u64)
+    };
     for (i, z) in s.sizes.iter().enumerate() {
         let log = tmp.join(format!("nccom_test_log_{pid}_{i}.log"));
         if let Some(code) = stopped(o, &dir, &log) {
