@@ -18,6 +18,7 @@
 //!   [`handle`]). Names given to the setters that the recorder does not know are accepted,
 //!   stored and match nothing.
 
+use std::collections::BTreeMap;
 use std::ffi::c_char;
 
 use parking_lot::Mutex;
@@ -28,11 +29,33 @@ use crate::abi::types::*;
 use crate::abi_entry;
 use crate::runtime::sys_trace as rt;
 
+/// Settings of a capture-config object.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CaptureSettings {
+    /// Events kept per core (0 = default).
+    pub max_events_per_nc: u64,
+    /// Logical core → capture enabled.
+    pub capture_nc: BTreeMap<u32, bool>,
+    /// Event type name → capture enabled.
+    pub event_types: BTreeMap<String, bool>,
+}
+
+impl CaptureSettings {
+    /// The recorder's capture for these settings.
+    pub fn capture(&self) -> rt::Capture {
+        rt::Capture {
+            max_events_per_nc: self.max_events_per_nc,
+            cores: self.capture_nc.clone(),
+            event_types: self.event_types.clone(),
+        }
+    }
+}
+
 /// The object behind `nrt_sys_trace_config_t *`.
 #[derive(Debug, Default)]
 pub struct SysTraceConfig {
-    /// Current settings: the recorder's capture, as `nrt_sys_trace_start` hands it over.
-    pub settings: Mutex<rt::Capture>,
+    /// Current settings.
+    pub settings: Mutex<CaptureSettings>,
 }
 
 impl Opaque for SysTraceConfig {
@@ -65,7 +88,7 @@ impl Opaque for SysTraceFetchOptions {
 /// `p` must be NULL or a handle from this library.
 unsafe fn config(
     p: *const nrt_sys_trace_config_t,
-    f: impl FnOnce(&mut rt::Capture),
+    f: impl FnOnce(&mut CaptureSettings),
 ) -> crate::Result<()> {
     // SAFETY: `p` is NULL or a handle of this library; handle::get checks it against the live table
     // before any dereference.
@@ -98,12 +121,12 @@ unsafe fn fetch(
 /// `options` must be NULL or a config handle from this library.
 pub unsafe extern "C" fn nrt_sys_trace_start(options: *mut nrt_sys_trace_config_t) -> NRT_STATUS {
     abi_entry!(status "nrt_sys_trace_start", Guard::Lifecycle, {
-        let mut settings = rt::Capture::default();
+        let mut settings = CaptureSettings::default();
         if !options.is_null() {
             // SAFETY: forwarded from this function's contract.
             unsafe { config(options, |s| settings = s.clone()) }?;
         }
-        rt::start(settings);
+        rt::start(settings.capture());
         Ok(())
     })
 }
@@ -257,7 +280,7 @@ pub unsafe extern "C" fn nrt_sys_trace_config_free(options: *mut nrt_sys_trace_c
 pub unsafe extern "C" fn nrt_sys_trace_config_set_defaults(options: *mut nrt_sys_trace_config_t) {
     abi_entry!(void "nrt_sys_trace_config_set_defaults", Guard::None, {
         // SAFETY: forwarded from this function's contract.
-        unsafe { config(options, |s| *s = rt::Capture::default()) }
+        unsafe { config(options, |s| *s = CaptureSettings::default()) }
     })
 }
 
@@ -288,7 +311,7 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_nc(
 ) {
     abi_entry!(void "nrt_sys_trace_config_set_capture_enabled_for_nc", Guard::None, {
         // SAFETY: forwarded from this function's contract.
-        unsafe { config(options, |s| { s.cores.insert(nc_idx, enabled); }) }
+        unsafe { config(options, |s| { s.capture_nc.insert(nc_idx, enabled); }) }
     })
 }
 
@@ -331,7 +354,7 @@ pub unsafe extern "C" fn nrt_sys_trace_config_get_enabled_event_types(
     abi_entry!(status "nrt_sys_trace_config_get_enabled_event_types", Guard::None, {
         let mut types = Vec::new();
         // SAFETY: forwarded from this function's contract.
-        unsafe { config(options, |s| types = s.enabled_types()) }?;
+        unsafe { config(options, |s| types = s.capture().enabled_types()) }?;
         // SAFETY: forwarded from this function's contract.
         unsafe { type_list(event_types, count, &types) }
     })

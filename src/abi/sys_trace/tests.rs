@@ -35,7 +35,7 @@ fn config_objects_allocate_set_free() {
                 .lock()
                 .clone();
             assert_eq!(s.max_events_per_nc, 10);
-            assert_eq!(s.cores.get(&2), Some(&true));
+            assert_eq!(s.capture_nc.get(&2), Some(&true));
             assert_eq!(s.event_types.get("dma"), Some(&false));
         }
         nrt_sys_trace_config_set_defaults(c);
@@ -44,7 +44,7 @@ fn config_objects_allocate_set_free() {
                 .unwrap()
                 .settings
                 .lock(),
-            crate::runtime::sys_trace::Capture::default()
+            CaptureSettings::default()
         );
         let (mut l, mut n) = (null_mut(), 5usize);
         assert_eq!(
