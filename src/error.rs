@@ -49,6 +49,9 @@ pub enum ErrorKind {
     DmaAbort,
     /// The execution unit is dead; restart required (`NRT_EXEC_UNIT_UNRECOVERABLE` 101).
     ExecUnitUnrecoverable,
+    /// The network between hosts failed: libfabric could not be loaded or opened, or a link
+    /// to another host's process broke (`NRT_NETWORK_PROXY_FAILURE` 1206).
+    NetworkProxy,
 }
 
 impl ErrorKind {
@@ -72,11 +75,12 @@ impl ErrorKind {
             CollectivesHang => "NRT_EXEC_HW_ERR_COLLECTIVES",
             DmaAbort => "NRT_EXEC_HW_ERR_DMA_ABORT",
             ExecUnitUnrecoverable => "NRT_EXEC_UNIT_UNRECOVERABLE",
+            NetworkProxy => "NRT_NETWORK_PROXY_FAILURE",
         }
     }
 
     /// Every kind, in declaration order (tests that must cover each kind, the wire codec).
-    pub const ALL: [ErrorKind; 16] = {
+    pub const ALL: [ErrorKind; 17] = {
         use ErrorKind::*;
         let all = [
             Failure,
@@ -95,6 +99,7 @@ impl ErrorKind {
             CollectivesHang,
             DmaAbort,
             ExecUnitUnrecoverable,
+            NetworkProxy,
         ];
         // A new variant fails to compile here until it is listed above (and the array grows).
         let mut i = 0;
@@ -115,7 +120,8 @@ impl ErrorKind {
                 | ExecBadInput
                 | CollectivesHang
                 | DmaAbort
-                | ExecUnitUnrecoverable => {}
+                | ExecUnitUnrecoverable
+                | NetworkProxy => {}
             }
             assert!(
                 all[i] as usize == i,

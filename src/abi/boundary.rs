@@ -49,6 +49,7 @@ pub fn status_of(e: &Error) -> nrt_status {
         ErrorKind::CollectivesHang => NRT_EXEC_HW_ERR_COLLECTIVES,
         ErrorKind::DmaAbort => NRT_EXEC_HW_ERR_DMA_ABORT,
         ErrorKind::ExecUnitUnrecoverable => NRT_EXEC_UNIT_UNRECOVERABLE,
+        ErrorKind::NetworkProxy => NRT_NETWORK_PROXY_FAILURE,
     }
 }
 

@@ -32,6 +32,8 @@ fn every_kind_maps_to_a_vendor_status() {
             NRT_EXEC_UNIT_UNRECOVERABLE,
             101,
         ),
+        // include/nrt/nrt_status.h (the vendor's header): NRT_NETWORK_PROXY_FAILURE = 1206.
+        (ErrorKind::NetworkProxy, NRT_NETWORK_PROXY_FAILURE, 1206),
     ];
     for k in ErrorKind::ALL {
         assert!(

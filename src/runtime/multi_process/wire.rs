@@ -142,7 +142,7 @@ pub struct WireError {
     pub fields: crate::error::Fields,
 }
 
-const KINDS: [ErrorKind; 16] = ErrorKind::ALL;
+const KINDS: [ErrorKind; 17] = ErrorKind::ALL;
 
 impl WireError {
     /// The wire form of `e`.
