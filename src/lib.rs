@@ -49,6 +49,7 @@ pub mod launch;
 pub mod lower;
 pub mod ncfw;
 pub mod neff;
+pub mod net;
 pub mod plot;
 pub mod progress;
 pub mod runtime;
