@@ -16,11 +16,6 @@
 #
 # Environment:
 #   OPENNRT_TEST_STRICT=1        no root / no netns support fails instead of skipping
-#   OPENNRT_HOSTS_EXPECT_FAIL=1  today's state: ranks on different hosts cannot map each
-#                                other's device segments (shm_open ... No such file or
-#                                directory). Then every multi-host case must FAIL with exactly
-#                                that error (and a case that passes fails the run, so the flag
-#                                gets flipped). The one-host control cases must pass either way.
 #   OPENNRT_HOSTS_CASES=REGEX    run only the cases whose name matches (e.g. '^2x1-all_reduce')
 #   OPENNRT_HOSTS_TIMEOUT=120    seconds per process
 set -euo pipefail
@@ -29,7 +24,6 @@ root="$(cd "$here/../.." && pwd)"
 lib="${1:-$root/target/release}"
 lib="$(cd "$lib" && pwd)"
 strict="${OPENNRT_TEST_STRICT:-0}"
-expect_fail="${OPENNRT_HOSTS_EXPECT_FAIL:-0}"
 only="${OPENNRT_HOSTS_CASES:-}"
 per_proc_timeout="${OPENNRT_HOSTS_TIMEOUT:-120}"
 
@@ -108,8 +102,7 @@ wait "$listener"
 echo "ok   hosts: $max_hosts namespaces; /dev/shm private to each host and shared within one; host 0 reaches host 1 over TCP"
 
 # ---- cases
-MAP_ERR_RE='mapping the device segment of rank [0-9]+.*shm_open.*No such file or directory'
-passed=0 failed=0 expected=0 skipped=0 port=31000
+passed=0 failed=0 skipped=0 port=31000
 failures=()
 
 # show_stderr DIR NPROCS: every process's stderr (and stdout when it is not a report).
@@ -118,31 +111,17 @@ show_stderr() {
   for ((p = 0; p < n; p++)); do
     echo "---- process $p (host $(cat "$d/host$p")) exit $(cat "$d/rc$p" 2>/dev/null || echo '?'): stderr" >&2
     sed 's/^/    /' "$d/err$p" >&2 || true
+    [ -s "$d/out$p" ] && sed 's/^/    stdout: /' "$d/out$p" | cut -c1-300 >&2
   done
 }
 
-# judge NAME DIR NPROCS MULTIHOST CHECK_FN: pass / fail / expected failure, and print it.
+# judge NAME DIR NPROCS MULTIHOST CHECK_FN: pass or fail, and print it.
 judge() {
   local name="$1" d="$2" n="$3" multi="$4" check="$5" p ok=1 why=""
   for ((p = 0; p < n; p++)); do
     if [ "$(cat "$d/rc$p")" != 0 ]; then ok=0; why="process $p exited with $(cat "$d/rc$p")"; break; fi
   done
   if [ "$ok" = 1 ] && ! why="$("$check" "$d" "$n")"; then ok=0; fi
-  if [ "$multi" = 1 ] && [ "$expect_fail" = 1 ]; then
-    if [ "$ok" = 1 ]; then
-      echo "FAIL $name: PASSED, but OPENNRT_HOSTS_EXPECT_FAIL=1 says multi-host jobs fail today." >&2
-      echo "     Multi-host works now: set OPENNRT_HOSTS_EXPECT_FAIL=0 in ci/test.sh." >&2
-      failed=$((failed + 1)); failures+=("$name (passed unexpectedly)")
-    elif cat "$d"/err* | grep -qE "$MAP_ERR_RE"; then
-      echo "xfail $name: failed as expected today: $(cat "$d"/err* | grep -oE "$MAP_ERR_RE" | head -1)"
-      expected=$((expected + 1))
-    else
-      echo "FAIL $name: failed, but not with the expected mapping error ($why)" >&2
-      show_stderr "$d" "$n"
-      failed=$((failed + 1)); failures+=("$name")
-    fi
-    return 0
-  fi
   if [ "$ok" = 1 ]; then
     echo "ok   $name"
     passed=$((passed + 1))
@@ -225,7 +204,6 @@ perf_rank_case() {
 }
 
 echo "# perf-rank: one rank per process; process p on host p / ranks-per-host; root $(host_addr 0)"
-[ "$expect_fail" = 1 ] && echo "# OPENNRT_HOSTS_EXPECT_FAIL=1: every multi-host case must fail with the segment mapping error (today's state)"
 for op in all_reduce all_gather reduce_scatter; do
   perf_rank_case 1 2 "$op"
   perf_rank_case 2 1 "$op"
@@ -285,14 +263,9 @@ neff_case 2
 # ---- later: link-cut and kill tests (link_down k / link_up k, kill a host's processes with
 # `ip netns pids`); they need the multi-host transport first.
 
-echo "# hosts: $passed passed, $expected failed as expected today, $failed failed, $skipped not selected"
+echo "# hosts: $passed passed, $failed failed, $skipped not selected"
 if [ "$failed" != 0 ]; then
   printf 'hosts: FAILED: %s\n' "${failures[@]}" >&2
   exit 1
 fi
-if [ "$expect_fail" = 1 ] && [ "$expected" -gt 0 ]; then
-  echo "hosts: PASSED WITH EXPECTED FAILURES: all $expected multi-host cases fail today with the"
-  echo "hosts: segment mapping error; flip OPENNRT_HOSTS_EXPECT_FAIL=0 in ci/test.sh once they work"
-else
-  echo "hosts: all multi-host tests passed"
-fi
+echo "hosts: all multi-host tests passed"

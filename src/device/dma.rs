@@ -705,7 +705,12 @@ impl RunCx {
     /// of operand position `pos`.
     fn place(&mut self, mem: &Memory, chip: u8, addr: u64, n: usize, pos: usize) -> Loc {
         let hint = &mut self.hints[pos.min(HINTS - 1)];
-        self.regions.place(mem, &self.rings, chip, addr, n, hint)
+        let at = self.regions.place(mem, &self.rings, chip, addr, n, hint);
+        if let (0, Loc::Mem { region, off, .. }) = (pos, at) {
+            // A destination: the bytes another host must receive if the region shadows its HBM.
+            mem.note_write(region, off, n);
+        }
+        at
     }
 }
 

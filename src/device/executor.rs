@@ -62,7 +62,7 @@ use std::path::{Path, PathBuf};
 use super::batch::Batch;
 use super::cc_context::{cc_context_image, dump_file_stem, model_name, LiveTopsp, HANG_DUMP_ENV};
 use super::dma::{QueuePair, RingPlace, RunCx, RING_GUARD};
-use super::memory::{Memory, Place, Touched};
+use super::memory::{Memory, Touched};
 use super::peers::{Peers, POLL};
 use super::sema::BlockId;
 use super::topsp::{Action, SemAccess, Sequencer, Stage};
@@ -186,9 +186,10 @@ impl SemAccess for Sems<'_> {
         }
     }
     fn inc_addr(&mut self, addr: u64, by: u32) -> Result<()> {
-        if !self.batch.is_empty()
-            && matches!(self.mem.place(self.chip, addr, 4), Ok(Place::Mem { .. }))
-        {
+        // Data then signal: the increment may reach a peer's block (another process's, or
+        // another host's through its shadow, whose signal sends the bytes written before it),
+        // so nothing deferred may still be pending when it lands.
+        if !self.batch.is_empty() {
             self.batch.flush(self.mem);
         }
         if let Touched::Sem(t) = self.mem.write(self.chip, addr, &by.to_le_bytes())? {

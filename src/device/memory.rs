@@ -26,6 +26,7 @@
 
 use std::sync::Arc;
 
+use super::peers::WriteLog;
 use super::sema::{BlockId, ChipSems, ExternalBytes, SemBlock};
 use crate::isa::evtsem::{Route, SemWindow, SocAddr};
 use crate::isa::memmap;
@@ -172,7 +173,16 @@ impl Memory {
         // zeroed again (`device::buffer_pool`).
         let written = written.start as usize..written.end as usize;
         let data = Backing::Heap(super::buffer_pool::take_except(len as usize, written));
-        self.insert(at, Region { chip, base, data });
+        let log = None;
+        self.insert(
+            at,
+            Region {
+                chip,
+                base,
+                data,
+                log,
+            },
+        );
         Ok(())
     }
 
@@ -186,6 +196,21 @@ impl Memory {
         mem: Arc<dyn ExternalBytes>,
         off: usize,
         len: u64,
+    ) -> Result<(), MemError> {
+        self.map_shadow(chip, base, mem, off, len, None)
+    }
+
+    /// [`Memory::map_external`], with every write into the region recorded in `log` (as
+    /// offsets into `mem`): the region is the shadow of another host's HBM, whose written bytes
+    /// the runtime sends before the semaphore that signals them (`device::peers`).
+    pub fn map_shadow(
+        &mut self,
+        chip: u8,
+        base: u64,
+        mem: Arc<dyn ExternalBytes>,
+        off: usize,
+        len: u64,
+        log: Option<Arc<dyn WriteLog>>,
     ) -> Result<(), MemError> {
         let at = self.free_slot(chip, base, len)?;
         let n = len as usize;
@@ -204,7 +229,16 @@ impl Memory {
             len: n,
             _keep: mem,
         };
-        self.insert(at, Region { chip, base, data });
+        let log = log.map(|l| (l, off));
+        self.insert(
+            at,
+            Region {
+                chip,
+                base,
+                data,
+                log,
+            },
+        );
         Ok(())
     }
 
@@ -431,6 +465,16 @@ impl Memory {
         Ok(Target::Mem(r.0, (a - r.1.base) as usize))
     }
 
+    /// Record a write of `len` bytes at offset `off` of region `region` if the region is a
+    /// logged shadow ([`Memory::map_shadow`]); every path that writes plain memory calls it
+    /// (the DMA engines' deferred ops when they place their destination).
+    #[inline]
+    pub(crate) fn note_write(&self, region: usize, off: usize, len: usize) {
+        if let Some((log, at)) = &self.regions[region].log {
+            log.wrote(at + off, len);
+        }
+    }
+
     /// Read `buf.len()` bytes at `addr` as issued by `issuer`.
     pub fn read(&self, issuer: u8, addr: u64, buf: &mut [u8]) -> Result<(), MemError> {
         if buf.is_empty() {
@@ -469,6 +513,7 @@ impl Memory {
     fn store_at(&mut self, t: Target, data: &[u8]) -> Touched {
         match t {
             Target::Mem(i, off) => {
+                self.note_write(i, off, data.len());
                 self.regions[i].data[off..off + data.len()].copy_from_slice(data);
                 Touched::Memory
             }
@@ -534,7 +579,10 @@ impl Memory {
     /// Zero-copy mutable view of `len` bytes of memory.
     pub fn slice_mut(&mut self, issuer: u8, addr: u64, len: usize) -> Result<&mut [u8], MemError> {
         match self.mem_target(issuer, addr, len)? {
-            Some((i, off)) => Ok(&mut self.regions[i].data[off..off + len]),
+            Some((i, off)) => {
+                self.note_write(i, off, len);
+                Ok(&mut self.regions[i].data[off..off + len])
+            }
             None => Ok(&mut []),
         }
     }
@@ -573,6 +621,7 @@ impl Memory {
         let s = self.target(issuer, src, len)?;
         match (self.target(issuer, dst, len)?, s) {
             (Target::Mem(di, doff), Target::Mem(si, soff)) if di == si => {
+                self.note_write(di, doff, len);
                 self.regions[di].data.copy_within(soff..soff + len, doff);
                 Ok(Touched::Memory)
             }
@@ -629,6 +678,7 @@ impl Memory {
                 .collect();
             return Ok(Split { dst: &mut [], srcs });
         }
+        self.note_write(di, doff, dst.1);
         let (before, rest) = self.regions.split_at_mut(di);
         let (dreg, after) = rest.split_first_mut().expect("dst region exists");
         let (lo, tail) = dreg.data.split_at_mut(doff);

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::peers::WriteLog;
 use super::sema::ExternalBytes;
 
 #[derive(Debug)]
@@ -10,6 +11,9 @@ pub(super) struct Region {
     pub(super) chip: u8,
     pub(super) base: u64,
     pub(super) data: Backing,
+    /// Where writes into this region are recorded, with the region's offset in the logged
+    /// memory: the region is another host's HBM, held here as a shadow (`device::peers`).
+    pub(super) log: Option<(Arc<dyn WriteLog>, usize)>,
 }
 
 /// Where a region's bytes live: the machine's own (recycled through `device::buffer_pool`), or

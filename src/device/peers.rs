@@ -52,6 +52,17 @@ pub trait Peers: Send + Sync + std::fmt::Debug {
     fn remote_rings(&self) -> Vec<RemoteRing>;
 }
 
+/// Where an executor records the bytes it writes into a peer that lives on another host. Such a
+/// peer's regions are mapped as a *shadow* (local memory with the peer's layout,
+/// `Memory::map_shadow`): the DMA engines write into it as into any peer's HBM, and every write
+/// is recorded here; before the semaphore write that signals the data reaches the peer (the
+/// [`super::sema::SemNotify`] of its shadow blocks), the runtime's network proxy sends the
+/// recorded bytes, so the peer sees data then signal, as the program orders them.
+pub trait WriteLog: Send + Sync + std::fmt::Debug {
+    /// `len` bytes at offset `off` of the shadow were (or are about to be) written.
+    fn wrote(&self, off: usize, len: usize);
+}
+
 /// An S2M ring of another executor, as its owner last published it (hang reports: who should
 /// have signalled a semaphore).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

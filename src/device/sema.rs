@@ -98,10 +98,25 @@ pub unsafe trait ExternalBytes: Send + Sync + fmt::Debug {
 }
 
 /// Called after a write into a block that another executor (process or thread) waits on: the
-/// owner of the block must be woken (`runtime::multi_process::run` bumps the run's futex word).
+/// owner of the block must be woken (`runtime::multi_process::run` bumps the run's futex word),
+/// or, when the owner is on another host, told exactly what changed (the block here is a
+/// shadow, and `op` is what the network proxy applies to the real one).
 pub trait SemNotify: Send + Sync + fmt::Debug {
-    /// A semaphore or event of the block changed.
-    fn changed(&self);
+    /// Semaphore or event `idx` of the block changed by `op`.
+    fn changed(&self, idx: u8, op: SemOp);
+}
+
+/// One change to one semaphore or event of a block, as a write or a wait applied it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SemOp {
+    /// Semaphore := value.
+    Set(i32),
+    /// Semaphore += value (wrapping).
+    Add(i32),
+    /// Semaphore −= value (wrapping).
+    Sub(i32),
+    /// Event := on.
+    Event(bool),
 }
 
 enum Store {
@@ -215,12 +230,22 @@ impl SemBlock {
         }
     }
 
-    fn changed(&self) {
+    fn changed(&self, idx: u8, op: SemOp) {
         if let Store::External {
             notify: Some(n), ..
         } = &self.store
         {
-            n.changed();
+            n.changed(idx, op);
+        }
+    }
+
+    /// Apply `op` to index `idx` (what a peer's write did, received over the network).
+    pub fn apply(&mut self, idx: u8, op: SemOp) {
+        match op {
+            SemOp::Set(v) => self.set(idx, v),
+            SemOp::Add(v) => self.add(idx, v),
+            SemOp::Sub(v) => self.sub(idx, v),
+            SemOp::Event(on) => self.set_event(idx, on),
         }
     }
 
@@ -245,17 +270,17 @@ impl SemBlock {
     /// Semaphore `idx` := `v`.
     pub fn set(&mut self, idx: u8, v: i32) {
         self.words().values[usize::from(idx)].store(v, SeqCst);
-        self.changed();
+        self.changed(idx, SemOp::Set(v));
     }
     /// Semaphore `idx` += `v`, wrapping.
     pub fn add(&mut self, idx: u8, v: i32) {
         self.words().values[usize::from(idx)].fetch_add(v, SeqCst);
-        self.changed();
+        self.changed(idx, SemOp::Add(v));
     }
     /// Semaphore `idx` −= `v`, wrapping.
     pub fn sub(&mut self, idx: u8, v: i32) {
         self.words().values[usize::from(idx)].fetch_sub(v, SeqCst);
-        self.changed();
+        self.changed(idx, SemOp::Sub(v));
     }
     /// Event `idx` := `on`.
     pub fn set_event(&mut self, idx: u8, on: bool) {
@@ -266,7 +291,7 @@ impl SemBlock {
         } else {
             word.fetch_and(!(1 << b), SeqCst);
         }
-        self.changed();
+        self.changed(idx, SemOp::Event(on));
     }
     /// If semaphore `idx` ≥ `target`, subtract `by` atomically (another process may be adding
     /// to it at the same moment) and return true.
@@ -277,7 +302,7 @@ impl SemBlock {
             })
             .is_ok();
         if ok {
-            self.changed();
+            self.changed(idx, SemOp::Sub(by));
         }
         ok
     }

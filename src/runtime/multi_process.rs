@@ -10,7 +10,10 @@
 
 pub mod bootstrap;
 pub mod go_board;
+pub mod host;
+pub mod proxy;
 pub mod run;
 pub mod segment;
+pub mod shadow;
 pub mod shm;
 pub mod wire;

@@ -442,6 +442,19 @@ pub fn job_tag() -> Option<String> {
     }
 }
 
+/// This process's own address on the job's network: where the root listens, or a member's end
+/// of its connection to the root — the interface that reaches the other hosts, on which the
+/// network proxy opens its endpoint (`runtime::multi_process::proxy`). `None` outside a job, or
+/// when the root listens on a wildcard address.
+pub fn local_ip() -> Option<std::net::IpAddr> {
+    let job = JOB.lock().clone();
+    let ip = match job? {
+        Job::Root(r) => r.addr().ip(),
+        Job::Member(m) => m.writer.lock().local_addr().ok()?.ip(),
+    };
+    (!ip.is_unspecified()).then_some(ip)
+}
+
 /// Why this process's job cannot go on (a dead process, a broken world), if it cannot.
 pub fn job_error() -> Option<Error> {
     let job = JOB.lock().clone();
@@ -484,8 +497,7 @@ pub fn meet_go(key: &GroupKey, instance: u64, rank: u32, go: GoArrival) -> Resul
         rank,
         req: WireRequest::of(&go.req).ok(),
         digest: go.digest,
-        seg: go.seg.0.clone(),
-        seg_len: go.seg.1,
+        seg: go.seg.clone(),
     };
     match member.ask(build, member_wait(deadline))? {
         Msg::Segments {

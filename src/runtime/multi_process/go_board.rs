@@ -34,6 +34,7 @@ use parking_lot::Mutex;
 
 use super::segment::header;
 use super::segment::{futex_wait, futex_wake_all};
+use super::wire::SegmentAt;
 use crate::error::{Error, ErrorKind, Result};
 use crate::runtime::multi_process::shm;
 use crate::runtime::multi_process::shm::Segment;
@@ -58,7 +59,7 @@ pub struct Board {
 #[derive(Debug)]
 pub enum Met {
     /// Everyone prepared the same: every rank's segment (name, bytes), in rank order.
-    Go(Vec<(String, u64)>),
+    Go(Vec<SegmentAt>),
     /// Signatures differ: meet at the root for the detailed verdict.
     Differ,
 }
@@ -148,19 +149,19 @@ impl Board {
     }
 
     /// Publish rank `q`'s arrival at `instance` with signature `sig` and segment `seg`.
-    pub fn arrive(&self, q: usize, instance: u64, sig: u64, seg: &(String, u64)) -> Result<()> {
+    pub fn arrive(&self, q: usize, instance: u64, sig: u64, seg: &SegmentAt) -> Result<()> {
         let s = self.slot(q);
-        let name = seg.0.as_bytes();
+        let name = seg.name.as_bytes();
         if name.len() > NAME_BYTES {
             return Err(Error::failure(format!(
                 "segment name {:?} is longer than a go-board slot ({NAME_BYTES} bytes)",
-                seg.0
+                seg.name
             )));
         }
         self.seg.write(s + NAME_AT, name)?;
         self.u32_at(s + 4).store(name.len() as u32, SeqCst);
         self.u64_at(s + 16).store(sig, SeqCst);
-        self.u64_at(s + 24).store(seg.1, SeqCst);
+        self.u64_at(s + 24).store(seg.len, SeqCst);
         // Last: the arrival publishes everything above (and the filled segment).
         self.u64_at(s + 8).store(instance + 1, SeqCst);
         self.wake();
@@ -260,8 +261,13 @@ impl Board {
                     let mut name = vec![0u8; len];
                     // In bounds: the slot is inside the board.
                     let _ = self.seg.read(s + NAME_AT, &mut name);
-                    let name = String::from_utf8_lossy(&name).into_owned();
-                    (name, self.u64_at(s + 24).load(SeqCst))
+                    // Every rank on the board shares this host (the board is shared memory).
+                    SegmentAt {
+                        name: String::from_utf8_lossy(&name).into_owned(),
+                        len: self.u64_at(s + 24).load(SeqCst),
+                        host: super::host::key().to_string(),
+                        net: Vec::new(),
+                    }
                 })
                 .collect(),
         )

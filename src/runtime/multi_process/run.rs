@@ -46,8 +46,12 @@ use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
 use super::go_board;
-use super::segment::{header, rank_image, Layout, RankState, SegPeers, QUEUE_WORDS_AT};
+use super::segment::{header, rank_image, Layout, PeerSeg, RankState, SegPeers, QUEUE_WORDS_AT};
+use super::shadow::RemoteSem;
+use super::wire::SegmentAt;
+use super::{host, proxy};
 use crate::device::executor::Machine;
+use crate::device::peers::WriteLog;
 use crate::device::sema::{BlockId, SemBlock, SemNotify};
 use crate::error::{Error, ErrorKind, Result};
 use crate::isa::memmap::CONST_WORDS;
@@ -93,12 +97,12 @@ pub struct GoArrival {
     pub req: CollectiveRequest,
     /// Digest of the emitted program it will run.
     pub digest: u64,
-    /// Its device segment: name and bytes.
-    pub seg: (String, u64),
+    /// Its device segment.
+    pub seg: SegmentAt,
 }
 
 /// Every rank's device segment, in rank order.
-pub type Segments = Arc<Vec<(String, u64)>>;
+pub type Segments = Arc<Vec<SegmentAt>>;
 
 static GO: Lazy<Rendezvous<GoArrival, Segments>> = Lazy::new(Rendezvous::new);
 
@@ -131,7 +135,7 @@ struct Cache {
 #[derive(Debug)]
 struct Built {
     lowered: Arc<Lowered>,
-    segs: Vec<Arc<Segment>>,
+    segs: Vec<PeerSeg>,
     mem: crate::device::memory::Memory,
     agents: Vec<TopspAgent>,
     arch: crate::ncfw::Arch,
@@ -139,10 +143,10 @@ struct Built {
 }
 
 impl Built {
-    fn fits(&self, l: &Arc<Lowered>, segs: &[Arc<Segment>]) -> bool {
+    fn fits(&self, l: &Arc<Lowered>, segs: &[PeerSeg]) -> bool {
         Arc::ptr_eq(&self.lowered, l)
             && self.segs.len() == segs.len()
-            && self.segs.iter().zip(segs).all(|(a, b)| Arc::ptr_eq(a, b))
+            && self.segs.iter().zip(segs).all(|(a, b)| a.same(b))
     }
 
     /// A machine from it: the kept memory, the TOP_SPs as loaded with TRIGGER raised.
@@ -276,6 +280,81 @@ fn peer_segment(name: &str, len: u64) -> Result<Arc<Segment>> {
     Ok(s)
 }
 
+/// The instance bit of a go meeting's second round, in which every rank of a group that spans
+/// hosts hands over its network address (module doc, "Several hosts").
+const NET_ROUND: u64 = 1 << 62;
+
+/// Whether the ranks of a go answer live on more than one host.
+fn spans_hosts(names: &[SegmentAt]) -> bool {
+    names.iter().any(|a| a.host != host::key())
+}
+
+/// A group whose go answer spans hosts: start this process's network proxy (its segment is a
+/// target from now on), and when some rank's process had no network address in the answer,
+/// meet again with every address — every rank decides this from the same answer, so all of
+/// them take the second round or none.
+fn reach_network(
+    key: &GroupKey,
+    instance: u64,
+    r: u32,
+    mut go: GoArrival,
+    names: Segments,
+    own: &Arc<Segment>,
+) -> Result<Segments> {
+    let p = proxy::start(crate::runtime::multi_process::bootstrap::local_ip())?;
+    p.add_target(own);
+    if names.iter().all(|a| !a.net.is_empty()) {
+        return Ok(names);
+    }
+    go.seg.net = proxy::address();
+    crate::runtime::multi_process::bootstrap::meet_go(key, instance | NET_ROUND, r, go).map_err(
+        |e| {
+            e.context(format!(
+                "collective #{instance} of {key}: exchanging network addresses"
+            ))
+        },
+    )
+}
+
+/// How this rank reaches peer `at`: its segment mapped when it is on this host, its shadow and
+/// the proxy's link to its process otherwise.
+fn reach_peer(at: &SegmentAt, own: &Arc<Segment>) -> Result<PeerSeg> {
+    if at.host == host::key() {
+        return Ok(PeerSeg::Local(peer_segment(&at.name, at.len)?));
+    }
+    let p = proxy::running().ok_or_else(|| {
+        Error::failure("a peer is on another host but this process has no network proxy")
+    })?;
+    let shadow = p.shadow(at, own)?;
+    // Whatever an earlier run wrote and never signalled is not this run's to send.
+    shadow.take_written();
+    Ok(PeerSeg::Remote(shadow, p.link(at, own)))
+}
+
+/// The ranks on other hosts that have not finished and whose processes this one has not heard
+/// from for `ran_for` (the whole run so far), named with their network addresses; `None` when
+/// every remote rank spoke (or there are none).
+fn silent_remote(names: &[SegmentAt], peers: &SegPeers, ran_for: Duration) -> Option<String> {
+    let p = proxy::running()?;
+    let quiet: Vec<String> = names
+        .iter()
+        .enumerate()
+        .filter(|(q, at)| {
+            peers.segments()[*q].is_remote() && !peers.finished(*q) && {
+                p.silent_for(&at.name).is_none_or(|t| t >= ran_for)
+            }
+        })
+        .map(|(q, at)| format!("rank {q} at {}", proxy::describe(&at.net)))
+        .collect();
+    (!quiet.is_empty()).then(|| quiet.join(", "))
+}
+
+/// Why a run cannot go on: a dead process or broken world (the bootstrap), or a failed network
+/// proxy.
+fn run_error() -> Option<Error> {
+    crate::runtime::multi_process::bootstrap::job_error().or_else(proxy::error)
+}
+
 /// Write rank `r`'s part of `l` into its segment (module doc, step 1). `resident`: the
 /// segment holds `l`'s program from its last run already, so only what the hardware re-arms is
 /// written (docs/design.md §2.10, as `runtime::resident` does in one process): the header, the
@@ -341,7 +420,7 @@ fn build(
     l: &Arc<Lowered>,
     r: u32,
     lays: &[Layout],
-    segs: &[Arc<Segment>],
+    segs: &[PeerSeg],
     peers: Arc<SegPeers>,
 ) -> Result<(Machine, Built)> {
     let gid = key.group[r as usize];
@@ -353,17 +432,26 @@ fn build(
     let chips = lays.iter().map(|l| l.chip).max().unwrap_or(0) + 1;
     let (mut m, fw) = new_machine(&l.map, chips)?;
     for (q, (lay, seg)) in lays.iter().zip(segs).enumerate() {
-        let ext: Arc<dyn crate::device::sema::ExternalBytes> = seg.clone();
+        let ext = seg.bytes();
+        let log: Option<Arc<dyn WriteLog>> = match seg {
+            PeerSeg::Remote(shadow, _) => Some(shadow.clone()),
+            PeerSeg::Local(_) => None,
+        };
         for p in lay.regions() {
             m.mem
-                .map_external(lay.chip, p.base, ext.clone(), p.off, p.len)?;
+                .map_shadow(lay.chip, p.base, ext.clone(), p.off, p.len, log.clone())?;
         }
-        let notify: Option<Arc<dyn SemNotify>> = match q as u32 == r {
-            true => None,
-            false => Some(peers.notify_for(q)),
-        };
         for &(dev, off) in &lay.sems {
-            let b = SemBlock::external(ext.clone(), off, notify.clone()).map_err(Error::failure)?;
+            let notify: Option<Arc<dyn SemNotify>> = match seg {
+                _ if q as u32 == r => None,
+                PeerSeg::Remote(shadow, link) => Some(Arc::new(RemoteSem {
+                    shadow: shadow.clone(),
+                    block: off,
+                    link: link.clone(),
+                })),
+                PeerSeg::Local(_) => Some(peers.notify_for(q)),
+            };
+            let b = SemBlock::external(ext.clone(), off, notify).map_err(Error::failure)?;
             m.mem.attach_sem_block(lay.chip, BlockId::TopSp(dev), b)?;
         }
     }
@@ -449,8 +537,18 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     let go = GoArrival {
         req: a.req.clone(),
         digest: plan.digest,
-        seg: (own.seg.name().to_string(), own.seg.len() as u64),
+        seg: SegmentAt {
+            name: own.seg.name().to_string(),
+            len: own.seg.len() as u64,
+            host: super::host::key().to_string(),
+            net: Vec::new(),
+        },
     };
+    if let Some(p) = proxy::running() {
+        // Peers on other hosts may write into it as soon as the meeting answers.
+        p.add_target(&own.seg);
+    }
+    let net_go = go.clone();
     let met = match &on_board {
         Some(b) => {
             let sig = go_board::signature(&a.req, plan.digest);
@@ -458,6 +556,10 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
         }
         None => crate::runtime::multi_process::bootstrap::meet_go(key, instance, r, go),
     };
+    let met = met.and_then(|names| match spans_hosts(&names) {
+        true => reach_network(key, instance, r, net_go, names, &own.seg),
+        false => Ok(names),
+    });
     let names = match met {
         Ok(n) => n,
         Err(e) => {
@@ -480,35 +582,52 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     });
     let peers = (|| -> Result<Arc<SegPeers>> {
         let mut segs = Vec::with_capacity(names.len());
-        for (q, (name, len)) in names.iter().enumerate() {
+        for (q, at) in names.iter().enumerate() {
             segs.push(match q as u32 == r {
-                true => own.seg.clone(),
-                false => peer_segment(name, *len).map_err(|e| {
+                true => PeerSeg::Local(own.seg.clone()),
+                false => reach_peer(at, &own.seg).map_err(|e| {
                     e.context(format!(
-                        "this rank had not started its first step: mapping the device segment \
+                        "this rank had not started its first step: reaching the device segment \
                          of rank {q} (global id {})",
                         key.group[q]
                     ))
                 })?,
             });
         }
-        Ok(Arc::new(SegPeers::new(
-            segs,
-            lays.clone(),
-            r as usize,
-            key.group.clone(),
-            crate::runtime::multi_process::bootstrap::job_error,
-        )))
+        let peers = SegPeers::new(segs, lays.clone(), r as usize, key.group.clone(), run_error);
+        if let (true, Some(p), PeerSeg::Local(e)) =
+            (peers.spans_hosts(), proxy::running(), peers.epoch_segment())
+        {
+            p.set_epoch(&own.seg, e);
+        }
+        Ok(Arc::new(peers))
     })();
     if let (None, Ok(p)) = (&on_board, &peers) {
-        go_board::attach_board(key, r, &p.segments()[0]);
+        if let PeerSeg::Local(s0) = &p.segments()[0] {
+            go_board::attach_board(key, r, s0);
+        }
     }
     let ran = peers.as_ref().map_err(Clone::clone).and_then(|peers| {
         peers.check_loaded(run_tag)?;
         let (mut m, built) = build(key, &l, r, lays, peers.segments(), peers.clone())?;
         clock.mark("map+build");
         kill_in_run(key.kind, gid, peers);
-        m.run()?;
+        let started = std::time::Instant::now();
+        m.run()
+            .map_err(|e| match silent_remote(&names, peers, started.elapsed()) {
+                Some(who) if run_error().is_none() && e.kind() == ErrorKind::CollectivesHang => {
+                    Error::new(
+                        ErrorKind::NetworkProxy,
+                        format!(
+                            "no word from {who} since this collective started {:.1} s ago: the \
+                         network between the hosts is down, or that process stopped ({})",
+                            started.elapsed().as_secs_f64(),
+                            e.message()
+                        ),
+                    )
+                }
+                _ => e,
+            })?;
         keep_built(key, gid, built, &mut m);
         clock.mark("run");
         let (_, at) = byte_bases(&l.program, r)?;
@@ -564,8 +683,10 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     ran.and(done)
 }
 
-/// Forget pooled and mapped segments (`nrt_close`; pooled ones are unlinked already).
+/// Forget pooled and mapped segments (`nrt_close`; pooled ones are unlinked already), and stop
+/// the network proxy.
 pub fn reset() {
+    proxy::shutdown();
     let mut c = CACHE.lock();
     c.free.clear();
     c.peers.clear();

@@ -32,6 +32,7 @@ use crate::lower::emit::EmittedRank;
 use crate::lower::program::Buf;
 use crate::runtime::collective::Lowered;
 use crate::runtime::machine::buffer_regions;
+use crate::runtime::multi_process::shadow::{Shadow, Signal};
 use crate::runtime::multi_process::shm::Segment;
 
 // SAFETY: a Segment is a live MAP_SHARED mapping of `len()` bytes (page aligned) until dropped.
@@ -287,6 +288,38 @@ impl Header {
         let n = (self.board_len.load(SeqCst) as usize).min(BOARD_NAME_BYTES);
         (n > 0).then(|| String::from_utf8_lossy(&self.board[..n]).into_owned())
     }
+    /// What a remote rank said about itself in run `run` (the header of its shadow, written by
+    /// the network proxy): a later run starts afresh, an earlier one is stale, and within a run
+    /// a failure is final.
+    pub fn told(&self, run: u64, state: u32, why: &str) {
+        let at = self.run.load(SeqCst);
+        let fresh = self.magic.load(SeqCst) != MAGIC || run > at;
+        if !fresh && run < at {
+            return;
+        }
+        if fresh {
+            self.magic.store(MAGIC, SeqCst);
+            self.msg_len.store(0, SeqCst);
+            self.state.store(RankState::Loading as u32, SeqCst);
+            self.run.store(run, SeqCst);
+        }
+        match RankState::from_u32(state) {
+            RankState::Failed => self.fail(why),
+            s if self.state() != RankState::Failed => self.set_state(s),
+            _ => {}
+        }
+    }
+    /// Bump the epoch word (this header's rank holds its host's epoch for the run).
+    pub fn bump_epoch(&self) {
+        self.epoch.fetch_add(1, SeqCst);
+    }
+    /// Bump the wake word and wake the rank if it sleeps on it.
+    pub fn bump_wake(&self, wake_all: fn(&AtomicU32)) {
+        self.wake.fetch_add(1, SeqCst);
+        if self.waiters.load(SeqCst) > 0 {
+            wake_all(&self.wake);
+        }
+    }
     /// Whether this header was reset for run `run` (its owner loaded it for this collective).
     pub fn is_run(&self, run: u64) -> bool {
         self.magic.load(SeqCst) == MAGIC && self.run.load(SeqCst) == run
@@ -319,12 +352,73 @@ pub(crate) fn futex_wake_all(word: &AtomicU32) {
     }
 }
 
+/// How this executor reaches one rank of the run: the rank's own device segment, mapped (a
+/// rank on this host, or this rank), or the shadow of it with the link to its process (a rank
+/// on another host, `shadow`).
+#[derive(Debug, Clone)]
+pub enum PeerSeg {
+    /// A segment in this host's shared memory.
+    Local(Arc<Segment>),
+    /// Another host's rank: its shadow, and where its signals and this rank's state go.
+    Remote(Arc<Shadow>, Arc<dyn Signal>),
+}
+
+impl PeerSeg {
+    /// The bytes the machine maps.
+    pub fn bytes(&self) -> Arc<dyn ExternalBytes> {
+        match self {
+            PeerSeg::Local(s) => s.clone(),
+            PeerSeg::Remote(s, _) => s.clone(),
+        }
+    }
+    fn ptr(&self) -> *mut u8 {
+        match self {
+            PeerSeg::Local(s) => s.as_ptr(),
+            PeerSeg::Remote(s, _) => s.base_ptr(),
+        }
+    }
+    fn len(&self) -> usize {
+        match self {
+            PeerSeg::Local(s) => Segment::len(s),
+            PeerSeg::Remote(s, _) => ExternalBytes::len(&**s),
+        }
+    }
+    /// The segment's name.
+    pub fn name(&self) -> &str {
+        match self {
+            PeerSeg::Local(s) => s.name(),
+            PeerSeg::Remote(s, _) => s.name(),
+        }
+    }
+    /// Whether the rank is on another host.
+    pub fn is_remote(&self) -> bool {
+        matches!(self, PeerSeg::Remote(..))
+    }
+    /// Its header page (for a remote rank: what it last said, module doc of `shadow`).
+    pub fn header(&self) -> &Header {
+        assert!(self.len() >= HEADER_BYTES, "a device segment");
+        // SAFETY: as in [`header`]: page aligned, at least HEADER_BYTES, atomics and bytes.
+        unsafe { &*(self.ptr() as *const Header) }
+    }
+    /// Whether two handles name the same memory.
+    pub fn same(&self, o: &PeerSeg) -> bool {
+        match (self, o) {
+            (PeerSeg::Local(a), PeerSeg::Local(b)) => Arc::ptr_eq(a, b),
+            (PeerSeg::Remote(a, _), PeerSeg::Remote(b, _)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
 /// The executors of one run as rank `me` sees them through the ranks' device segments.
 #[derive(Debug)]
 pub struct SegPeers {
-    segs: Vec<Arc<Segment>>,
+    segs: Vec<PeerSeg>,
     layouts: Vec<Layout>,
     me: usize,
+    /// The lowest rank on this host: its header's epoch word is the run's epoch on this host
+    /// (every local executor and the proxy's receiver bump it).
+    epoch_rank: usize,
     /// Global ids in rank order (for messages).
     group: Vec<u32>,
     /// Why the job failed (a dead process), checked while waiting.
@@ -336,14 +430,16 @@ pub struct SegPeers {
 impl SegPeers {
     /// The peers of rank `me` of `group`, whose segments are `segs` (rank order).
     pub fn new(
-        segs: Vec<Arc<Segment>>,
+        segs: Vec<PeerSeg>,
         layouts: Vec<Layout>,
         me: usize,
         group: Vec<u32>,
         job_error: fn() -> Option<Error>,
     ) -> SegPeers {
+        let local = segs.iter().filter(|s| !s.is_remote()).count();
         SegPeers {
-            oversubscribed: oversubscribed(segs.len()),
+            oversubscribed: oversubscribed(local),
+            epoch_rank: segs.iter().position(|s| !s.is_remote()).unwrap_or(me),
             segs,
             layouts,
             me,
@@ -352,7 +448,27 @@ impl SegPeers {
         }
     }
     fn hdr(&self, q: usize) -> &Header {
-        header(&self.segs[q])
+        self.segs[q].header()
+    }
+    fn remote(&self, q: usize) -> bool {
+        self.segs[q].is_remote()
+    }
+    /// Whether any rank of the run is on another host.
+    pub fn spans_hosts(&self) -> bool {
+        self.segs.iter().any(PeerSeg::is_remote)
+    }
+    /// The segment holding this host's epoch word (the proxy's receiver bumps it too).
+    pub fn epoch_segment(&self) -> &PeerSeg {
+        &self.segs[self.epoch_rank]
+    }
+    /// Tell every remote rank this rank's state (ordered after every signal sent before).
+    fn tell_remote(&self, state: RankState, why: &str) {
+        let run = self.hdr(self.me).run.load(SeqCst);
+        for s in &self.segs {
+            if let PeerSeg::Remote(_, link) = s {
+                link.state(run, state as u32, why);
+            }
+        }
     }
     /// The queue words of rank `q`'s TOP_SP with its EVT_SEM block at `sem_off`.
     fn queue_words(&self, q: usize, sem_off: usize) -> &[AtomicU64; 4] {
@@ -360,13 +476,17 @@ impl SegPeers {
         assert!(off + 32 <= self.segs[q].len(), "laid out");
         // SAFETY: in bounds (above), 8-aligned (offsets are multiples of 64 in a page-aligned
         // mapping); atomics accept any bytes.
-        unsafe { &*(self.segs[q].as_ptr().add(off) as *const [AtomicU64; 4]) }
+        unsafe { &*(self.segs[q].ptr().add(off) as *const [AtomicU64; 4]) }
     }
     fn run_word(&self) -> &AtomicU32 {
-        &self.hdr(0).epoch
+        &self.hdr(self.epoch_rank).epoch
     }
-    /// Rank `q` may have something to do: bump the epoch and wake `q` if it sleeps.
+    /// Rank `q` may have something to do: bump the epoch and wake `q` if it sleeps (a rank on
+    /// another host is woken by the proxy's messages instead).
     fn wake(&self, q: usize) {
+        if self.remote(q) {
+            return;
+        }
         self.run_word().fetch_add(1, SeqCst);
         let h = self.hdr(q);
         h.wake.fetch_add(1, SeqCst);
@@ -379,13 +499,15 @@ impl SegPeers {
         (0..self.segs.len()).for_each(|q| self.wake(q));
     }
     /// Every rank's segment, in rank order.
-    pub fn segments(&self) -> &[Arc<Segment>] {
+    pub fn segments(&self) -> &[PeerSeg] {
         &self.segs
     }
     /// Check that every rank's segment was loaded for run `run` (the go meeting guarantees it;
     /// anything else is a protocol fault, reported rather than run into).
     pub fn check_loaded(&self, run: u64) -> Result<()> {
-        match (0..self.segs.len()).find(|&q| !self.hdr(q).is_run(run)) {
+        // A remote rank's shadow holds what it last said, maybe of an earlier run: the go
+        // meeting is the only check for it.
+        match (0..self.segs.len()).find(|&q| !self.remote(q) && !self.hdr(q).is_run(run)) {
             None => Ok(()),
             Some(q) => Err(Error::failure(format!(
                 "device segment {:?} of {} is not loaded for this collective (run {run}): a \
@@ -395,17 +517,27 @@ impl SegPeers {
             ))),
         }
     }
+    /// Whether rank `q` has finished this rank's run (done or failed, or moved on to a later one).
+    pub fn finished(&self, q: usize) -> bool {
+        let run = self.hdr(self.me).run.load(SeqCst);
+        let h = self.hdr(q);
+        let (at, ended) = (
+            h.run.load(SeqCst),
+            matches!(h.state(), RankState::Done | RankState::Failed),
+        );
+        match self.remote(q) {
+            // A shadow lags: only this run's end (or a later run) counts.
+            true => at > run || (at == run && ended),
+            false => at != run || ended,
+        }
+    }
     /// Wait until every other rank of this run has finished (done or failed): after that
     /// nobody writes into this rank's segment again. Fails if a process of the job died, or
     /// after `deadline`, naming the ranks still running.
     pub fn wait_finished(&self, deadline: Option<Duration>) -> Result<()> {
         let start = std::time::Instant::now();
         let me = self.hdr(self.me);
-        let run = me.run.load(SeqCst);
-        let finished = |q: usize| {
-            let h = self.hdr(q);
-            h.run.load(SeqCst) != run || matches!(h.state(), RankState::Done | RankState::Failed)
-        };
+        let finished = |q: usize| self.finished(q);
         spin_then_yield(self.oversubscribed, || {
             (0..self.segs.len()).all(|q| q == self.me || finished(q))
         });
@@ -448,7 +580,10 @@ impl SegPeers {
         let run = self.hdr(self.me).run.load(SeqCst);
         let started = |q: usize| {
             let h = self.hdr(q);
-            q == self.me || h.run.load(SeqCst) != run || h.state() != RankState::Loading
+            q == self.me
+                || self.remote(q)
+                || h.run.load(SeqCst) != run
+                || h.state() != RankState::Loading
         };
         while start.elapsed() < max {
             if (0..self.segs.len()).all(started) {
@@ -466,11 +601,18 @@ impl SegPeers {
         })
     }
     fn who(&self, q: usize) -> String {
-        format!(
-            "rank {q} (global id {}, process {})",
-            self.group[q],
-            self.hdr(q).pid()
-        )
+        match self.remote(q) {
+            true => format!(
+                "rank {q} (global id {}, process {} on another host)",
+                self.group[q],
+                self.hdr(q).pid()
+            ),
+            false => format!(
+                "rank {q} (global id {}, process {})",
+                self.group[q],
+                self.hdr(q).pid()
+            ),
+        }
     }
 }
 
@@ -482,7 +624,7 @@ struct RankWake {
 }
 
 impl SemNotify for RankWake {
-    fn changed(&self) {
+    fn changed(&self, _: u8, _: crate::device::sema::SemOp) {
         self.peers.wake(self.q);
     }
 }
@@ -571,13 +713,21 @@ impl Peers for SegPeers {
     }
     fn done(&self) {
         self.hdr(self.me).set_state(RankState::Done);
+        self.tell_remote(RankState::Done, "");
         self.wake_all();
     }
     fn failed(&self, why: &str) {
+        if self.hdr(self.me).state() != RankState::Failed {
+            self.tell_remote(RankState::Failed, why);
+        }
         self.hdr(self.me).fail(why);
         self.wake_all();
     }
     fn all_blocked(&self, seen: u32) -> Option<String> {
+        // Across hosts there is no one epoch to agree on: a hang is the execution timeout's.
+        if self.spans_hosts() {
+            return None;
+        }
         let stuck = (0..self.segs.len()).all(|q| {
             let h = self.hdr(q);
             match h.state() {
@@ -612,7 +762,7 @@ impl Peers for SegPeers {
             .layouts
             .iter()
             .enumerate()
-            .filter(|(q, _)| *q != self.me)
+            .filter(|(q, _)| *q != self.me && !self.remote(*q))
         {
             for (&(topsp, off), places) in lay.sems.iter().zip(&lay.topsps) {
                 let w = self.queue_words(q, off);

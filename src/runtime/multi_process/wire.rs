@@ -22,6 +22,24 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::isa::enums::Dtype;
 use crate::lower::request::{nrt_cc_op, nrt_op, CollectiveOp, CollectiveRequest, IoForm, ReduceOp};
 
+/// Where a rank's device segment is, as the go meeting hands it to every rank: its
+/// shared-memory name and bytes, the host that can map it, and how to reach its process over
+/// the network when the host is another one (`runtime::multi_process::run`, step "map peers").
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SegmentAt {
+    /// The shared-memory name (`/opennrt-…`).
+    pub name: String,
+    /// Its bytes.
+    pub len: u64,
+    /// The owning process's host ([`super::host::key`]): ranks with equal keys share
+    /// `/dev/shm` and map each other's segments; others are reached over the network.
+    pub host: String,
+    /// The owning process's network-proxy endpoint address (libfabric `fi_getname`), empty
+    /// until that process has opened one (`runtime::multi_process::proxy`).
+    #[serde(default)]
+    pub net: Vec<u8>,
+}
+
 /// The bootstrap sanity magic of the vendor's hello (docs/contract/abi.md §5.11).
 pub const MAGIC: u32 = 0x6179_6c69;
 
@@ -253,10 +271,8 @@ pub enum Msg {
         req: Option<WireRequest>,
         /// Digest of the emitted program ("go").
         digest: u64,
-        /// The rank's device segment and its bytes ("go").
-        seg: String,
-        /// Its bytes.
-        seg_len: u64,
+        /// The rank's device segment ("go").
+        seg: SegmentAt,
     },
     /// The answer to a [`Msg::Meet`]: every rank's device segment, or why not.
     Segments {
@@ -264,8 +280,8 @@ pub enum Msg {
         id: u64,
         /// Failure, if any.
         error: Option<WireError>,
-        /// `(name, bytes)` per rank.
-        segments: Vec<(String, u64)>,
+        /// Every rank's segment, in rank order.
+        segments: Vec<SegmentAt>,
     },
     /// The process leaves the job (`nrt_close`): its ranks are gone, not dead.
     Bye,

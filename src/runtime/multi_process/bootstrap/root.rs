@@ -66,6 +66,11 @@ fn kind_of(k: &str) -> Result<&'static str> {
 }
 
 impl Root {
+    /// The address the root listens on.
+    pub(super) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     pub(super) fn start(l: TcpListener) -> Result<Arc<Root>> {
         let addr = l
             .local_addr()
@@ -379,7 +384,6 @@ impl Root {
             req,
             digest,
             seg,
-            seg_len,
         } = m
         else {
             unreachable!()
@@ -390,11 +394,7 @@ impl Root {
             let req = req
                 .ok_or_else(|| Error::failure("a go arrived without its request"))?
                 .request()?;
-            let go = GoArrival {
-                req,
-                digest,
-                seg: (seg, seg_len),
-            };
+            let go = GoArrival { req, digest, seg };
             meet_go_here(&key, instance, rank, go, meet_deadline(false)?)
         });
         let answer = match r {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::runtime::multi_process::wire::SegmentAt;
 
 fn board(tag: &str, n: usize) -> Board {
     let name = format!(
@@ -18,8 +19,13 @@ fn key(n: u32) -> GroupKey {
     }
 }
 
-fn seg(q: usize) -> (String, u64) {
-    (format!("/opennrt-test-seg-{q}"), 4096 * (q as u64 + 1))
+fn seg(q: usize) -> SegmentAt {
+    SegmentAt {
+        name: format!("/opennrt-test-seg-{q}"),
+        len: 4096 * (q as u64 + 1),
+        host: crate::runtime::multi_process::host::key().to_string(),
+        net: Vec::new(),
+    }
 }
 
 #[test]

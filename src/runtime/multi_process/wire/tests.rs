@@ -48,13 +48,18 @@ fn messages_round_trip_and_eof_is_none() {
             rank: 1,
             req: Some(w),
             digest: 0x1234_5678_9abc_def0,
-            seg: "/opennrt-1-2-d1-1".into(),
-            seg_len: 1 << 20,
+            seg: at(),
         },
         Msg::Segments {
             id: 2,
             error: None,
-            segments: vec![("/opennrt-1-2-d1-1".into(), 1 << 20)],
+            segments: vec![
+                at(),
+                SegmentAt {
+                    net: vec![0xfe, 0, 1],
+                    ..at()
+                },
+            ],
         },
         Msg::Done {
             id: 1,
@@ -81,4 +86,13 @@ fn messages_round_trip_and_eof_is_none() {
         None,
         "a cut message is end of stream"
     );
+}
+
+fn at() -> SegmentAt {
+    SegmentAt {
+        name: "/opennrt-1-2-d1-1".into(),
+        len: 1 << 20,
+        host: "boot:2a:1".into(),
+        net: Vec::new(),
+    }
 }

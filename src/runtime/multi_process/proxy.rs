@@ -1,0 +1,711 @@
+//! The network proxy (docs/design.md §2.7, "Several hosts"): how the ranks of one collective
+//! that live on different hosts reach each other, as the vendor's host proxy threads carry the
+//! inter-node legs over EFA (`enc_proxy_task`, which posts the sends and receives and bumps the
+//! device semaphores on completion).
+//!
+//! One proxy per process, started the first time one of its collectives spans hosts: one
+//! libfabric RDM endpoint (`net::fabric`, libfabric loaded then and only then), bound to the
+//! address the process's bootstrap connection uses (so it is on the interface that reaches the
+//! other hosts), and one thread that owns it. The endpoint's address travels in the go meeting
+//! ([`super::wire::SegmentAt::net`]).
+//!
+//! **What travels.** Messages, each one libfabric send. Each carries its sender's proxy id and
+//! its number on the link from that sender to this process; the receiver applies every
+//! sender's messages in that order, holding back one that completes early (the provider
+//! completes receives in any order: a large message, sent by rendezvous, after later small
+//! ones):
+//!
+//! | kind | header fields | body |
+//! |---|---|---|
+//! | `DATA` | target segment id, byte offset, sender's segment id | bytes the sender's DMA wrote into its shadow of the target (at most [`CHUNK`] per message) |
+//! | `SEM` | target segment id, EVT_SEM block offset, index and change, sender's segment id | — |
+//! | `STATE` | sender's segment id and bytes, run, state | the sender's segment name, NUL, why it failed |
+//!
+//! The sender's executor hands a semaphore change with the ranges written before it
+//! (`shadow::RemoteSem`); the proxy sends the data, then the change. The receiver copies the
+//! data into its segment, then applies the change to its block and wakes its executor (the
+//! host's epoch and the rank's wake word, as a local peer's write does), so data is visible
+//! before its signal, exactly as the descriptor orders them.
+//!
+//! **Credits.** At most [`WINDOW`] sends per peer are outstanding; the rest wait in that
+//! peer's queue, in order. The receiver keeps [`RECVS`] buffers posted, each re-posted once
+//! handled; the provider holds what arrives beyond them (rxm's unexpected queue) rather than
+//! dropping it.
+//!
+//! **Faults.** A failed send or receive completion fails the proxy with `NRT_NETWORK_PROXY_FAILURE`
+//! (naming the peer), and every rank waiting in a run spanning hosts sees it at once through
+//! [`error`].
+
+use std::collections::{HashMap, VecDeque};
+use std::io::IoSlice;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+
+use super::segment::{futex_wake_all, header};
+use super::shadow::{seg_id, Shadow, Signal};
+use super::shm::Segment;
+use super::wire::SegmentAt;
+use crate::device::sema::{ExternalBytes, SemBlock, SemOp};
+use crate::error::{Error, ErrorKind, Result};
+use crate::net::fabric::{CompletionKind, Endpoint, Waker};
+
+/// Largest data payload of one message. Choice: 1 MiB, large enough that a 64 MiB leg is 64
+/// messages, small enough that the receive pool stays [`RECVS`] MiB.
+pub const CHUNK: usize = 1 << 20;
+/// Outstanding sends per peer.
+pub const WINDOW: usize = 32;
+/// Receive buffers kept posted.
+pub const RECVS: usize = 16;
+/// Bytes of a message header.
+const HEAD: usize = 56;
+/// Where a header carries its sender's proxy id and its sequence number on that link.
+const FROM_AT: usize = 40;
+const SEQ_AT: usize = 48;
+const MAGIC: u32 = 0x5850_4e4f; // "ONPX"
+const DATA: u32 = 1;
+const SEM: u32 = 2;
+const STATE: u32 = 3;
+
+/// A message header (module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Head {
+    kind: u32,
+    seg: u64,
+    off: u64,
+    arg: u64,
+    run: u64,
+}
+
+impl Head {
+    fn encode(&self) -> [u8; HEAD] {
+        let mut b = [0u8; HEAD];
+        b[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+        b[4..8].copy_from_slice(&self.kind.to_le_bytes());
+        b[8..16].copy_from_slice(&self.seg.to_le_bytes());
+        b[16..24].copy_from_slice(&self.off.to_le_bytes());
+        b[24..32].copy_from_slice(&self.arg.to_le_bytes());
+        b[32..40].copy_from_slice(&self.run.to_le_bytes());
+        b
+    }
+    /// The sender's proxy id and the message's number on its link to this process.
+    fn link_seq(b: &[u8]) -> (u64, u64) {
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        (u64_at(FROM_AT), u64_at(SEQ_AT))
+    }
+    fn decode(b: &[u8]) -> Option<Head> {
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        (b.len() >= HEAD && u32_at(0) == MAGIC).then(|| Head {
+            kind: u32_at(4),
+            seg: u64_at(8),
+            off: u64_at(16),
+            arg: u64_at(24),
+            run: u64_at(32),
+        })
+    }
+}
+
+/// A semaphore change as a header's `arg`: index (bits 7:0), change (15:8), value (63:32).
+fn sem_arg(idx: u8, op: SemOp) -> u64 {
+    let (code, v): (u64, i32) = match op {
+        SemOp::Set(v) => (0, v),
+        SemOp::Add(v) => (1, v),
+        SemOp::Sub(v) => (2, v),
+        SemOp::Event(on) => (3, i32::from(on)),
+    };
+    u64::from(idx) | (code << 8) | (u64::from(v as u32) << 32)
+}
+
+fn sem_of(arg: u64) -> Option<(u8, SemOp)> {
+    let v = (arg >> 32) as u32 as i32;
+    let op = match (arg >> 8) & 0xff {
+        0 => SemOp::Set(v),
+        1 => SemOp::Add(v),
+        2 => SemOp::Sub(v),
+        3 => SemOp::Event(v != 0),
+        _ => return None,
+    };
+    Some((arg as u8, op))
+}
+
+/// One message waiting to be sent or in flight: its header, then its body, in one heap
+/// buffer — the provider reads it until the send completes, so it must not move while the
+/// frame itself moves between queues. Choice: the data of a signal is copied out of the shadow
+/// when the signal is handed over, not sent from the shadow in place, so that nothing the
+/// executor does after the signal can change what the peer receives (one memcpy per byte).
+#[derive(Debug)]
+struct Frame {
+    bytes: Vec<u8>,
+}
+
+impl Frame {
+    fn new(head: &Head, body: &[u8]) -> Frame {
+        let mut bytes = Vec::with_capacity(HEAD + body.len());
+        bytes.extend_from_slice(&head.encode());
+        bytes.extend_from_slice(body);
+        Frame { bytes }
+    }
+}
+
+/// A segment of this process that peers on other hosts write into.
+#[derive(Debug, Clone)]
+struct Target {
+    seg: Arc<Segment>,
+    /// The segment whose header holds this host's epoch for the segment's run.
+    epoch: Option<Arc<Segment>>,
+}
+
+/// A remote rank's shadow and the local segments whose ranks wait on what it says.
+#[derive(Debug)]
+struct ShadowEntry {
+    shadow: Arc<Shadow>,
+    watchers: Mutex<Vec<Arc<Segment>>>,
+}
+
+/// The process's proxy (module doc).
+#[derive(Debug)]
+pub struct Proxy {
+    addr: Vec<u8>,
+    provider: String,
+    queue: Mutex<Vec<(Vec<u8>, Frame)>>,
+    waker: Waker,
+    targets: Mutex<HashMap<u64, Target>>,
+    shadows: Mutex<HashMap<u64, Arc<ShadowEntry>>>,
+    failed: Mutex<Option<Error>>,
+    /// When each remote segment's process last sent anything (by the sender's segment id).
+    heard: Mutex<HashMap<u64, Instant>>,
+    stop: AtomicBool,
+    stopping_since: Mutex<Option<Instant>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+static PROXY: Lazy<Mutex<Option<Arc<Proxy>>>> = Lazy::new(|| Mutex::new(None));
+
+/// This process's endpoint address, empty while it has no proxy.
+pub fn address() -> Vec<u8> {
+    PROXY
+        .lock()
+        .as_ref()
+        .map(|p| p.addr.clone())
+        .unwrap_or_default()
+}
+
+/// The proxy, if this process started one.
+pub fn running() -> Option<Arc<Proxy>> {
+    PROXY.lock().clone()
+}
+
+/// The proxy's failure, if it failed.
+pub fn error() -> Option<Error> {
+    let p = PROXY.lock().clone();
+    p.and_then(|p| p.failed.lock().clone())
+}
+
+/// The process's proxy, started on first use (module doc), its endpoint bound to `bind`.
+pub fn start(bind: Option<std::net::IpAddr>) -> Result<Arc<Proxy>> {
+    let mut g = PROXY.lock();
+    if let Some(p) = &*g {
+        return Ok(p.clone());
+    }
+    let mut ep = Endpoint::open(bind).map_err(|e| {
+        e.context("a collective spans hosts: opening this process's network endpoint")
+    })?;
+    let p = Arc::new(Proxy {
+        addr: ep.name()?,
+        provider: ep.provider(),
+        queue: Mutex::new(Vec::new()),
+        waker: ep.waker(),
+        targets: Mutex::new(HashMap::new()),
+        shadows: Mutex::new(HashMap::new()),
+        failed: Mutex::new(None),
+        heard: Mutex::new(HashMap::new()),
+        stop: AtomicBool::new(false),
+        stopping_since: Mutex::new(None),
+        thread: Mutex::new(None),
+    });
+    let mut bufs: Vec<Box<[u8]>> = (0..RECVS)
+        .map(|_| vec![0u8; HEAD + CHUNK].into_boxed_slice())
+        .collect();
+    for (i, b) in bufs.iter_mut().enumerate() {
+        // SAFETY: the buffers move into the thread with the endpoint and outlive it there.
+        if !unsafe { ep.post_recv(b.as_mut_ptr(), b.len(), i as u64)? } {
+            return Err(Error::new(
+                ErrorKind::NetworkProxy,
+                "posting the proxy's receive buffers: the provider is out of resources",
+            ));
+        }
+    }
+    let me = p.clone();
+    let t = std::thread::Builder::new()
+        .name("opennrt-proxy".into())
+        .spawn(move || me.serve(ep, bufs))
+        .map_err(|e| Error::resource(format!("spawning the network proxy: {e}")))?;
+    *p.thread.lock() = Some(t);
+    crate::log_info!(
+        "net",
+        "network proxy up: libfabric provider {:?}, endpoint bound to {}",
+        p.provider,
+        bind.map_or("the provider's default".to_string(), |a| a.to_string())
+    );
+    *g = Some(p.clone());
+    Ok(p)
+}
+
+/// Stop the proxy (`nrt_close`): its thread ends, its endpoint closes.
+pub fn shutdown() {
+    let p = PROXY.lock().take();
+    if let Some(p) = p {
+        p.stop.store(true, SeqCst);
+        p.waker.wake();
+        if let Some(t) = p.thread.lock().take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Proxy {
+    /// Peers on other hosts may write into `seg` from now on (before its go meeting).
+    pub fn add_target(&self, seg: &Arc<Segment>) {
+        let t = Target {
+            seg: seg.clone(),
+            epoch: None,
+        };
+        self.targets.lock().insert(seg_id(seg.name()), t);
+    }
+    /// The run of `seg` keeps this host's epoch in `epoch`'s header.
+    pub fn set_epoch(&self, seg: &Segment, epoch: &Arc<Segment>) {
+        if let Some(t) = self.targets.lock().get_mut(&seg_id(seg.name())) {
+            t.epoch = Some(epoch.clone());
+        }
+    }
+    /// The shadow of remote segment `at`, kept across runs (its header is what the remote rank
+    /// last said); `watcher`'s rank is woken whenever the remote rank says something.
+    pub fn shadow(&self, at: &SegmentAt, watcher: &Arc<Segment>) -> Result<Arc<Shadow>> {
+        let e = self.entry(&at.name, at.len as usize)?;
+        let mut w = e.watchers.lock();
+        if !w.iter().any(|s| Arc::ptr_eq(s, watcher)) {
+            w.push(watcher.clone());
+        }
+        Ok(e.shadow.clone())
+    }
+    fn entry(&self, name: &str, len: usize) -> Result<Arc<ShadowEntry>> {
+        let mut m = self.shadows.lock();
+        if let Some(e) = m
+            .get(&seg_id(name))
+            .filter(|e| ExternalBytes::len(&*e.shadow) >= len)
+        {
+            return Ok(e.clone());
+        }
+        let e = Arc::new(ShadowEntry {
+            shadow: Arc::new(Shadow::new(name, len)?),
+            watchers: Mutex::new(Vec::new()),
+        });
+        m.insert(seg_id(name), e.clone());
+        Ok(e)
+    }
+    /// The link from this process's segment `own` to the process holding remote `peer`.
+    pub fn link(self: &Arc<Self>, peer: &SegmentAt, own: &Segment) -> Arc<dyn Signal> {
+        Arc::new(Link {
+            proxy: self.clone(),
+            to: peer.net.clone(),
+            target: seg_id(&peer.name),
+            own: (own.name().to_string(), own.len() as u64),
+        })
+    }
+    /// How long ago the process of remote segment `name` last sent this process anything
+    /// (`None`: never).
+    pub fn silent_for(&self, name: &str) -> Option<Duration> {
+        self.heard.lock().get(&seg_id(name)).map(Instant::elapsed)
+    }
+    /// Forget `seg` (its name is gone; nobody writes into it again).
+    pub fn remove_target(&self, seg: &Segment) {
+        self.targets.lock().remove(&seg_id(seg.name()));
+    }
+    fn post(&self, to: &[u8], frames: Vec<Frame>) {
+        self.queue
+            .lock()
+            .extend(frames.into_iter().map(|f| (to.to_vec(), f)));
+        self.waker.wake();
+    }
+    fn fail(&self, e: Error) {
+        let mut f = self.failed.lock();
+        if f.is_none() {
+            crate::log_error!("net", "{}", e.message());
+            *f = Some(e);
+        }
+        drop(f);
+        // Every waiter rechecks and finds the failure.
+        for t in self.targets.lock().values() {
+            wake(&t.seg, t.epoch.as_ref());
+        }
+    }
+
+    /// The proxy thread (module doc).
+    fn serve(self: Arc<Self>, mut ep: Endpoint, mut bufs: Vec<Box<[u8]>>) {
+        let mut peers: HashMap<Vec<u8>, u64> = HashMap::new();
+        let mut queued: HashMap<u64, VecDeque<Frame>> = HashMap::new();
+        let mut inflight: HashMap<u64, (u64, Frame)> = HashMap::new();
+        let mut per_peer: HashMap<u64, usize> = HashMap::new();
+        let mut names: HashMap<u64, String> = HashMap::new();
+        let mut next_ctx = RECVS as u64;
+        let mut done = Vec::new();
+        // Receive buffers completed in this round: (buffer, bytes or None for a failed one).
+        let mut ready: Vec<(usize, Option<usize>)> = Vec::new();
+        // Per peer: the next number this process stamps on a message to it.
+        let mut link_seq: HashMap<u64, u64> = HashMap::new();
+        // Per sender: the next number expected from it, and what arrived ahead of it.
+        let mut expect: HashMap<u64, u64> = HashMap::new();
+        let mut early: HashMap<u64, std::collections::BTreeMap<u64, Vec<u8>>> = HashMap::new();
+        let me = seg_id(&hex(&self.addr));
+        loop {
+            // Stopping: what was handed over is still sent (a rank's last "done" among it),
+            // for at most a few seconds.
+            if self.stop.load(SeqCst) {
+                let idle = self.queue.lock().is_empty()
+                    && inflight.is_empty()
+                    && queued.values().all(VecDeque::is_empty);
+                let stopping = *self.stopping_since.lock().get_or_insert_with(Instant::now);
+                if idle || stopping.elapsed() > Duration::from_secs(5) {
+                    break;
+                }
+            }
+            let new = std::mem::take(&mut *self.queue.lock());
+            let mut busy = !new.is_empty();
+            for (to, f) in new {
+                let fi = match peers.get(&to) {
+                    Some(&a) => a,
+                    None => match ep.insert(&to) {
+                        Ok(a) => {
+                            peers.insert(to.clone(), a);
+                            names.insert(a, describe(&to));
+                            a
+                        }
+                        Err(e) => {
+                            self.fail(e.context("adding a peer's network address"));
+                            continue;
+                        }
+                    },
+                };
+                queued.entry(fi).or_default().push_back(f);
+            }
+            for (&fi, q) in queued.iter_mut() {
+                while per_peer.get(&fi).copied().unwrap_or(0) < WINDOW {
+                    if q.is_empty() {
+                        break;
+                    }
+                    let seq = *link_seq.entry(fi).or_default();
+                    let f = q.front_mut().expect("front");
+                    f.bytes[FROM_AT..SEQ_AT].copy_from_slice(&me.to_le_bytes());
+                    f.bytes[SEQ_AT..HEAD].copy_from_slice(&seq.to_le_bytes());
+                    let iov = [IoSlice::new(&f.bytes)];
+                    // SAFETY: the frame's heap buffer stays alive and unchanged (in `inflight`)
+                    // until its completion; moving the frame does not move it.
+                    match unsafe { ep.post_send(fi, &iov, next_ctx) } {
+                        Ok(true) => {
+                            let f = q.pop_front().expect("front");
+                            *link_seq.entry(fi).or_default() += 1;
+                            inflight.insert(next_ctx, (fi, f));
+                            *per_peer.entry(fi).or_default() += 1;
+                            next_ctx += 1;
+                            busy = true;
+                        }
+                        Ok(false) => break,
+                        Err(e) => {
+                            self.fail(e.context(format!("sending to {}", names[&fi])));
+                            q.clear();
+                            break;
+                        }
+                    }
+                }
+            }
+            done.clear();
+            let got = match busy || !inflight.is_empty() {
+                true => ep.poll(&mut done),
+                false => ep.wait_poll(&mut done, Duration::from_millis(50)),
+            };
+            if let Err(e) = got {
+                self.fail(e.context("reading the network proxy's completions"));
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            for c in done.drain(..) {
+                if let Some(why) = &c.error {
+                    let peer = inflight
+                        .get(&c.ctx)
+                        .map_or("a peer".to_string(), |(fi, _)| names[fi].clone());
+                    self.fail(Error::new(
+                        ErrorKind::NetworkProxy,
+                        format!("network proxy: an operation with {peer} failed: {why}"),
+                    ));
+                }
+                match c.kind {
+                    CompletionKind::Sent => {
+                        if let Some((fi, _)) = inflight.remove(&c.ctx) {
+                            *per_peer.entry(fi).or_default() -= 1;
+                        }
+                    }
+                    CompletionKind::Received { len } => {
+                        let i = c.ctx as usize;
+                        if i < bufs.len() {
+                            let len = if c.error.is_none() { Some(len) } else { None };
+                            ready.push((i, len));
+                        }
+                    }
+                }
+            }
+            // The provider may complete receives in any order (a large message, sent by
+            // rendezvous, after a later small one; one peer's messages in buffers posted in
+            // another order): every message carries its number on its link, and messages are
+            // applied in the order their sender posted them, so a semaphore change never
+            // overtakes the data sent before it.
+            for (i, len) in ready.drain(..) {
+                if let Some(len) = len.filter(|&n| n >= HEAD) {
+                    let msg = &bufs[i][..len.min(bufs[i].len())];
+                    let (from, seq) = Head::link_seq(msg);
+                    let next = expect.entry(from).or_default();
+                    if seq == *next {
+                        self.handle(msg);
+                        *next += 1;
+                        let held = early.entry(from).or_default();
+                        while let Some(m) = held.remove(next) {
+                            self.handle(&m);
+                            *next += 1;
+                        }
+                    } else if seq > *next {
+                        early.entry(from).or_default().insert(seq, msg.to_vec());
+                    } else {
+                        crate::log_warn!(
+                            "net",
+                            "network proxy: dropped a repeated message ({seq} < {next})"
+                        );
+                    }
+                }
+                let b = &mut bufs[i];
+                // SAFETY: the buffer lives in `bufs` as long as the endpoint.
+                match unsafe { ep.post_recv(b.as_mut_ptr(), b.len(), i as u64) } {
+                    Ok(true) => {}
+                    Ok(false) => self.fail(Error::new(
+                        ErrorKind::NetworkProxy,
+                        "re-posting a receive buffer: the provider is out of resources",
+                    )),
+                    Err(e) => self.fail(e.context("re-posting a receive buffer")),
+                }
+            }
+        }
+        // Close the endpoint before the buffers it may still write into go.
+        drop(ep);
+        drop(bufs);
+    }
+
+    /// Apply one received message (module doc).
+    fn handle(&self, msg: &[u8]) {
+        let Some(h) = Head::decode(msg) else {
+            crate::log_warn!(
+                "net",
+                "network proxy: dropped a {}-byte message that is not ours",
+                msg.len()
+            );
+            return;
+        };
+        let body = &msg[HEAD..];
+        let from = match h.kind {
+            DATA => h.arg,
+            SEM => h.run,
+            _ => h.seg,
+        };
+        self.heard.lock().insert(from, Instant::now());
+        match h.kind {
+            DATA | SEM => {
+                let t = self.targets.lock().get(&h.seg).cloned();
+                let Some(t) = t else {
+                    crate::log_error!(
+                        "net",
+                        "network proxy: a peer wrote into segment {:#x}, which this process does \
+                         not hold (a stale or foreign message)",
+                        h.seg
+                    );
+                    return;
+                };
+                if h.kind == DATA {
+                    if let Err(e) = t.seg.write(h.off as usize, body) {
+                        crate::log_error!("net", "network proxy: data from a peer: {e}");
+                    }
+                    return;
+                }
+                let (Some((idx, op)), Ok(mut b)) = (
+                    sem_of(h.arg),
+                    SemBlock::external(t.seg.clone(), h.off as usize, None),
+                ) else {
+                    crate::log_error!("net", "network proxy: a malformed semaphore change");
+                    return;
+                };
+                b.apply(idx, op);
+                wake(&t.seg, t.epoch.as_ref());
+            }
+            STATE => {
+                let (name, why) = match body.iter().position(|&c| c == 0) {
+                    Some(i) => (&body[..i], &body[i + 1..]),
+                    None => (body, &[][..]),
+                };
+                let name = String::from_utf8_lossy(name).into_owned();
+                let Ok(e) = self.entry(&name, h.off as usize) else {
+                    return;
+                };
+                let hd = super::segment::PeerSeg::Remote(e.shadow.clone(), Arc::new(NoLink));
+                hd.header()
+                    .told(h.run, h.arg as u32, &String::from_utf8_lossy(why));
+                for w in e.watchers.lock().iter() {
+                    wake(w, None);
+                }
+            }
+            other => crate::log_warn!("net", "network proxy: unknown message kind {other}"),
+        }
+    }
+}
+
+/// Wake the rank of `seg` (and bump its host's epoch): what a local peer's write does.
+fn wake(seg: &Segment, epoch: Option<&Arc<Segment>>) {
+    if let Some(e) = epoch {
+        header(e).bump_epoch();
+    }
+    header(seg).bump_wake(futex_wake_all);
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A peer's endpoint address as a person reads it: the socket address inside a `sockaddr_in`
+/// or `sockaddr_in6` (what the tcp and sockets providers' names are), else hex.
+pub fn describe(addr: &[u8]) -> String {
+    let family = addr.get(..2).map(|f| u16::from_ne_bytes([f[0], f[1]]));
+    let port = |a: &[u8]| u16::from_be_bytes([a[2], a[3]]);
+    match family.map(i32::from) {
+        Some(libc::AF_INET) if addr.len() >= 8 => {
+            let ip = std::net::Ipv4Addr::new(addr[4], addr[5], addr[6], addr[7]);
+            format!("{ip}:{}", port(addr))
+        }
+        Some(libc::AF_INET6) if addr.len() >= 24 => {
+            let b: [u8; 16] = addr[8..24].try_into().expect("16 bytes");
+            format!("[{}]:{}", std::net::Ipv6Addr::from(b), port(addr))
+        }
+        _ => hex(addr),
+    }
+}
+
+/// A shadow handle that sends nothing (the receiver's view of a header).
+#[derive(Debug)]
+struct NoLink;
+
+impl Signal for NoLink {
+    fn signal(&self, _: &Arc<Shadow>, _: Vec<(usize, usize)>, _: usize, _: u8, _: SemOp) {}
+    fn state(&self, _: u64, _: u32, _: &str) {}
+}
+
+/// From one local segment to the process of one remote rank (module doc).
+#[derive(Debug)]
+struct Link {
+    proxy: Arc<Proxy>,
+    to: Vec<u8>,
+    target: u64,
+    own: (String, u64),
+}
+
+impl Signal for Link {
+    fn signal(
+        &self,
+        shadow: &Arc<Shadow>,
+        written: Vec<(usize, usize)>,
+        block: usize,
+        idx: u8,
+        op: SemOp,
+    ) {
+        let mut frames = Vec::new();
+        for (off, n) in written {
+            let mut at = 0;
+            while at < n {
+                let k = (n - at).min(CHUNK);
+                let head = Head {
+                    kind: DATA,
+                    seg: self.target,
+                    off: (off + at) as u64,
+                    arg: seg_id(&self.own.0),
+                    run: 0,
+                };
+                // SAFETY: in bounds of the live shadow (the ranges come from its write log).
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(shadow.base_ptr().add(off + at), k) };
+                frames.push(Frame::new(&head, bytes));
+                at += k;
+            }
+        }
+        let head = Head {
+            kind: SEM,
+            seg: self.target,
+            off: block as u64,
+            arg: sem_arg(idx, op),
+            run: seg_id(&self.own.0),
+        };
+        frames.push(Frame::new(&head, &[]));
+        self.proxy.post(&self.to, frames);
+    }
+    fn state(&self, run: u64, state: u32, why: &str) {
+        let head = Head {
+            kind: STATE,
+            seg: seg_id(&self.own.0),
+            off: self.own.1,
+            arg: u64::from(state),
+            run,
+        };
+        let mut owned = self.own.0.as_bytes().to_vec();
+        owned.push(0);
+        owned.extend(why.as_bytes().iter().take(2000));
+        self.proxy.post(&self.to, vec![Frame::new(&head, &owned)]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn socket_addresses_read_as_addresses() {
+        let mut v4 = vec![0u8; 16];
+        v4[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+        v4[2..4].copy_from_slice(&4242u16.to_be_bytes());
+        v4[4..8].copy_from_slice(&[10, 231, 0, 2]);
+        assert_eq!(describe(&v4), "10.231.0.2:4242");
+        let mut v6 = vec![0u8; 28];
+        v6[..2].copy_from_slice(&(libc::AF_INET6 as u16).to_ne_bytes());
+        v6[2..4].copy_from_slice(&7u16.to_be_bytes());
+        v6[23] = 1;
+        assert_eq!(describe(&v6), "[::1]:7");
+        assert_eq!(describe(&[0xab, 0xcd]), "abcd");
+    }
+
+    #[test]
+    fn headers_and_semaphore_changes_round_trip() {
+        let h = Head {
+            kind: SEM,
+            seg: 0x1234_5678_9abc_def0,
+            off: 4096,
+            arg: sem_arg(7, SemOp::Sub(-3)),
+            run: 42,
+        };
+        assert_eq!(Head::decode(&h.encode()), Some(h));
+        for op in [
+            SemOp::Set(-1),
+            SemOp::Add(5),
+            SemOp::Sub(i32::MIN),
+            SemOp::Event(true),
+        ] {
+            assert_eq!(sem_of(sem_arg(255, op)), Some((255, op)));
+        }
+        assert_eq!(Head::decode(&[0u8; HEAD]), None, "no magic");
+        assert_eq!(Head::decode(&[0u8; 8]), None, "too short");
+    }
+}
