@@ -2,3 +2,4 @@
 //! nothing hand-made. `runtime::multi_process::proxy` carries collectives over it.
 
 pub mod fabric;
+pub mod iface;

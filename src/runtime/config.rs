@@ -65,6 +65,12 @@ pub struct Config {
     pub version: String,
     /// `OPENNRT_BOOTSTRAP_TIMEOUT`: how long a process keeps trying to reach the job's root.
     pub bootstrap_timeout: Duration,
+    /// `OPENNRT_NET_PEER_TIMEOUT`: how long a linked process on another host may stay silent
+    /// before it is lost (`runtime::multi_process::proxy`).
+    pub net_peer_timeout: Duration,
+    /// `CCOM_SOCKET_IFNAME`, else `NCCL_SOCKET_IFNAME` (the variable and its filter): the
+    /// interfaces a job spanning hosts uses (`net::iface`).
+    pub socket_ifname: Option<(&'static str, crate::net::iface::IfFilter)>,
     /// The lowering variables as read ([`LOWERING_VARS`]); validated here, turned into a
     /// [`LowerConfig`] per world by [`Config::lower_config`]. Shared: it keys the program cache.
     pub lowering: Arc<LoweringEnv>,
@@ -211,6 +217,25 @@ impl Config {
                 number(&get, BOOTSTRAP_TIMEOUT_ENV, "a whole number of seconds")?
                     .unwrap_or(DEFAULT_BOOTSTRAP_TIMEOUT_S),
             ),
+            net_peer_timeout: Duration::from_secs(
+                match number::<u64>(&get, NET_PEER_TIMEOUT_ENV, "a whole number of seconds")? {
+                    Some(0) => {
+                        return Err(Error::bad_variable(
+                            NET_PEER_TIMEOUT_ENV,
+                            "0",
+                            "at least 1 second",
+                        ))
+                    }
+                    n => n.unwrap_or(DEFAULT_NET_PEER_TIMEOUT_S),
+                },
+            ),
+            socket_ifname: match SOCKET_IFNAME_ENVS
+                .iter()
+                .find_map(|&var| get(var).map(|v| (var, v)))
+            {
+                None => None,
+                Some((var, v)) => Some((var, crate::net::iface::IfFilter::parse(var, &v)?)),
+            },
             verify: flag(&get, VERIFY_ENV)?.unwrap_or(true),
             validate_hash: flag(&get, VALIDATE_HASH_ENV)?.unwrap_or(false),
             lowering,
@@ -296,6 +321,11 @@ pub const VERSION_OVERRIDE_ENV: &str = "OPENNRT_VERSION_OVERRIDE";
 /// The bootstrap deadline variable and its default (seconds).
 pub const BOOTSTRAP_TIMEOUT_ENV: &str = "OPENNRT_BOOTSTRAP_TIMEOUT";
 const DEFAULT_BOOTSTRAP_TIMEOUT_S: u64 = 30;
+/// How long a linked process on another host may stay silent (seconds).
+pub const NET_PEER_TIMEOUT_ENV: &str = "OPENNRT_NET_PEER_TIMEOUT";
+const DEFAULT_NET_PEER_TIMEOUT_S: u64 = 5;
+/// The interface variables, the vendor's own name first.
+pub const SOCKET_IFNAME_ENVS: [&str; 2] = ["CCOM_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"];
 /// The symbolic-verifier switch.
 pub const VERIFY_ENV: &str = "OPENNRT_CC_VERIFY";
 /// `NEURON_RT_VALIDATE_HASH`: check NEFF payload hashes at load.

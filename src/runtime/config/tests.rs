@@ -129,6 +129,10 @@ fn every_bad_value_is_an_error_naming_its_variable() {
         ("NEURON_LOGICAL_NC_CONFIG", "4"),
         ("OPENNRT_RESIDENT_BUDGET", "1T"),
         ("OPENNRT_BOOTSTRAP_TIMEOUT", "1.5"),
+        ("OPENNRT_NET_PEER_TIMEOUT", "0"),
+        ("OPENNRT_NET_PEER_TIMEOUT", "soon"),
+        ("CCOM_SOCKET_IFNAME", "^"),
+        ("NCCL_SOCKET_IFNAME", ","),
         ("OPENNRT_SHARED_DEVICE", "true"),
         ("OPENNRT_TEST_KILL_IN_RUN", "-1"),
         ("OPENNRT_CC_VERIFY", "yes"),
@@ -172,6 +176,9 @@ fn knobs_parse_into_their_fields() {
         ("NEURON_RT_LOG_LEVEL", "warn"),
         ("OPENNRT_NCFW_PATH", "/opt/x/libncfw.so"),
         ("OPENNRT_BOOTSTRAP_TIMEOUT", "7"),
+        ("OPENNRT_NET_PEER_TIMEOUT", "9"),
+        ("CCOM_SOCKET_IFNAME", "=eth0"),
+        ("NCCL_SOCKET_IFNAME", "ib"),
         ("OPENNRT_VERSION_OVERRIDE", "0.0.1"),
         ("OPENNRT_CC_VERIFY", "0"),
         ("NEURON_RT_VALIDATE_HASH", "1"),
@@ -186,6 +193,10 @@ fn knobs_parse_into_their_fields() {
     assert_eq!(c.log_level, crate::runtime::log::Level::Warning);
     assert_eq!(c.ncfw_path, "/opt/x/libncfw.so");
     assert_eq!(c.bootstrap_timeout, std::time::Duration::from_secs(7));
+    assert_eq!(c.net_peer_timeout, std::time::Duration::from_secs(9));
+    let (var, f) = c.socket_ifname.clone().unwrap();
+    assert_eq!(var, "CCOM_SOCKET_IFNAME", "the vendor's own name wins");
+    assert!(f.allows("eth0") && !f.allows("eth1"));
     assert_eq!(c.version, "0.0.1");
     assert!(!c.verify);
     assert!(c.validate_hash);
