@@ -61,6 +61,9 @@ fn bootstrap_timeout() -> Result<Duration> {
 struct Member {
     /// The job's tag, from the root's welcome (`shm::job_tag`).
     tag: String,
+    /// Whether the root is on another host (reached over the network), and its address.
+    root_elsewhere: bool,
+    root_addr: Option<SocketAddr>,
     writer: Mutex<TcpStream>,
     pending: Mutex<HashMap<u64, Sender<Msg>>>,
     failed: Mutex<Option<Error>>,
@@ -202,11 +205,12 @@ fn connect(host: &str, port: u16) -> Result<Arc<Member>> {
             magic: wire::MAGIC,
             version: version()?,
             pid: std::process::id(),
+            host: super::host::key().to_string(),
         },
     )?;
-    let tag;
+    let (tag, root_host);
     match wire::recv(&mut s)? {
-        Some(Msg::Welcome { tag: t }) => tag = t,
+        Some(Msg::Welcome { tag: t, host: h }) => (tag, root_host) = (t, h),
         Some(Msg::Reject { reason }) => return Err(Error::invalid(reason)),
         other => {
             return Err(Error::failure(format!(
@@ -217,8 +221,11 @@ fn connect(host: &str, port: u16) -> Result<Arc<Member>> {
     let reader = s
         .try_clone()
         .map_err(|e| Error::failure(format!("socket: {e}")))?;
+    let root_addr = s.peer_addr().ok();
     let m = Arc::new(Member {
         tag,
+        root_elsewhere: !root_host.is_empty() && root_host != super::host::key(),
+        root_addr,
         writer: Mutex::new(s),
         pending: Mutex::new(HashMap::new()),
         failed: Mutex::new(None),
@@ -239,7 +246,21 @@ impl Member {
     fn read_loop(&self, mut r: TcpStream) {
         loop {
             match wire::recv(&mut r) {
-                Ok(Some(Msg::WorldFailed { error })) => self.world_failed(error.error()),
+                Ok(Some(Msg::WorldFailed {
+                    error,
+                    dead_pid,
+                    dead_host,
+                })) => {
+                    // The root cannot reach a dead process's shared memory on this host.
+                    if dead_pid != 0 && dead_host == super::host::key() {
+                        let n = shm::unlink_pid(&self.tag, dead_pid);
+                        crate::log_info!(
+                            "bootstrap",
+                            "unlinked {n} shared-memory objects of dead process {dead_pid}"
+                        );
+                    }
+                    self.world_failed(error.error())
+                }
                 Ok(Some(m @ (Msg::Joined { .. } | Msg::Done { .. } | Msg::Segments { .. }))) => {
                     let id = match &m {
                         Msg::Joined { id, .. }
@@ -328,10 +349,21 @@ impl Member {
             Err(()) => {
                 self.pending.lock().remove(&id);
                 self.check()?;
-                Err(Error::new(
-                    ErrorKind::Timeout,
-                    "the root did not answer in time",
-                ))
+                let waited = wait.unwrap_or_default().as_secs_f64();
+                Err(match (self.root_elsewhere, self.root_addr) {
+                    // The root always answers within the execution timeout (its verdict, when
+                    // a rank is missing): across hosts, silence past it is the network's.
+                    (true, Some(a)) => Error::new(
+                        ErrorKind::NetworkProxy,
+                        format!(
+                            "the job's root at {a} (on another host) did not answer in {waited:.1}                              s: the network to the root's host is down, or the root stopped"
+                        ),
+                    ),
+                    _ => Error::new(
+                        ErrorKind::Timeout,
+                        format!("the root did not answer in {waited:.1} s"),
+                    ),
+                })
             }
         }
     }
@@ -455,6 +487,27 @@ pub fn local_ip() -> Option<std::net::IpAddr> {
     (!ip.is_unspecified()).then_some(ip)
 }
 
+/// The address this process's network endpoint binds to: on the interface that
+/// `CCOM_SOCKET_IFNAME` / `NCCL_SOCKET_IFNAME` name (`net::iface`), of the root's address
+/// family first; otherwise the one its bootstrap connection goes out of ([`local_ip`]).
+pub fn network_address() -> Result<Option<std::net::IpAddr>> {
+    let cfg = crate::runtime::process::config()?;
+    let own = local_ip();
+    match &cfg.socket_ifname {
+        None => Ok(own),
+        Some((var, filter)) => {
+            let v6 = own.is_some_and(|ip| ip.is_ipv6());
+            let ip = crate::net::iface::address_for(var, filter, v6)?;
+            crate::log_info!(
+                "net",
+                "{var}={}: the network endpoint uses {ip}",
+                filter.text()
+            );
+            Ok(Some(ip))
+        }
+    }
+}
+
 /// Why this process's job cannot go on (a dead process, a broken world), if it cannot.
 pub fn job_error() -> Option<Error> {
     let job = JOB.lock().clone();
@@ -475,8 +528,11 @@ pub fn meet_deadline(done: bool) -> Result<Option<Duration>> {
     Ok(d.map(|d| d + margin))
 }
 
+/// A member waits for the root's answer a little longer than the root waits for the ranks
+/// (its verdict, naming the missing rank, is what the member should report), but not so long
+/// that a cut cable to the root holds it past the execution timeout by much.
 fn member_wait(d: Option<Duration>) -> Option<Duration> {
-    d.map(|d| d + Duration::from_secs(10))
+    d.map(|d| d + Duration::from_secs(3))
 }
 
 /// The "go" meeting of a shared-device collective (`runtime::multi_process::run`): at the root, or

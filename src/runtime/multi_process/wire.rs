@@ -195,11 +195,19 @@ pub enum Msg {
         version: String,
         /// Process id (names its shared-memory objects).
         pid: u32,
+        /// Its host ([`super::host::key`]): the root unlinks a dead process's shared memory
+        /// only on its own host, and pids repeat across hosts.
+        #[serde(default)]
+        host: String,
     },
     /// The root accepts the process.
     Welcome {
         /// The job's tag (`runtime::multi_process::shm::job_tag`): names every shared-memory object.
         tag: String,
+        /// The root's host ([`super::host::key`]): a member on another host reaches it over
+        /// the network, so a root that stops answering may be a network fault.
+        #[serde(default)]
+        host: String,
     },
     /// The root refuses the process or a join; the connection closes.
     Reject {
@@ -289,6 +297,12 @@ pub enum Msg {
     WorldFailed {
         /// Why (kind and message).
         error: WireError,
+        /// The process whose death failed it, and its host (pid 0: none): a member on that
+        /// host unlinks the dead process's shared memory, which the root cannot reach.
+        #[serde(default)]
+        dead_pid: u32,
+        #[serde(default)]
+        dead_host: String,
     },
 }
 

@@ -31,6 +31,9 @@ struct Proc {
     writer: Arc<Mutex<TcpStream>>,
     reader: TcpStream,
     segs: HashMap<String, Arc<Segment>>,
+    /// Its host key (the hello's), and its address as the root sees it.
+    host: String,
+    addr: Option<std::net::IpAddr>,
 }
 
 /// The root of a job.
@@ -134,6 +137,8 @@ impl Root {
                 &mut *p.writer.lock(),
                 &Msg::WorldFailed {
                     error: WireError::of(&e),
+                    dead_pid: 0,
+                    dead_host: String::new(),
                 },
             );
         }
@@ -186,11 +191,12 @@ impl Root {
 
     fn serve(self: Arc<Self>, mut s: TcpStream) {
         let conn = self.next_conn.fetch_add(1, Ordering::SeqCst);
-        let pid = match wire::recv(&mut s) {
+        let (pid, host) = match wire::recv(&mut s) {
             Ok(Some(Msg::Hello {
                 magic,
                 version: v,
                 pid,
+                host,
             })) => {
                 // The root closing meanwhile: no version to compare, the peer is refused.
                 let ours = version().unwrap_or_default();
@@ -218,7 +224,7 @@ impl Root {
                     self.fail_world(Error::invalid(reason));
                     return;
                 }
-                pid
+                (pid, host)
             }
             _ => return, // not one of ours (or a wake-up connection)
         };
@@ -232,10 +238,13 @@ impl Root {
                 writer: writer.clone(),
                 reader,
                 segs: HashMap::new(),
+                host,
+                addr: s.peer_addr().ok().map(|a| a.ip()),
             },
         );
         let welcome = Msg::Welcome {
             tag: self.tag.clone(),
+            host: crate::runtime::multi_process::host::key().to_string(),
         };
         if wire::send(&mut *writer.lock(), &welcome).is_err() {
             return;
@@ -245,6 +254,8 @@ impl Root {
                 &mut *writer.lock(),
                 &Msg::WorldFailed {
                     error: WireError::of(&e),
+                    dead_pid: 0,
+                    dead_host: String::new(),
                 },
             );
         }
@@ -300,7 +311,16 @@ impl Root {
 
     /// A process's connection ended: without a goodbye it died.
     fn gone(&self, conn: u64, pid: u32, said_bye: bool) {
-        self.procs.lock().remove(&conn);
+        let (host, addr) = match self.procs.lock().remove(&conn) {
+            Some(p) => (p.host, p.addr),
+            None => (String::new(), None),
+        };
+        let here = host.is_empty() || host == crate::runtime::multi_process::host::key();
+        let place = match (here, addr) {
+            (true, _) => format!("its process {pid}"),
+            (false, Some(ip)) => format!("its process {pid} on host {ip}"),
+            (false, None) => format!("its process {pid} on another host"),
+        };
         if self.stopping.load(Ordering::SeqCst) {
             return;
         }
@@ -315,18 +335,20 @@ impl Root {
                     .map(move |(&g, _)| (slot, g))
             })
             .collect();
-        if !gids.is_empty() {
+        // Only this host's shared memory is the root's to clean (pids repeat across hosts);
+        // a member on the dead process's host cleans its own (`WorldFailed`'s dead_host).
+        if !gids.is_empty() && here {
             shm::unlink_pid(&self.tag, pid);
         }
         for (slot, gid) in gids {
             let e = if said_bye {
                 Error::failure(format!(
-                    "global id {gid} left the job (its process {pid} called nrt_close)"
+                    "global id {gid} left the job ({place} called nrt_close)"
                 ))
             } else {
                 Error::new(
                     ErrorKind::CollectivesHang,
-                    format!("global id {gid} is gone: its process {pid} died (connection to the root ended without nrt_close)"),
+                    format!("global id {gid} is gone: {place} died (connection to the root ended without nrt_close)"),
                 )
             };
             if !said_bye {
@@ -336,7 +358,7 @@ impl Root {
                 // Ranks of other processes may be inside a shared-device run with the dead
                 // one: tell them now, not when they next meet.
                 if first {
-                    self.broadcast_failure(&e);
+                    self.broadcast_failure(&e, pid, &host);
                 }
             }
             collective::meetings().mark_dead(gid, &e);
@@ -346,9 +368,11 @@ impl Root {
     }
 
     /// Tell every member process that the job failed (`WorldFailed`).
-    fn broadcast_failure(&self, e: &Error) {
+    fn broadcast_failure(&self, e: &Error, dead_pid: u32, dead_host: &str) {
         let msg = Msg::WorldFailed {
             error: WireError::of(e),
+            dead_pid,
+            dead_host: dead_host.to_string(),
         };
         let writers: Vec<_> = self
             .procs
@@ -493,6 +517,8 @@ impl Root {
                     &mut *p.writer.lock(),
                     &Msg::WorldFailed {
                         error: WireError::of(&e),
+                        dead_pid: 0,
+                        dead_host: String::new(),
                     },
                 );
             }

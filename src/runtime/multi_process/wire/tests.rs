@@ -27,6 +27,7 @@ fn messages_round_trip_and_eof_is_none() {
             magic: MAGIC,
             version: "x".into(),
             pid: 7,
+            host: "boot-1/2".into(),
         },
         Msg::Arrive {
             id: 1,
