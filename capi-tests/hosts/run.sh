@@ -260,8 +260,102 @@ echo "# NEFF: nrt_load_collectives + nrt_execute in every process (nccom-test's 
 neff_case 1
 neff_case 2
 
-# ---- later: link-cut and kill tests (link_down k / link_up k, kill a host's processes with
-# `ip netns pids`); they need the multi-host transport first.
+# ---- faults, mid-collective: a cut cable (link_down: the bridge port of a host goes down)
+# and a killed process (SIGKILL). Every surviving process must fail within
+# NEURON_RT_EXEC_TIMEOUT + 5 s of the fault with 1206 (the network) or 1200 (a dead peer),
+# naming a host's address, and leave nothing in its host's /dev/shm.
+fault_exec_timeout=10
+FAULT_N=0
+fault_cmd() {
+  printf '%s\n' "$lib/opennrt" perf-rank --op all_reduce --ranks "$FAULT_N" --procs "$FAULT_N" \
+    --proc "$1" --dtype fp32 --redop add --counts "$big" --iters 1000000 --check 1
+}
+# fault_case HOSTS PER cut HOST | fault_case HOSTS PER kill PROCESS
+fault_case() {
+  local hosts="$1" per="$2" mode="$3" victim="$4" name d n p h t0 rc el line ok=1 why=""
+  local pids=() rootid codes
+  case "$mode" in
+    cut) name="${hosts}x${per}-fault: cable of host $victim cut mid-collective"; codes='1206' ;;
+    kill) name="${hosts}x${per}-fault: process $victim (host $((victim / per))) killed mid-collective"; codes='1200|1206' ;;
+  esac
+  if [ -n "$only" ] && ! [[ "$name" =~ $only ]]; then skipped=$((skipped + 1)); return 0; fi
+  d="$work/fault-$hosts-$per-$mode-$victim"
+  mkdir -p "$d"
+  n=$((hosts * per)); FAULT_N=$n
+  port=$((port + 1)); rootid="$(host_addr 0):$port"
+  for ((p = 0; p < n; p++)); do
+    h=$((p / per)); echo "$h" > "$d/host$p"
+    mapfile -t argv < <(fault_cmd "$p")
+    NEURON_RT_LOG_LEVEL=INFO NEURON_RT_VISIBLE_CORES="$p" NEURON_RT_ROOT_COMM_ID="$rootid" \
+      NEURON_RT_EXEC_TIMEOUT="$fault_exec_timeout" OPENNRT_NCFW_PATH="$lib/libncfw.so" \
+      host_exec "$h" timeout -k 5 "$per_proc_timeout" "${argv[@]}" \
+      < /dev/null > "$d/out$p" 2> "$d/err$p" &
+    pids+=($!)
+  done
+  # Mid-collective: every process has its network proxy up (its first collective spanning
+  # hosts has begun), then a second more of collectives.
+  local waited=0
+  until [ "$(grep -l 'network proxy up' "$d"/err* 2>/dev/null | wc -l)" = "$n" ]; do
+    sleep 0.2; waited=$((waited + 1))
+    if [ "$waited" -gt 300 ]; then ok=0; why="not every process brought its network proxy up in 60 s"; break; fi
+  done
+  sleep 1
+  t0=$(date +%s.%N)
+  local dead=()
+  if [ "$ok" = 1 ]; then
+    case "$mode" in
+      cut) link_down "$victim" ;;
+      kill)
+        # The process itself, not its timeout wrapper: the one whose command is opennrt and
+        # whose --proc is the victim.
+        for p in $(ip netns pids "$(host_ns $((victim / per)))"); do
+          if [ "$(cat "/proc/$p/comm" 2>/dev/null)" = opennrt ] \
+              && tr '\0' ' ' < "/proc/$p/cmdline" | grep -q -- "--proc $victim "; then
+            kill -KILL "$p"; dead+=("$p")
+          fi
+        done
+        [ "${#dead[@]}" = 1 ] || { ok=0; why="found ${#dead[@]} processes to kill, not 1"; } ;;
+    esac
+  fi
+  for ((p = 0; p < n; p++)); do
+    rc=0; wait "${pids[$p]}" || rc=$?
+    el=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')
+    echo "$rc" > "$d/rc$p"
+    [ "$ok" = 1 ] || continue
+    if [ "$mode" = kill ] && [ "$p" = "$victim" ]; then continue; fi
+    line="$(grep -h "opennrt perf-rank (process $p)" "$d/err$p" | tail -1)"
+    if [ "$rc" != 3 ]; then ok=0; why="process $p exited with $rc, not 3 (a runtime error)"
+    elif ! [[ "$line" =~ (\(|status\ )($codes)\)?$ ]]; then ok=0; why="process $p failed with another status: $line"
+    elif ! grep -qE "ERROR .*10\.231\.0\.[0-9]+" "$d/err$p"; then ok=0; why="process $p's error names no host address"
+    elif awk -v e="$el" -v t="$fault_exec_timeout" 'BEGIN { exit !(e > t + 5) }'; then ok=0; why="process $p failed ${el} s after the fault, more than NEURON_RT_EXEC_TIMEOUT + 5 s"
+    fi
+    echo "      process $p (host $((p / per))): exit $rc after $el s: ${line#opennrt perf-rank }" >> "$d/summary"
+  done
+  [ "$mode" = cut ] && link_up "$victim"
+  # Nothing left in the /dev/shm of a host with a survivor (a host whose only process was
+  # killed keeps what that process made, as any crashed process does).
+  if [ "$ok" = 1 ]; then
+    for ((h = 0; h < hosts; h++)); do
+      if [ "$mode" = kill ] && [ "$per" = 1 ] && [ "$h" = "$victim" ]; then continue; fi
+      left="$(host_exec "$h" ls /dev/shm | grep '^opennrt-' || true)"
+      if [ -n "$left" ]; then ok=0; why="host $h's /dev/shm still holds: $left"; fi
+    done
+  fi
+  if [ "$ok" = 1 ]; then
+    echo "ok   $name"
+    cat "$d/summary"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $name: $why" >&2
+    show_stderr "$d" "$n"
+    failed=$((failed + 1)); failures+=("$name")
+  fi
+}
+echo "# faults: NEURON_RT_EXEC_TIMEOUT=$fault_exec_timeout; every survivor must fail within it + 5 s"
+fault_case 2 1 cut 1
+fault_case 2 1 kill 1
+fault_case 2 2 cut 1
+fault_case 2 2 kill 3
 
 echo "# hosts: $passed passed, $failed failed, $skipped not selected"
 if [ "$failed" != 0 ]; then

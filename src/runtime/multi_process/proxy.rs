@@ -20,6 +20,8 @@
 //! | `DATA` | target segment id, byte offset, sender's segment id | bytes the sender's DMA wrote into its shadow of the target (at most [`CHUNK`] per message) |
 //! | `SEM` | target segment id, EVT_SEM block offset, index and change, sender's segment id | — |
 //! | `STATE` | sender's segment id and bytes, run, state | the sender's segment name, NUL, why it failed |
+//! | `PING` | — | — (the sender is alive: sent on a new link and every [`HEARTBEAT`] of silence) |
+//! | `BYE` | — | — (the sender's proxy stops: `nrt_close`; it is not lost, only gone) |
 //!
 //! The sender's executor hands a semaphore change with the ranges written before it
 //! (`shadow::RemoteSem`); the proxy sends the data, then the change. The receiver copies the
@@ -34,7 +36,13 @@
 //!
 //! **Faults.** A failed send or receive completion fails the proxy with `NRT_NETWORK_PROXY_FAILURE`
 //! (naming the peer), and every rank waiting in a run spanning hosts sees it at once through
-//! [`error`].
+//! [`error`]. A cut cable fails nothing by itself (TCP only retries), so liveness is the
+//! proxy's own: every linked peer hears from this process at least every [`HEARTBEAT`], and a
+//! peer process silent for longer than `OPENNRT_NET_PEER_TIMEOUT` (while it has not said
+//! goodbye) is *lost*: a run waiting on one of its ranks fails with
+//! `NRT_NETWORK_PROXY_FAILURE` naming the rank, its host's address and the step this rank is
+//! stuck at ([`Signal::lost`]). At shutdown the proxy says goodbye to every peer and drains
+//! what it still has to send, except to lost peers.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::IoSlice;
@@ -69,6 +77,12 @@ const MAGIC: u32 = 0x5850_4e4f; // "ONPX"
 const DATA: u32 = 1;
 const SEM: u32 = 2;
 const STATE: u32 = 3;
+const PING: u32 = 4;
+const BYE: u32 = 5;
+/// How often the proxy tells each peer process it links to that it is alive, when it has sent
+/// that peer nothing else for as long. Choice: 0.5 s, ten beats within the default
+/// [`crate::runtime::config::NET_PEER_TIMEOUT_ENV`].
+pub const HEARTBEAT: Duration = Duration::from_millis(500);
 
 /// A message header (module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +192,15 @@ pub struct Proxy {
     failed: Mutex<Option<Error>>,
     /// When each remote segment's process last sent anything (by the sender's segment id).
     heard: Mutex<HashMap<u64, Instant>>,
+    /// Per peer process ([`peer_id`] of its endpoint address): when it last sent anything, or
+    /// when this process first linked to it.
+    alive: Mutex<HashMap<u64, Instant>>,
+    /// Peer processes that said goodbye.
+    closed: Mutex<std::collections::HashSet<u64>>,
+    /// The endpoint address of every peer process this one linked to.
+    linked: Mutex<HashMap<u64, Vec<u8>>>,
+    /// How long a linked peer process may stay silent before it is lost (module doc).
+    lost_after: Duration,
     stop: AtomicBool,
     stopping_since: Mutex<Option<Instant>>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -205,8 +228,15 @@ pub fn error() -> Option<Error> {
     p.and_then(|p| p.failed.lock().clone())
 }
 
-/// The process's proxy, started on first use (module doc), its endpoint bound to `bind`.
-pub fn start(bind: Option<std::net::IpAddr>) -> Result<Arc<Proxy>> {
+/// A peer process's id on the wire: [`seg_id`] of its endpoint address in hex (a header's
+/// sender field).
+fn peer_id(addr: &[u8]) -> u64 {
+    seg_id(&hex(addr))
+}
+
+/// The process's proxy, started on first use (module doc), its endpoint bound to `bind`; a
+/// linked peer silent for `lost_after` is lost.
+pub fn start(bind: Option<std::net::IpAddr>, lost_after: Duration) -> Result<Arc<Proxy>> {
     let mut g = PROXY.lock();
     if let Some(p) = &*g {
         return Ok(p.clone());
@@ -223,6 +253,10 @@ pub fn start(bind: Option<std::net::IpAddr>) -> Result<Arc<Proxy>> {
         shadows: Mutex::new(HashMap::new()),
         failed: Mutex::new(None),
         heard: Mutex::new(HashMap::new()),
+        alive: Mutex::new(HashMap::new()),
+        closed: Mutex::new(std::collections::HashSet::new()),
+        linked: Mutex::new(HashMap::new()),
+        lost_after,
         stop: AtomicBool::new(false),
         stopping_since: Mutex::new(None),
         thread: Mutex::new(None),
@@ -309,6 +343,19 @@ impl Proxy {
     }
     /// The link from this process's segment `own` to the process holding remote `peer`.
     pub fn link(self: &Arc<Self>, peer: &SegmentAt, own: &Segment) -> Arc<dyn Signal> {
+        let id = peer_id(&peer.net);
+        let new = {
+            let mut a = self.alive.lock();
+            let new = !a.contains_key(&id);
+            a.entry(id).or_insert_with(Instant::now);
+            new
+        };
+        if new {
+            self.linked.lock().insert(id, peer.net.clone());
+            // The peer hears of this process now, so both sides beat from the first run on
+            // (a peer that has nothing to send this process in a long run is not silent).
+            self.post(&peer.net, vec![ping(PING)]);
+        }
         Arc::new(Link {
             proxy: self.clone(),
             to: peer.net.clone(),
@@ -320,6 +367,32 @@ impl Proxy {
     /// (`None`: never).
     pub fn silent_for(&self, name: &str) -> Option<Duration> {
         self.heard.lock().get(&seg_id(name)).map(Instant::elapsed)
+    }
+    /// Why the peer process at endpoint `addr` counts as lost: silent for longer than the
+    /// proxy allows while it has not said goodbye (`None`: alive, gone, or never linked).
+    fn lost(&self, addr: &[u8]) -> Option<String> {
+        let id = peer_id(addr);
+        if self.closed.lock().contains(&id) {
+            return None;
+        }
+        let quiet = self.alive.lock().get(&id).map(Instant::elapsed)?;
+        (quiet > self.lost_after).then(|| {
+            format!(
+                "no word from its host ({}) for {:.1} s, though every process's network proxy \
+                 speaks at least every {:.1} s: the network between the hosts is down, or that \
+                 process stopped (OPENNRT_NET_PEER_TIMEOUT = {} s)",
+                describe(addr),
+                quiet.as_secs_f64(),
+                HEARTBEAT.as_secs_f64(),
+                self.lost_after.as_secs_f64()
+            )
+        })
+    }
+    /// Why some linked peer process counts as lost ([`Proxy::lost`]), for a failure that
+    /// cannot tell which rank it waited for (a go meeting whose ranks never all arrived).
+    pub fn any_lost(&self) -> Option<String> {
+        let linked: Vec<Vec<u8>> = self.linked.lock().values().cloned().collect();
+        linked.iter().find_map(|a| self.lost(a))
     }
     /// Forget `seg` (its name is gone; nobody writes into it again).
     pub fn remove_target(&self, seg: &Segment) {
@@ -360,17 +433,57 @@ impl Proxy {
         // Per sender: the next number expected from it, and what arrived ahead of it.
         let mut expect: HashMap<u64, u64> = HashMap::new();
         let mut early: HashMap<u64, std::collections::BTreeMap<u64, Vec<u8>>> = HashMap::new();
-        let me = seg_id(&hex(&self.addr));
+        let me = peer_id(&self.addr);
+        // Per peer: its endpoint address, and when this process last posted to it.
+        let mut addrs: HashMap<u64, Vec<u8>> = HashMap::new();
+        let mut last_sent: HashMap<u64, Instant> = HashMap::new();
+        let mut beat = Instant::now();
+        let mut said_bye = false;
         loop {
-            // Stopping: what was handed over is still sent (a rank's last "done" among it),
-            // for at most a few seconds.
+            // Stopping: goodbye to every peer; what was handed over is still sent (a rank's
+            // last "done" among it), for at most a few seconds, except to a lost peer.
             if self.stop.load(SeqCst) {
-                let idle = self.queue.lock().is_empty()
-                    && inflight.is_empty()
-                    && queued.values().all(VecDeque::is_empty);
+                if !said_bye {
+                    said_bye = true;
+                    let to: Vec<Vec<u8>> = addrs.values().cloned().collect();
+                    for a in to {
+                        self.post(&a, vec![ping(BYE)]);
+                    }
+                }
+                // A peer that is lost or said goodbye will not take what is left for it.
+                let closed = self.closed.lock().clone();
+                let gone = |fi: &u64| {
+                    addrs
+                        .get(fi)
+                        .is_some_and(|a| closed.contains(&peer_id(a)) || self.lost(a).is_some())
+                };
+                for (fi, q) in queued.iter_mut() {
+                    if gone(fi) {
+                        q.clear();
+                    }
+                }
+                // Pings and goodbyes get a short grace only: nothing depends on their arrival.
                 let stopping = *self.stopping_since.lock().get_or_insert_with(Instant::now);
+                let grace = stopping.elapsed() > Duration::from_millis(200);
+                let idle = self.queue.lock().is_empty()
+                    && inflight
+                        .values()
+                        .all(|(fi, f)| gone(fi) || (grace && is_beat(&f.bytes)))
+                    && queued.values().all(VecDeque::is_empty);
                 if idle || stopping.elapsed() > Duration::from_secs(5) {
                     break;
+                }
+            }
+            // Every linked peer hears from this process at least every HEARTBEAT.
+            if beat.elapsed() >= HEARTBEAT / 2 && !said_bye {
+                beat = Instant::now();
+                let closed = self.closed.lock().clone();
+                for (&fi, a) in &addrs {
+                    let quiet = last_sent.get(&fi).is_none_or(|t| t.elapsed() >= HEARTBEAT);
+                    let q = queued.entry(fi).or_default();
+                    if quiet && q.is_empty() && !closed.contains(&peer_id(a)) {
+                        q.push_back(ping(PING));
+                    }
                 }
             }
             let new = std::mem::take(&mut *self.queue.lock());
@@ -382,6 +495,7 @@ impl Proxy {
                         Ok(a) => {
                             peers.insert(to.clone(), a);
                             names.insert(a, describe(&to));
+                            addrs.insert(a, to.clone());
                             a
                         }
                         Err(e) => {
@@ -406,6 +520,7 @@ impl Proxy {
                     // until its completion; moving the frame does not move it.
                     match unsafe { ep.post_send(fi, &iov, next_ctx) } {
                         Ok(true) => {
+                            last_sent.insert(fi, Instant::now());
                             let f = q.pop_front().expect("front");
                             *link_seq.entry(fi).or_default() += 1;
                             inflight.insert(next_ctx, (fi, f));
@@ -434,13 +549,22 @@ impl Proxy {
             }
             for c in done.drain(..) {
                 if let Some(why) = &c.error {
-                    let peer = inflight
-                        .get(&c.ctx)
-                        .map_or("a peer".to_string(), |(fi, _)| names[fi].clone());
-                    self.fail(Error::new(
-                        ErrorKind::NetworkProxy,
-                        format!("network proxy: an operation with {peer} failed: {why}"),
-                    ));
+                    let fi = inflight.get(&c.ctx).map(|(fi, _)| *fi);
+                    let peer = fi.map_or("a peer".to_string(), |fi| names[&fi].clone());
+                    // A send to a peer that said goodbye may fail: it is gone, not broken.
+                    let gone = fi
+                        .and_then(|fi| addrs.get(&fi))
+                        .is_some_and(|a| self.closed.lock().contains(&peer_id(a)));
+                    match gone {
+                        true => crate::log_debug!(
+                            "net",
+                            "network proxy: a send to {peer}, which has left, failed: {why}"
+                        ),
+                        false => self.fail(Error::new(
+                            ErrorKind::NetworkProxy,
+                            format!("network proxy: an operation with {peer} failed: {why}"),
+                        )),
+                    }
                 }
                 match c.kind {
                     CompletionKind::Sent => {
@@ -466,6 +590,7 @@ impl Proxy {
                 if let Some(len) = len.filter(|&n| n >= HEAD) {
                     let msg = &bufs[i][..len.min(bufs[i].len())];
                     let (from, seq) = Head::link_seq(msg);
+                    self.alive.lock().insert(from, Instant::now());
                     let next = expect.entry(from).or_default();
                     if seq == *next {
                         self.handle(msg);
@@ -496,6 +621,25 @@ impl Proxy {
                 }
             }
         }
+        let broken = self.any_lost().is_some() || self.failed.lock().is_some();
+        if broken || !inflight.is_empty() {
+            // A connection broken under it (a lost peer, a failed operation) or sends that
+            // never completed: libfabric 1.17's rxm dereferences a bad context while it
+            // flushes such a connection at close (a SIGSEGV in fi_close, seen after a cut
+            // cable), so this endpoint is left open, with the buffers and frames it may still
+            // touch, until the process exits.
+            crate::log_info!(
+                "net",
+                "network proxy: leaving the endpoint open ({} sends never completed; a peer \
+                 lost or an operation failed: {broken}): closing a broken connection crashes \
+                 libfabric 1.17's rxm",
+                inflight.len()
+            );
+            std::mem::forget(ep);
+            std::mem::forget(bufs);
+            std::mem::forget(inflight);
+            return;
+        }
         // Close the endpoint before the buffers it may still write into go.
         drop(ep);
         drop(bufs);
@@ -512,6 +656,14 @@ impl Proxy {
             return;
         };
         let body = &msg[HEAD..];
+        match h.kind {
+            PING => return,
+            BYE => {
+                self.closed.lock().insert(Head::link_seq(msg).0);
+                return;
+            }
+            _ => {}
+        }
         let from = match h.kind {
             DATA => h.arg,
             SEM => h.run,
@@ -567,6 +719,23 @@ impl Proxy {
     }
 }
 
+/// Whether a framed message is a [`PING`] or a [`BYE`].
+fn is_beat(frame: &[u8]) -> bool {
+    Head::decode(frame).is_some_and(|h| h.kind == PING || h.kind == BYE)
+}
+
+/// A message with a header only: [`PING`] or [`BYE`].
+fn ping(kind: u32) -> Frame {
+    let head = Head {
+        kind,
+        seg: 0,
+        off: 0,
+        arg: 0,
+        run: 0,
+    };
+    Frame::new(&head, &[])
+}
+
 /// Wake the rank of `seg` (and bump its host's epoch): what a local peer's write does.
 fn wake(seg: &Segment, epoch: Option<&Arc<Segment>>) {
     if let Some(e) = epoch {
@@ -604,6 +773,9 @@ struct NoLink;
 impl Signal for NoLink {
     fn signal(&self, _: &Arc<Shadow>, _: Vec<(usize, usize)>, _: usize, _: u8, _: SemOp) {}
     fn state(&self, _: u64, _: u32, _: &str) {}
+    fn lost(&self) -> Option<String> {
+        None
+    }
 }
 
 /// From one local segment to the process of one remote rank (module doc).
@@ -665,6 +837,9 @@ impl Signal for Link {
         owned.push(0);
         owned.extend(why.as_bytes().iter().take(2000));
         self.proxy.post(&self.to, vec![Frame::new(&head, &owned)]);
+    }
+    fn lost(&self) -> Option<String> {
+        self.proxy.lost(&self.to)
     }
 }
 

@@ -301,7 +301,11 @@ fn reach_network(
     names: Segments,
     own: &Arc<Segment>,
 ) -> Result<Segments> {
-    let p = proxy::start(crate::runtime::multi_process::bootstrap::local_ip())?;
+    let lost_after = crate::runtime::process::config()?.net_peer_timeout;
+    let p = proxy::start(
+        crate::runtime::multi_process::bootstrap::network_address()?,
+        lost_after,
+    )?;
     p.add_target(own);
     if names.iter().all(|a| !a.net.is_empty()) {
         return Ok(names);
@@ -560,6 +564,14 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
         true => reach_network(key, instance, r, net_go, names, &own.seg),
         false => Ok(names),
     });
+    // A rank that never arrived may be behind a cut cable: the network is then the cause.
+    let met = met.map_err(|e| match proxy::running().and_then(|p| p.any_lost()) {
+        Some(why) if e.kind() == ErrorKind::Timeout => Error::new(
+            ErrorKind::NetworkProxy,
+            format!("{}; a process on another host: {why}", e.message()),
+        ),
+        _ => e,
+    });
     let names = match met {
         Ok(n) => n,
         Err(e) => {
@@ -680,7 +692,13 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
             "collective #{instance} of {key} on the shared software device (rank {r}, global id {gid})"
         ))
     });
-    ran.and(done)
+    ran?;
+    done.map_err(|e| {
+        e.context(format!(
+            "collective #{instance} of {key} on the shared software device (rank {r}, global id \
+             {gid}), waiting for the other ranks to finish after this one did"
+        ))
+    })
 }
 
 /// Forget pooled and mapped segments (`nrt_close`; pooled ones are unlinked already), and stop

@@ -551,7 +551,7 @@ impl SegPeers {
                 me.waiters.fetch_sub(1, SeqCst);
                 return Ok(());
             }
-            if let Some(e) = (self.job_error)() {
+            if let Some(e) = (self.job_error)().or_else(|| self.lost_remote()) {
                 me.waiters.fetch_sub(1, SeqCst);
                 return Err(e);
             }
@@ -592,6 +592,19 @@ impl SegPeers {
             std::thread::sleep(Duration::from_millis(1));
         }
         false
+    }
+    /// The first rank on another host that has not finished and whose process is lost
+    /// (`proxy`'s liveness: its network went silent), as the error of this run.
+    fn lost_remote(&self) -> Option<Error> {
+        (0..self.segs.len())
+            .filter(|&q| q != self.me && !self.finished(q))
+            .find_map(|q| match &self.segs[q] {
+                PeerSeg::Remote(_, link) => link.lost().map(|why| {
+                    Error::new(ErrorKind::NetworkProxy, format!("{}: {why}", self.who(q)))
+                        .with_rank(q as u32)
+                }),
+                PeerSeg::Local(_) => None,
+            })
     }
     /// The [`SemNotify`] of rank `q`'s blocks as this executor writes them.
     pub fn notify_for(self: &Arc<Self>, q: usize) -> Arc<dyn SemNotify> {
@@ -782,6 +795,9 @@ impl Peers for SegPeers {
     fn check(&self) -> Result<()> {
         // A dead process first: it is the cause when a peer failed because of it.
         if let Some(e) = (self.job_error)() {
+            return Err(e);
+        }
+        if let Some(e) = self.lost_remote() {
             return Err(e);
         }
         for q in (0..self.segs.len()).filter(|&q| q != self.me) {

@@ -141,6 +141,9 @@ pub trait Signal: Send + Sync + std::fmt::Debug {
     /// This rank's state (`segment::RankState` as u32) in run `run` changed, with `why` for a
     /// failure: the remote process writes it into its shadow of this rank.
     fn state(&self, run: u64, state: u32, why: &str);
+    /// Why the remote rank's process counts as lost (silent past the proxy's limit, module
+    /// doc of `proxy`), naming its host; `None` while it is alive or has left.
+    fn lost(&self) -> Option<String>;
 }
 
 /// The [`SemNotify`] of one EVT_SEM block of a shadow (module doc, "Semaphores").
