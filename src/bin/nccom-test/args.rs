@@ -42,7 +42,8 @@ operation (anywhere on the line): all_reduce|allr, all_gather|allg, all_gatherv|
   -s, --hosts H1 H2 ...       run the ranks on these hosts through Open MPI's mpirun, rank g
                               on host g / (r/N) (the first host holds rank 0 and the root)
   --hosts-file F              the hosts, one a line (# comments; \"host slots=N\" accepted)
-  --mpi-log-dir D             mpirun --output-filename D: each rank's output in files
+  --mpi-log-dir D             mpirun --output-filename D/size_<B>: each rank's output in
+                              files, per size
   -b, --minbytes S            smallest size (default 32M); sizes take b, kb, mb, gb
   -e, --maxbytes S            largest size (default 32M)
   -i, --stepbytes S           add S between sizes (default (max-min)/10)

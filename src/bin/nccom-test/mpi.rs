@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! mpirun [--allow-run-as-root] -np R -H h1:P,h2:P,… --map-by slot --bind-to none
-//!        [--output-filename D] [$OPENNRT_MPIRUN_ARGS] <this binary> __mpi_worker <hand-off>
+//!        [--output-filename D/size_<B>] [$OPENNRT_MPIRUN_ARGS] <this binary> __mpi_worker <hand-off>
 //! ```
 //!
 //! with `P = R / N`. Each process mpirun starts is this binary's [`worker_main`]: it learns its
@@ -77,7 +77,7 @@ pub struct Mpi {
     pub hosts: Vec<String>,
     /// Ranks on each host (`-r` / `-N`).
     pub per_node: u32,
-    /// `--mpi-log-dir`: mpirun's `--output-filename`.
+    /// `--mpi-log-dir`: mpirun's `--output-filename <dir>/size_<bytes>` for each size.
     pub log_dir: Option<PathBuf>,
     /// `OPENNRT_MPIRUN_ARGS`.
     pub extra: Vec<String>,
@@ -200,15 +200,16 @@ impl Mpi {
         &self.hosts[(g / self.per_node) as usize]
     }
 
-    /// mpirun's command line for `world` ranks running `exe`'s wrapper on `handoff`.
-    pub fn command(&self, exe: &Path, handoff: &Path, world: u32) -> Command {
+    /// mpirun's command line for `world` ranks running `exe`'s wrapper on `handoff`, with
+    /// `--output-filename logs` when given (a size's directory under `--mpi-log-dir`).
+    pub fn command(&self, exe: &Path, handoff: &Path, world: u32, logs: Option<&Path>) -> Command {
         let mut c = Command::new(&self.mpirun);
         if self.as_root {
             c.arg("--allow-run-as-root");
         }
         c.args(["-np", &world.to_string(), "-H", &self.host_list()]);
         c.args(["--map-by", "slot", "--bind-to", "none"]);
-        if let Some(d) = &self.log_dir {
+        if let Some(d) = logs {
             c.arg("--output-filename").arg(d);
         }
         c.args(&self.extra);
@@ -322,7 +323,12 @@ pub fn run(template: &Job, plan: &Plan, m: &Mpi, log: &Path) -> Outcome {
     if let Err(e) = std::fs::write(&handoff_path, text) {
         return Outcome::failed(format!("{}: {e}", handoff_path.display()));
     }
-    let mut cmd = m.command(&plan.exe, &handoff_path, world);
+    // mpirun names its files <dir>/1/rank.<g>/… for every size: one directory per size.
+    let logs = m
+        .log_dir
+        .as_ref()
+        .map(|d| d.join(template.neff.file_stem().unwrap_or_else(|| "size".as_ref())));
+    let mut cmd = m.command(&plan.exe, &handoff_path, world, logs.as_deref());
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(logf.try_clone().map_or(Stdio::null(), Into::into));

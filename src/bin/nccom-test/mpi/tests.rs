@@ -50,19 +50,28 @@ fn args(c: &Command) -> Vec<String> {
 fn the_mpirun_line() {
     let mut m = mpi(&["10.0.0.1", "10.0.0.2"], 2);
     assert_eq!(m.host_list(), "10.0.0.1:2,10.0.0.2:2");
-    let c = m.command(Path::new("/opt/nccom-test"), Path::new("/shared/h.json"), 4);
+    let c = m.command(
+        Path::new("/opt/nccom-test"),
+        Path::new("/shared/h.json"),
+        4,
+        None,
+    );
     assert_eq!(
         args(&c).join(" "),
         "-np 4 -H 10.0.0.1:2,10.0.0.2:2 --map-by slot --bind-to none /opt/nccom-test \
          __mpi_worker /shared/h.json"
     );
     m.as_root = true;
-    m.log_dir = Some("/logs".into());
     m.extra = vec!["--mca".into(), "btl".into(), "self".into()];
-    let a = args(&m.command(Path::new("/x"), Path::new("/h"), 4));
+    let a = args(&m.command(
+        Path::new("/x"),
+        Path::new("/h"),
+        4,
+        Some(Path::new("/logs/size_64")),
+    ));
     assert_eq!(a[0], "--allow-run-as-root");
     let at = a.iter().position(|w| w == "--output-filename").unwrap();
-    assert_eq!(a[at + 1], "/logs");
+    assert_eq!(a[at + 1], "/logs/size_64");
     assert_eq!(&a[at + 2..at + 5], ["--mca", "btl", "self"]);
     assert_eq!(&a[a.len() - 3..], ["/x", MPI_WORKER_ARG, "/h"]);
 }
