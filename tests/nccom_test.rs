@@ -228,8 +228,9 @@ fn optional_columns_and_the_json_report() {
 #[test]
 fn refused_command_lines_exit_2() {
     for (args, why) in [
-        ("-r 2 allr -d fp32 --hosts h1 h2", "not supported"),
-        ("-r 2 allr -d fp32 -N 2", "not supported"),
+        ("-r 3 allr -d fp32 --hosts h1 h2", "does not divide"),
+        ("-r 2 allr -d fp32 -N 2", "needs the hosts"),
+        ("-r 2 allr -d fp32 -S", "not supported"),
         ("-r 2 allr -d fp32 --streams-json s.json", "not supported"),
         (
             "-r 2 allr -d fp32 --variable-size-op-metadata m.json",
@@ -472,6 +473,37 @@ fn a_failed_workers_own_error_reaches_the_screen() {
     assert!(
         err.contains("worker said:") && err.contains("/nonexistent/libncfw.so"),
         "the runtime's own reason is not on screen: {err}"
+    );
+}
+
+/// A run across hosts without Open MPI's mpirun on PATH is refused before any size, naming
+/// the package; the ranks of one host must fit its cores (`-r` / `-N` of them).
+#[test]
+fn hosts_without_mpirun_are_refused_up_front() {
+    let o = run_env(
+        "-r 4 --hosts h1 h2 allr -b 8 -e 8 -d fp32",
+        &[("PATH", "/nonexistent")],
+    );
+    let (out, err) = texts(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(out.is_empty(), "a size started: {out}");
+    assert!(
+        err.contains("mpirun, which is not on PATH") && err.contains("apt install openmpi-bin"),
+        "{err}"
+    );
+    let o = run_env(
+        "-r 66 -N 2 --hosts h1 h2 allr -b 8 -e 8 -d fp32",
+        &[
+            ("OPENNRT_INSTANCE_TYPE", ""),
+            ("NEURON_RT_FAKE_INSTANCE_TYPE", ""),
+            ("OPENNRT_TOPOLOGY", ""),
+        ],
+    );
+    let (out, err) = texts(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(
+        err.contains("-r/--nworkers 66 over -N/--nnodes 2 puts 33 ranks on each host"),
+        "{err}"
     );
 }
 

@@ -260,6 +260,46 @@ echo "# NEFF: nrt_load_collectives + nrt_execute in every process (nccom-test's 
 neff_case 1
 neff_case 2
 
+# -- nccom-test --hosts: nccom-test itself starts one process per rank through Open MPI's
+# mpirun (src/bin/nccom-test/mpi.rs), which runs inside host 0 (it treats 10.231.0.1 as local)
+# and reaches the other hosts through netns-rsh. The NEFFs are in $TMPDIR, which every
+# namespace shares (one filesystem). Exit 0, one row per size and the average line.
+mpirun_case() {
+  local hosts="$1" per="$2" op="$3" name d r hs=() k rows
+  r=$((hosts * per))
+  name="${hosts}x${per}-nccom-test-hosts-$op"
+  if [ -n "$only" ] && ! [[ "$name" =~ $only ]]; then skipped=$((skipped + 1)); return 0; fi
+  if ! command -v mpirun >/dev/null; then
+    echo "FAIL $name: mpirun is not installed (apt install openmpi-bin)" >&2
+    failed=$((failed + 1)); failures+=("$name"); return 0
+  fi
+  for ((k = 0; k < hosts; k++)); do hs+=("$(host_addr "$k")"); done
+  d="$work/mpirun-$name"
+  mkdir -p "$d/tmp"
+  local rc=0
+  host_exec 0 env TMPDIR="$d/tmp" OMPI_MCA_plm_rsh_agent="$HOSTS_RSH_AGENT" \
+    NEURON_RT_EXEC_TIMEOUT=60 timeout -k 5 "$per_proc_timeout" \
+    "$lib/nccom-test" -r "$r" -N "$hosts" --hosts "${hs[@]}" "$op" -b 64K -e 1M -f 16 \
+    -d fp32 -n 2 -w 1 --check --non-interactive > "$d/out" 2> "$d/err" || rc=$?
+  # Sizes 64 KiB and 1 MiB: two rows, each passed (a failed size prints "Failure").
+  rows="$(grep -cE '^ +(65536|1048576) +[0-9]+ +fp32 +[0-9.]+ ' "$d/out" || true)"
+  if [ "$rc" = 0 ] && [ "$rows" = 2 ] && ! grep -q Failure "$d/out" \
+      && grep -q '^Avg bus bandwidth:' "$d/out"; then
+    echo "ok   $name: nccom-test -r $r -N $hosts --hosts ${hs[*]} through mpirun, fp32 64 KiB and 1 MiB, checked"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $name: exit $rc, $rows good row(s) of 2" >&2
+    sed 's/^/    stdout: /' "$d/out" >&2
+    sed 's/^/    stderr: /' "$d/err" >&2
+    failed=$((failed + 1)); failures+=("$name")
+  fi
+}
+echo "# nccom-test --hosts: mpirun in host 0, other hosts through $HOSTS_RSH_AGENT"
+mpirun_case 2 1 allr
+mpirun_case 2 2 allr
+mpirun_case 2 2 allg
+
+
 # ---- faults, mid-collective: a cut cable (link_down: the bridge port of a host goes down)
 # and a killed process (SIGKILL). Every surviving process must fail within
 # NEURON_RT_EXEC_TIMEOUT + 5 s of the fault with 1206 (the network) or 1200 (a dead peer),

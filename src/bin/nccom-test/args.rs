@@ -6,9 +6,14 @@
 //! (`--warmup_iters` = `--warmup-iters`). The operation word may stand anywhere. `-c/--check`
 //! takes an optional `random|all_ones`; `-t/--stats` takes one or more of `avg p25 p50 p90 p99`.
 //!
-//! Options OpenNRT cannot honour are refused (exit status 2) with the reason: multi-node
-//! (`-s/--hosts`, `--hosts-file`, `--mpi-log-dir`, `-S/--slurm-mode`, `-N` above 1),
-//! `--streams-json`, `--shared-output-buff`, `--coalesced-cc-size-ratio`,
+//! Several hosts: `-s/--hosts h1 h2 …` (the words up to the next flag or the operation; a
+//! word may also hold `h1,h2`) or `--hosts-file FILE` (one host a line, `#` comments, Open
+//! MPI's `host slots=N` form accepted), with `-N/--nnodes` (default: the number of hosts) and
+//! `--mpi-log-dir DIR`; [`crate::mpi`] runs them through `mpirun`. `-r` stays the total, so
+//! `-r` / `-N` ranks go on each host and must be whole.
+//!
+//! Options OpenNRT cannot honour are refused (exit status 2) with the reason:
+//! `-S/--slurm-mode`, `--streams-json`, `--shared-output-buff`, `--coalesced-cc-size-ratio`,
 //! `--data-parallel-dimension`. `--variable-size-op-metadata` (alias `--alltoallv-metadata`)
 //! names the table of `alltoallv`/`allgv` ([`crate::metadata`]). `--unique-buff` is accepted and changes nothing: each NEFF holds one
 //! collective per size, whose buffers are its own already; `--non-interactive` turns the progress
@@ -32,7 +37,13 @@ operation (anywhere on the line): all_reduce|allr, all_gather|allg, all_gatherv|
   reduce_scatter|redsct, sendrecv, alltoall, alltoallv, permute
 
   -r, --nworkers N            total ranks (required)
-  -N, --nnodes N              nodes (default 1; only 1 is supported)
+  -N, --nnodes N              hosts (default 1, or the number of hosts given); -r / -N
+                              ranks run on each host
+  -s, --hosts H1 H2 ...       run the ranks on these hosts through Open MPI's mpirun, rank g
+                              on host g / (r/N) (the first host holds rank 0 and the root)
+  --hosts-file F              the hosts, one a line (# comments; \"host slots=N\" accepted)
+  --mpi-log-dir D             mpirun --output-filename D/size_<B>: each rank's output in
+                              files, per size
   -b, --minbytes S            smallest size (default 32M); sizes take b, kb, mb, gb
   -e, --maxbytes S            largest size (default 32M)
   -i, --stepbytes S           add S between sizes (default (max-min)/10)
@@ -63,9 +74,14 @@ operation (anywhere on the line): all_reduce|allr, all_gather|allg, all_gatherv|
   --unique-buff               accepted: each size's NEFF has buffers of its own already
   -h, --help                  this text
 
-Refused with the reason (exit 2): -s/--hosts, --hosts-file, --mpi-log-dir, -S/--slurm-mode,
--N above 1, --streams-json, --shared-output-buff, --coalesced-cc-size-ratio,
---data-parallel-dimension";
+Several hosts (--hosts, --hosts-file): mpirun (Debian/Ubuntu: apt install openmpi-bin) starts
+one process per rank; the nccom-test binary must be at the same path on every host, and the
+NEFFs go to $TMPDIR (else /tmp), which must be one directory shared by every host (NFS) as it
+is for the vendor's tool. NEURON_RT_ROOT_COMM_ID, if set, overrides <first host>:<port>;
+OMPI_MCA_plm_rsh_agent picks mpirun's ssh; OPENNRT_MPIRUN_ARGS adds words to mpirun's line.
+
+Refused with the reason (exit 2): -S/--slurm-mode, --streams-json, --shared-output-buff,
+--coalesced-cc-size-ratio, --data-parallel-dimension";
 
 /// Everything a run needs from the command line.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,6 +133,13 @@ pub struct Opts {
     pub metadata: Option<PathBuf>,
     /// One process with a thread per rank.
     pub threads: bool,
+    /// `-N/--nnodes`: hosts (1 without `--hosts`).
+    pub nnodes: u32,
+    /// `-s/--hosts` or `--hosts-file`: the hosts, in rank order (empty: every rank here, no
+    /// mpirun).
+    pub hosts: Vec<String>,
+    /// `--mpi-log-dir`.
+    pub mpi_log_dir: Option<PathBuf>,
 }
 
 /// What the command line asks for.
@@ -141,15 +164,69 @@ impl Opts {
     }
 }
 
-/// Why an option is refused: OpenNRT runs every rank on this host.
-const SINGLE_HOST: &str = "OpenNRT's software device runs every rank on this host; multi-node \
-                           runs (MPI over ssh, Slurm) are not implemented";
+/// Why `-S/--slurm-mode` is refused.
+const NO_SLURM: &str = "OpenNRT's nccom-test starts the ranks of other hosts through Open MPI's \
+                        mpirun only; under Slurm give the allocation's nodes as the hosts: \
+                        --hosts $(scontrol show hostnames)";
+
+/// One host word's check: a name or an IPv4 address, without mpirun's `:slots`.
+fn host_word(h: &str, from: &str) -> Result<String, String> {
+    if h.contains(':') {
+        return Err(format!(
+            "{from}: host {h:?}: give host names or IPv4 addresses without \":slots\" (ranks per \
+             host are -r / -N; an IPv6 address cannot stand in mpirun's -H list, use its name)"
+        ));
+    }
+    Ok(h.to_string())
+}
+
+/// The hosts of a hosts file's text (`what` names the file in messages): one host a line,
+/// `#` to the end of a line is a comment, blank lines are skipped, and after the host Open
+/// MPI's `slots=N` (also `max_slots=N`) may stand. Each host with its `slots`, if given.
+pub fn hosts_file_text(text: &str, what: &str) -> Result<Vec<(String, Option<u32>)>, String> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("");
+        let mut words = line.split_whitespace();
+        let Some(host) = words.next() else { continue };
+        let at = format!("{what} line {}", n + 1);
+        let host = host_word(host, &at)?;
+        let mut slots = None;
+        for w in words {
+            let (k, v) = w.split_once('=').unwrap_or((w, ""));
+            match k {
+                "slots" | "max_slots" | "max-slots" => {
+                    let v: u32 = v
+                        .parse()
+                        .map_err(|_| format!("{at}: {w:?}: {k} takes a whole number (slots=N)"))?;
+                    if k == "slots" {
+                        slots = Some(v);
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                        "{at}: {w:?} after the host: only Open MPI's slots=N is understood"
+                    ))
+                }
+            }
+        }
+        out.push((host, slots));
+    }
+    if out.is_empty() {
+        return Err(format!("{what} names no host"));
+    }
+    Ok(out)
+}
 
 /// The canonical long name of a flag word (short flags map to their long name), `None` for a
 /// word that is no flag.
 fn long_name(w: &str) -> Option<String> {
     if let Some(l) = w.strip_prefix("--") {
-        return Some(l.replace('_', "-"));
+        // `_` is `-` in the name only: an inline value (`--hosts-file=/a_b`) stays as typed.
+        return Some(match l.split_once('=') {
+            Some((n, v)) => format!("{}={v}", n.replace('_', "-")),
+            None => l.replace('_', "-"),
+        });
     }
     let s = w.strip_prefix('-')?;
     let long = match s {
@@ -197,6 +274,9 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
         (false, false, false, false);
     let mut non_interactive = false;
     let (mut report, mut replica_groups, mut pairs, mut metadata) = (None, None, None, None);
+    let (mut nnodes, mut hosts, mut hosts_file, mut mpi_log_dir) =
+        (None::<u32>, Vec::new(), None::<PathBuf>, None);
+    let mut hosts_flag = None::<String>;
     let mut i = 0;
     while i < args.len() {
         let word = &args[i];
@@ -234,9 +314,10 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
             "nworkers" => ranks = Some(number::<u32>(&flag, &value(&mut i)?)?),
             "nnodes" => {
                 let n: u32 = number(&flag, &value(&mut i)?)?;
-                if n != 1 {
-                    return Err(format!("{flag} {n} is not supported: {SINGLE_HOST}"));
+                if n == 0 {
+                    return Err(format!("{flag} must be at least 1"));
                 }
+                nnodes = Some(n);
             }
             "minbytes" => min = parse_bytes(&value(&mut i)?).map_err(|e| format!("{flag}: {e}"))?,
             "maxbytes" => max = parse_bytes(&value(&mut i)?).map_err(|e| format!("{flag}: {e}"))?,
@@ -303,9 +384,31 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
             "report-to-json-file" => report = Some(PathBuf::from(value(&mut i)?)),
             "custom-replica-groups" => replica_groups = Some(PathBuf::from(value(&mut i)?)),
             "custom-src-target-pairs" => pairs = Some(PathBuf::from(value(&mut i)?)),
-            "hosts" | "hosts-file" | "mpi-log-dir" | "slurm-mode" => {
-                return Err(format!("{flag} is not supported: {SINGLE_HOST}"))
+            "hosts" => {
+                let mut got = Vec::new();
+                if let Some(v) = &inline {
+                    got.push(v.clone());
+                }
+                while let Some(v) = args
+                    .get(i)
+                    .filter(|v| !v.starts_with('-') && Op::parse(v).is_none())
+                {
+                    got.push(v.clone());
+                    i += 1;
+                }
+                for w in &got {
+                    for h in w.split(',').filter(|h| !h.is_empty()) {
+                        hosts.push(host_word(h, &flag)?);
+                    }
+                }
+                if hosts.is_empty() {
+                    return Err(format!("{flag} needs one or more hosts"));
+                }
+                hosts_flag = Some(flag.clone());
             }
+            "hosts-file" => hosts_file = Some(PathBuf::from(value(&mut i)?)),
+            "mpi-log-dir" => mpi_log_dir = Some(PathBuf::from(value(&mut i)?)),
+            "slurm-mode" => return Err(format!("{flag} is not supported: {NO_SLURM}")),
             "streams-json" => {
                 return Err(format!(
                     "{flag} is not supported: OpenNRT's nccom-test runs one stream (one \
@@ -352,6 +455,76 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
     if stats.is_empty() {
         stats.push(Stat::Avg);
     }
+    let mut slots = Vec::new();
+    if let Some(f) = &hosts_file {
+        if let Some(h) = &hosts_flag {
+            return Err(format!(
+                "{h} and --hosts-file both name the hosts: give one"
+            ));
+        }
+        let what = format!("--hosts-file {}", f.display());
+        let text = std::fs::read_to_string(f).map_err(|e| format!("{what}: {e}"))?;
+        for (h, s) in hosts_file_text(&text, &what)? {
+            hosts.push(h);
+            slots.push(s);
+        }
+    }
+    let nnodes = match (nnodes, hosts.len()) {
+        (n, 0) => {
+            let n = n.unwrap_or(1);
+            if n > 1 {
+                return Err(format!(
+                    "-N/--nnodes {n} needs the hosts to run on: --hosts h1 h2 ... or \
+                     --hosts-file FILE"
+                ));
+            }
+            n
+        }
+        (None, h) => h as u32,
+        (Some(n), h) if n as usize == h => n,
+        (Some(n), h) => {
+            return Err(format!(
+                "-N/--nnodes {n} but {h} host(s) given: give one host per node"
+            ))
+        }
+    };
+    if let Some(d) = hosts
+        .iter()
+        .enumerate()
+        .find(|(k, h)| hosts[..*k].contains(h))
+    {
+        return Err(format!(
+            "host {} is given twice: give each host once (each runs -r / -N ranks)",
+            d.1
+        ));
+    }
+    if ranks % nnodes != 0 {
+        return Err(format!(
+            "-r/--nworkers {ranks} does not divide over -N/--nnodes {nnodes} hosts: every host \
+             runs -r / -N ranks, which must be a whole number"
+        ));
+    }
+    let per_node = ranks / nnodes;
+    for (h, s) in hosts.iter().zip(&slots) {
+        if let Some(s) = s.filter(|&s| s < per_node) {
+            return Err(format!(
+                "--hosts-file: host {h} has slots={s}, but -r {ranks} over -N {nnodes} puts \
+                 {per_node} ranks on every host"
+            ));
+        }
+    }
+    if !hosts.is_empty() && threads {
+        return Err(
+            "--threads runs every rank in one process on this host; it does not combine with \
+             --hosts or --hosts-file"
+                .into(),
+        );
+    }
+    if mpi_log_dir.is_some() && hosts.is_empty() {
+        return Err(
+            "--mpi-log-dir applies to runs through mpirun: give --hosts or --hosts-file".into(),
+        );
+    }
     Ok(Parsed::Run(Box::new(Opts {
         op,
         ranks,
@@ -376,6 +549,9 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
         pairs,
         metadata,
         threads,
+        nnodes,
+        hosts,
+        mpi_log_dir,
     })))
 }
 

@@ -81,6 +81,8 @@ pub struct Setup {
     pub table: Option<Vec<Rows>>,
     /// `--plot FILE` (taken off the command line by `main`, [`crate::plot`]).
     pub plot: Option<std::path::PathBuf>,
+    /// The hosts and mpirun of a run across hosts ([`crate::mpi`]).
+    pub mpi: Option<crate::mpi::Mpi>,
 }
 
 impl Setup {
@@ -123,7 +125,10 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
     // A bad topology or selection variable is refused here, once, rather than at every size.
     LowerConfig::from_lookup(opennrt::runtime::config::env_lookup, opts.ranks)
         .map_err(|e| e.message().to_string())?;
-    limits::cores(opts.ranks)?;
+    // Each host runs -r / -N ranks, one logical core each, and holds their tensors.
+    let per_node = opts.ranks / opts.nnodes.max(1);
+    limits::cores(per_node, opts.nnodes.max(1))?;
+    let mpi = crate::mpi::setup(&opts)?;
     let (groups, custom_groups) = match &opts.replica_groups {
         Some(p) => (custom::groups(p, opts.ranks)?, true),
         None => (vec![(0..opts.ranks).collect()], false),
@@ -173,7 +178,7 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
         };
         limits::size(
             &format!("size {} B", z.bytes),
-            opts.ranks,
+            per_node,
             wire(z.in_bytes),
             wire(z.out_bytes),
         )?;
@@ -204,6 +209,7 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
     Ok(Setup {
         opts,
         plot: None,
+        mpi,
         groups,
         custom_groups,
         pairs,
@@ -462,6 +468,7 @@ pub fn run(s: &Setup) -> i32 {
         world: o.ranks,
         deadline: DEADLINE,
         debug: o.debug,
+        mpi: s.mpi.clone(),
     };
     for sk in &s.skipped {
         eprintln!(

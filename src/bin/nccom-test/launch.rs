@@ -7,6 +7,8 @@
 //! rank; rank 0's process holds the bootstrap root). `--threads`: one worker process owning
 //! every core (`NEURON_RT_VISIBLE_CORES=0-(R-1)`, no root id) with a thread per rank. The
 //! workers' stderr, and any stdout line that is not an answer, go to the size's log file.
+//! With hosts (`--hosts`, `--hosts-file`) the ranks run through mpirun instead
+//! ([`crate::mpi`]).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -30,6 +32,8 @@ pub struct Plan {
     pub deadline: Duration,
     /// Print the workers' command lines.
     pub debug: bool,
+    /// Run the ranks on several hosts through mpirun ([`crate::mpi`]).
+    pub mpi: Option<crate::mpi::Mpi>,
 }
 
 /// What a size's workers answered and what went wrong.
@@ -71,6 +75,9 @@ fn command(plan: &Plan, job: &Job, root: Option<&str>, carrier: Option<&Path>) -
 /// Run one size: start its workers, wait for them, collect their answers. The workers'
 /// stderr and stray stdout lines go to `log` (the caller appends the failures it reports).
 pub fn run(template: &Job, plan: &Plan, log: &Path) -> Outcome {
+    if let Some(m) = &plan.mpi {
+        return crate::mpi::run(template, plan, m, log);
+    }
     let logf = match File::create(log) {
         Ok(f) => Some(f),
         Err(e) => {

@@ -3,8 +3,9 @@
 //! timeout with the reason only in a log file.
 //!
 //! * Ranks ([`cores`]): each rank owns one logical core of the simulated instance (rank `r`
-//!   runs on core `r`, `NEURON_RT_VISIBLE_CORES`), so `-r` may not exceed the instance's logical
-//!   cores: the instance of `OPENNRT_INSTANCE_TYPE` (else `NEURON_RT_FAKE_INSTANCE_TYPE`, else
+//!   runs on core `r`, `NEURON_RT_VISIBLE_CORES`; across hosts core `r mod (r/N)` of its
+//!   host), so the ranks of one host may not exceed the instance's logical cores: the
+//!   instance of `OPENNRT_INSTANCE_TYPE` (else `NEURON_RT_FAKE_INSTANCE_TYPE`, else
 //!   trn1.32xlarge, 32 logical cores) at its logical-core size, as `nrt_init` reads them
 //!   (`opennrt::runtime::config`). The refusal names the instances that are large enough.
 //! * Sizes ([`size`]): a rank's `input0` and `output0` are NEFF vars, which the NEFF loader
@@ -31,8 +32,9 @@ fn config(inst: Option<&str>) -> Result<Config, String> {
     .map_err(|e| e.message().to_string())
 }
 
-/// `Err` when `ranks` ranks do not fit the simulated instance's logical cores.
-pub fn cores(ranks: u32) -> Result<(), String> {
+/// `Err` when `ranks` ranks (on each of `hosts` hosts) do not fit the simulated instance's
+/// logical cores.
+pub fn cores(ranks: u32, hosts: u32) -> Result<(), String> {
     let c = config(None)?;
     let total = c.total_cores();
     if ranks <= total {
@@ -53,9 +55,17 @@ pub fn cores(ranks: u32) -> Result<(), String> {
             larger.join(", ")
         )
     };
+    let what = if hosts > 1 {
+        format!(
+            "-r/--nworkers {} over -N/--nnodes {hosts} puts {ranks} ranks on each host, which \
+             need one logical core each",
+            ranks * hosts
+        )
+    } else {
+        format!("-r/--nworkers {ranks} needs one logical core per rank")
+    };
     Err(format!(
-        "-r/--nworkers {ranks} needs one logical core per rank, but the simulated instance {} \
-         has {total} (logical-core size {}); {pick}",
+        "{what}, but the simulated instance {} has {total} (logical-core size {}); {pick}",
         c.instance.name, c.lnc
     ))
 }

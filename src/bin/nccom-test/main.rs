@@ -8,7 +8,7 @@
 //! factors), [`dtypes`], [`units`] (sizes and GB/s), [`sweep`] (the sizes of a run), [`stats`]
 //! (time statistics), [`table`] and [`report`] (output), [`check`] (data and golden results),
 //! [`custom`] (replica groups and pairs files), [`metadata`] (the variable-size ops' tables), [`algo`] (`--show-algorithm`), [`neffgen`]
-//! (the NEFF of a size), [`job`] (the parent ↔ worker protocol), [`launch`] (starting workers), [`limits`] (what a run must fit),
+//! (the NEFF of a size), [`job`] (the parent ↔ worker protocol), [`launch`] (starting workers), [`mpi`] (ranks on several hosts through mpirun), [`limits`] (what a run must fit),
 //! [`worker`] (the hidden worker that drives the C ABI), [`widen`] (integer reductions run in
 //! fp32) and [`mod@bench`] (one run).
 //!
@@ -24,6 +24,7 @@ mod job;
 mod launch;
 mod limits;
 mod metadata;
+mod mpi;
 mod neffgen;
 mod ops;
 mod plot;
@@ -39,6 +40,9 @@ mod worker;
 fn run(argv: &[String]) -> i32 {
     if argv.first().map(String::as_str) == Some(job::WORKER_ARG) {
         return worker::main(&argv[1..]);
+    }
+    if argv.first().map(String::as_str) == Some(mpi::MPI_WORKER_ARG) {
+        return mpi::worker_main(&argv[1..]);
     }
     let (argv, plot) = match plot::take(argv) {
         Ok(x) => x,

@@ -114,11 +114,8 @@ fn bad_command_lines_say_why() {
 #[test]
 fn unsupported_options_are_refused() {
     for (line, why) in [
-        ("-r 2 allr -s h1 h2", "on this host"),
-        ("-r 2 allr --hosts h1", "on this host"),
-        ("-r 2 allr --hosts-file f", "on this host"),
-        ("-r 2 allr -S", "on this host"),
-        ("-r 2 allr -N 2", "on this host"),
+        ("-r 2 allr -S", "scontrol show hostnames"),
+        ("-r 2 allr --slurm-mode", "through Open MPI's mpirun only"),
         ("-r 2 allr --streams-json f", "one stream"),
         ("-r 2 allr --shared-output-buff", "not supported"),
         ("-r 2 allr --coalesced-cc-size-ratio 1,2,1", "not supported"),
@@ -126,4 +123,105 @@ fn unsupported_options_are_refused() {
         assert!(refused(line).contains(why), "{line}: {}", refused(line));
     }
     assert_eq!(opts("-r 2 allr -N 1").ranks, 2);
+}
+
+/// `-s/--hosts` takes the words up to the next flag or the operation (commas split a word
+/// too); `-N` defaults to the number of hosts and must match it when given.
+#[test]
+fn hosts_parse_as_a_list() {
+    let o = opts("-r 4 -N 2 --hosts 10.0.0.1 10.0.0.2 allr -d fp32");
+    assert_eq!(o.hosts, vec!["10.0.0.1", "10.0.0.2"]);
+    assert_eq!((o.nnodes, o.ranks, o.dtype), (2, 4, Dtype::Fp32));
+    let o = opts("-r 4 -s a,b allg");
+    assert_eq!(
+        (o.hosts.clone(), o.nnodes, o.op),
+        (vec!["a".into(), "b".into()], 2, Op::AllGather)
+    );
+    let o = opts("allr -r 2 --hosts=a b --mpi-log-dir /tmp/logs");
+    assert_eq!(o.hosts, vec!["a", "b"]);
+    assert_eq!(o.mpi_log_dir, Some(PathBuf::from("/tmp/logs")));
+    let o = opts("-r 2 --hosts n1 allr");
+    assert_eq!((o.nnodes, o.hosts.len()), (1, 1));
+    let o = opts("-r 2 allr");
+    assert_eq!(
+        (o.nnodes, o.hosts.is_empty(), o.mpi_log_dir),
+        (1, true, None)
+    );
+    // `_` reads as `-` in a flag's name, never in its inline value.
+    let o = opts("-r 2 allr --report_to_json_file=/tmp/a_b.json");
+    assert_eq!(o.report, Some(PathBuf::from("/tmp/a_b.json")));
+    assert!(refused("-r 2 --hosts allr").contains("needs one or more hosts"));
+    assert!(refused("-r 2 -N 3 --hosts a b allr").contains("-N/--nnodes 3 but 2 host(s)"));
+    assert!(refused("-r 2 -N 2 allr").contains("needs the hosts to run on"));
+    assert!(refused("-r 2 -N 0 allr").contains("at least 1"));
+    assert!(refused("-r 2 --hosts a a allr").contains("given twice"));
+    assert!(refused("-r 2 --hosts a:2 b allr").contains("without \":slots\""));
+    assert!(refused("-r 2 --hosts a b --threads allr").contains("--threads"));
+    assert!(refused("-r 2 --mpi-log-dir d allr").contains("give --hosts or --hosts-file"));
+}
+
+/// `-r` is the total: it must divide over the hosts.
+#[test]
+fn ranks_must_divide_over_the_nodes() {
+    for line in [
+        "-r 3 -N 2 --hosts a b allr",
+        "-r 1 --hosts a b allr",
+        "-r 5 --hosts a b c allr",
+    ] {
+        let e = refused(line);
+        assert!(
+            e.contains("does not divide over -N/--nnodes"),
+            "{line}: {e}"
+        );
+    }
+    assert_eq!(opts("-r 6 --hosts a b c allr").ranks / 3, 2);
+}
+
+/// A hosts file: one host a line, `#` comments, blank lines, Open MPI's `slots=N`.
+#[test]
+fn hosts_files_parse() {
+    let t = "# the cluster\nnode1 slots=2\n\n  node2   # the second\nnode3 max_slots=4 slots=8\n";
+    let h = hosts_file_text(t, "f").unwrap();
+    assert_eq!(
+        h,
+        vec![
+            ("node1".into(), Some(2)),
+            ("node2".into(), None),
+            ("node3".into(), Some(8))
+        ]
+    );
+    assert!(hosts_file_text("# nothing\n\n", "f")
+        .unwrap_err()
+        .contains("f names no host"));
+    let e = hosts_file_text("a\nb cpus=2\n", "f").unwrap_err();
+    assert!(e.contains("f line 2") && e.contains("slots=N"), "{e}");
+    assert!(hosts_file_text("a slots=x\n", "f")
+        .unwrap_err()
+        .contains("whole number"));
+    assert!(hosts_file_text("a:4\n", "f")
+        .unwrap_err()
+        .contains("f line 1"));
+
+    let dir = std::env::temp_dir().join(format!("nccom_test_hosts_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("hosts");
+    std::fs::write(&f, "h1 slots=2\nh2 slots=2 # two each\n").unwrap();
+    let fs = f.display().to_string();
+    let o = opts(&format!("-r 4 allr --hosts-file {fs}"));
+    assert_eq!(
+        (o.hosts.clone(), o.nnodes),
+        (vec!["h1".into(), "h2".into()], 2)
+    );
+    assert_eq!(opts(&format!("-N 2 -r 2 allr --hosts-file={fs}")).nnodes, 2);
+    let e = refused(&format!("-r 6 allr --hosts-file {fs}"));
+    assert!(
+        e.contains("slots=2") && e.contains("3 ranks on every host"),
+        "{e}"
+    );
+    assert!(refused(&format!("-r 4 allr --hosts-file {fs} --hosts a b")).contains("give one"));
+    assert!(refused(&format!("-r 4 allr --hosts-file {fs} -N 3")).contains("2 host(s) given"));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        refused("-r 2 allr --hosts-file /nonexistent/h").contains("--hosts-file /nonexistent/h")
+    );
 }

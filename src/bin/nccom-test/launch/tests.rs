@@ -32,6 +32,7 @@ fn plan(exe: &str, threads: bool) -> Plan {
         world: 3,
         deadline: Duration::from_secs(30),
         debug: false,
+        mpi: None,
     }
 }
 
