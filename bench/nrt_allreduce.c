@@ -4,6 +4,7 @@
  * done, then the next iteration.
  *
  *   nrt_allreduce threads|processes <ranks> <bytes> <iters> [warmup] [--wait spin|yield|sleep|backoff]
+ *                 [--rank r]
  *
  * threads:   one process, NEURON_RT_VISIBLE_CORES=0-(R-1) set before nrt_init, one pthread per
  *            rank; rank r is logical core (vnc) r and global device r:
@@ -14,6 +15,12 @@
  *            nrt_cc_global_comm_init(0, r, R), comm {group, r, R, r, R, vnc 0}; rank 0's
  *            process hosts the job's root. Every child ends with nrt_barrier before nrt_close,
  *            so the root stays alive until all ranks are done (capi-tests/mp does the same).
+ * processes --rank r: no fork; this process is rank r of an R-rank job whose other ranks a
+ *            launcher starts elsewhere (other hosts: bench/vs-openmpi.sh --hosts). It reads
+ *            NEURON_RT_ROOT_COMM_ID (required: the root's host:port, rank 0's process) and
+ *            NEURON_RT_VISIBLE_CORES (set to r when unset) from the environment, then does
+ *            what a forked child does: nrt_cc_global_comm_init(0, r, R), vnc 0, and
+ *            nrt_barrier before nrt_close. Only rank 0 prints the RESULT line.
  *
  * Inputs are small integers ((rank + j) % 7 + 1) so every sum is exact in fp32. The output
  * tensor is filled with NaN bytes first; after the timed loop every rank reads its output
@@ -386,6 +393,33 @@ static int run_processes(const job *base) {
   return failed;
 }
 
+/* One given rank of a job started by someone else (--rank r). */
+static int run_one_rank(const job *base, uint32_t r) {
+  job j = *base;
+  const char *root = getenv("NEURON_RT_ROOT_COMM_ID"), *cores;
+  char buf[16];
+  NRT_STATUS st;
+  j.rank = r, j.vnc = 0;
+  if (!root || !*root) {
+    fprintf(stderr, "nrt_allreduce: --rank %u needs NEURON_RT_ROOT_COMM_ID=<host of rank 0>:<port>\n", r);
+    return 2;
+  }
+  if (!getenv("NEURON_RT_VISIBLE_CORES")) {
+    snprintf(buf, sizeof buf, "%u", r);
+    setenv("NEURON_RT_VISIBLE_CORES", buf, 1);
+  }
+  cores = getenv("NEURON_RT_VISIBLE_CORES");
+  setenv("NEURON_RT_EXEC_TIMEOUT", EXEC_TIMEOUT_S, 0);
+  st = nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "");
+  if (st != NRT_SUCCESS)
+    die(&j, "nrt_init (NEURON_RT_VISIBLE_CORES=%s NEURON_RT_ROOT_COMM_ID=%s) returned %d (%s)", cores, root, st,
+        st_str(st));
+  run_rank(&j);
+  nrt_close();
+  fflush(NULL);
+  return 0;
+}
+
 /* ---------------------------------------------------------------- main */
 
 static long parse_long(const char *s, const char *what) {
@@ -404,6 +438,7 @@ int main(int argc, char **argv) {
   job base;
   const char *pos[5];
   int npos = 0;
+  long one_rank = -1;
   memset(&base, 0, sizeof base);
   base.warmup = 10;
   base.wait = WAIT_YIELD;
@@ -415,6 +450,8 @@ int main(int argc, char **argv) {
       else if (strcmp(w, "sleep") == 0) base.wait = WAIT_SLEEP;
       else if (strcmp(w, "backoff") == 0) base.wait = WAIT_BACKOFF;
       else npos = 99;
+    } else if (strcmp(argv[a], "--rank") == 0 && a + 1 < argc) {
+      one_rank = parse_long(argv[++a], "rank");
     } else if (npos < 5) {
       pos[npos++] = argv[a];
     } else {
@@ -422,7 +459,8 @@ int main(int argc, char **argv) {
     }
   }
   if (npos < 4 || npos > 5 || (strcmp(pos[0], "threads") != 0 && strcmp(pos[0], "processes") != 0)) {
-    fprintf(stderr, "usage: %s threads|processes <ranks> <bytes> <iters> [warmup] [--wait spin|yield|sleep|backoff]\n",
+    fprintf(stderr,
+            "usage: %s threads|processes <ranks> <bytes> <iters> [warmup] [--wait spin|yield|sleep|backoff] [--rank r]\n",
             argv[0]);
     return 2;
   }
@@ -435,6 +473,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "nrt_allreduce: need 2 <= ranks <= %d, bytes a positive multiple of 4, iters > 0\n", MAX_RANKS);
     return 2;
   }
+  if (one_rank >= 0 && (!base.processes || one_rank >= (long)base.nranks)) {
+    fprintf(stderr, "nrt_allreduce: --rank r needs processes mode and 0 <= r < ranks\n");
+    return 2;
+  }
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (one_rank >= 0) return run_one_rank(&base, (uint32_t)one_rank);
   return base.processes ? run_processes(&base) : run_threads(&base);
 }

@@ -23,6 +23,7 @@
 # per-run logs in target/bench/logs/).
 #
 #   bash bench/vs-openmpi.sh [--quick] [--runs N] [--sizes 4K,64M] [--ranks 2,8] [--wait yield]
+#   bash bench/vs-openmpi.sh --hosts 2 [--per-host 1,4] [--quick] [--runs N] [--sizes 4K,64M]
 #
 #   --quick    1 run per figure and fewer iterations (a smoke check, not a measurement)
 #   --runs N   runs per figure (default 3; the median is reported)
@@ -30,6 +31,12 @@
 #   --ranks    comma-separated rank counts (2..32)
 #   --wait     how nrt_allreduce waits between polls of nrta_is_completed: yield (default),
 #              spin, sleep or backoff (see bench/nrt_allreduce.c)
+#   --hosts H  instead of the rows above, the rows of a job spanning H hosts (network namespaces
+#              of capi-tests/hosts/netns.sh, built and removed by the script; needs root):
+#              OpenNRT one process per rank started in its host, Open MPI over TCP
+#              (--mca btl tcp,self) with and without mpi_yield_when_idle, and the link's own
+#              limit measured by fi_pingpong (tcp;ofi_rxm, rdm); bench/vs-openmpi-hosts.sh
+#   --per-host ranks per host for --hosts, comma-separated (default 1,4)
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -37,7 +44,7 @@ cd "$root"
 start_s=$SECONDS
 
 orig_args=("$@")
-runs=3 quick=0 sizes="4K,64M" ranks_list="2,8" wait_mode=yield
+runs=3 quick=0 sizes="4K,64M" ranks_list="2,8" wait_mode=yield hosts=0 per_host_list="1,4"
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -46,6 +53,8 @@ while [ $# -gt 0 ]; do
     --sizes) sizes="${2:?--sizes needs a list}"; shift ;;
     --ranks) ranks_list="${2:?--ranks needs a list}"; shift ;;
     --wait) wait_mode="${2:?--wait needs spin, yield, sleep or backoff}"; shift ;;
+    --hosts) hosts="${2:?--hosts needs a number of hosts}"; shift ;;
+    --per-host) per_host_list="${2:?--per-host needs a list}"; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "vs-openmpi.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -54,6 +63,38 @@ done
 
 die() { echo "vs-openmpi.sh: FAILED: $*" >&2; exit 1; }
 say() { echo "$*" >&2; }
+
+# ---------------------------------------------------------------- helpers
+
+field() { # RESULT line, key -> value
+  sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"
+}
+
+# How busy the machine is apart from us: idle CPU share over 3 s (the load average would count
+# this script's own ranks for minutes after they are gone).
+idle_pct() {
+  local a b
+  read -r -a a </proc/stat
+  sleep 3
+  read -r -a b </proc/stat
+  awk -v i1=$((a[4] + a[5])) -v i2=$((b[4] + b[5])) \
+    -v t1=$((a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7] + a[8])) \
+    -v t2=$((b[1] + b[2] + b[3] + b[4] + b[5] + b[6] + b[7] + b[8])) \
+    'BEGIN { v = 100; if (t2 > t1) v = 100 * (i2 - i1) / (t2 - t1); printf "%.0f", v }'
+}
+lib_id() { # the library these runs measure: a content hash and the build time
+  echo "$(sha256sum "$lib/libnrt.so" | cut -c1-12), built $(date -u -r "$lib/libnrt.so" '+%F %H:%M UTC')"
+}
+
+median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR] = $1} END {
+  if (NR == 0) exit 1; if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+times_of() { tr ' ' '\n' <<<"${results[$1]}" | sed -n 's/^\([^:]*\):.*/\1/p' | tr '\n' ' '; }
+iters_of() { tr ' ' '\n' <<<"${results[$1]}" | sed -n 's/^[^:]*:\([^:]*\).*/\1/p' | tr '\n' ' '; }
+faults_of() { tr ' ' '\n' <<<"${results[$1]}" | sed -n 's/^[^:]*:[^:]*:\([0-9.]*\)$/\1/p' | tr '\n' ' '; }
+busbw() { awk -v b="$1" -v t="$2" -v r="$3" 'BEGIN { printf "%.3f", b / (t * 1e-6) * 2 * (r - 1) / r / 1e9 }'; }
+fmt_us() { awk -v t="$1" 'BEGIN { if (t < 10) printf "%.2f", t; else if (t < 1000) printf "%.1f", t; else printf "%.0f", t }'; }
+fmt_ratio() { awk -v x="$1" 'BEGIN { if (x >= 10) printf "%.0f×", x; else if (x >= 1) printf "%.1f×", x; else printf "%.2f×", x }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6g", a / b }'; }
 
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "--runs must be a positive integer, not '$runs'"
 case "$wait_mode" in spin|yield|sleep|backoff) ;; *) die "--wait must be spin, yield, sleep or backoff, not '$wait_mode'" ;; esac
@@ -80,6 +121,16 @@ for s in "${size_args[@]}"; do
   ((b > 0 && b % 4 == 0)) || die "size '$s' is not a positive multiple of 4 bytes (fp32 elements)"
   size_bytes+=("$b")
 done
+if [ "$hosts" != 0 ]; then
+  [[ "$hosts" =~ ^[0-9]+$ ]] && ((hosts >= 2 && hosts <= 8)) || die "--hosts must be 2..8, not '$hosts'"
+  [ "$(id -u)" = 0 ] || die "--hosts needs root: it builds network namespaces (capi-tests/hosts/netns.sh); run it with sudo"
+  IFS=, read -r -a per_host <<<"$per_host_list"
+  for p in "${per_host[@]}"; do
+    [[ "$p" =~ ^[0-9]+$ ]] && ((p >= 1 && p * hosts <= 32)) || die "bad --per-host count '$p' (1.., at most 32 ranks in all)"
+  done
+  ranks_list=""
+  for p in "${per_host[@]}"; do ranks_list+="${ranks_list:+,}$((p * hosts))"; done
+fi
 IFS=, read -r -a rank_counts <<<"$ranks_list"
 for r in "${rank_counts[@]}"; do
   [[ "$r" =~ ^[0-9]+$ ]] && ((r >= 2 && r <= 32)) || die "bad rank count '$r' (2..32)"
@@ -94,7 +145,8 @@ for b in "${size_bytes[@]}"; do ((b > max_b)) && max_b=$b; done
 need_shm_mib=$(( (3 * max_r * max_b >> 20) + 64 ))
 have_shm_kib="$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }' || true)"
 have_shm_mib=$(( ${have_shm_kib:-0} >> 10 ))
-((have_shm_mib >= need_shm_mib)) || die "one rank per process needs about $need_shm_mib MiB free in /dev/shm" \
+# (--hosts: every host has its own /dev/shm, a fresh tmpfs; only the memory check applies.)
+((hosts > 0 || have_shm_mib >= need_shm_mib)) || die "one rank per process needs about $need_shm_mib MiB free in /dev/shm" \
   "for $max_r ranks x $(( max_b >> 20 )) MiB; it has $have_shm_mib MiB (a container: --shm-size; or smaller --sizes / --ranks)"
 need_mem_mib=$(( (6 * max_r * max_b >> 20) + 512 ))
 have_mem_kib="$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo || true)"
@@ -143,6 +195,12 @@ gcc -O2 -Wall -Wextra -Werror -std=c11 -pthread -I"$root/include" -o "$out/nrt_a
 mpicc -O2 -Wall -Wextra -Werror -o "$out/mpi_allreduce" "$root/bench/mpi_allreduce.c" ||
   die "mpicc bench/mpi_allreduce.c failed"
 
+if ((hosts > 0)); then
+  # shellcheck source=bench/vs-openmpi-hosts.sh
+  source "$root/bench/vs-openmpi-hosts.sh"
+  exit 0
+fi
+
 # ---------------------------------------------------------------- Open MPI's options
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -179,10 +237,6 @@ declare -A results # key "lib mode ranks bytes" -> space-separated "time_us:iter
 total_runs=$(( ${#size_bytes[@]} * ${#rank_counts[@]} * 3 * runs ))
 n=0
 
-field() { # RESULT line, key -> value
-  sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"
-}
-
 run_one() { # lib(mpi|nrt) mode(processes|threads) ranks bytes iters warmup run#
   local lib=$1 mode=$2 r=$3 b=$4 it=$5 wu=$6 k=$7 log rc=0 line t iter flt
   n=$((n + 1))
@@ -210,21 +264,6 @@ run_one() { # lib(mpi|nrt) mode(processes|threads) ranks bytes iters warmup run#
   say "[$n/$total_runs] $(printf '%-3s %-9s' "$lib" "$mode") $r ranks $(size_label "$b"), run $k: $t us per all-reduce"
 }
 
-# How busy the machine is apart from us: idle CPU share over 3 s (the load average would count
-# this script's own ranks for minutes after they are gone).
-idle_pct() {
-  local a b
-  read -r -a a </proc/stat
-  sleep 3
-  read -r -a b </proc/stat
-  awk -v i1=$((a[4] + a[5])) -v i2=$((b[4] + b[5])) \
-    -v t1=$((a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7] + a[8])) \
-    -v t2=$((b[1] + b[2] + b[3] + b[4] + b[5] + b[6] + b[7] + b[8])) \
-    'BEGIN { v = 100; if (t2 > t1) v = 100 * (i2 - i1) / (t2 - t1); printf "%.0f", v }'
-}
-lib_id() { # the library these runs measure: a content hash and the build time
-  echo "$(sha256sum "$lib/libnrt.so" | cut -c1-12), built $(date -u -r "$lib/libnrt.so" '+%F %H:%M UTC')"
-}
 lib_before="$(lib_id)"
 idle_before="$(idle_pct)"
 if ((idle_before < 90)); then
@@ -251,15 +290,6 @@ fi
 
 # ---------------------------------------------------------------- the table
 
-median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR] = $1} END {
-  if (NR == 0) exit 1; if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-times_of() { tr ' ' '\n' <<<"${results[$1]}" | sed -n 's/^\([^:]*\):.*/\1/p' | tr '\n' ' '; }
-iters_of() { tr ' ' '\n' <<<"${results[$1]}" | sed -n 's/^[^:]*:\([^:]*\).*/\1/p' | tr '\n' ' '; }
-faults_of() { tr ' ' '\n' <<<"${results[$1]}" | sed -n 's/^[^:]*:[^:]*:\([0-9.]*\)$/\1/p' | tr '\n' ' '; }
-busbw() { awk -v b="$1" -v t="$2" -v r="$3" 'BEGIN { printf "%.3f", b / (t * 1e-6) * 2 * (r - 1) / r / 1e9 }'; }
-fmt_us() { awk -v t="$1" 'BEGIN { if (t < 10) printf "%.2f", t; else if (t < 1000) printf "%.1f", t; else printf "%.0f", t }'; }
-fmt_ratio() { awk -v x="$1" 'BEGIN { if (x >= 10) printf "%.0f×", x; else if (x >= 1) printf "%.1f×", x; else printf "%.2f×", x }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6g", a / b }'; }
 
 cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 [ -n "$cpu_model" ] || cpu_model="$(uname -m)"

@@ -545,7 +545,9 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
             name: own.seg.name().to_string(),
             len: own.seg.len() as u64,
             host: super::host::key().to_string(),
-            net: Vec::new(),
+            // Empty until this process has a proxy; then every rank's address is in the
+            // first round's answer and reach_network needs no second round.
+            net: proxy::address(),
         },
     };
     if let Some(p) = proxy::running() {
