@@ -298,7 +298,7 @@ impl Machine {
         if let Some(p) = &self.peers {
             match &r {
                 Ok(_) => p.done(),
-                Err(e) => p.failed(e.message()),
+                Err(e) => p.failed(e),
             }
         }
         r

@@ -36,8 +36,8 @@ pub trait Peers: Send + Sync + std::fmt::Debug {
     fn blocked(&self, seen: u32);
     /// This executor's TOP_SPs are all done.
     fn done(&self);
-    /// This executor failed with `why` (the others stop waiting for it).
-    fn failed(&self, why: &str);
+    /// This executor failed with `e` (the others stop waiting for it).
+    fn failed(&self, e: &crate::error::Error);
     /// `Some(state of every rank)` when every executor is blocked at `seen` or done and the
     /// epoch is still `seen`: a hang of the whole run.
     fn all_blocked(&self, seen: u32) -> Option<String>;

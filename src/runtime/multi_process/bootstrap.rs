@@ -340,9 +340,37 @@ impl Member {
             self.pending.lock().remove(&id);
             return Err(e);
         }
-        let got = match wait {
-            Some(d) => rx.recv_timeout(d).map_err(|_| ()),
-            None => rx.recv().map_err(|_| ()),
+        // Across hosts, a peer process that the network proxy lost (a cut cable) ends the
+        // wait at once: the root's answer would have to cross the same network.
+        let lost = || match self.root_elsewhere {
+            true => super::proxy::running().and_then(|p| p.any_lost()),
+            false => None,
+        };
+        let start = Instant::now();
+        let got = loop {
+            let slice = match wait {
+                Some(d) => d
+                    .saturating_sub(start.elapsed())
+                    .min(Duration::from_millis(100)),
+                None => Duration::from_millis(100),
+            };
+            match rx.recv_timeout(slice) {
+                Ok(m) => break Ok(m),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break Err(()),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if let Some(why) = lost() {
+                self.pending.lock().remove(&id);
+                return Err(Error::new(
+                    ErrorKind::NetworkProxy,
+                    format!(
+                        "waiting for the job's root to answer: a process on another host: {why}"
+                    ),
+                ));
+            }
+            if wait.is_some_and(|d| start.elapsed() >= d) {
+                break Err(());
+            }
         };
         match got {
             Ok(m) => Ok(m),
@@ -356,7 +384,7 @@ impl Member {
                     (true, Some(a)) => Error::new(
                         ErrorKind::NetworkProxy,
                         format!(
-                            "the job's root at {a} (on another host) did not answer in {waited:.1}                              s: the network to the root's host is down, or the root stopped"
+                            "the job's root at {a} (on another host) did not answer in {waited:.1} s: the network to the root's host is down, or the root stopped"
                         ),
                     ),
                     _ => Error::new(

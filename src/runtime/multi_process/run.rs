@@ -652,7 +652,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     });
     if let Err(e) = &ran {
         if header(&own.seg).state() != RankState::Failed {
-            header(&own.seg).fail(e.message());
+            header(&own.seg).fail_as(super::segment::cause_code(e.kind()), e.message());
         }
     }
     // "Done": no segment is reused while a peer may still write into it. Every rank waits, in

@@ -98,6 +98,9 @@ pub struct Header {
     blocked_at: AtomicU32,
     msg_len: AtomicU32,
     pid: AtomicU32,
+    /// Why it failed, as [`cause_code`] (0: not said).
+    cause: AtomicU32,
+    _pad: AtomicU32,
     run: AtomicU64,
     msg: [u8; MSG_BYTES],
     /// Rank 0: the name of its group's go board while it is linked (`runtime::multi_process::go_board`).
@@ -247,9 +250,15 @@ impl Header {
     }
     /// Record a failure: the message first, then the state that makes peers read it.
     pub fn fail(&self, why: &str) {
+        self.fail_as(0, why);
+    }
+    /// [`Header::fail`] with its cause ([`cause_code`]): a peer that fails because of this
+    /// one reports the same kind (a network loss stays 1206 on every rank it reaches).
+    pub fn fail_as(&self, cause: u32, why: &str) {
         if self.state() == RankState::Failed {
             return;
         }
+        self.cause.store(cause, SeqCst);
         let n = why.len().min(MSG_BYTES);
         // SAFETY: `msg` is plain bytes only this rank writes, and only before it publishes
         // Failed (SeqCst) after which readers read it.
@@ -259,6 +268,10 @@ impl Header {
         }
         self.msg_len.store(n as u32, SeqCst);
         self.set_state(RankState::Failed);
+    }
+    /// The kind of the failure, when the failing rank said it.
+    pub fn cause(&self) -> Option<ErrorKind> {
+        kind_of_code(self.cause.load(SeqCst))
     }
     /// The failure message.
     pub fn message(&self) -> String {
@@ -303,8 +316,8 @@ impl Header {
             self.state.store(RankState::Loading as u32, SeqCst);
             self.run.store(run, SeqCst);
         }
-        match RankState::from_u32(state) {
-            RankState::Failed => self.fail(why),
+        match RankState::from_u32(state & 0xffff) {
+            RankState::Failed => self.fail_as(state >> 16, why),
             s if self.state() != RankState::Failed => self.set_state(s),
             _ => {}
         }
@@ -324,6 +337,21 @@ impl Header {
     pub fn is_run(&self, run: u64) -> bool {
         self.magic.load(SeqCst) == MAGIC && self.run.load(SeqCst) == run
     }
+}
+
+/// A failure's kind as a header word: its place in [`ErrorKind::ALL`] plus one (0: none).
+pub fn cause_code(kind: ErrorKind) -> u32 {
+    ErrorKind::ALL
+        .iter()
+        .position(|&k| k == kind)
+        .map_or(0, |i| i as u32 + 1)
+}
+
+/// The kind of a [`cause_code`] (`None` for 0 or an unknown code).
+fn kind_of_code(code: u32) -> Option<ErrorKind> {
+    (code as usize)
+        .checked_sub(1)
+        .and_then(|i| ErrorKind::ALL.get(i).copied())
 }
 
 pub(crate) fn futex_wait(word: &AtomicU32, seen: u32, max: Duration) {
@@ -461,12 +489,13 @@ impl SegPeers {
     pub fn epoch_segment(&self) -> &PeerSeg {
         &self.segs[self.epoch_rank]
     }
-    /// Tell every remote rank this rank's state (ordered after every signal sent before).
-    fn tell_remote(&self, state: RankState, why: &str) {
+    /// Tell every remote rank this rank's state (ordered after every signal sent before), with
+    /// the cause of a failure ([`cause_code`]) in the upper half of the state word.
+    fn tell_remote(&self, state: RankState, cause: u32, why: &str) {
         let run = self.hdr(self.me).run.load(SeqCst);
         for s in &self.segs {
             if let PeerSeg::Remote(_, link) = s {
-                link.state(run, state as u32, why);
+                link.state(run, state as u32 | (cause << 16), why);
             }
         }
     }
@@ -726,14 +755,15 @@ impl Peers for SegPeers {
     }
     fn done(&self) {
         self.hdr(self.me).set_state(RankState::Done);
-        self.tell_remote(RankState::Done, "");
+        self.tell_remote(RankState::Done, 0, "");
         self.wake_all();
     }
-    fn failed(&self, why: &str) {
+    fn failed(&self, e: &Error) {
+        let cause = cause_code(e.kind());
         if self.hdr(self.me).state() != RankState::Failed {
-            self.tell_remote(RankState::Failed, why);
+            self.tell_remote(RankState::Failed, cause, e.message());
         }
-        self.hdr(self.me).fail(why);
+        self.hdr(self.me).fail_as(cause, e.message());
         self.wake_all();
     }
     fn all_blocked(&self, seen: u32) -> Option<String> {
@@ -803,8 +833,14 @@ impl Peers for SegPeers {
         for q in (0..self.segs.len()).filter(|&q| q != self.me) {
             let h = self.hdr(q);
             if h.state() == RankState::Failed {
+                // This rank is stuck because of the peer: a hang, unless the peer lost the
+                // network (then the network is every rank's cause).
+                let kind = match h.cause() {
+                    Some(ErrorKind::NetworkProxy) => ErrorKind::NetworkProxy,
+                    _ => ErrorKind::CollectivesHang,
+                };
                 return Err(Error::new(
-                    ErrorKind::CollectivesHang,
+                    kind,
                     format!("{} failed: {}", self.who(q), h.message()),
                 ));
             }
