@@ -70,7 +70,7 @@ finish() {
   exit "$rc"
 }
 
-max_hosts=4
+max_hosts=8
 echo "+ hosts_up $max_hosts   (namespaces ${HOSTS_PREFIX}h0..h$((max_hosts - 1)), bridge ${HOSTS_BR})"
 hosts_up "$max_hosts"
 trap finish EXIT
@@ -210,6 +210,33 @@ for op in all_reduce all_gather reduce_scatter; do
   perf_rank_case 2 2 "$op"
   perf_rank_case 4 1 "$op"
 done
+
+# -- multi-node lowering across hosts: OPENNRT_TOPOLOGY names a shape whose nodes are the hosts
+# (node-major, as the ranks are numbered), so the selection takes the inter-node algorithms,
+# and their legs between nodes cross the network. The log must name the algorithm.
+TOPO_EXPECT=""
+topo_check() {
+  perf_rank_check "$@" || return 1
+  grep -q "chose $TOPO_EXPECT" "$1/err0" \
+    || { echo "process 0's log does not say 'chose $TOPO_EXPECT'"; grep -h "chose" "$1/err0" | head -3; return 1; }
+}
+topo_case() {
+  local hosts="$1" per="$2" op="$3" topo="$4" expect="$5" forced="${6:-}" name d
+  name="${hosts}x${per}-$op-$expect: OPENNRT_TOPOLOGY=$topo${forced:+ OPENNRT_CC_ALGO=$forced}"
+  if [ -n "$only" ] && ! [[ "$name" =~ $only ]]; then skipped=$((skipped + 1)); return 0; fi
+  d="$work/topo-${hosts}x${per}-$op-$expect"
+  mkdir -p "$d"
+  PR_OP="$op" PR_N=$((hosts * per)) TOPO_EXPECT="$expect"
+  OPENNRT_TOPOLOGY="$topo" OPENNRT_CC_ALGO="$forced" NEURON_RT_LOG_LEVEL=INFO \
+    launch "$d" "$PR_N" "$per" perf_rank_cmd
+  judge "$name: $PR_N ranks, fp32 $((small * 4)) B and $((big * 4)) B" "$d" "$PR_N" 1 topo_check
+}
+echo "# multi-node lowering: the hosts are the topology's nodes"
+topo_case 2 2 all_reduce custom:2x2x1:gen=v2:fabric=switch hier
+topo_case 2 2 all_gather custom:2x2x1:gen=v2:fabric=switch hier
+topo_case 2 2 reduce_scatter custom:2x2x1:gen=v2:fabric=switch hier
+topo_case 4 1 all_reduce custom:4x1x1:gen=v2:fabric=switch single_cycle_ring
+topo_case 8 1 all_reduce custom:8x1x1:gen=v2:fabric=switch inter_rdh inter_rdh
 
 # -- the NEFF path: nccom-test's worker, nrt_load_collectives + nrt_execute in each process.
 # nccom-test --debug, run once on the loopback of host 0, writes the NEFF and prints each
