@@ -707,9 +707,11 @@ impl Proxy {
                 let Ok(e) = self.entry(&name, h.off as usize) else {
                     return;
                 };
-                let hd = super::segment::PeerSeg::Remote(e.shadow.clone(), Arc::new(NoLink));
-                hd.header()
-                    .told(h.run, h.arg as u32, &String::from_utf8_lossy(why));
+                super::segment::header_of(&*e.shadow).told(
+                    h.run,
+                    h.arg as u32,
+                    &String::from_utf8_lossy(why),
+                );
                 for w in e.watchers.lock().iter() {
                     wake(w, None);
                 }
@@ -763,18 +765,6 @@ pub fn describe(addr: &[u8]) -> String {
             format!("[{}]:{}", std::net::Ipv6Addr::from(b), port(addr))
         }
         _ => hex(addr),
-    }
-}
-
-/// A shadow handle that sends nothing (the receiver's view of a header).
-#[derive(Debug)]
-struct NoLink;
-
-impl Signal for NoLink {
-    fn signal(&self, _: &Arc<Shadow>, _: Vec<(usize, usize)>, _: usize, _: u8, _: SemOp) {}
-    fn state(&self, _: u64, _: u32, _: &str) {}
-    fn lost(&self) -> Option<String> {
-        None
     }
 }
 

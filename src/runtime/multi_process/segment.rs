@@ -224,10 +224,16 @@ pub fn rank_image(l: &Lowered, r: u32) -> Result<&EmittedRank> {
 
 /// The header of `seg`.
 pub fn header(seg: &Segment) -> &Header {
-    assert!(Segment::len(seg) >= HEADER_BYTES, "a device segment");
-    // SAFETY: the mapping is page aligned and at least HEADER_BYTES long; every field is an
-    // atomic or plain bytes, valid for any contents.
-    unsafe { &*(seg.as_ptr() as *const Header) }
+    header_of(seg)
+}
+
+/// The header page at the start of `bytes`: a device segment, or the shadow of one (whose
+/// header is what the remote rank last said, `shadow`).
+pub fn header_of(bytes: &dyn ExternalBytes) -> &Header {
+    assert!(bytes.len() >= HEADER_BYTES, "a device segment");
+    // SAFETY: segments and shadows are page-aligned mappings, here at least HEADER_BYTES
+    // long; every field is an atomic or plain bytes, valid for any contents.
+    unsafe { &*(bytes.base_ptr() as *const Header) }
 }
 
 impl Header {
@@ -424,9 +430,10 @@ impl PeerSeg {
     }
     /// Its header page (for a remote rank: what it last said, module doc of `shadow`).
     pub fn header(&self) -> &Header {
-        assert!(self.len() >= HEADER_BYTES, "a device segment");
-        // SAFETY: as in [`header`]: page aligned, at least HEADER_BYTES, atomics and bytes.
-        unsafe { &*(self.ptr() as *const Header) }
+        match self {
+            PeerSeg::Local(s) => header_of(&**s),
+            PeerSeg::Remote(s, _) => header_of(&**s),
+        }
     }
     /// Whether two handles name the same memory.
     pub fn same(&self, o: &PeerSeg) -> bool {
