@@ -183,3 +183,22 @@ hosts_down() {
 # The rsh agent for Open MPI (capi-tests/hosts/netns-rsh).
 HOSTS_RSH_AGENT="$HOSTS_DIR/netns-rsh"
 export HOSTS_RSH_AGENT
+
+# hosts_down_checked WHO SHM_BEFORE: hosts_down, then check that no namespace of ours is left
+# and that the root namespace's /dev/shm holds no opennrt-* name that SHM_BEFORE (a sorted
+# listing taken at the start) did not; prints "WHO: FAILED: …" and returns 1 otherwise.
+hosts_down_checked() {
+  local who="$1" before="$2" leaked=0 left new
+  hosts_down || leaked=1
+  left="$(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${HOSTS_PREFIX}" || true)"
+  if [ -n "$left" ]; then
+    echo "$who: FAILED: namespaces left behind: $left" >&2
+    leaked=1
+  fi
+  new="$(comm -13 <(printf '%s\n' "$before") <(ls /dev/shm | grep '^opennrt-' | sort || true) | grep . || true)"
+  if [ -n "$new" ]; then
+    echo "$who: FAILED: the run left in the root namespace's /dev/shm: $new" >&2
+    leaked=1
+  fi
+  return "$leaked"
+}

@@ -72,20 +72,10 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/opennrt-scale.XXXXXX")"
 sampler=""
 
 finish() {
-  local rc=$? leaked=0 left new
+  local rc=$? leaked=0
   trap - EXIT INT TERM
   [ -z "$sampler" ] || kill "$sampler" 2>/dev/null || true
-  hosts_down || leaked=1
-  left="$(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${HOSTS_PREFIX}" || true)"
-  if [ -n "$left" ]; then
-    echo "scale: FAILED: namespaces left behind: $left" >&2
-    leaked=1
-  fi
-  new="$(comm -13 <(printf '%s\n' "$shm_before") <(ls /dev/shm | grep '^opennrt-' | sort || true) | grep . || true)"
-  if [ -n "$new" ]; then
-    echo "scale: FAILED: the run left in the root namespace's /dev/shm: $new" >&2
-    leaked=1
-  fi
+  hosts_down_checked scale "$shm_before" || leaked=1
   rm -rf "$work"
   if [ "$leaked" = 1 ] && [ "$rc" = 0 ]; then rc=1; fi
   exit "$rc"
