@@ -470,7 +470,10 @@ impl Proxy {
                         .values()
                         .all(|(fi, f)| gone(fi) || (grace && is_beat(&f.bytes)))
                     && queued.values().all(VecDeque::is_empty);
-                if idle || stopping.elapsed() > Duration::from_secs(5) {
+                // A broken job (a failed operation, a dead process) has nobody left to tell.
+                let broken =
+                    self.failed.lock().is_some() || super::bootstrap::job_error().is_some();
+                if idle || broken || stopping.elapsed() > Duration::from_secs(5) {
                     break;
                 }
             }
