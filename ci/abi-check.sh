@@ -54,4 +54,9 @@ ok "libncfw SONAME libncfw.so.2.31.1.0.cf13a49f"
 needed=$(readelf -d "$ncfw" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')
 [ "$needed" = "ld-linux-x86-64.so.2 libc.so.6 libgcc_s.so.1 " ] || fail "libncfw.so needs '$needed'"
 ok "libncfw needs libc.so.6 (+ libgcc_s.so.1, ld-linux-x86-64.so.2 from Rust's std: documented deviation)"
+# libnrt loads libfabric with dlopen only when a collective first spans hosts (src/net/fabric.rs),
+# as the vendor's libnrt loads its net plugin: a single-host job runs where libfabric is absent.
+needed=$(readelf -d "$nrt" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')
+[ "$needed" = "ld-linux-x86-64.so.2 libc.so.6 libgcc_s.so.1 " ] || fail "libnrt.so needs '$needed'"
+ok "libnrt needs only libc.so.6, libgcc_s.so.1 and ld-linux-x86-64.so.2 (no libfabric: dlopen'ed across hosts)"
 echo "abi-check: $pass passed, 0 failed"
