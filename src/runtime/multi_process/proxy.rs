@@ -388,8 +388,9 @@ impl Proxy {
             )
         })
     }
-    /// Why some linked peer process counts as lost ([`Proxy::lost`]), for a failure that
-    /// cannot tell which rank it waited for (a go meeting whose ranks never all arrived).
+    /// Why some linked peer process counts as lost (silent past the proxy's limit, without a
+    /// goodbye), for a failure that cannot tell which rank it waited for (a go meeting whose
+    /// ranks never all arrived).
     pub fn any_lost(&self) -> Option<String> {
         let linked: Vec<Vec<u8>> = self.linked.lock().values().cloned().collect();
         linked.iter().find_map(|a| self.lost(a))
