@@ -209,14 +209,21 @@ topo_check() {
   perf_rank_check "$@" || return 1
   grep -q "chose $TOPO_EXPECT" "$1/err0" \
     || { echo "process 0's log does not say 'chose $TOPO_EXPECT'"; grep -h "chose" "$1/err0" | head -3; return 1; }
+  if [ "$TOPO_JOB" = 1 ] && ! grep -q "the hosts as nodes" "$1/err0"; then
+    echo "process 0's log does not say the topology came from the job's hosts"; return 1
+  fi
 }
+TOPO_JOB=0
 topo_case() {
   local hosts="$1" per="$2" op="$3" topo="$4" expect="$5" forced="${6:-}" name d
   name="${hosts}x${per}-$op-$expect: OPENNRT_TOPOLOGY=$topo${forced:+ OPENNRT_CC_ALGO=$forced}"
   if [ -n "$only" ] && ! [[ "$name" =~ $only ]]; then skipped=$((skipped + 1)); return 0; fi
-  d="$work/topo-${hosts}x${per}-$op-$expect"
+  d="$work/topo-${hosts}x${per}-$op-$expect-${topo%%:*}"
   mkdir -p "$d"
   PR_OP="$op" PR_N=$((hosts * per)) TOPO_EXPECT="$expect"
+  # "job": the runtime derives the shape from the job's hosts.
+  TOPO_JOB=0
+  [ "$topo" = job ] && TOPO_JOB=1
   OPENNRT_TOPOLOGY="$topo" OPENNRT_CC_ALGO="$forced" NEURON_RT_LOG_LEVEL=INFO \
     launch "$d" "$PR_N" "$per" perf_rank_cmd
   judge "$name: $PR_N ranks, fp32 $((small * 4)) B and $((big * 4)) B" "$d" "$PR_N" 1 topo_check
@@ -227,6 +234,9 @@ topo_case 2 2 all_gather custom:2x2x1:gen=v2:fabric=switch hier
 topo_case 2 2 reduce_scatter custom:2x2x1:gen=v2:fabric=switch hier
 topo_case 4 1 all_reduce custom:4x1x1:gen=v2:fabric=switch single_cycle_ring
 topo_case 8 1 all_reduce custom:8x1x1:gen=v2:fabric=switch inter_rdh inter_rdh
+# OPENNRT_TOPOLOGY=job: the runtime derives the shape from where the job's ranks live.
+topo_case 2 2 all_reduce job hier
+topo_case 4 1 all_reduce job single_cycle_ring
 
 # -- the NEFF path: nccom-test's worker, nrt_load_collectives + nrt_execute in each process.
 # nccom-test --debug, run once on the loopback of host 0, writes the NEFF and prints each

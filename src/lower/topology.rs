@@ -33,6 +33,10 @@
 //!
 //! A value that does not parse, or a world that does not fit, is an error that lists the forms.
 //!
+//! `job` ([`JOB_TOPOLOGY`]): in a job whose ranks span hosts, the hosts are the nodes (the
+//! runtime asks the job's root where every rank lives and writes the shape in this variable's
+//! place); anywhere else, the default below.
+//!
 //! **Default (no `OPENNRT_TOPOLOGY`):** the instance named by `OPENNRT_INSTANCE_TYPE` /
 //! `NEURON_RT_FAKE_INSTANCE_TYPE` (with `NEURON_LOGICAL_NC_CONFIG`), as the runtime's own
 //! configuration reads them, else `trn1.32xlarge`; in both cases with the fewest nodes that hold
@@ -238,6 +242,11 @@ pub const DEFAULT_INSTANCE: &str = "trn1.32xlarge";
 
 /// The env var choosing the topology.
 pub const TOPOLOGY_ENV: &str = "OPENNRT_TOPOLOGY";
+
+/// The `OPENNRT_TOPOLOGY` value that asks for the job's hosts as the nodes: a job spanning
+/// hosts derives its shape from where its ranks live (`runtime::multi_process::host`); anywhere
+/// else it means the default.
+pub const JOB_TOPOLOGY: &str = "job";
 
 /// The accepted `OPENNRT_TOPOLOGY` forms, for error messages.
 pub const TOPOLOGY_FORMS: &str = "<instance>[:nodes=N][:lnc=1|2] (instance: trn1.2xlarge, \

@@ -171,13 +171,22 @@ pub fn prepare_with(
     forced: Option<Algorithm>,
 ) -> Result<Arc<Lowered>> {
     let config = crate::runtime::process::config()?;
+    // A job spanning hosts lowers for a topology whose nodes are its hosts.
+    let lowering = match crate::runtime::multi_process::host::job_topology(&config, world)? {
+        Some(t) => Arc::new(
+            config
+                .lowering
+                .with(crate::lower::topology::TOPOLOGY_ENV, &t),
+        ),
+        None => config.lowering.clone(),
+    };
     let key = ProgramKey {
         req: CollectiveRequest {
             rank: 0,
             ..req.clone()
         },
         world,
-        lowering: config.lowering.clone(),
+        lowering: lowering.clone(),
         verify: config.verify,
         forced,
     };
@@ -193,7 +202,7 @@ pub fn prepare_with(
     };
     let lowered = slot
         .get_or_init(|| {
-            let mut cfg = config.lower_config(world)?;
+            let mut cfg = LowerConfig::from_lookup(|k| lowering.get(k), world)?;
             if forced.is_some() {
                 cfg.select.forced = forced;
             }

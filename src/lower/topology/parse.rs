@@ -137,7 +137,9 @@ impl Topology {
 
     /// Resolve from a variable lookup (see the module doc for the order).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>, world: u32) -> Result<Topology> {
-        if let Some(v) = get(TOPOLOGY_ENV).filter(|v| !v.trim().is_empty()) {
+        if let Some(v) =
+            get(TOPOLOGY_ENV).filter(|v| !v.trim().is_empty() && v.trim() != super::JOB_TOPOLOGY)
+        {
             return Topology::parse(&v, world);
         }
         let inst = get("OPENNRT_INSTANCE_TYPE").or_else(|| get("NEURON_RT_FAKE_INSTANCE_TYPE"));

@@ -261,11 +261,17 @@ impl Member {
                     }
                     self.world_failed(error.error())
                 }
-                Ok(Some(m @ (Msg::Joined { .. } | Msg::Done { .. } | Msg::Segments { .. }))) => {
+                Ok(Some(
+                    m @ (Msg::Joined { .. }
+                    | Msg::Done { .. }
+                    | Msg::Segments { .. }
+                    | Msg::HostsOf { .. }),
+                )) => {
                     let id = match &m {
                         Msg::Joined { id, .. }
                         | Msg::Done { id, .. }
-                        | Msg::Segments { id, .. } => *id,
+                        | Msg::Segments { id, .. }
+                        | Msg::HostsOf { id, .. } => *id,
                         _ => unreachable!(),
                     };
                     if let Some(tx) = self.pending.lock().remove(&id) {
@@ -532,6 +538,26 @@ pub fn network_address() -> Result<Option<std::net::IpAddr>> {
                 filter.text()
             );
             Ok(Some(ip))
+        }
+    }
+}
+
+/// The host key of every global id of the job's world of `world` ranks (`None` outside a
+/// job), from the root once every one of them has joined.
+pub fn job_hosts(world: u32) -> Result<Option<Vec<String>>> {
+    let job = JOB.lock().clone();
+    match job {
+        None => Ok(None),
+        Some(Job::Root(r)) => r.host_map(world).map(Some),
+        Some(Job::Member(m)) => {
+            let wait = bootstrap_timeout()? + Duration::from_secs(3);
+            match m.ask(|id| Msg::Hosts { id, world }, Some(wait))? {
+                Msg::HostsOf { error: Some(e), .. } => Err(e.error()),
+                Msg::HostsOf { hosts, .. } => Ok(Some(hosts)),
+                other => Err(Error::failure(format!(
+                    "the root answered a hosts question with {other:?}"
+                ))),
+            }
         }
     }
 }

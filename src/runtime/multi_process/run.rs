@@ -707,6 +707,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
 /// the network proxy.
 pub fn reset() {
     proxy::shutdown();
+    host::reset();
     let mut c = CACHE.lock();
     c.free.clear();
     c.peers.clear();

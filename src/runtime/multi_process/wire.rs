@@ -291,6 +291,24 @@ pub enum Msg {
         /// Every rank's segment, in rank order.
         segments: Vec<SegmentAt>,
     },
+    /// Where every rank of a world lives: asked before a collective of it is lowered, so that
+    /// the lowering's topology has the job's hosts as its nodes (`multi_process::host`).
+    Hosts {
+        /// Matches the answer.
+        id: u64,
+        /// The world's size (global ids `0..world`).
+        world: u32,
+    },
+    /// The answer to [`Msg::Hosts`], once every global id of such a world has joined: each
+    /// one's host key, in global-id order.
+    HostsOf {
+        /// The question's id.
+        id: u64,
+        /// Why there is no answer.
+        error: Option<WireError>,
+        /// Host keys by global id.
+        hosts: Vec<String>,
+    },
     /// The process leaves the job (`nrt_close`): its ranks are gone, not dead.
     Bye,
     /// The world cannot go on (a duplicate id, a dead process, …): every rank fails.

@@ -298,6 +298,33 @@ impl Root {
                         *self.in_flight.lock() -= 1;
                     }
                 }
+                Ok(Some(Msg::Hosts { id, world })) => {
+                    *self.in_flight.lock() += 1;
+                    let (r, w) = (self.clone(), writer.clone());
+                    let spawned = std::thread::Builder::new()
+                        .name("opennrt-root-hosts".into())
+                        .spawn(move || {
+                            let answer = match r.host_map(world) {
+                                Ok(hosts) => Msg::HostsOf {
+                                    id,
+                                    error: None,
+                                    hosts,
+                                },
+                                Err(e) => Msg::HostsOf {
+                                    id,
+                                    error: Some(WireError::of(&e)),
+                                    hosts: Vec::new(),
+                                },
+                            };
+                            let _ = wire::send(&mut *w.lock(), &answer);
+                            *r.in_flight.lock() -= 1;
+                            r.answered.notify_all();
+                        });
+                    if spawned.is_err() {
+                        crate::log_error!("bootstrap", "cannot spawn a hosts thread");
+                        *self.in_flight.lock() -= 1;
+                    }
+                }
                 Ok(Some(Msg::Bye)) => said_bye = true,
                 Ok(Some(other)) => crate::log_warn!(
                     "bootstrap",
@@ -364,6 +391,47 @@ impl Root {
             collective::meetings().mark_dead(gid, &e);
             host_collective::gathers().mark_dead(gid, &e);
             go_meetings().mark_dead(gid, &e);
+        }
+    }
+
+    /// The host key of every global id of a world of `world` ranks, once all of them have
+    /// joined some world slot of that size (waiting up to `OPENNRT_BOOTSTRAP_TIMEOUT`).
+    pub(super) fn host_map(&self, world: u32) -> Result<Vec<String>> {
+        let deadline = Instant::now() + super::bootstrap_timeout()?;
+        let own = crate::runtime::multi_process::host::key().to_string();
+        loop {
+            // A dead process will never join: its death is the answer.
+            if let Some(e) = self.job_error() {
+                return Err(e);
+            }
+            let owners: Option<Vec<Owner>> = self
+                .worlds
+                .lock()
+                .values()
+                .find(|w| w.count == world && w.owners.len() as u32 == world)
+                .map(|w| w.owners.values().copied().collect());
+            if let Some(owners) = owners {
+                let procs = self.procs.lock();
+                return owners
+                    .iter()
+                    .map(|o| match *o {
+                        Owner::Local => Ok(own.clone()),
+                        Owner::Proc(conn, pid) => procs
+                            .get(&conn)
+                            .map(|p| p.host.clone())
+                            .ok_or_else(|| Error::failure(format!("process {pid} left the job"))),
+                    })
+                    .collect();
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "not every global id of a {world}-rank world joined in time                          (OPENNRT_BOOTSTRAP_TIMEOUT), so the job's hosts are not known"
+                    ),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
