@@ -185,16 +185,7 @@ target_of() { # P bytes ratio -> text
   else echo "—"; fi
 }
 
-cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
-[ -n "$cpu_model" ] || cpu_model="$(uname -m)"
-mem_gib="$(awk '/^MemTotal:/ { printf "%.1f", $2 / 1048576 }' /proc/meminfo)"
-commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-if [ "$commit" != unknown ] && [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
-  commit="$commit (with uncommitted changes)"
-fi
-elapsed=$((SECONDS - start_s))
-invocation=""
-for a in "${orig_args[@]}"; do invocation+=" $a"; done
+machine_facts
 md="$out/vs-openmpi-hosts.md"
 {
   echo "### OpenNRT vs Open MPI across $hosts hosts: fp32 sum all-reduce, out of place ($(date -u +%F))"

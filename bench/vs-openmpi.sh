@@ -106,6 +106,21 @@ to_bytes() { # 4K -> 4096, 64M -> 67108864, 100 -> 100
   case "$unit" in K|k) n=$((n << 10)) ;; M|m) n=$((n << 20)) ;; G|g) n=$((n << 30)) ;; esac
   echo "$n"
 }
+# What a table's caption says of the run: cpu_model, mem_gib, commit (marked when the tree has
+# uncommitted changes), elapsed (seconds) and invocation (this script's arguments).
+machine_facts() {
+  cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+  [ -n "$cpu_model" ] || cpu_model="$(uname -m)"
+  mem_gib="$(awk '/^MemTotal:/ { printf "%.1f", $2 / 1048576 }' /proc/meminfo)"
+  commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  if [ "$commit" != unknown ] && [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+    commit="$commit (with uncommitted changes)"
+  fi
+  elapsed=$((SECONDS - start_s))
+  invocation=""
+  local a
+  for a in "${orig_args[@]}"; do invocation+=" $a"; done
+}
 size_label() { # 4096 -> "4 KiB"
   local b=$1
   if ((b >= 1 << 30 && b % (1 << 30) == 0)); then echo "$((b >> 30)) GiB"
@@ -291,17 +306,7 @@ fi
 # ---------------------------------------------------------------- the table
 
 
-cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
-[ -n "$cpu_model" ] || cpu_model="$(uname -m)"
-mem_gib="$(awk '/^MemTotal:/ { printf "%.1f", $2 / 1048576 }' /proc/meminfo)"
-commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-if [ "$commit" != unknown ] && [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
-  commit="$commit (with uncommitted changes)"
-fi
-elapsed=$((SECONDS - start_s))
-
-invocation=""
-for a in "${orig_args[@]}"; do invocation+=" $a"; done
+machine_facts
 md="$out/vs-openmpi.md"
 {
   echo "### OpenNRT vs Open MPI: fp32 sum all-reduce, out of place ($(date -u +%F))"
