@@ -226,8 +226,6 @@ pub struct Proxy {
     targets: Mutex<HashMap<u64, Target>>,
     shadows: Mutex<HashMap<u64, Arc<ShadowEntry>>>,
     failed: Mutex<Option<Error>>,
-    /// When each remote segment's process last sent anything (by the sender's segment id).
-    heard: Mutex<HashMap<u64, Instant>>,
     /// Per peer process ([`peer_id`] of its endpoint address): when it last sent anything, or
     /// when this process first linked to it.
     alive: Mutex<HashMap<u64, Instant>>,
@@ -289,7 +287,6 @@ pub fn start(bind: Option<std::net::IpAddr>, lost_after: Duration) -> Result<Arc
         targets: Mutex::new(HashMap::new()),
         shadows: Mutex::new(HashMap::new()),
         failed: Mutex::new(None),
-        heard: Mutex::new(HashMap::new()),
         alive: Mutex::new(HashMap::new()),
         closed: Mutex::new(std::collections::HashSet::new()),
         linked: Mutex::new(HashMap::new()),
@@ -400,10 +397,10 @@ impl Proxy {
             own: (own.name().to_string(), own.len() as u64),
         })
     }
-    /// How long ago the process of remote segment `name` last sent this process anything
-    /// (`None`: never).
-    pub fn silent_for(&self, name: &str) -> Option<Duration> {
-        self.heard.lock().get(&seg_id(name)).map(Instant::elapsed)
+    /// How long ago the peer process at endpoint `addr` last sent this process anything, or
+    /// this process linked to it (`None`: never linked).
+    pub fn silent_for(&self, addr: &[u8]) -> Option<Duration> {
+        self.alive.lock().get(&peer_id(addr)).map(Instant::elapsed)
     }
     /// Why the peer process at endpoint `addr` counts as lost: silent for longer than the
     /// proxy allows while it has not said goodbye (`None`: alive, gone, or never linked).
@@ -412,7 +409,7 @@ impl Proxy {
         if self.closed.lock().contains(&id) {
             return None;
         }
-        let quiet = self.alive.lock().get(&id).map(Instant::elapsed)?;
+        let quiet = self.silent_for(addr)?;
         (quiet > self.lost_after).then(|| {
             format!(
                 "no word from its host ({}) for {:.1} s, though every process's network proxy \
@@ -706,12 +703,6 @@ impl Proxy {
             }
             _ => {}
         }
-        let from = match h.kind {
-            DATA => h.arg,
-            SEM => h.run,
-            _ => h.seg,
-        };
-        self.heard.lock().insert(from, Instant::now());
         match h.kind {
             DATA | SEM => {
                 let t = self.targets.lock().get(&h.seg).cloned();

@@ -345,7 +345,7 @@ fn silent_remote(names: &[SegmentAt], peers: &SegPeers, ran_for: Duration) -> Op
         .enumerate()
         .filter(|(q, at)| {
             peers.segments()[*q].is_remote() && !peers.finished(*q) && {
-                p.silent_for(&at.name).is_none_or(|t| t >= ran_for)
+                p.silent_for(&at.net).is_none_or(|t| t >= ran_for)
             }
         })
         .map(|(q, at)| format!("rank {q} at {}", proxy::describe(&at.net)))
