@@ -165,7 +165,7 @@ PR_OP="" PR_N=0
 perf_rank_cmd() {
   local p="$1"
   printf '%s\n' "$lib/opennrt" perf-rank --op "$PR_OP" --ranks "$PR_N" --procs "$PR_N" \
-    --proc "$p" --dtype fp32 --redop add --counts "$small,$big" --iters 1 --check 1
+    --proc "$p" --dtype fp32 --redop add --counts "$small,$big" --iters "${PR_ITERS:-1}" --check 1
   if [ "$p" = 0 ]; then echo --wait-stdin; fi
 }
 # Every process reported both sizes with 0 wrong elements.
@@ -228,6 +228,32 @@ topo_case() {
     launch "$d" "$PR_N" "$per" perf_rank_cmd
   judge "$name: $PR_N ranks, fp32 $((small * 4)) B and $((big * 4)) B" "$d" "$PR_N" 1 topo_check
 }
+# -- repeats: from a group's second run of the same collective on, the ranks meet without the
+# root (src/runtime/multi_process/run.rs, "Repeats across hosts"): the proxy holds what a
+# peer on another host sends early, and the ranks of one host wait for each other's armed
+# segments. 30 runs in a row, each rank's log must show such a go, and the result is exact.
+repeat_check() {
+  local d="$1" n="$2" p
+  perf_rank_check "$@" || return 1
+  for ((p = 0; p < n; p++)); do
+    grep -q "go (armed)" "$d/err$p" \
+      || { echo "process $p's log shows no repeat that met without the root ('go (armed)')"; return 1; }
+  done
+}
+repeat_case() {
+  local hosts="$1" per="$2" op="$3" name d
+  name="${hosts}x${per}-$op-repeats: 30 runs, each after the first meets without the root"
+  if [ -n "$only" ] && ! [[ "$name" =~ $only ]]; then skipped=$((skipped + 1)); return 0; fi
+  d="$work/repeat-${hosts}x${per}-$op"
+  mkdir -p "$d"
+  PR_OP="$op" PR_N=$((hosts * per))
+  PR_ITERS=30 NEURON_RT_LOG_LEVEL=DEBUG launch "$d" "$PR_N" "$per" perf_rank_cmd
+  judge "$name" "$d" "$PR_N" 1 repeat_check
+}
+echo "# repeats across hosts"
+repeat_case 2 1 all_reduce
+repeat_case 2 2 all_gather
+
 echo "# multi-node lowering: the hosts are the topology's nodes"
 topo_case 2 2 all_reduce custom:2x2x1:gen=v2:fabric=switch hier
 topo_case 2 2 all_gather custom:2x2x1:gen=v2:fabric=switch hier

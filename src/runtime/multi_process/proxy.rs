@@ -17,8 +17,8 @@
 //!
 //! | kind | header fields | body |
 //! |---|---|---|
-//! | `DATA` | target segment id, byte offset, sender's segment id | bytes the sender's DMA wrote into its shadow of the target (at most [`CHUNK`] per message) |
-//! | `SEM` | target segment id, EVT_SEM block offset, index and change, sender's segment id | — |
+//! | `DATA` | target segment id, byte offset, run, go signature, sender's segment id | bytes the sender's DMA wrote into its shadow of the target (at most [`CHUNK`] per message) |
+//! | `SEM` | target segment id, EVT_SEM block offset, index and change, run, go signature, sender's segment id | — |
 //! | `STATE` | sender's segment id and bytes, run, state | the sender's segment name, NUL, why it failed |
 //! | `PING` | — | — (the sender is alive: sent on a new link and every [`HEARTBEAT`] of silence) |
 //! | `BYE` | — | — (the sender's proxy stops: `nrt_close`; it is not lost, only gone) |
@@ -28,6 +28,16 @@
 //! data into its segment, then applies the change to its block and wakes its executor (the
 //! host's epoch and the rank's wake word, as a local peer's write does), so data is visible
 //! before its signal, exactly as the descriptor orders them.
+//!
+//! **Runs.** `DATA` and `SEM` carry the run (the collective's number in its group) and the go
+//! signature of the sender's collective (`go_board::signature`), as the sender's segment was
+//! armed for it (`segment::Header::arm`). The receiver applies a message only to a segment
+//! armed for that very run: one for a later run is held, in arrival order, until the rank has
+//! loaded that run and arms its segment ([`Proxy::arm`]); one for an earlier run is stale and
+//! dropped with a warning. So a peer on another host may start a run before this rank has
+//! loaded it, with no meeting in between (`run`, "Repeats across hosts"). A signature that
+//! differs from the armed one means the two ranks run different collectives: the sender's
+//! shadow is marked failed with both signatures, and this rank's run fails naming it.
 //!
 //! **Credits.** At most [`WINDOW`] sends per peer are outstanding; the rest wait in that
 //! peer's queue, in order. The receiver keeps [`RECVS`] buffers posted, each re-posted once
@@ -53,7 +63,7 @@ use std::time::{Duration, Instant};
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
-use super::segment::{futex_wake_all, header};
+use super::segment::{cause_code, futex_wake_all, header, header_of, RankState};
 use super::shadow::{seg_id, Shadow, Signal};
 use super::shm::Segment;
 use super::wire::SegmentAt;
@@ -69,10 +79,13 @@ pub const WINDOW: usize = 32;
 /// Receive buffers kept posted.
 pub const RECVS: usize = 16;
 /// Bytes of a message header.
-const HEAD: usize = 56;
+const HEAD: usize = 72;
 /// Where a header carries its sender's proxy id and its sequence number on that link.
 const FROM_AT: usize = 40;
 const SEQ_AT: usize = 48;
+/// Where a header carries the go signature and the sender's segment id (module doc, "Runs").
+const SIG_AT: usize = 56;
+const SRC_AT: usize = 64;
 const MAGIC: u32 = 0x5850_4e4f; // "ONPX"
 const DATA: u32 = 1;
 const SEM: u32 = 2;
@@ -92,6 +105,8 @@ struct Head {
     off: u64,
     arg: u64,
     run: u64,
+    sig: u64,
+    src: u64,
 }
 
 impl Head {
@@ -103,6 +118,8 @@ impl Head {
         b[16..24].copy_from_slice(&self.off.to_le_bytes());
         b[24..32].copy_from_slice(&self.arg.to_le_bytes());
         b[32..40].copy_from_slice(&self.run.to_le_bytes());
+        b[SIG_AT..SRC_AT].copy_from_slice(&self.sig.to_le_bytes());
+        b[SRC_AT..HEAD].copy_from_slice(&self.src.to_le_bytes());
         b
     }
     /// The sender's proxy id and the message's number on its link to this process.
@@ -119,6 +136,8 @@ impl Head {
             off: u64_at(16),
             arg: u64_at(24),
             run: u64_at(32),
+            sig: u64_at(SIG_AT),
+            src: u64_at(SRC_AT),
         })
     }
 }
@@ -201,11 +220,20 @@ impl FramePool {
 }
 
 /// A segment of this process that peers on other hosts write into.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Target {
     seg: Arc<Segment>,
     /// The segment whose header holds this host's epoch for the segment's run.
-    epoch: Option<Arc<Segment>>,
+    epoch: Mutex<Option<Arc<Segment>>>,
+    /// `DATA` and `SEM` messages for a run the segment is not armed for yet, in arrival order
+    /// (module doc, "Runs"); the lock also orders a message's check against [`Proxy::arm`].
+    held: Mutex<Vec<Vec<u8>>>,
+}
+
+impl Target {
+    fn wake(&self) {
+        wake(&self.seg, self.epoch.lock().as_ref());
+    }
 }
 
 /// A remote rank's shadow and the local segments whose ranks wait on what it says.
@@ -223,7 +251,7 @@ pub struct Proxy {
     queue: Mutex<Vec<(Vec<u8>, Frame)>>,
     pool: FramePool,
     waker: Waker,
-    targets: Mutex<HashMap<u64, Target>>,
+    targets: Mutex<HashMap<u64, Arc<Target>>>,
     shadows: Mutex<HashMap<u64, Arc<ShadowEntry>>>,
     failed: Mutex<Option<Error>>,
     /// Per peer process ([`peer_id`] of its endpoint address): when it last sent anything, or
@@ -310,7 +338,18 @@ pub fn start(bind: Option<std::net::IpAddr>, lost_after: Duration) -> Result<Arc
     let me = p.clone();
     let t = std::thread::Builder::new()
         .name("opennrt-proxy".into())
-        .spawn(move || me.serve(ep, bufs))
+        .spawn(move || {
+            let watch = me.clone();
+            let served =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| me.serve(ep, bufs)));
+            if served.is_err() {
+                // Every waiting rank finds the failure at once instead of its peers' silence.
+                watch.fail(Error::new(
+                    ErrorKind::NetworkProxy,
+                    "the network proxy's thread panicked (a bug: please report it with this log)",
+                ));
+            }
+        })
         .map_err(|e| Error::resource(format!("spawning the network proxy: {e}")))?;
     *p.thread.lock() = Some(t);
     crate::log_info!(
@@ -336,18 +375,36 @@ pub fn shutdown() {
 }
 
 impl Proxy {
-    /// Peers on other hosts may write into `seg` from now on (before its go meeting).
-    pub fn add_target(&self, seg: &Arc<Segment>) {
-        let t = Target {
-            seg: seg.clone(),
-            epoch: None,
+    /// `seg` is armed for a run (`segment::Header::arm`): peers on other hosts write into it
+    /// from now on, and what they sent for that run before is applied now, in order (module
+    /// doc, "Runs").
+    pub fn arm(&self, seg: &Arc<Segment>) {
+        let t = {
+            let mut m = self.targets.lock();
+            let t = m.entry(seg_id(seg.name())).or_insert_with(|| {
+                Arc::new(Target {
+                    seg: seg.clone(),
+                    epoch: Mutex::new(None),
+                    held: Mutex::new(Vec::new()),
+                })
+            });
+            t.clone()
         };
-        self.targets.lock().insert(seg_id(seg.name()), t);
+        let mut held = t.held.lock();
+        let armed = header(&t.seg).armed();
+        for m in std::mem::take(&mut *held) {
+            if let Some(h) = Head::decode(&m) {
+                match fate(armed, &h) {
+                    Fate::Hold => held.push(m),
+                    f => self.apply(&t, &h, &m[HEAD..], f),
+                }
+            }
+        }
     }
     /// The run of `seg` keeps this host's epoch in `epoch`'s header.
     pub fn set_epoch(&self, seg: &Segment, epoch: &Arc<Segment>) {
-        if let Some(t) = self.targets.lock().get_mut(&seg_id(seg.name())) {
-            t.epoch = Some(epoch.clone());
+        if let Some(t) = self.targets.lock().get(&seg_id(seg.name())) {
+            *t.epoch.lock() = Some(epoch.clone());
         }
     }
     /// The shadow of remote segment `at`, kept across runs (its header is what the remote rank
@@ -376,7 +433,7 @@ impl Proxy {
         Ok(e)
     }
     /// The link from this process's segment `own` to the process holding remote `peer`.
-    pub fn link(self: &Arc<Self>, peer: &SegmentAt, own: &Segment) -> Arc<dyn Signal> {
+    pub fn link(self: &Arc<Self>, peer: &SegmentAt, own: &Arc<Segment>) -> Arc<dyn Signal> {
         let id = peer_id(&peer.net);
         let new = {
             let mut a = self.alive.lock();
@@ -394,7 +451,7 @@ impl Proxy {
             proxy: self.clone(),
             to: peer.net.clone(),
             target: seg_id(&peer.name),
-            own: (own.name().to_string(), own.len() as u64),
+            own: own.clone(),
         })
     }
     /// How long ago the peer process at endpoint `addr` last sent this process anything, or
@@ -404,7 +461,7 @@ impl Proxy {
     }
     /// Why the peer process at endpoint `addr` counts as lost: silent for longer than the
     /// proxy allows while it has not said goodbye (`None`: alive, gone, or never linked).
-    fn lost(&self, addr: &[u8]) -> Option<String> {
+    pub fn lost(&self, addr: &[u8]) -> Option<String> {
         let id = peer_id(addr);
         if self.closed.lock().contains(&id) {
             return None;
@@ -429,10 +486,6 @@ impl Proxy {
         let linked: Vec<Vec<u8>> = self.linked.lock().values().cloned().collect();
         linked.iter().find_map(|a| self.lost(a))
     }
-    /// Forget `seg` (its name is gone; nobody writes into it again).
-    pub fn remove_target(&self, seg: &Segment) {
-        self.targets.lock().remove(&seg_id(seg.name()));
-    }
     fn post(&self, to: &[u8], frames: Vec<Frame>) {
         self.queue
             .lock()
@@ -448,7 +501,7 @@ impl Proxy {
         drop(f);
         // Every waiter rechecks and finds the failure.
         for t in self.targets.lock().values() {
-            wake(&t.seg, t.epoch.as_ref());
+            t.wake();
         }
     }
 
@@ -552,7 +605,7 @@ impl Proxy {
                     let seq = *link_seq.entry(fi).or_default();
                     let f = q.front_mut().expect("front");
                     f.bytes[FROM_AT..SEQ_AT].copy_from_slice(&me.to_le_bytes());
-                    f.bytes[SEQ_AT..HEAD].copy_from_slice(&seq.to_le_bytes());
+                    f.bytes[SEQ_AT..SIG_AT].copy_from_slice(&seq.to_le_bytes());
                     let iov = [IoSlice::new(&f.bytes)];
                     // SAFETY: the frame's heap buffer stays alive and unchanged (in `inflight`)
                     // until its completion; moving the frame does not move it.
@@ -715,21 +768,11 @@ impl Proxy {
                     );
                     return;
                 };
-                if h.kind == DATA {
-                    if let Err(e) = t.seg.write(h.off as usize, body) {
-                        crate::log_error!("net", "network proxy: data from a peer: {e}");
-                    }
-                    return;
+                let mut held = t.held.lock();
+                match fate(header(&t.seg).armed(), &h) {
+                    Fate::Hold => held.push(msg.to_vec()),
+                    f => self.apply(&t, &h, body, f),
                 }
-                let (Some((idx, op)), Ok(mut b)) = (
-                    sem_of(h.arg),
-                    SemBlock::external(t.seg.clone(), h.off as usize, None),
-                ) else {
-                    crate::log_error!("net", "network proxy: a malformed semaphore change");
-                    return;
-                };
-                b.apply(idx, op);
-                wake(&t.seg, t.epoch.as_ref());
             }
             STATE => {
                 let (name, why) = match body.iter().position(|&c| c == 0) {
@@ -754,6 +797,78 @@ impl Proxy {
     }
 }
 
+/// What the receiver does with a `DATA` or `SEM` message (module doc, "Runs").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// The target is armed for the message's run, with its signature.
+    Apply,
+    /// The target is not armed for the message's run yet.
+    Hold,
+    /// The message is of a run before the target's armed run `.0`.
+    Stale(u64),
+    /// Same run, other signature: the target's is `.0`.
+    Mismatch(u64),
+}
+
+/// The fate of message `h` for a segment armed as `armed` (`segment::Header::armed`).
+fn fate(armed: Option<(u64, u64)>, h: &Head) -> Fate {
+    match armed {
+        Some((run, _)) if h.run < run => Fate::Stale(run),
+        Some((run, sig)) if h.run == run && h.sig != sig => Fate::Mismatch(sig),
+        Some((run, _)) if h.run == run => Fate::Apply,
+        _ => Fate::Hold,
+    }
+}
+
+impl Proxy {
+    /// Act on a `DATA` or `SEM` message for target `t` by its [`fate`] (not [`Fate::Hold`]);
+    /// the caller holds `t.held`.
+    fn apply(&self, t: &Target, h: &Head, body: &[u8], fate: Fate) {
+        let run = h.run;
+        if let Fate::Stale(at) = fate {
+            crate::log_warn!(
+                "net",
+                "network proxy: dropped a message of run {run} for segment {:#x}, which is at \
+                 run {at} (stale)",
+                h.seg
+            );
+            return;
+        }
+        if let Fate::Mismatch(sig) = fate {
+            let why = format!(
+                "it runs collective #{run} of the group as go signature {:#018x}, and a rank on \
+                 this host as {sig:#018x}: the ranks prepared different collectives (op, dtype, \
+                 count, group or program)",
+                h.sig
+            );
+            if let Some(e) = self.shadows.lock().get(&h.src) {
+                let failed = RankState::Failed as u32 | (cause_code(ErrorKind::Invalid) << 16);
+                header_of(&*e.shadow).told(run, failed, &why);
+                for w in e.watchers.lock().iter() {
+                    wake(w, None);
+                }
+            }
+            crate::log_error!("net", "network proxy: a peer on another host: {why}");
+            return;
+        }
+        if h.kind == DATA {
+            if let Err(e) = t.seg.write(h.off as usize, body) {
+                crate::log_error!("net", "network proxy: data from a peer: {e}");
+            }
+            return;
+        }
+        let (Some((idx, op)), Ok(mut b)) = (
+            sem_of(h.arg),
+            SemBlock::external(t.seg.clone(), h.off as usize, None),
+        ) else {
+            crate::log_error!("net", "network proxy: a malformed semaphore change");
+            return;
+        };
+        b.apply(idx, op);
+        t.wake();
+    }
+}
+
 /// Whether a framed message is a [`PING`] or a [`BYE`].
 fn is_beat(frame: &[u8]) -> bool {
     Head::decode(frame).is_some_and(|h| h.kind == PING || h.kind == BYE)
@@ -767,6 +882,8 @@ fn ping(kind: u32) -> Frame {
         off: 0,
         arg: 0,
         run: 0,
+        sig: 0,
+        src: 0,
     };
     Frame::new(&head, &[])
 }
@@ -807,7 +924,9 @@ struct Link {
     proxy: Arc<Proxy>,
     to: Vec<u8>,
     target: u64,
-    own: (String, u64),
+    /// This rank's segment: its name and length travel in `STATE`, and its armed run and
+    /// signature in `DATA` and `SEM` (module doc, "Runs").
+    own: Arc<Segment>,
 }
 
 impl Signal for Link {
@@ -820,6 +939,8 @@ impl Signal for Link {
         op: SemOp,
     ) {
         let mut frames = Vec::new();
+        let (run, sig) = header(&self.own).armed().unwrap_or_default();
+        let src = seg_id(self.own.name());
         for (off, n) in written {
             let mut at = 0;
             while at < n {
@@ -828,8 +949,10 @@ impl Signal for Link {
                     kind: DATA,
                     seg: self.target,
                     off: (off + at) as u64,
-                    arg: seg_id(&self.own.0),
-                    run: 0,
+                    arg: 0,
+                    run,
+                    sig,
+                    src,
                 };
                 // SAFETY: in bounds of the live shadow (the ranges come from its write log).
                 let bytes =
@@ -843,7 +966,9 @@ impl Signal for Link {
             seg: self.target,
             off: block as u64,
             arg: sem_arg(idx, op),
-            run: seg_id(&self.own.0),
+            run,
+            sig,
+            src,
         };
         frames.push(Frame::new(&head, &[]));
         self.proxy.post(&self.to, frames);
@@ -851,12 +976,14 @@ impl Signal for Link {
     fn state(&self, run: u64, state: u32, why: &str) {
         let head = Head {
             kind: STATE,
-            seg: seg_id(&self.own.0),
-            off: self.own.1,
+            seg: seg_id(self.own.name()),
+            off: self.own.len() as u64,
             arg: u64::from(state),
             run,
+            sig: 0,
+            src: seg_id(self.own.name()),
         };
-        let mut owned = self.own.0.as_bytes().to_vec();
+        let mut owned = self.own.name().as_bytes().to_vec();
         owned.push(0);
         owned.extend(why.as_bytes().iter().take(2000));
         self.proxy.post(&self.to, vec![Frame::new(&head, &owned)]);
@@ -886,6 +1013,32 @@ mod tests {
     }
 
     #[test]
+    fn a_message_waits_for_its_run_and_must_carry_its_signature() {
+        let msg = |run, sig| Head {
+            kind: DATA,
+            seg: 1,
+            off: 0,
+            arg: 0,
+            run,
+            sig,
+            src: 2,
+        };
+        // Never armed, or armed for an earlier run: held until the rank loads that run.
+        assert_eq!(fate(None, &msg(0, 7)), Fate::Hold);
+        assert_eq!(fate(Some((4, 7)), &msg(5, 7)), Fate::Hold);
+        assert_eq!(
+            fate(Some((4, 7)), &msg(5, 9)),
+            Fate::Hold,
+            "judged once armed"
+        );
+        // Its run: applied, or refused when the ranks prepared different collectives.
+        assert_eq!(fate(Some((5, 7)), &msg(5, 7)), Fate::Apply);
+        assert_eq!(fate(Some((5, 7)), &msg(5, 9)), Fate::Mismatch(7));
+        // An earlier run than the armed one: stale.
+        assert_eq!(fate(Some((6, 7)), &msg(5, 7)), Fate::Stale(6));
+    }
+
+    #[test]
     fn headers_and_semaphore_changes_round_trip() {
         let h = Head {
             kind: SEM,
@@ -893,6 +1046,8 @@ mod tests {
             off: 4096,
             arg: sem_arg(7, SemOp::Sub(-3)),
             run: 42,
+            sig: 0xfeed_f00d,
+            src: 7,
         };
         assert_eq!(Head::decode(&h.encode()), Some(h));
         for op in [

@@ -25,6 +25,19 @@
 //!    it; then every peer has mapped the segment and its name is unlinked — nothing of it stays
 //!    in `/dev/shm`, and the memory goes with the last mapping.
 //!
+//! **Repeats across hosts.** A group whose ranks span hosts cannot meet on a go board (the
+//! board is rank 0's shared memory), and a meeting at the root costs a network round trip per
+//! collective. So when a rank's last successful run of the group spanned hosts, ran the same
+//! collective (the same go signature, `go_board::signature`) and used the segment it holds
+//! now, it meets without the root ([`Repeat`]): it arms its segment for the run
+//! (`segment::Header::arm`, after loading), waits only until the group's ranks on its host have
+//! armed theirs with the same signature, and runs. A rank on another host may then start
+//! earlier: its proxy's messages carry the run and the signature, and this process's proxy
+//! holds them until this segment is armed for that run, and refuses a signature that differs
+//! (`proxy`, "Runs"). Nor does a rank wait for the ranks on other hosts to finish
+//! (`SegPeers::wait_finished`). A run that fails, or a different collective, goes back to the
+//! root.
+//!
 //! **Faults.** A peer that fails publishes it in its header; a dead process is reported by the
 //! bootstrap ([`crate::runtime::multi_process::bootstrap::job_error`]); either makes every waiting executor
 //! fail at once with `NRT_EXEC_HW_ERR_COLLECTIVES` naming the rank. A run in which every rank
@@ -125,6 +138,20 @@ struct Cache {
     /// The machine of each (group, global id)'s last successful run, kept to run the same
     /// collective on the same segments again without building it ([`Built`]).
     built: HashMap<(GroupKey, u32), Built>,
+    /// Each (group, global id)'s last successful run that spanned hosts ([`Repeat`]).
+    repeats: HashMap<(GroupKey, u32), Repeat>,
+}
+
+/// A run that spanned hosts and succeeded: a repeat of it meets without the root (module doc,
+/// "Repeats across hosts").
+#[derive(Debug)]
+struct Repeat {
+    /// Its go signature.
+    sig: u64,
+    /// This rank's segment.
+    own: String,
+    /// Every rank's segment, as the go meeting answered.
+    names: Segments,
 }
 
 /// A rank's machine between runs: its memory maps every rank's segment (regions and EVT_SEM
@@ -306,7 +333,7 @@ fn reach_network(
         crate::runtime::multi_process::bootstrap::network_address()?,
         lost_after,
     )?;
-    p.add_target(own);
+    p.arm(own);
     if names.iter().all(|a| !a.net.is_empty()) {
         return Ok(names);
     }
@@ -318,6 +345,111 @@ fn reach_network(
             ))
         },
     )
+}
+
+/// The segments of a repeat across hosts: `Some` when this rank's last successful run of the
+/// group spanned hosts, ran the same collective (go signature `sig`) and used the segment it
+/// holds now (module doc, "Repeats across hosts"). Every rank of a group that runs the same
+/// collectives in the same order decides the same: each one's pool hands back the segment of
+/// its last run of the same collective.
+fn repeat_across_hosts(key: &GroupKey, gid: u32, sig: u64, own: &Segment) -> Option<Segments> {
+    let c = CACHE.lock();
+    let last = c.repeats.get(&(key.clone(), gid))?;
+    (last.sig == sig && last.own == own.name()).then(|| last.names.clone())
+}
+
+/// Keep (or, after a run that failed or stayed on one host, forget) what a repeat of
+/// (`key`, `gid`)'s run needs.
+fn remember_repeat(key: &GroupKey, gid: u32, last: Option<Repeat>) {
+    let mut c = CACHE.lock();
+    match last {
+        Some(rep) => c.repeats.insert((key.clone(), gid), rep),
+        None => c.repeats.remove(&(key.clone(), gid)),
+    };
+}
+
+/// The go of a repeat across hosts, for the ranks on this host: wait until every one of them
+/// has armed its segment for run `run` with the same signature `sig` (ranks on other hosts
+/// are not waited for: the proxy holds what they send until this segment is armed). A rank
+/// that arms wakes the others through their wake words.
+fn meet_armed(
+    key: &GroupKey,
+    run: u64,
+    r: u32,
+    names: &Segments,
+    sig: u64,
+    own: &Segment,
+) -> Result<()> {
+    let local: Vec<(usize, Arc<Segment>)> = names
+        .iter()
+        .enumerate()
+        .filter(|(q, at)| *q != r as usize && at.host == host::key())
+        .map(|(q, at)| Ok((q, peer_segment(&at.name, at.len)?)))
+        .collect::<Result<_>>()?;
+    for (_, s) in &local {
+        header(s).bump_wake(super::segment::futex_wake_all);
+    }
+    let deadline = crate::runtime::multi_process::bootstrap::meet_deadline(false)?;
+    let start = std::time::Instant::now();
+    let verdict = || -> Option<Result<()>> {
+        for (q, s) in &local {
+            let h = header(s);
+            match h.armed() {
+                Some((at, theirs)) if at == run && theirs != sig => {
+                    return Some(Err(Error::invalid(format!(
+                        "collective #{run} of {key}: rank {q} (global id {}) prepared another \
+                         collective than rank {r} (go signatures {theirs:#018x} and {sig:#018x}: \
+                         op, dtype, count, group or program differ)",
+                        key.group[*q]
+                    ))
+                    .with_rank(*q as u32)
+                    .with_step(run)))
+                }
+                Some((at, _)) if at >= run => {}
+                _ => return None,
+            }
+        }
+        Some(Ok(()))
+    };
+    loop {
+        if let Some(v) = verdict() {
+            return v;
+        }
+        let crowded = super::segment::oversubscribed(local.len() + 1);
+        if super::segment::spin_then_yield(crowded, || verdict().is_some()) {
+            continue;
+        }
+        if let Some(e) = run_error() {
+            return Err(e);
+        }
+        // A rank here may wait for a peer that stopped because another host went silent.
+        let lost = proxy::running().and_then(|p| {
+            names
+                .iter()
+                .filter(|at| at.host != host::key())
+                .find_map(|at| p.lost(&at.net))
+        });
+        if let Some(why) = lost {
+            return Err(Error::new(
+                ErrorKind::NetworkProxy,
+                format!(
+                    "collective #{run} of {key}: rank {r} waits for the ranks on its host to \
+                     load the collective; a process of the group on another host: {why}"
+                ),
+            ));
+        }
+        if deadline.is_some_and(|d| start.elapsed() >= d) {
+            return Err(Error::new(
+                ErrorKind::Timeout,
+                format!(
+                    "collective #{run} of {key}: rank {r} waited {:.1} s for the ranks on its \
+                     host to load the collective",
+                    start.elapsed().as_secs_f64()
+                ),
+            ));
+        }
+        header(own).sleep_unless(|| verdict().is_some(), Duration::from_millis(10));
+    }
 }
 
 /// How this rank reaches peer `at`: its segment mapped when it is on this host, its shadow and
@@ -529,8 +661,18 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
         own.seg.unlink();
         return Err(e.context(format!("collective #{instance} of {key}: loading rank {r}")));
     }
-    let on_board = go_board::held(key).filter(|b| b.all_attached());
-    if r == 0 {
+    let sig = go_board::signature(&a.req, plan.digest);
+    header(&own.seg).arm(run_tag, sig);
+    if let Some(p) = proxy::running() {
+        // Peers on other hosts may write into it from now on; what they sent early lands now.
+        p.arm(&own.seg);
+    }
+    let repeat = repeat_across_hosts(key, gid, sig, &own.seg);
+    let on_board = match repeat {
+        Some(_) => None,
+        None => go_board::held(key).filter(|b| b.all_attached()),
+    };
+    if r == 0 && repeat.is_none() {
         let name = match on_board {
             Some(_) => None,
             None => go_board::board_to_name(key),
@@ -550,21 +692,17 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
             net: proxy::address(),
         },
     };
-    if let Some(p) = proxy::running() {
-        // Peers on other hosts may write into it as soon as the meeting answers.
-        p.add_target(&own.seg);
-    }
     let net_go = go.clone();
-    let met = match &on_board {
-        Some(b) => {
-            let sig = go_board::signature(&a.req, plan.digest);
-            go_board::meet_on_board(b, key, instance, r, sig, go)
+    let met = match (&repeat, &on_board) {
+        (Some(names), _) => {
+            meet_armed(key, instance, r, names, sig, &own.seg).map(|()| names.clone())
         }
-        None => crate::runtime::multi_process::bootstrap::meet_go(key, instance, r, go),
+        (None, Some(b)) => go_board::meet_on_board(b, key, instance, r, sig, go),
+        (None, None) => crate::runtime::multi_process::bootstrap::meet_go(key, instance, r, go),
     };
-    let met = met.and_then(|names| match spans_hosts(&names) {
-        true => reach_network(key, instance, r, net_go, names, &own.seg),
-        false => Ok(names),
+    let met = met.and_then(|names| match (repeat.is_none(), spans_hosts(&names)) {
+        (true, true) => reach_network(key, instance, r, net_go, names, &own.seg),
+        _ => Ok(names),
     });
     // A rank that never arrived may be behind a cut cable: the network is then the cause.
     let met = met.map_err(|e| match proxy::running().and_then(|p| p.any_lost()) {
@@ -589,10 +727,10 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
             return Err(e);
         }
     };
-    clock.mark(if on_board.is_some() {
-        "go (board)"
-    } else {
-        "go (root)"
+    clock.mark(match (&repeat, &on_board) {
+        (Some(_), _) => "go (armed)",
+        (None, Some(_)) => "go (board)",
+        (None, None) => "go (root)",
     });
     let peers = (|| -> Result<Arc<SegPeers>> {
         let mut segs = Vec::with_capacity(names.len());
@@ -675,6 +813,16 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
         "collective #{instance} of {key}: rank {r} (global id {gid}) on the shared device: {}",
         clock.report()
     );
+    let across = peers.as_ref().is_ok_and(|p| p.spans_hosts());
+    let last = match (&ran, &done, across) {
+        (Ok(()), Ok(()), true) => Some(Repeat {
+            sig,
+            own: own.seg.name().to_string(),
+            names: names.clone(),
+        }),
+        _ => None,
+    };
+    remember_repeat(key, gid, last);
     match done {
         Ok(()) => give_segment(key, gid, own),
         // A peer may still be writing: never reuse this segment.
@@ -712,6 +860,7 @@ pub fn reset() {
     c.free.clear();
     c.peers.clear();
     c.built.clear();
+    c.repeats.clear();
     go_board::reset();
     GO.reset();
 }

@@ -102,6 +102,13 @@ pub struct Header {
     cause: AtomicU32,
     _pad: AtomicU32,
     run: AtomicU64,
+    /// The run whose loading ended, plus one (0: none yet): peers on other hosts may write
+    /// into the segment for that run from then on (`proxy` holds what comes earlier), and a
+    /// repeat's local peers wait for it instead of a go meeting (`run`, "Repeats across hosts").
+    armed: AtomicU64,
+    /// The go signature of the armed run (`go_board::signature`): what every rank of the
+    /// collective must agree on.
+    armed_sig: AtomicU64,
     msg: [u8; MSG_BYTES],
     /// Rank 0: the name of its group's go board while it is linked (`runtime::multi_process::go_board`).
     board_len: AtomicU32,
@@ -339,6 +346,27 @@ impl Header {
             wake_all(&self.wake);
         }
     }
+    /// Loading run `run` ended: its collective's go signature is `sig` (the header's
+    /// `armed` field).
+    pub fn arm(&self, run: u64, sig: u64) {
+        self.armed_sig.store(sig, SeqCst);
+        self.armed.store(run + 1, SeqCst);
+    }
+    /// The armed run and its signature, if the segment was ever armed ([`Header::arm`]).
+    pub fn armed(&self) -> Option<(u64, u64)> {
+        let a = self.armed.load(SeqCst);
+        (a > 0).then(|| (a - 1, self.armed_sig.load(SeqCst)))
+    }
+    /// Sleep on this rank's wake word for up to `max`, unless `ready()` holds once registered
+    /// as a waiter (whoever makes it hold bumps the wake word afterwards, so no wake is lost).
+    pub fn sleep_unless(&self, ready: impl Fn() -> bool, max: Duration) {
+        self.waiters.fetch_add(1, SeqCst);
+        let w = self.wake.load(SeqCst);
+        if !ready() {
+            futex_wait(&self.wake, w, max);
+        }
+        self.waiters.fetch_sub(1, SeqCst);
+    }
     /// Whether this header was reset for run `run` (its owner loaded it for this collective).
     pub fn is_run(&self, run: u64) -> bool {
         self.magic.load(SeqCst) == MAGIC && self.run.load(SeqCst) == run
@@ -567,13 +595,19 @@ impl SegPeers {
             false => at != run || ended,
         }
     }
-    /// Wait until every other rank of this run has finished (done or failed): after that
-    /// nobody writes into this rank's segment again. Fails if a process of the job died, or
-    /// after `deadline`, naming the ranks still running.
+    /// Wait until every other rank of this run on this host has finished (done or failed):
+    /// after that nobody writes into this rank's segment again. Fails if a process of the job
+    /// died, or after `deadline`, naming the ranks still running.
+    ///
+    /// Ranks on other hosts are not waited for: everything one of them writes into this
+    /// segment comes through the proxy, on one ordered link, before the semaphore change that
+    /// says it is there, and this rank consumed every change meant for it before it finished
+    /// (a verified program's semaphores balance). What such a rank sends for a later run is
+    /// held by the proxy until this segment is armed for it (`proxy`, "Runs").
     pub fn wait_finished(&self, deadline: Option<Duration>) -> Result<()> {
         let start = std::time::Instant::now();
         let me = self.hdr(self.me);
-        let finished = |q: usize| self.finished(q);
+        let finished = |q: usize| self.remote(q) || self.finished(q);
         spin_then_yield(self.oversubscribed, || {
             (0..self.segs.len()).all(|q| q == self.me || finished(q))
         });
