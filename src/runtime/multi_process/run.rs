@@ -751,6 +751,9 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
             (peers.spans_hosts(), proxy::running(), peers.epoch_segment())
         {
             p.set_epoch(&own.seg, e);
+            // The rank and the proxy of every process here, each on a core of its own.
+            let here = peers.segments().iter().filter(|s| !s.is_remote()).count();
+            p.set_spin(!super::segment::oversubscribed(2 * here));
         }
         Ok(Arc::new(peers))
     })();
