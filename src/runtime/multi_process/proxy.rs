@@ -172,57 +172,57 @@ fn sem_of(arg: u64) -> Option<(u8, SemOp)> {
     Some((arg as u8, op))
 }
 
-/// One message waiting to be sent or in flight: its header, then its body, in one heap
-/// buffer — the provider reads it until the send completes, so it must not move while the
-/// frame itself moves between queues. Choice: the data of a signal is copied out of the shadow
-/// when the signal is handed over, not sent from the shadow in place, so that nothing the
-/// executor does after the signal can change what the peer receives (one memcpy per byte).
+/// One message waiting to be sent or in flight: its header (and, for a small message, its
+/// body) in one heap buffer, and for `DATA` the written bytes of a shadow, sent in place
+/// ([`Lent`]). The provider reads both until the send completes, so neither may move or
+/// change while the frame itself moves between queues.
 #[derive(Debug)]
 struct Frame {
     bytes: Vec<u8>,
+    lent: Option<Lent>,
 }
 
 impl Frame {
     fn new(head: &Head, body: &[u8]) -> Frame {
-        Frame::with(Vec::with_capacity(HEAD + body.len()), head, body)
-    }
-    /// A frame in `bytes` (a recycled buffer, cleared here).
-    fn with(mut bytes: Vec<u8>, head: &Head, body: &[u8]) -> Frame {
-        bytes.clear();
+        let mut bytes = Vec::with_capacity(HEAD + body.len());
         bytes.extend_from_slice(&head.encode());
         bytes.extend_from_slice(body);
-        Frame { bytes }
+        Frame { bytes, lent: None }
     }
 }
 
-/// Buffers of sent data frames, kept for the next ones: a fresh 1 MiB buffer per message cost
-/// a page fault per 4 KiB on every send (about 14 thousand per 64 MiB all-reduce).
-#[derive(Debug, Default)]
-struct FramePool {
-    free: Mutex<Vec<Vec<u8>>>,
+/// Bytes of a shadow that a `DATA` frame sends in place, without a copy. The shadow counts
+/// them lent until the frame is dropped (its send completed, or the proxy gave it up), and
+/// a rank does not start a run while its shadows have bytes lent (`run`), so nothing the
+/// executor writes changes a send in flight. Within a run, a program writes a range of a
+/// peer again only after that peer said it consumed it, so after it arrived: after the
+/// provider read it.
+#[derive(Debug)]
+struct Lent {
+    shadow: Arc<Shadow>,
+    off: usize,
+    len: usize,
 }
 
-impl FramePool {
-    /// At most this many buffers are kept (each up to [`HEAD`] + [`CHUNK`] bytes).
-    const KEEP: usize = WINDOW;
-
-    fn frame(&self, head: &Head, body: &[u8]) -> Frame {
-        let buf = match body.len() > 4096 {
-            true => self.free.lock().pop(),
-            false => None,
-        };
-        match buf {
-            Some(b) => Frame::with(b, head, body),
-            None => Frame::new(head, body),
+impl Lent {
+    fn new(shadow: &Arc<Shadow>, off: usize, len: usize) -> Lent {
+        shadow.lend();
+        Lent {
+            shadow: shadow.clone(),
+            off,
+            len,
         }
     }
-    fn give(&self, f: Frame) {
-        if f.bytes.capacity() >= HEAD + CHUNK {
-            let mut free = self.free.lock();
-            if free.len() < Self::KEEP {
-                free.push(f.bytes);
-            }
-        }
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: in bounds of the live shadow (the range came from its write log), which
+        // the executor does not write while it is lent (type doc).
+        unsafe { std::slice::from_raw_parts(self.shadow.base_ptr().add(self.off), self.len) }
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        self.shadow.give_back();
     }
 }
 
@@ -256,7 +256,6 @@ pub struct Proxy {
     addr: Vec<u8>,
     provider: String,
     queue: Mutex<Vec<(Vec<u8>, Frame)>>,
-    pool: FramePool,
     waker: Waker,
     targets: Mutex<HashMap<u64, Arc<Target>>>,
     shadows: Mutex<HashMap<u64, Arc<ShadowEntry>>>,
@@ -319,7 +318,6 @@ pub fn start(bind: Option<std::net::IpAddr>, lost_after: Duration) -> Result<Arc
         addr: ep.name()?,
         provider: ep.provider(),
         queue: Mutex::new(Vec::new()),
-        pool: FramePool::default(),
         waker: ep.waker(),
         targets: Mutex::new(HashMap::new()),
         shadows: Mutex::new(HashMap::new()),
@@ -623,10 +621,16 @@ impl Proxy {
                     let f = q.front_mut().expect("front");
                     f.bytes[FROM_AT..SEQ_AT].copy_from_slice(&me.to_le_bytes());
                     f.bytes[SEQ_AT..SIG_AT].copy_from_slice(&seq.to_le_bytes());
-                    let iov = [IoSlice::new(&f.bytes)];
+                    let lent = f.lent.as_ref().map_or(&[][..], Lent::bytes);
+                    let both = [IoSlice::new(&f.bytes), IoSlice::new(lent)];
+                    let iov = if lent.is_empty() {
+                        &both[..1]
+                    } else {
+                        &both[..]
+                    };
                     // SAFETY: the frame's heap buffer stays alive and unchanged (in `inflight`)
                     // until its completion; moving the frame does not move it.
-                    match unsafe { ep.post_send(fi, &iov, next_ctx) } {
+                    match unsafe { ep.post_send(fi, iov, next_ctx) } {
                         Ok(true) => {
                             last_sent.insert(fi, Instant::now());
                             let f = q.pop_front().expect("front");
@@ -688,9 +692,8 @@ impl Proxy {
                 }
                 match c.kind {
                     CompletionKind::Sent => {
-                        if let Some((fi, f)) = inflight.remove(&c.ctx) {
+                        if let Some((fi, _sent)) = inflight.remove(&c.ctx) {
                             *per_peer.entry(fi).or_default() -= 1;
-                            self.pool.give(f);
                         }
                     }
                     CompletionKind::Received { len } => {
@@ -983,10 +986,9 @@ impl Signal for Link {
                     sig,
                     src,
                 };
-                // SAFETY: in bounds of the live shadow (the ranges come from its write log).
-                let bytes =
-                    unsafe { std::slice::from_raw_parts(shadow.base_ptr().add(off + at), k) };
-                frames.push(self.proxy.pool.frame(&head, bytes));
+                let mut f = Frame::new(&head, &[]);
+                f.lent = Some(Lent::new(shadow, off + at, k));
+                frames.push(f);
                 at += k;
             }
         }

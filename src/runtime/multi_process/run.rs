@@ -467,6 +467,48 @@ fn reach_peer(at: &SegmentAt, own: &Arc<Segment>) -> Result<PeerSeg> {
     Ok(PeerSeg::Remote(shadow, p.link(at, own)))
 }
 
+/// Wait until no send of an earlier run still reads this rank's shadows in place (`proxy`'s
+/// `Lent`): the executor is about to write into them.
+fn wait_returned(segs: &[PeerSeg]) -> Result<()> {
+    let shadows: Vec<&Arc<super::shadow::Shadow>> = segs
+        .iter()
+        .filter_map(|s| match s {
+            PeerSeg::Remote(sh, _) => Some(sh),
+            PeerSeg::Local(_) => None,
+        })
+        .collect();
+    let returned = || shadows.iter().all(|s| s.lent() == 0);
+    if returned() {
+        return Ok(());
+    }
+    let start = std::time::Instant::now();
+    let limit = crate::runtime::multi_process::bootstrap::meet_deadline(false)?;
+    loop {
+        if returned() {
+            return Ok(());
+        }
+        if let Some(e) = run_error() {
+            return Err(e);
+        }
+        if let Some(why) = proxy::running().and_then(|p| p.any_lost()) {
+            return Err(Error::new(ErrorKind::NetworkProxy, why));
+        }
+        if limit.is_some_and(|d| start.elapsed() >= d) {
+            return Err(Error::new(
+                ErrorKind::NetworkProxy,
+                format!(
+                    "the last run's sends to another host had not completed after {:.1} s",
+                    start.elapsed().as_secs_f64()
+                ),
+            ));
+        }
+        match start.elapsed() < Duration::from_micros(200) {
+            true => std::thread::yield_now(),
+            false => std::thread::sleep(Duration::from_micros(50)),
+        }
+    }
+}
+
 /// The ranks on other hosts that have not finished and whose processes this one has not heard
 /// from for `ran_for` (the whole run so far), named with their network addresses; `None` when
 /// every remote rank spoke (or there are none).
@@ -764,6 +806,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     }
     let ran = peers.as_ref().map_err(Clone::clone).and_then(|peers| {
         peers.check_loaded(run_tag)?;
+        wait_returned(peers.segments())?;
         let (mut m, built) = build(key, &l, r, lays, peers.segments(), peers.clone())?;
         clock.mark("map+build");
         kill_in_run(key.kind, gid, peers);

@@ -10,10 +10,13 @@
 //!   recorded ranges and then the semaphore change to the network proxy, in that order: the
 //!   proxy sends them on one ordered channel (`proxy`), and the remote process copies the data
 //!   into the real segment before it applies the change — data then signal, as on the device.
+//!   The proxy sends the written bytes from the shadow in place; a run starts only once no
+//!   send of the last one still reads them ([`Shadow::lent`]).
 //! * **State.** The shadow's header page holds what the remote rank last told this process
 //!   about itself (running, done, failed and why), written by the proxy's receiver; the run
 //!   reads it as it reads a local peer's header.
 
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -30,6 +33,8 @@ pub struct Shadow {
     name: String,
     /// Ranges written since the last signal, as `(offset, bytes)`.
     written: Mutex<Vec<(usize, usize)>>,
+    /// Sends in flight that read this shadow in place (`proxy`'s `Lent`).
+    lent: AtomicUsize,
 }
 
 // SAFETY: the mapping is owned by the value and unmapped only in Drop; concurrent access goes
@@ -70,6 +75,7 @@ impl Shadow {
             len,
             name: name.to_string(),
             written: Mutex::new(Vec::new()),
+            lent: AtomicUsize::new(0),
         })
     }
 
@@ -78,6 +84,19 @@ impl Shadow {
         &self.name
     }
 
+    /// A send that reads this shadow in place was queued.
+    pub fn lend(&self) {
+        self.lent.fetch_add(1, SeqCst);
+    }
+    /// A send that read this shadow in place completed, or was given up.
+    pub fn give_back(&self) {
+        self.lent.fetch_sub(1, SeqCst);
+    }
+    /// Sends in flight that read this shadow in place: the executor must not write into it
+    /// until none is left.
+    pub fn lent(&self) -> usize {
+        self.lent.load(SeqCst)
+    }
     /// The ranges written since the last call, merged where they touch, in offset order.
     pub fn take_written(&self) -> Vec<(usize, usize)> {
         let mut w = std::mem::take(&mut *self.written.lock());
