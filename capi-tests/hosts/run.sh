@@ -209,7 +209,7 @@ topo_check() {
   perf_rank_check "$@" || return 1
   grep -q "chose $TOPO_EXPECT" "$1/err0" \
     || { echo "process 0's log does not say 'chose $TOPO_EXPECT'"; grep -h "chose" "$1/err0" | head -3; return 1; }
-  if [ "$TOPO_JOB" = 1 ] && ! grep -q "the hosts as nodes" "$1/err0"; then
+  if [ "$TOPO_JOB" = 1 ] && ! grep -q "(the hosts as nodes)" "$1/err0"; then
     echo "process 0's log does not say the topology came from the job's hosts"; return 1
   fi
 }
@@ -221,11 +221,15 @@ topo_case() {
   d="$work/topo-${hosts}x${per}-$op-$expect-${topo%%:*}"
   mkdir -p "$d"
   PR_OP="$op" PR_N=$((hosts * per)) TOPO_EXPECT="$expect"
-  # "job": the runtime derives the shape from the job's hosts.
+  # "job", or no variable at all ("unset"): the runtime derives the shape from the job's hosts.
   TOPO_JOB=0
-  [ "$topo" = job ] && TOPO_JOB=1
-  OPENNRT_TOPOLOGY="$topo" OPENNRT_CC_ALGO="$forced" NEURON_RT_LOG_LEVEL=INFO \
-    launch "$d" "$PR_N" "$per" perf_rank_cmd
+  [ "$topo" = job ] || [ "$topo" = unset ] && TOPO_JOB=1
+  if [ "$topo" = unset ]; then
+    OPENNRT_CC_ALGO="$forced" NEURON_RT_LOG_LEVEL=INFO launch "$d" "$PR_N" "$per" perf_rank_cmd
+  else
+    OPENNRT_TOPOLOGY="$topo" OPENNRT_CC_ALGO="$forced" NEURON_RT_LOG_LEVEL=INFO \
+      launch "$d" "$PR_N" "$per" perf_rank_cmd
+  fi
   judge "$name: $PR_N ranks, fp32 $((small * 4)) B and $((big * 4)) B" "$d" "$PR_N" 1 topo_check
 }
 # -- repeats: from a group's second run of the same collective on, the ranks meet without the
@@ -263,6 +267,11 @@ topo_case 8 1 all_reduce custom:8x1x1:gen=v2:fabric=switch inter_rdh inter_rdh
 # OPENNRT_TOPOLOGY=job: the runtime derives the shape from where the job's ranks live.
 topo_case 2 2 all_reduce job hier
 topo_case 4 1 all_reduce job single_cycle_ring
+# No variable: a collective of the whole world learns the hosts from its first go answer and,
+# when their topology lowers it otherwise, is lowered again and met again.
+topo_case 2 2 all_reduce unset hier
+topo_case 2 2 all_gather unset hier
+topo_case 4 1 all_reduce unset single_cycle_ring
 
 # -- the NEFF path: nccom-test's worker, nrt_load_collectives + nrt_execute in each process.
 # nccom-test --debug, run once on the loopback of host 0, writes the NEFF and prints each

@@ -35,7 +35,8 @@
 //!
 //! `job` ([`JOB_TOPOLOGY`]): in a job whose ranks span hosts, the hosts are the nodes (the
 //! runtime asks the job's root where every rank lives and writes the shape in this variable's
-//! place); anywhere else, the default below.
+//! place); anywhere else, the default below. Without the variable the runtime does the same
+//! for a collective of the whole world, from its first go meeting (`runtime::multi_process::run`).
 //!
 //! **Default (no `OPENNRT_TOPOLOGY`):** the instance named by `OPENNRT_INSTANCE_TYPE` /
 //! `NEURON_RT_FAKE_INSTANCE_TYPE` (with `NEURON_LOGICAL_NC_CONFIG`), as the runtime's own

@@ -45,6 +45,9 @@ pub struct Lowered {
     pub emitted: EmittedProgram,
     /// The world size it was prepared for.
     pub world: u32,
+    /// The algorithm it was forced to (a NEFF's), kept for a lowering of the same request
+    /// for the job's topology (`runtime::multi_process::run`).
+    pub forced: Option<Algorithm>,
     /// What a multi-process run needs, computed on its first run (`runtime::multi_process::run`):
     /// the program's digest and every rank's device-segment layout.
     pub shared: once_cell::sync::OnceCell<crate::runtime::multi_process::run::SharedPlan>,
@@ -62,6 +65,7 @@ impl Lowered {
             map,
             emitted,
             world,
+            forced: None,
             shared: once_cell::sync::OnceCell::new(),
             resident: Mutex::new(Vec::new()),
         }
@@ -172,14 +176,36 @@ pub fn prepare_with(
 ) -> Result<Arc<Lowered>> {
     let config = crate::runtime::process::config()?;
     // A job spanning hosts lowers for a topology whose nodes are its hosts.
-    let lowering = match crate::runtime::multi_process::host::job_topology(&config, world)? {
-        Some(t) => Arc::new(
-            config
-                .lowering
-                .with(crate::lower::topology::TOPOLOGY_ENV, &t),
-        ),
-        None => config.lowering.clone(),
-    };
+    match crate::runtime::multi_process::host::job_topology(&config, world)? {
+        Some(t) => prepare_for_topology(req, world, forced, &t),
+        None => prepare_in(&config, config.lowering.clone(), req, world, forced),
+    }
+}
+
+/// [`prepare_with`] for topology `topology` (an `OPENNRT_TOPOLOGY` value the runtime derived:
+/// the job's hosts as nodes, `runtime::multi_process::host`), whatever the variable says.
+pub fn prepare_for_topology(
+    req: &CollectiveRequest,
+    world: u32,
+    forced: Option<Algorithm>,
+    topology: &str,
+) -> Result<Arc<Lowered>> {
+    let config = crate::runtime::process::config()?;
+    let lowering = Arc::new(
+        config
+            .lowering
+            .with(crate::lower::topology::TOPOLOGY_ENV, topology),
+    );
+    prepare_in(&config, lowering, req, world, forced)
+}
+
+fn prepare_in(
+    config: &crate::runtime::config::Config,
+    lowering: Arc<crate::runtime::config::LoweringEnv>,
+    req: &CollectiveRequest,
+    world: u32,
+    forced: Option<Algorithm>,
+) -> Result<Arc<Lowered>> {
     let key = ProgramKey {
         req: CollectiveRequest {
             rank: 0,
@@ -206,7 +232,7 @@ pub fn prepare_with(
             if forced.is_some() {
                 cfg.select.forced = forced;
             }
-            lower_verify_emit(&key.req, &cfg, world, config.verify)
+            lower_verify_emit(&key.req, &cfg, world, config.verify, forced)
         })
         .clone();
     let mut c = CACHE.lock();
@@ -237,6 +263,7 @@ fn lower_verify_emit(
     cfg: &LowerConfig,
     world: u32,
     verify: bool,
+    forced: Option<Algorithm>,
 ) -> Result<Arc<Lowered>> {
     let mut r = req.clone();
     r.rank = 0;
@@ -260,7 +287,9 @@ fn lower_verify_emit(
         r.rank_n(),
         program.selection.join("; ")
     );
-    Ok(Arc::new(Lowered::new(program, map, emitted, world)))
+    let mut l = Lowered::new(program, map, emitted, world);
+    l.forced = forced;
+    Ok(Arc::new(l))
 }
 
 /// Where one rank's data comes from and goes to.

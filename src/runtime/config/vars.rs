@@ -47,7 +47,7 @@ pub const VARIABLES: &[Variable] = &[
     v("OPENNRT_SHARED_DEVICE", "0", "`1`: run every multi-rank device collective on shared device segments, one executor per rank, even without a job (tests)"),
     v("OPENNRT_TEST_KILL_IN_RUN", "unset", "fault injection for tests: the process holding this global id SIGKILLs itself inside its first `nrta_cc_*` collective on the shared device, once every peer's executor is stepping"),
     v("NEURON_RT_VALIDATE_HASH", "0", "`1`: `nrt_load` checks the NEFF header's payload hash (MD5 for package 2, SHA-256 for package 1) and refuses a mismatch with `NRT_INVALID`"),
-    v("OPENNRT_TOPOLOGY", "derived from the world size", "`trn1.32xlarge`, `trn2.48xlarge:lnc=1`, `trn2-ultraserver`, `custom:2x16x8:lnc=2:gen=v3`, … (grammar in `src/lower/topology.rs`); `job`: in a job spanning hosts, the hosts are the nodes"),
+    v("OPENNRT_TOPOLOGY", "derived from the world size", "`trn1.32xlarge`, `trn2.48xlarge:lnc=1`, `trn2-ultraserver`, `custom:2x16x8:lnc=2:gen=v3`, … (grammar in `src/lower/topology.rs`); `job`: in a job spanning hosts, the hosts are the nodes for every collective (unset, only for collectives of the whole world)"),
     v("OPENNRT_CC_ALGO", "auto", "force an algorithm like `NCCL_ALGO` (an illegal force is an error, never a silent fallback)"),
     v("OPENNRT_CC_ALGOS", "all", "comma list of allowed algorithms"),
     v("OPENNRT_CC_RDH", "0", "`1`: RDH mode"),

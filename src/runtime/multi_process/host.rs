@@ -101,7 +101,8 @@ static DERIVED: Lazy<Mutex<HashMap<u32, Option<String>>>> =
 /// Choice: only on request. The root answers once every global id of the world has joined, so
 /// a collective prepared before the world is whole waits for it here; by default, preparing
 /// never waits for the other processes (a pending collective that a refused join must fail,
-/// `capi-tests/mp`), so the default lowering stays the one-node one.
+/// `capi-tests/mp`): a collective of the whole world learns the hosts from its first go
+/// meeting instead ([`topology_for_world`]), and a smaller group keeps the default shape.
 pub fn job_topology(config: &crate::runtime::config::Config, world: u32) -> Result<Option<String>> {
     let asked = config.lowering.get(TOPOLOGY_ENV);
     if world < 2 || asked.as_deref().map(str::trim) != Some(JOB_TOPOLOGY) {
@@ -113,8 +114,35 @@ pub fn job_topology(config: &crate::runtime::config::Config, world: u32) -> Resu
     let Some(hosts) = super::bootstrap::job_hosts(world)? else {
         return Ok(None);
     };
+    derive(config, world, &hosts)
+}
+
+/// The lowering's topology for a world whose global ids live on `hosts` ([`topology_of`]),
+/// logged and cached per world size like [`job_topology`]'s: how a collective of the whole
+/// world, met at the root, learns where its ranks are when `OPENNRT_TOPOLOGY` is not set
+/// (`run`, "The job's topology"). `None` when no variable may change it, or one host holds
+/// every rank.
+pub fn topology_for_world(
+    config: &crate::runtime::config::Config,
+    hosts: &[String],
+) -> Result<Option<String>> {
+    let world = hosts.len() as u32;
+    if world < 2 || config.lowering.get(TOPOLOGY_ENV).is_some() {
+        return Ok(None);
+    }
+    if let Some(t) = DERIVED.lock().get(&world) {
+        return Ok(t.clone());
+    }
+    derive(config, world, hosts)
+}
+
+fn derive(
+    config: &crate::runtime::config::Config,
+    world: u32,
+    hosts: &[String],
+) -> Result<Option<String>> {
     let base = config.lower_config(world)?.topology;
-    let t = match topology_of(&hosts, &base) {
+    let t = match topology_of(hosts, &base) {
         Ok(t) => t,
         Err(why) => {
             crate::log_warn!(

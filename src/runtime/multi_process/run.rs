@@ -38,6 +38,15 @@
 //! (`SegPeers::wait_finished`). A run that fails, or a different collective, goes back to the
 //! root.
 //!
+//! **The job's topology.** Without `OPENNRT_TOPOLOGY`, a collective is prepared for the
+//! default shape (one node), since preparing must not wait for the other processes. The first
+//! go meeting of a collective of the whole world answers with every rank's host key; when
+//! they span hosts, `host::topology_for_world` names the shape whose nodes are the hosts, and
+//! if it lowers the collective to another program ([`for_job`]) every rank — each deciding
+//! from the same answer — drops its segment, lowers again and meets again at the root
+//! ([`JOB_ROUND`]). The new program is kept by the old one's go signature, so later runs use
+//! it from the start.
+//!
 //! **Faults.** A peer that fails publishes it in its header; a dead process is reported by the
 //! bootstrap ([`crate::runtime::multi_process::bootstrap::job_error`]); either makes every waiting executor
 //! fail at once with `NRT_EXEC_HW_ERR_COLLECTIVES` naming the rank. A run in which every rank
@@ -687,9 +696,86 @@ impl Phases {
     }
 }
 
+/// The instance bit of a go meeting held again with the program lowered for the job's
+/// topology (module doc, "The job's topology").
+const JOB_ROUND: u64 = 1 << 61;
+
+/// How one attempt at a run ended.
+enum Attempt {
+    /// It ran (or failed: the `Err` of [`attempt`]).
+    Ran,
+    /// The go answer showed a world across hosts whose topology gives another program: run
+    /// this one instead.
+    Relower(Arc<Lowered>),
+}
+
+/// The programs lowered for the job's topology, by the go signature of the program prepared
+/// for the default one (module doc, "The job's topology").
+static FOR_JOB: Lazy<Mutex<HashMap<u64, Arc<Lowered>>>> = Lazy::new(|| Mutex::new(HashMap::new()));
+
 /// Run rank `a.req.rank`'s part of collective `instance` of `key` (module doc).
 pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
-    let l = a.lowered.clone();
+    let default_sig = go_board::signature(&a.req, plan(&a.lowered)?.digest);
+    let known = FOR_JOB.lock().get(&default_sig).cloned();
+    let (l, lowered_for_job) = match known {
+        Some(l) => (l, true),
+        None => (a.lowered.clone(), false),
+    };
+    match attempt(key, instance, instance, &a, l, lowered_for_job)? {
+        Attempt::Ran => Ok(()),
+        Attempt::Relower(l) => {
+            FOR_JOB.lock().insert(default_sig, l.clone());
+            match attempt(key, instance, instance | JOB_ROUND, &a, l, true)? {
+                Attempt::Ran => Ok(()),
+                Attempt::Relower(_) => Err(Error::failure(format!(
+                    "collective #{instance} of {key}: lowered for the job's topology twice"
+                ))),
+            }
+        }
+    }
+}
+
+/// The program of collective `l` for the job's topology, when the first go answer `names` of
+/// a group of the whole world shows ranks on several hosts and that topology lowers it
+/// otherwise (module doc, "The job's topology"); `None` to run `l` as it is.
+fn for_job(
+    key: &GroupKey,
+    a: &Arrival,
+    l: &Lowered,
+    names: &[SegmentAt],
+) -> Result<Option<Arc<Lowered>>> {
+    let world = l.world as usize;
+    if key.group.len() != world || !spans_hosts(names) {
+        return Ok(None);
+    }
+    let mut hosts = vec![String::new(); world];
+    for (&gid, at) in key.group.iter().zip(names) {
+        match hosts.get_mut(gid as usize) {
+            Some(h) => *h = at.host.clone(),
+            None => return Ok(None),
+        }
+    }
+    if hosts.iter().any(String::is_empty) {
+        return Ok(None);
+    }
+    let config = crate::runtime::process::config()?;
+    let Some(t) = host::topology_for_world(&config, &hosts)? else {
+        return Ok(None);
+    };
+    let job = crate::runtime::collective::prepare_for_topology(&a.req, l.world, l.forced, &t)?;
+    Ok((plan(&job)?.digest != plan(l)?.digest).then_some(job))
+}
+
+/// One attempt at [`run`] with program `l` (`lowered_for_job`: already lowered for the
+/// job's topology, so never again), meeting at the root as `meet_at`.
+fn attempt(
+    key: &GroupKey,
+    instance: u64,
+    meet_at: u64,
+    a: &Arrival,
+    l: Arc<Lowered>,
+    lowered_for_job: bool,
+) -> Result<Attempt> {
     let r = a.req.rank;
     let gid = key.group[r as usize];
     let plan = plan(&l)?;
@@ -699,7 +785,7 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
     let run_tag = instance;
     let resident = own.loaded.as_ref().is_some_and(|p| Arc::ptr_eq(p, &l));
     own.loaded = Some(l.clone());
-    if let Err(e) = fill(&own.seg, &l, r, &lays[r as usize], &a, run_tag, resident) {
+    if let Err(e) = fill(&own.seg, &l, r, &lays[r as usize], a, run_tag, resident) {
         own.seg.unlink();
         return Err(e.context(format!("collective #{instance} of {key}: loading rank {r}")));
     }
@@ -740,10 +826,27 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
             meet_armed(key, instance, r, names, sig, &own.seg).map(|()| names.clone())
         }
         (None, Some(b)) => go_board::meet_on_board(b, key, instance, r, sig, go),
-        (None, None) => crate::runtime::multi_process::bootstrap::meet_go(key, instance, r, go),
+        (None, None) => crate::runtime::multi_process::bootstrap::meet_go(key, meet_at, r, go),
     };
+    if let (Ok(names), None, None, false) = (&met, &repeat, &on_board, lowered_for_job) {
+        // A world across hosts, met for the first time: maybe another program for its
+        // topology. Nobody ran this segment's program: it goes.
+        match for_job(key, a, &l, names) {
+            Ok(None) => {}
+            Ok(Some(job)) => {
+                own.seg.unlink();
+                return Ok(Attempt::Relower(job));
+            }
+            Err(e) => {
+                own.seg.unlink();
+                return Err(e.context(format!(
+                    "collective #{instance} of {key}: lowering it for the job's hosts"
+                )));
+            }
+        }
+    }
     let met = met.and_then(|names| match (repeat.is_none(), spans_hosts(&names)) {
-        (true, true) => reach_network(key, instance, r, net_go, names, &own.seg),
+        (true, true) => reach_network(key, meet_at, r, net_go, names, &own.seg),
         _ => Ok(names),
     });
     // A rank that never arrived may be behind a cut cable: the network is then the cause.
@@ -894,7 +997,8 @@ pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
             "collective #{instance} of {key} on the shared software device (rank {r}, global id \
              {gid}), waiting for the other ranks to finish after this one did"
         ))
-    })
+    })?;
+    Ok(Attempt::Ran)
 }
 
 /// Forget pooled and mapped segments (`nrt_close`; pooled ones are unlinked already), and stop
@@ -907,6 +1011,7 @@ pub fn reset() {
     c.peers.clear();
     c.built.clear();
     c.repeats.clear();
+    FOR_JOB.lock().clear();
     go_board::reset();
     GO.reset();
 }
