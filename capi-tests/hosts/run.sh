@@ -318,6 +318,33 @@ for line in open(sys.argv[1]):
   launch "$d" 2 $((2 / hosts)) neff_cmd
   judge "$name: nccom-test __worker (nrt_load_collectives + nrt_execute), 2 ranks, fp32 1 MiB" "$d" 2 "$multi" neff_check
 }
+# -- host collectives: nrt_barrier and nrt_all_gather from C (host_ag.c), whose data has no
+# shared memory to go through when a rank's host is not the root's.
+AG_N=0
+host_ag_cmd() { printf '%s\n' "$work/host_ag" "$1" "$AG_N" 20 1000; }
+host_ag_check() {
+  local d="$1" n="$2" p
+  for ((p = 0; p < n; p++)); do
+    grep -q "20 rounds of 1000 bytes per rank exact" "$d/out$p" \
+      || { echo "process $p did not report 20 exact rounds"; return 1; }
+  done
+}
+host_ag_case() {
+  local hosts="$1" per="$2" name d
+  name="${hosts}x${per}-host-all_gather: nrt_barrier + 20 nrt_all_gather of 1000 B per rank from C, checked"
+  if [ -n "$only" ] && ! [[ "$name" =~ $only ]]; then skipped=$((skipped + 1)); return 0; fi
+  d="$work/host-ag-${hosts}x${per}"
+  mkdir -p "$d"
+  AG_N=$((hosts * per))
+  launch "$d" "$AG_N" "$per" host_ag_cmd
+  judge "$name" "$d" "$AG_N" 1 host_ag_check
+}
+echo "# host collectives across hosts (capi-tests/hosts/host_ag.c)"
+cc -std=c11 -Wall -Wextra -Werror -I"$root/include" -o "$work/host_ag" "$here/host_ag.c" \
+  -L"$lib" -lnrt -Wl,-rpath,"$lib"
+host_ag_case 2 1
+host_ag_case 2 2
+
 echo "# NEFF: nrt_load_collectives + nrt_execute in every process (nccom-test's worker)"
 neff_case 1
 neff_case 2

@@ -17,7 +17,9 @@
 //! segment's name; the end of a run is met in shared memory). The root's own ranks meet in its in-memory
 //! rendezvous; a member's rank sends [`Msg::Meet`] and the root's handler joins the same
 //! rendezvous for it. A host all-gather ([`remote_run`]) stages the member's data in a
-//! shared-memory segment (`runtime::multi_process::shm`) that the root maps, gathers and writes back.
+//! shared-memory segment (`runtime::multi_process::shm`) that the root maps, gathers and writes back;
+//! a member on another host than the root's sends it in the arrival and gets the result in the
+//! answer instead (hex in the JSON message, [`wire::INLINE_MAX`] bytes at most).
 //!
 //! **Faults.** A member's connection ending without its goodbye means the process died: the root
 //! unlinks its shared-memory names, fails every open and later meeting in which one of its
@@ -469,6 +471,9 @@ pub fn remote_run(a: &RemoteArrival, io: &dyn RankIo, deadline: Option<Duration>
         _ => return Err(Error::failure("remote_run outside a member process")),
     };
     let gid = a.group[a.rank as usize];
+    if m.root_elsewhere {
+        return remote_run_inline(&m, a, io, deadline);
+    }
     let seg = m.staging(gid, a.in_len.max(a.out_len) as usize)?;
     seg.with_mut(0, a.in_len as usize, |dst| io.input_into(dst))??;
     let build = |id| Msg::Arrive {
@@ -481,6 +486,7 @@ pub fn remote_run(a: &RemoteArrival, io: &dyn RankIo, deadline: Option<Duration>
         shm: seg.name().to_string(),
         shm_len: seg.len() as u64,
         in_len: a.in_len,
+        inline: None,
     };
     let wait = deadline.map(|d| d + Duration::from_secs(10));
     match m.ask(build, wait) {
@@ -495,6 +501,64 @@ pub fn remote_run(a: &RemoteArrival, io: &dyn RankIo, deadline: Option<Duration>
             seg.unlink();
             Err(e)
         }
+    }
+}
+
+/// [`remote_run`] when the root is on another host and cannot map a staging segment: the input
+/// travels in the arrival and the output in the answer, as hex ([`wire::hex`]), so at most
+/// [`wire::INLINE_MAX`] bytes each way.
+fn remote_run_inline(
+    m: &Member,
+    a: &RemoteArrival,
+    io: &dyn RankIo,
+    deadline: Option<Duration>,
+) -> Result<()> {
+    let biggest = a.in_len.max(a.out_len);
+    if biggest > wire::INLINE_MAX as u64 {
+        return Err(Error::invalid(format!(
+            "a host {} across hosts of {biggest} bytes: its data travels in the bootstrap's \
+             messages, at most {} bytes (the root is on another host)",
+            a.kind,
+            wire::INLINE_MAX
+        )));
+    }
+    let mut input = vec![0u8; a.in_len as usize];
+    io.input_into(&mut input)?;
+    let inline = wire::hex(&input);
+    let build = |id| Msg::Arrive {
+        id,
+        kind: a.kind.to_string(),
+        slot: a.slot,
+        group: a.group.to_vec(),
+        instance: a.instance,
+        rank: a.rank,
+        shm: String::new(),
+        shm_len: 0,
+        in_len: a.in_len,
+        inline: Some(inline.clone()),
+    };
+    let wait = deadline.map(|d| d + Duration::from_secs(10));
+    match m.ask(build, wait)? {
+        Msg::Done {
+            error: None,
+            output: Some(out),
+            ..
+        } => {
+            let out = wire::unhex(&out).map_err(|e| e.context("the root's answer"))?;
+            if out.len() as u64 != a.out_len {
+                return Err(Error::failure(format!(
+                    "the root answered a host {} with {} bytes, not {}",
+                    a.kind,
+                    out.len(),
+                    a.out_len
+                )));
+            }
+            io.output(&out)
+        }
+        Msg::Done { error: Some(e), .. } => Err(e.error()),
+        other => Err(Error::failure(format!(
+            "unexpected answer to an inline arrival: {other:?}"
+        ))),
     }
 }
 

@@ -409,7 +409,7 @@ impl Proxy {
             }
         }
     }
-    /// Whether the proxy may poll briefly before it sleeps ([`SPIN_FOR`]): only while this
+    /// Whether the proxy may poll briefly before it sleeps (`SPIN_FOR`): only while this
     /// host's ranks of the run leave a core for it; otherwise its polling would take the core
     /// from the rank it waits for.
     pub fn set_spin(&self, on: bool) {

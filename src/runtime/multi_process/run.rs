@@ -29,7 +29,7 @@
 //! board is rank 0's shared memory), and a meeting at the root costs a network round trip per
 //! collective. So when a rank's last successful run of the group spanned hosts, ran the same
 //! collective (the same go signature, `go_board::signature`) and used the segment it holds
-//! now, it meets without the root ([`Repeat`]): it arms its segment for the run
+//! now, it meets without the root (`Repeat`): it arms its segment for the run
 //! (`segment::Header::arm`, after loading), waits only until the group's ranks on its host have
 //! armed theirs with the same signature, and runs. A rank on another host may then start
 //! earlier: its proxy's messages carry the run and the signature, and this process's proxy
@@ -42,9 +42,9 @@
 //! default shape (one node), since preparing must not wait for the other processes. The first
 //! go meeting of a collective of the whole world answers with every rank's host key; when
 //! they span hosts, `host::topology_for_world` names the shape whose nodes are the hosts, and
-//! if it lowers the collective to another program ([`for_job`]) every rank — each deciding
+//! if it lowers the collective to another program (`for_job`) every rank — each deciding
 //! from the same answer — drops its segment, lowers again and meets again at the root
-//! ([`JOB_ROUND`]). The new program is kept by the old one's go signature, so later runs use
+//! (`JOB_ROUND`). The new program is kept by the old one's go signature, so later runs use
 //! it from the start.
 //!
 //! **Faults.** A peer that fails publishes it in its header; a dead process is reported by the

@@ -232,7 +232,8 @@ pub enum Msg {
         /// Why not.
         error: Option<WireError>,
     },
-    /// A rank arrives at a host all-gather; its data is in shared memory.
+    /// A rank arrives at a host all-gather; its data is in shared memory, or in `inline` when
+    /// the root is on another host.
     Arrive {
         /// Matches the answer.
         id: u64,
@@ -252,13 +253,21 @@ pub enum Msg {
         shm_len: u64,
         /// Input bytes at offset 0.
         in_len: u64,
+        /// The input itself ([`hex`]) when the root cannot map `shm` (it is on another host;
+        /// `shm` is then empty).
+        #[serde(default)]
+        inline: Option<String>,
     },
-    /// The collective ran (or failed) for arrival `id`; the output is in its segment.
+    /// The collective ran (or failed) for arrival `id`; the output is in its segment, or in
+    /// `output` for an arrival whose input came inline.
     Done {
         /// The arrival.
         id: u64,
         /// Failure, if any.
         error: Option<WireError>,
+        /// The output ([`hex`]) of an inline arrival.
+        #[serde(default)]
+        output: Option<String>,
     },
     /// A rank of a device collective on shared segments meets the others before it runs
     /// (`runtime::multi_process::run`: loaded, answered with [`Msg::Segments`]).
@@ -323,6 +332,47 @@ pub enum Msg {
         dead_host: String,
     },
 }
+
+/// Bytes as lowercase hex: how data that cannot travel through shared memory rides in a
+/// message (JSON has no byte strings).
+pub fn hex(b: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(2 * b.len());
+    for &x in b {
+        s.push(DIGITS[usize::from(x >> 4)] as char);
+        s.push(DIGITS[usize::from(x & 15)] as char);
+    }
+    s
+}
+
+/// The bytes of [`hex`] text; an error names what is wrong with it.
+pub fn unhex(s: &str) -> Result<Vec<u8>> {
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    if s.len() % 2 != 0 {
+        return Err(Error::invalid(format!(
+            "inline data of odd length {} (hex has two digits a byte)",
+            s.len()
+        )));
+    }
+    s.as_bytes()
+        .chunks_exact(2)
+        .enumerate()
+        .map(|(i, p)| match (digit(p[0]), digit(p[1])) {
+            (Some(h), Some(l)) => Ok(h << 4 | l),
+            _ => Err(Error::invalid(format!(
+                "inline data: byte {i} is not two lowercase hex digits"
+            ))),
+        })
+        .collect()
+}
+
+/// The most bytes a host all-gather's output may carry inline ([`Msg::Arrive`]'s `inline`):
+/// its hex must fit one message.
+pub const INLINE_MAX: usize = (MAX_BODY as usize / 2) - (64 << 10);
 
 /// Write one message.
 pub fn send(w: &mut impl Write, m: &Msg) -> Result<()> {

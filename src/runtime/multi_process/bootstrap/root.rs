@@ -509,9 +509,11 @@ impl Root {
     /// Answer one arrival (counted in `in_flight` by the caller, uncounted here).
     fn arrival(&self, conn: u64, a: Msg, w: Arc<Mutex<TcpStream>>) {
         if let Msg::Arrive { id, .. } = a {
-            let r = self.run_arrival(conn, a);
-            let error = r.err().map(|e| WireError::of(&e));
-            let done = Msg::Done { id, error };
+            let (output, error) = match self.run_arrival(conn, a) {
+                Ok(out) => (out.map(|o| wire::hex(&o)), None),
+                Err(e) => (None, Some(WireError::of(&e))),
+            };
+            let done = Msg::Done { id, error, output };
             let _ = wire::send(&mut *w.lock(), &done);
         }
         *self.in_flight.lock() -= 1;
@@ -534,7 +536,9 @@ impl Root {
         Ok(s)
     }
 
-    fn run_arrival(&self, conn: u64, a: Msg) -> Result<()> {
+    /// Run a host all-gather for a member's rank: its input staged in shared memory (the
+    /// output goes back there; `None`), or inline (the output is returned, to go inline).
+    fn run_arrival(&self, conn: u64, a: Msg) -> Result<Option<Vec<u8>>> {
         self.check()?;
         let Msg::Arrive {
             kind,
@@ -545,12 +549,12 @@ impl Root {
             shm,
             shm_len,
             in_len,
+            inline,
             ..
         } = a
         else {
             unreachable!()
         };
-        let seg = self.segment(conn, &shm, shm_len)?;
         let key = GroupKey {
             kind: kind_of(&kind)?,
             slot,
@@ -562,10 +566,23 @@ impl Root {
                  device segments (runtime::multi_process::run)"
             )));
         }
+        if let Some(hex) = inline {
+            let input = wire::unhex(&hex).map_err(|e| e.context("a member's arrival"))?;
+            if input.len() as u64 != in_len {
+                return Err(Error::invalid(format!(
+                    "an inline arrival of {} bytes says it has {in_len}",
+                    input.len()
+                )));
+            }
+            let all = host_collective::gather_here(&key, instance, rank, input)?;
+            return Ok(Some(all.to_vec()));
+        }
+        let seg = self.segment(conn, &shm, shm_len)?;
         let mut input = vec![0u8; in_len as usize];
         seg.read(0, &mut input)?;
         let all = host_collective::gather_here(&key, instance, rank, input)?;
-        seg.write(0, &all)
+        seg.write(0, &all)?;
+        Ok(None)
     }
 
     /// Leave the job. Arrivals already in progress are answered first (collectives that ran

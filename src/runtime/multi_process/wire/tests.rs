@@ -39,6 +39,19 @@ fn messages_round_trip_and_eof_is_none() {
             shm: "/opennrt-1-2-g1".into(),
             shm_len: 4096,
             in_len: 154,
+            inline: None,
+        },
+        Msg::Arrive {
+            id: 4,
+            kind: "all_gather".into(),
+            slot: 0,
+            group: vec![0, 1],
+            instance: 1,
+            rank: 1,
+            shm: String::new(),
+            shm_len: 0,
+            in_len: 3,
+            inline: Some(hex(b"abc")),
         },
         Msg::Meet {
             id: 2,
@@ -68,6 +81,12 @@ fn messages_round_trip_and_eof_is_none() {
                 ErrorKind::CollectivesHang,
                 "stuck",
             ))),
+            output: None,
+        },
+        Msg::Done {
+            id: 3,
+            error: None,
+            output: Some(hex(&[0, 1, 0xab, 0xff])),
         },
     ];
     let mut buf = Vec::new();
@@ -96,4 +115,14 @@ fn at() -> SegmentAt {
         host: "boot:2a:1".into(),
         net: Vec::new(),
     }
+}
+
+#[test]
+fn inline_data_round_trips_and_bad_hex_is_named() {
+    let all: Vec<u8> = (0..=255).collect();
+    assert_eq!(unhex(&hex(&all)).unwrap(), all);
+    assert_eq!(hex(&[0x0f, 0xa0]), "0fa0");
+    assert!(unhex("abc").unwrap_err().message().contains("odd length"));
+    assert!(unhex("0g").unwrap_err().message().contains("byte 0"));
+    assert!(unhex("AB").is_err(), "lowercase only");
 }
