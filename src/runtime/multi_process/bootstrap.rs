@@ -70,7 +70,11 @@ struct Member {
     pending: Mutex<HashMap<u64, Sender<Msg>>>,
     failed: Mutex<Option<Error>>,
     closing: AtomicBool,
+    /// The root said goodbye (`Msg::Bye`).
     root_left: AtomicBool,
+    /// Set when the connection then ended: nothing new can start (`check`), but runs under
+    /// way finish ([`job_error`] does not report it; [`root_left`] does).
+    left: Mutex<Option<Error>>,
     next_id: AtomicU64,
     staging: Mutex<HashMap<u32, Arc<Segment>>>,
 }
@@ -233,6 +237,7 @@ fn connect(host: &str, port: u16) -> Result<Arc<Member>> {
         failed: Mutex::new(None),
         closing: AtomicBool::new(false),
         root_left: AtomicBool::new(false),
+        left: Mutex::new(None),
         next_id: AtomicU64::new(1),
         staging: Mutex::new(HashMap::new()),
     });
@@ -290,7 +295,7 @@ impl Member {
                             "the job's root process (global id 0) left the job (nrt_close)",
                         );
                         crate::log_info!("bootstrap", "{e}");
-                        self.failed.lock().get_or_insert(e);
+                        self.left.lock().get_or_insert(e);
                         self.pending.lock().clear();
                     } else if !self.closing.load(Ordering::SeqCst) {
                         self.fail(Error::new(
@@ -332,7 +337,10 @@ impl Member {
     }
 
     fn check(&self) -> Result<()> {
-        match &*self.failed.lock() {
+        if let Some(e) = &*self.failed.lock() {
+            return Err(e.clone());
+        }
+        match &*self.left.lock() {
             Some(e) => Err(e.clone()),
             None => Ok(()),
         }
@@ -627,12 +635,26 @@ pub fn job_hosts(world: u32) -> Result<Option<Vec<String>>> {
 }
 
 /// Why this process's job cannot go on (a dead process, a broken world), if it cannot.
+///
+/// A root that left cleanly (`nrt_close`) is not such a failure: runs already under way
+/// finish without it (a repeat across hosts may still be finishing on one host when the
+/// root's host is done with it), and what needs the root next fails then ([`root_left`]).
 pub fn job_error() -> Option<Error> {
     let job = JOB.lock().clone();
     match job {
         Some(Job::Root(r)) => r.job_error(),
         Some(Job::Member(m)) => m.failed.lock().clone(),
         None => None,
+    }
+}
+
+/// Why nothing more can start in this process's job: its root left it (`nrt_close`). A
+/// rank waiting for a peer that has not arrived gives up with it.
+pub fn root_left() -> Option<Error> {
+    let job = JOB.lock().clone();
+    match job {
+        Some(Job::Member(m)) => m.left.lock().clone(),
+        _ => None,
     }
 }
 

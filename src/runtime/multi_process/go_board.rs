@@ -213,7 +213,7 @@ impl Board {
                 ))))
             } else if let Some(m) = met {
                 Some(Ok(m))
-            } else if let Some(e) = job_error() {
+            } else if let Some(e) = job_error().or_else(super::bootstrap::root_left) {
                 Some(Err(e))
             } else if ABORTS.load(SeqCst) != aborts {
                 Some(Err(Error::new(

@@ -493,6 +493,10 @@ impl Proxy {
             )
         })
     }
+    /// Whether the peer process at endpoint `addr` said goodbye (`nrt_close`).
+    pub fn has_left(&self, addr: &[u8]) -> bool {
+        self.closed.lock().contains(&peer_id(addr))
+    }
     /// Why some linked peer process counts as lost (silent past the proxy's limit, without a
     /// goodbye), for a failure that cannot tell which rank it waited for (a go meeting whose
     /// ranks never all arrived).
@@ -1021,6 +1025,9 @@ impl Signal for Link {
     }
     fn lost(&self) -> Option<String> {
         self.proxy.lost(&self.to)
+    }
+    fn left(&self) -> bool {
+        self.proxy.has_left(&self.to)
     }
 }
 

@@ -428,7 +428,7 @@ fn meet_armed(
         if super::segment::spin_then_yield(crowded, || verdict().is_some()) {
             continue;
         }
-        if let Some(e) = run_error() {
+        if let Some(e) = run_error().or_else(crate::runtime::multi_process::bootstrap::root_left) {
             return Err(e);
         }
         // A rank here may wait for a peer that stopped because another host went silent.

@@ -871,6 +871,19 @@ impl Peers for SegPeers {
         if let Some(e) = self.lost_remote() {
             return Err(e);
         }
+        // A rank on another host whose process left (`nrt_close`) sends nothing more; its
+        // "done" would have come before its goodbye, on the same link.
+        if let Some(q) = (0..self.segs.len()).find(|&q| {
+            q != self.me
+                && !self.finished(q)
+                && matches!(&self.segs[q], PeerSeg::Remote(_, link) if link.left())
+        }) {
+            return Err(Error::failure(format!(
+                "{} left the job (nrt_close) before it finished this collective",
+                self.who(q)
+            ))
+            .with_rank(q as u32));
+        }
         for q in (0..self.segs.len()).filter(|&q| q != self.me) {
             let h = self.hdr(q);
             if h.state() == RankState::Failed {

@@ -163,6 +163,8 @@ pub trait Signal: Send + Sync + std::fmt::Debug {
     /// Why the remote rank's process counts as lost (silent past the proxy's limit, module
     /// doc of `proxy`), naming its host; `None` while it is alive or has left.
     fn lost(&self) -> Option<String>;
+    /// Whether the remote rank's process said goodbye (`nrt_close`): it sends nothing more.
+    fn left(&self) -> bool;
 }
 
 /// The [`SemNotify`] of one EVT_SEM block of a shadow (module doc, "Semaphores").
