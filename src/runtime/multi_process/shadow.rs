@@ -10,7 +10,7 @@
 //!   recorded ranges and then the semaphore change to the network proxy, in that order: the
 //!   proxy sends them on one ordered channel (`proxy`), and the remote process copies the data
 //!   into the real segment before it applies the change — data then signal, as on the device.
-//!   The proxy sends the written bytes from the shadow in place; a run starts only once no
+//!   The proxy sends large written ranges from the shadow in place; a run starts only once no
 //!   send of the last one still reads them ([`Shadow::lent`]).
 //! * **State.** The shadow's header page holds what the remote rank last told this process
 //!   about itself (running, done, failed and why), written by the proxy's receiver; the run
