@@ -19,9 +19,9 @@
 #     the sum is an upper bound of the host's memory, not its exact footprint.
 #   * /dev/shm: the host's tmpfs in use (df), sampled every 0.2 s, the largest sample: the
 #     simulated HBM and the other shared segments, each page once.
-# The default shape needs a lot of memory (measured: ~1.25 GiB peak RSS per process, most of it
-# private; the machine's MemAvailable fell by ~20 GiB), so the script skips when MemAvailable
-# is below OPENNRT_SCALE_NEED_MIB (default 40 x the per-rank size per process: 20 GiB here) and,
+# The default shape needs a lot of memory (measured: ~840 MiB peak RSS per process, of which
+# 512 MiB are perf-rank's check, every rank's input while it checks in its turn), so the script
+# skips when MemAvailable is below OPENNRT_SCALE_NEED_MIB (default 40 x the per-rank size per process: 20 GiB here) and,
 # while the job runs, stops it (a failure) if MemAvailable falls below
 # OPENNRT_SCALE_FLOOR_MIB (default 1024) rather than let the kernel's OOM killer pick a victim
 # on a shared machine.

@@ -74,7 +74,7 @@ use crate::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
 use crate::lower::verify::expect::in_place_bases;
 use crate::runtime::machine;
 
-pub use reference::{check, count_wrong, expected, first_mismatch, Checked, Mismatch};
+pub use reference::{check, count_wrong, expected, expected_of, first_mismatch, Checked, Mismatch};
 
 /// Elements per block of the bulk conversion loops (keeps scratch on the stack-sized side).
 const BLOCK: usize = 4096;

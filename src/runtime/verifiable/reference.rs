@@ -269,17 +269,27 @@ fn get_int(bytes: &[u8], signed: bool) -> i128 {
 /// The exact result of `req` on `inputs` for every rank (`req.output_elems()` elements each;
 /// empty for a barrier).
 pub fn expected(req: &CollectiveRequest, inputs: &[Vec<u8>]) -> Result<Vec<Vec<u8>>> {
+    expected_of(req, inputs, 0..req.rank_n())
+}
+
+/// [`expected`] for the ranks in `ranks` only (a process of a multi-process job holds a few
+/// of the world's ranks: the others' results would cost it world × size bytes).
+pub fn expected_of(
+    req: &CollectiveRequest,
+    inputs: &[Vec<u8>],
+    ranks: std::ops::Range<u32>,
+) -> Result<Vec<Vec<u8>>> {
     let rf = Reference::new(req, inputs)?;
     let one = |r: u32| -> Result<Vec<u8>> {
         let mut out = vec![0u8; req.output_elems() as usize * rf.esz];
         rf.fill(r, &runs(req, r)?, 0, &mut out);
         Ok(out)
     };
-    if same_on_every_rank(req.op) {
-        let out = one(0)?;
-        return Ok(vec![out; req.rank_n() as usize]);
+    if same_on_every_rank(req.op) && !ranks.is_empty() {
+        let out = one(ranks.start)?;
+        return Ok(vec![out; ranks.len()]);
     }
-    (0..req.rank_n()).map(one).collect()
+    ranks.map(one).collect()
 }
 
 /// The outcome of [`check`].
