@@ -74,7 +74,7 @@ use crate::net::fabric::{CompletionKind, Endpoint, Waker};
 /// Largest data payload of one message. Choice: 1 MiB, large enough that a 64 MiB leg is 64
 /// messages, small enough that the receive pool stays [`RECVS`] MiB.
 pub const CHUNK: usize = 1 << 20;
-/// The smallest `DATA` payload sent from the shadow in place ([`Lent`]); a smaller one is
+/// The smallest `DATA` payload sent from the shadow in place (`Lent`); a smaller one is
 /// copied into its frame. Choice: 64 KiB. A lent range holds the rank's next run until its
 /// send completes (tens of µs after the peer has it), which cost a 4 KiB all-reduce on
 /// 2 hosts × 1 rank about 50 µs; copying 64 KiB costs a few µs.
