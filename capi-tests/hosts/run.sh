@@ -278,13 +278,15 @@ topo_case 4 1 all_reduce unset single_cycle_ring
 # worker's job; the same jobs then run one per host.
 NEFF_JOBS=()
 neff_cmd() { printf '%s\n' "$lib/nccom-test" __worker "${NEFF_JOBS[$1]}"; }
-neff_check() {
-  local d="$1" n="$2" p
+# every_out DIR N PATTERN WHAT: every process's stdout matches PATTERN (ERE; {p} stands for
+# the process's number), or say which one does not have WHAT.
+every_out() {
+  local d="$1" n="$2" pattern="$3" what="$4" p
   for ((p = 0; p < n; p++)); do
-    grep -qE "\"rank\":$p,.*\"wrong\":0[,}]" "$d/out$p" \
-      || { echo "process $p has no report with 0 wrong elements"; return 1; }
+    grep -qE "${pattern//\{p\}/$p}" "$d/out$p" || { echo "process $p has no $what"; return 1; }
   done
 }
+neff_check() { every_out "$1" "$2" '"rank":{p},.*"wrong":0[,}]' "report with 0 wrong elements"; }
 neff_case() {
   local hosts="$1" name d multi=1 j
   name="${hosts}x1-neff-all_reduce"
@@ -322,13 +324,7 @@ for line in open(sys.argv[1]):
 # shared memory to go through when a rank's host is not the root's.
 AG_N=0
 host_ag_cmd() { printf '%s\n' "$work/host_ag" "$1" "$AG_N" 20 1000; }
-host_ag_check() {
-  local d="$1" n="$2" p
-  for ((p = 0; p < n; p++)); do
-    grep -q "20 rounds of 1000 bytes per rank exact" "$d/out$p" \
-      || { echo "process $p did not report 20 exact rounds"; return 1; }
-  done
-}
+host_ag_check() { every_out "$1" "$2" "20 rounds of 1000 bytes per rank exact" "report of 20 exact rounds"; }
 host_ag_case() {
   local hosts="$1" per="$2" name d
   name="${hosts}x${per}-host-all_gather: nrt_barrier + 20 nrt_all_gather of 1000 B per rank from C, checked"

@@ -465,6 +465,25 @@ pub struct RemoteArrival<'a> {
     pub out_len: u64,
 }
 
+impl RemoteArrival<'_> {
+    /// The arrival as message `id`: its data staged in segment `shm` of `shm_len` bytes, or
+    /// `inline`.
+    fn message(&self, id: u64, shm: String, shm_len: u64, inline: Option<String>) -> Msg {
+        Msg::Arrive {
+            id,
+            kind: self.kind.to_string(),
+            slot: self.slot,
+            group: self.group.to_vec(),
+            instance: self.instance,
+            rank: self.rank,
+            shm,
+            shm_len,
+            in_len: self.in_len,
+            inline,
+        }
+    }
+}
+
 /// Whether collectives of this process run through a root in another process.
 pub fn is_member() -> bool {
     matches!(&*JOB.lock(), Some(Job::Member(_)))
@@ -484,18 +503,7 @@ pub fn remote_run(a: &RemoteArrival, io: &dyn RankIo, deadline: Option<Duration>
     }
     let seg = m.staging(gid, a.in_len.max(a.out_len) as usize)?;
     seg.with_mut(0, a.in_len as usize, |dst| io.input_into(dst))??;
-    let build = |id| Msg::Arrive {
-        id,
-        kind: a.kind.to_string(),
-        slot: a.slot,
-        group: a.group.to_vec(),
-        instance: a.instance,
-        rank: a.rank,
-        shm: seg.name().to_string(),
-        shm_len: seg.len() as u64,
-        in_len: a.in_len,
-        inline: None,
-    };
+    let build = |id| a.message(id, seg.name().to_string(), seg.len() as u64, None);
     let wait = deadline.map(|d| d + Duration::from_secs(10));
     match m.ask(build, wait) {
         Ok(Msg::Done { error: None, .. }) => {
@@ -533,18 +541,7 @@ fn remote_run_inline(
     let mut input = vec![0u8; a.in_len as usize];
     io.input_into(&mut input)?;
     let inline = wire::hex(&input);
-    let build = |id| Msg::Arrive {
-        id,
-        kind: a.kind.to_string(),
-        slot: a.slot,
-        group: a.group.to_vec(),
-        instance: a.instance,
-        rank: a.rank,
-        shm: String::new(),
-        shm_len: 0,
-        in_len: a.in_len,
-        inline: Some(inline.clone()),
-    };
+    let build = |id| a.message(id, String::new(), 0, Some(inline.clone()));
     let wait = deadline.map(|d| d + Duration::from_secs(10));
     match m.ask(build, wait)? {
         Msg::Done {
