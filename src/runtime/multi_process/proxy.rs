@@ -683,7 +683,17 @@ impl Proxy {
             for c in done.drain(..) {
                 if let Some(why) = &c.error {
                     let fi = inflight.get(&c.ctx).map(|(fi, _)| *fi);
-                    let peer = fi.map_or("a peer".to_string(), |fi| names[&fi].clone());
+                    // A receive (or an operation the provider no longer knows) names no
+                    // peer: name every peer process this one talks to, so the error still
+                    // says which hosts the job lost.
+                    let peer = match fi {
+                        Some(fi) => names[&fi].clone(),
+                        None => {
+                            let mut all: Vec<&str> = names.values().map(String::as_str).collect();
+                            all.sort_unstable();
+                            format!("a peer (one of {})", all.join(", "))
+                        }
+                    };
                     // A send to a peer that said goodbye may fail: it is gone, not broken.
                     let gone = fi
                         .and_then(|fi| addrs.get(&fi))
