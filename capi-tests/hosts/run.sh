@@ -232,6 +232,26 @@ topo_case() {
   fi
   judge "$name: $PR_N ranks, fp32 $((small * 4)) B and $((big * 4)) B" "$d" "$PR_N" 1 topo_check
 }
+# -- an algorithm forced for one node that the hosts' topology refuses (intra RDH needs one
+# node): every rank keeps the program it prepared, says so, and the result is still exact.
+fallback_check() {
+  perf_rank_check "$@" || return 1
+  grep -q "not lowered again for the job's hosts" "$1/err0" \
+    || { echo "process 0's log does not say the collective kept its one-node program"; return 1; }
+}
+fallback_case() {
+  local name="2x2-all_reduce-forced-intra_rdh: OPENNRT_CC_ALGO=intra_rdh, which the hosts' topology refuses" d
+  if [ -n "$only" ] && ! [[ "$name" =~ $only ]]; then skipped=$((skipped + 1)); return 0; fi
+  d="$work/fallback-2x2"
+  mkdir -p "$d"
+  PR_OP=all_reduce PR_N=4
+  OPENNRT_CC_ALGO=intra_rdh OPENNRT_CC_RDH=1 NEURON_RT_LOG_LEVEL=WARNING \
+    launch "$d" 4 2 perf_rank_cmd
+  judge "$name" "$d" 4 1 fallback_check
+}
+echo "# a forced one-node algorithm across hosts"
+fallback_case
+
 # -- repeats: from a group's second run of the same collective on, the ranks meet without the
 # root (src/runtime/multi_process/run.rs, "Repeats across hosts"): the proxy holds what a
 # peer on another host sends early, and the ranks of one host wait for each other's armed

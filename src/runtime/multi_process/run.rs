@@ -837,11 +837,19 @@ fn attempt(
                 own.seg.unlink();
                 return Ok(Attempt::Relower(job));
             }
+            // Every rank fails alike (same request, same hosts): all keep the program they
+            // prepared, which is legal on one node (an algorithm forced with OPENNRT_CC_ALGO
+            // that the hosts' topology refuses, say), from now on.
             Err(e) => {
-                own.seg.unlink();
-                return Err(e.context(format!(
-                    "collective #{instance} of {key}: lowering it for the job's hosts"
-                )));
+                crate::log_warn!(
+                    "cc",
+                    "collective #{instance} of {key}: not lowered again for the job's hosts, so \
+                     it runs as prepared for one node: {}",
+                    e.message()
+                );
+                FOR_JOB
+                    .lock()
+                    .insert(go_board::signature(&a.req, plan.digest), l.clone());
             }
         }
     }
