@@ -400,6 +400,7 @@ fn meet_armed(
     }
     let deadline = crate::runtime::multi_process::bootstrap::meet_deadline(false)?;
     let start = std::time::Instant::now();
+    let crowded = super::segment::oversubscribed(local.len() + 1);
     let verdict = || -> Option<Result<()>> {
         for (q, s) in &local {
             let h = header(s);
@@ -424,7 +425,6 @@ fn meet_armed(
         if let Some(v) = verdict() {
             return v;
         }
-        let crowded = super::segment::oversubscribed(local.len() + 1);
         if super::segment::spin_then_yield(crowded, || verdict().is_some()) {
             continue;
         }
@@ -847,9 +847,7 @@ fn attempt(
                      it runs as prepared for one node: {}",
                     e.message()
                 );
-                FOR_JOB
-                    .lock()
-                    .insert(go_board::signature(&a.req, plan.digest), l.clone());
+                FOR_JOB.lock().insert(sig, l.clone());
             }
         }
     }

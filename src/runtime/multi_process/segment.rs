@@ -776,15 +776,9 @@ impl Peers for SegPeers {
         if spin_then_yield(self.oversubscribed, || self.epoch() != seen) {
             return;
         }
-        // Register, then read the wake word, then re-check the epoch: a writer bumps the epoch
-        // before the wake word, so either the check sees it or the futex word has moved.
-        let h = self.hdr(self.me);
-        h.waiters.fetch_add(1, SeqCst);
-        let w = h.wake.load(SeqCst);
-        if self.epoch() == seen {
-            futex_wait(&h.wake, w, max);
-        }
-        h.waiters.fetch_sub(1, SeqCst);
+        // A writer bumps the epoch before the wake word, so either the check sees it or the
+        // futex word has moved.
+        self.hdr(self.me).sleep_unless(|| self.epoch() != seen, max);
     }
     fn running(&self) {
         self.hdr(self.me).set_state(RankState::Running);
