@@ -953,9 +953,18 @@ fn attempt(
     let done = match &peers {
         Ok(p) => {
             p.wake_all();
-            p.wait_finished(crate::runtime::multi_process::bootstrap::meet_deadline(
-                true,
-            )?)
+            // After a failed run the segment is never reused, so the wait only lets the peers
+            // finish: once the root has left, a peer that died meanwhile is reported by no one
+            // (a root that fails at once on a broken link may leave before it notices the
+            // death), and the wait would last out its deadline.
+            let failed = ran.is_err();
+            p.wait_finished(
+                crate::runtime::multi_process::bootstrap::meet_deadline(true)?,
+                || match failed {
+                    true => crate::runtime::multi_process::bootstrap::root_left(),
+                    false => None,
+                },
+            )
         }
         Err(e) => Err(e.clone()),
     };

@@ -604,7 +604,13 @@ impl SegPeers {
     /// says it is there, and this rank consumed every change meant for it before it finished
     /// (a verified program's semaphores balance). What such a rank sends for a later run is
     /// held by the proxy until this segment is armed for it (`proxy`, "Runs").
-    pub fn wait_finished(&self, deadline: Option<Duration>) -> Result<()> {
+    ///
+    /// `give_up` is asked too, while waiting: an error from it ends the wait with it.
+    pub fn wait_finished(
+        &self,
+        deadline: Option<Duration>,
+        give_up: impl Fn() -> Option<Error>,
+    ) -> Result<()> {
         let start = std::time::Instant::now();
         let me = self.hdr(self.me);
         let finished = |q: usize| self.remote(q) || self.finished(q);
@@ -621,7 +627,10 @@ impl SegPeers {
                 me.waiters.fetch_sub(1, SeqCst);
                 return Ok(());
             }
-            if let Some(e) = (self.job_error)().or_else(|| self.lost_remote()) {
+            if let Some(e) = (self.job_error)()
+                .or_else(|| self.lost_remote())
+                .or_else(&give_up)
+            {
                 me.waiters.fetch_sub(1, SeqCst);
                 return Err(e);
             }
