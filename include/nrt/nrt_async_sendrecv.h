@@ -64,16 +64,18 @@ NRT_STATUS nrt_async_sendrecv_get_max_num_pending_request(int *num);
  * `NEURON_RT_ASYNC_SENDRECV_EXPERIMENTAL_ENABLED=1` and a bootstrap port.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for a bad core; `NRT_FAILURE` when the feature is disabled or
- * the runtime is not initialized. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
+ * `NRT_SUCCESS`; `NRT_INVALID` for a bad core; `NRT_FAILURE` when the feature is disabled,
+ * the runtime is not initialized, the core's service already runs, or its last close failed.
  */
 NRT_STATUS nrt_async_sendrecv_init(int lnc);
 
 /**
- * Stop the send/recv service of `lnc`; fails with open communicators or requests in flight.
+ * Stop the send/recv service of `lnc`; fails with communicators still connecting or requests
+ * in flight (and then the next `init` of `lnc` fails until a close succeeds). Its
+ * communicators and requests are gone afterwards.
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_FAILURE` otherwise. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
+ * `NRT_SUCCESS`; `NRT_INVALID` for a bad core; `NRT_FAILURE` otherwise.
  */
 NRT_STATUS nrt_async_sendrecv_close(int lnc);
 
@@ -82,8 +84,9 @@ NRT_STATUS nrt_async_sendrecv_close(int lnc);
  * `peer_ip`; poll `nrt_async_sendrecv_test_comm` until done.
  *
  * # Returns
- * `NRT_SUCCESS` with `*send_comm` set; `NRT_INVALID`; `NRT_RESOURCE` beyond the communicator
- * limit. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
+ * `NRT_SUCCESS` with `*send_comm` set; `NRT_INVALID` (a NULL or non-IP `peer_ip`, a bad
+ * core); `NRT_RESOURCE` beyond the communicator limit; `NRT_FAILURE` when the core's service
+ * is not started.
  *
  * # Safety
  * `peer_ip` must be NUL-terminated; `send_comm` NULL or writable.
@@ -97,7 +100,7 @@ NRT_STATUS nrt_async_sendrecv_connect(const char *peer_ip,
  * Start accepting (receiver side, non-blocking) a connection from `peer_lnc` at `peer_ip`.
  *
  * # Returns
- * As `nrt_async_sendrecv_connect`. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
+ * As `nrt_async_sendrecv_connect`.
  *
  * # Safety
  * `peer_ip` must be NUL-terminated; `recv_comm` NULL or writable.
@@ -111,8 +114,9 @@ NRT_STATUS nrt_async_sendrecv_accept(const char *peer_ip,
  * Non-blocking: has the communicator finished connecting?
  *
  * # Returns
- * `NRT_SUCCESS` with `*done` set; `NRT_TIMEOUT` if the connection did not form in time;
- * `NRT_INVALID`. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
+ * `NRT_SUCCESS` with `*done` set; `NRT_TIMEOUT` if the connection did not form in time (or
+ * the peer went silent); `NRT_FAILURE` if it failed otherwise; `NRT_INVALID`;
+ * `NRT_INVALID_HANDLE` for a communicator that is not live.
  *
  * # Safety
  * `comm` must be a live communicator; `done` NULL or writable.
@@ -123,8 +127,8 @@ NRT_STATUS nrt_async_sendrecv_test_comm(nrt_async_sendrecv_comm_t *comm, bool *d
  * Post a non-blocking send of `length` bytes of `tensor` at `offset`.
  *
  * # Returns
- * `NRT_SUCCESS` with `*request` set; `NRT_INVALID` (bounds, unconnected comm); `NRT_RESOURCE`
- * beyond 128 pending requests. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
+ * `NRT_SUCCESS` with `*request` set; `NRT_INVALID` (bounds, an unconnected or receiving
+ * comm); `NRT_RESOURCE` beyond 128 pending requests; the communicator's failure.
  *
  * # Safety
  * `tensor` and `send_comm` must be live; `request` NULL or writable.
@@ -139,7 +143,7 @@ NRT_STATUS nrt_async_sendrecv_send_tensor(nrt_tensor_t *tensor,
  * Post a non-blocking receive of up to `length` bytes into `tensor` at `offset`.
  *
  * # Returns
- * As `nrt_async_sendrecv_send_tensor`. Currently `NRT_FAILURE`: not implemented yet (no issue scheduled).
+ * As `nrt_async_sendrecv_send_tensor`.
  *
  * # Safety
  * `tensor` and `recv_comm` must be live; `request` NULL or writable.
@@ -152,24 +156,26 @@ NRT_STATUS nrt_async_sendrecv_recv_tensor(nrt_tensor_t *tensor,
 
 /**
  * Non-blocking: has the request completed, and how many bytes moved? A request reported done
- * is recycled and must not be tested again.
+ * is recycled and must not be tested again (its handle is then `NRT_INVALID_HANDLE`).
  *
  * # Returns
- * `NRT_SUCCESS` with `*done` (and `*size` when done) set; `NRT_INVALID`. Currently
- * `NRT_FAILURE`: not implemented yet (no issue scheduled).
+ * `NRT_SUCCESS` with `*done` (and `*size`, when not NULL, once done) set; the request's
+ * failure (`NRT_TIMEOUT` for a silent peer, `NRT_INVALID` for a send larger than the receive,
+ * `NRT_FAILURE` otherwise), again on every later test; `NRT_INVALID`.
  *
  * # Safety
- * `request` must be live; `done` and `size` NULL or writable.
+ * `request` must be live; `done` NULL or writable; `size` NULL or writable.
  */
 NRT_STATUS nrt_async_sendrecv_test_request(nrt_async_sendrecv_request_t *request,
                                            bool *done,
                                            size_t *size);
 
 /**
- * Make completed receives on `lnc` visible in memory.
+ * Make completed receives on `lnc` visible in memory (a full fence: a completion is only
+ * reported once the bytes are in memory).
  *
  * # Returns
- * `NRT_SUCCESS`; `NRT_INVALID` for a bad core. Currently `NRT_FAILURE`: not implemented yet (the async send/recv transport).
+ * `NRT_SUCCESS`; `NRT_INVALID` for a bad core; `NRT_FAILURE` when its service is not started.
  */
 NRT_STATUS nrt_async_sendrecv_flush(int lnc);
 

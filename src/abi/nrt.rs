@@ -46,6 +46,7 @@ pub extern "C" fn nrt_close() {
         // keeps per nrt_init: tensors, tensor sets, unscheduled contexts, profile sessions.
         process::close(|| {
             crate::abi::profile::reset_sessions();
+            crate::abi::sendrecv::forget_handles();
             crate::abi::handle::free_per_init_objects();
         });
         Ok(())

@@ -15,7 +15,9 @@
 //! **The endpoint** ([`Endpoint::open`]): `FI_EP_RDM` with `FI_MSG` and send-after-send ordering
 //! asked for — but completions come in any order (a large receive, by rendezvous, completes
 //! after a later small one; seen with tcp;ofi_rxm), so whoever needs order numbers its messages
-//! (`runtime::multi_process::proxy` does) — a completion queue with a wait object (so a thread can block in
+//! (`runtime::multi_process::proxy` does) — optionally `FI_TAGGED` as well ([`Endpoint::open_tagged`],
+//! for `runtime::sendrecv`, which matches each chunk of a tensor to its receive by tag) — a
+//! completion queue in the tagged format (every completion carries its tag) with a wait object (so a thread can block in
 //! [`Endpoint::wait_poll`] and be woken by a [`Waker`]), an address vector, and no memory
 //! registration (message buffers of a provider that asks for `FI_MR_LOCAL` are not supported;
 //! tcp, sockets and shm do not ask). Provider: `FI_PROVIDER` if set (libfabric reads it too),
@@ -47,6 +49,8 @@ const FI_EAGAIN: isize = 11;
 const FI_EAVAIL: isize = 259;
 const FI_ETIMEDOUT: isize = libc::ETIMEDOUT as isize;
 const FI_ECANCELED: isize = libc::ECANCELED as isize;
+/// `FI_ETRUNC`: a message longer than the receive buffer ([`Completion::code`]).
+pub const FI_ETRUNC: i32 = 265;
 
 type GetInfo = unsafe extern "C" fn(
     u32,
@@ -144,9 +148,17 @@ pub struct Completion {
     pub ctx: u64,
     /// A send or a receive.
     pub kind: CompletionKind,
+    /// The message's tag (a tagged receive: the sender's tag; as the provider reports it
+    /// otherwise).
+    pub tag: u64,
     /// Why it failed, if it did.
     pub error: Option<String>,
+    /// The failure's libfabric error number (positive, e.g. `FI_ETRUNC`); 0 on success.
+    pub code: i32,
 }
+
+/// `FI_ADDR_UNSPEC`: a receive from any peer.
+pub const ANY_PEER: u64 = u64::MAX;
 
 /// A completion's operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,6 +225,7 @@ pub struct Endpoint {
     cq: Arc<Cq>,
     ep: *mut sys::fid_ep,
     provider: String,
+    tagged: bool,
     /// Contexts of operations not yet completed (freed at close).
     posted: std::collections::HashSet<usize>,
 }
@@ -239,6 +252,15 @@ fn close(lib: &Library, what: &str, fid: *mut sys::fid) {
 impl Endpoint {
     /// Open an endpoint on `bind` (the local address to use; `None`: the provider's choice).
     pub fn open(bind: Option<std::net::IpAddr>) -> Result<Endpoint> {
+        Self::open_caps(bind, false)
+    }
+
+    /// As [`Endpoint::open`], with tagged messages too ([`Endpoint::post_tsend`]).
+    pub fn open_tagged(bind: Option<std::net::IpAddr>) -> Result<Endpoint> {
+        Self::open_caps(bind, true)
+    }
+
+    fn open_caps(bind: Option<std::net::IpAddr>, tagged: bool) -> Result<Endpoint> {
         let lib = library()?;
         // libfabric's own variable, read as libfabric reads it (not one of ours).
         let provider = crate::runtime::config::env_lookup("FI_PROVIDER")
@@ -257,7 +279,7 @@ impl Endpoint {
         // SAFETY: `hints` and its attribute structs were allocated by libfabric; the provider
         // name is strdup'ed because fi_freeinfo frees it.
         unsafe {
-            (*hints).caps = u64::from(sys::FI_MSG);
+            (*hints).caps = u64::from(sys::FI_MSG | if tagged { sys::FI_TAGGED } else { 0 });
             (*hints).mode = sys::FI_CONTEXT | sys::FI_CONTEXT2;
             (*(*hints).ep_attr).type_ = sys::FI_EP_RDM;
             (*(*hints).tx_attr).msg_order = u64::from(sys::FI_ORDER_SAS);
@@ -283,8 +305,13 @@ impl Endpoint {
         unsafe { (lib.freeinfo)(hints) };
         if r != 0 || info.is_null() {
             let at = bind.map_or(String::new(), |a| format!(" on {a}"));
+            let what = if tagged {
+                "ordered and tagged"
+            } else {
+                "ordered"
+            };
             return Err(lib.err(
-                &format!("fi_getinfo: no RDM endpoint with ordered messages from provider {provider:?}{at}"),
+                &format!("fi_getinfo: no RDM endpoint with {what} messages from provider {provider:?}{at}"),
                 r as isize,
             ));
         }
@@ -299,6 +326,7 @@ impl Endpoint {
             }),
             ep: null_mut(),
             provider: provider.clone(),
+            tagged,
             posted: Default::default(),
         };
         // On error, Drop closes whatever was opened.
@@ -327,7 +355,7 @@ impl Endpoint {
             )?;
             let d = self.domain;
             let mut cq_attr = sys::fi_cq_attr {
-                format: sys::FI_CQ_FORMAT_MSG,
+                format: sys::FI_CQ_FORMAT_TAGGED,
                 wait_obj: sys::FI_WAIT_UNSPEC,
                 ..Default::default()
             };
@@ -493,6 +521,91 @@ impl Endpoint {
         self.posted_result("fi_recv", r, p)
     }
 
+    fn tagged_ops(&self, call: &str) -> Result<&sys::fi_ops_tagged> {
+        if !self.tagged || self.ep.is_null() {
+            return Err(Error::failure(format!(
+                "{call}: the endpoint was not opened for tagged messages"
+            )));
+        }
+        // SAFETY: a live endpoint opened with FI_TAGGED has its tagged ops table.
+        unsafe { (*self.ep).tagged.as_ref() }
+            .ok_or_else(|| Error::failure(format!("{call}: the provider has no tagged operations")))
+    }
+
+    /// Post a tagged send of `len` bytes at `buf` to `to`; `Ok(false)` when busy.
+    ///
+    /// # Safety
+    /// The bytes must stay valid and unchanged until the completion carrying `ctx` is returned.
+    pub unsafe fn post_tsend(
+        &mut self,
+        to: u64,
+        buf: *const u8,
+        len: usize,
+        tag: u64,
+        ctx: u64,
+    ) -> Result<bool> {
+        let send = self.tagged_ops("fi_tsend")?.send.expect("fi_tsend");
+        let p = self.context(ctx);
+        // SAFETY: fi_tsend through the endpoint's tagged ops, the buffer valid per the contract.
+        let r = unsafe { send(self.ep, buf.cast(), len, null_mut(), to, tag, p.cast()) };
+        self.posted_result("fi_tsend", r, p)
+    }
+
+    /// Post a tagged receive into `buf` of `len` bytes from any peer, matching the tags equal
+    /// to `tag` in every bit not set in `ignore`; `Ok(false)` when busy.
+    ///
+    /// # Safety
+    /// The buffer must stay valid and unused until the completion carrying `ctx` is returned.
+    pub unsafe fn post_trecv(
+        &mut self,
+        buf: *mut u8,
+        len: usize,
+        tag: u64,
+        ignore: u64,
+        ctx: u64,
+    ) -> Result<bool> {
+        let recv = self.tagged_ops("fi_trecv")?.recv.expect("fi_trecv");
+        let p = self.context(ctx);
+        // SAFETY: fi_trecv through the endpoint's tagged ops into a buffer valid per the contract.
+        let r = unsafe {
+            recv(
+                self.ep,
+                buf.cast(),
+                len,
+                null_mut(),
+                ANY_PEER,
+                tag,
+                ignore,
+                p.cast(),
+            )
+        };
+        self.posted_result("fi_trecv", r, p)
+    }
+
+    /// Cancel every posted operation whose context carries `ctx` for which `cancel(ctx)` says
+    /// so (`fi_cancel`); each still completes, with an error, through [`Endpoint::poll`].
+    pub fn cancel_where(&mut self, cancel: impl Fn(u64) -> bool) {
+        let f = {
+            // SAFETY: a live endpoint's ops table.
+            let ops = unsafe { &*(*self.ep).ops };
+            match ops.cancel {
+                Some(f) => f,
+                None => return,
+            }
+        };
+        for &p in &self.posted {
+            // SAFETY: `p` is a live context of ours (in `posted`).
+            let ctx = unsafe { (*(p as *const OpCtx)).ctx };
+            if cancel(ctx) {
+                // SAFETY: fi_cancel of a posted operation's context through the endpoint's ops.
+                let r = unsafe { f(&mut (*self.ep).fid, p as *mut c_void) };
+                if r != 0 && r != -(libc::ENOENT as isize) {
+                    crate::log_debug!("net", "{}", self.lib.err("fi_cancel", r));
+                }
+            }
+        }
+    }
+
     fn posted_result(&mut self, call: &str, r: isize, p: *mut OpCtx) -> Result<bool> {
         match r {
             0 => Ok(true),
@@ -521,7 +634,7 @@ impl Endpoint {
     fn read(&mut self, out: &mut Vec<Completion>, wait: Option<Duration>) -> Result<usize> {
         let cq = *self.cq.cq.lock();
         let mut n = 0;
-        let mut entries = [sys::fi_cq_msg_entry::default(); 16];
+        let mut entries = [sys::fi_cq_tagged_entry::default(); 16];
         let mut first = wait;
         loop {
             // SAFETY: fi_cq_read / fi_cq_sread through the CQ's ops into `entries`.
@@ -544,7 +657,7 @@ impl Endpoint {
             };
             if r > 0 {
                 for e in &entries[..r as usize] {
-                    out.push(self.completion(e.op_context, e.flags, e.len, None));
+                    out.push(self.completion(e.op_context, e.flags, e.len, e.tag, None, 0));
                 }
                 n += r as usize;
                 continue;
@@ -559,7 +672,14 @@ impl Endpoint {
                         .err("completion", e.err as isize)
                         .message()
                         .to_string();
-                    out.push(self.completion(e.op_context, e.flags, e.len, Some(why)));
+                    out.push(self.completion(
+                        e.op_context,
+                        e.flags,
+                        e.len,
+                        e.tag,
+                        Some(why),
+                        e.err,
+                    ));
                     n += 1;
                     continue;
                 }
@@ -578,7 +698,9 @@ impl Endpoint {
         op: *mut c_void,
         flags: u64,
         len: usize,
+        tag: u64,
         error: Option<String>,
+        code: i32,
     ) -> Completion {
         let p = op.cast::<OpCtx>();
         let ctx = match self.posted.remove(&(p as usize)) {
@@ -590,7 +712,13 @@ impl Endpoint {
             true => CompletionKind::Received { len },
             false => CompletionKind::Sent,
         };
-        Completion { ctx, kind, error }
+        Completion {
+            ctx,
+            kind,
+            tag,
+            error,
+            code,
+        }
     }
 
     /// A handle that wakes a thread blocked in [`Endpoint::wait_poll`].

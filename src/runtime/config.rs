@@ -82,9 +82,71 @@ pub struct Config {
     /// The software device's knobs (`OPENNRT_DEVICE_THREADS`, `OPENNRT_DEVICE_POOL_MB`,
     /// `OPENNRT_HANG_DUMP`), applied to the device by `nrt_init`.
     pub device: DeviceSettings,
+    /// The async send/recv variables (`runtime::sendrecv`).
+    pub sendrecv: SendRecvConfig,
     /// `NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS` as read: accepted and ignored (implicit
     /// async mode was removed in runtime 2.34, docs/contract/abi.md §5.3); `nrt_init` warns.
     pub ignored_async_inflight: Option<String>,
+}
+
+/// The variables of `nrt_async_sendrecv_*` (`runtime::sendrecv::Settings` is made of them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendRecvConfig {
+    /// `NEURON_RT_ASYNC_SENDRECV_EXPERIMENTAL_ENABLED=1`.
+    pub enabled: bool,
+    /// `NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT`.
+    pub port: Option<u16>,
+    /// `OPENNRT_SENDRECV_CONNECT_TIMEOUT`.
+    pub connect_timeout: Duration,
+    /// `OPENNRT_SENDRECV_CHUNK` (bytes).
+    pub chunk: usize,
+}
+
+fn sendrecv_config(get: &impl Fn(&str) -> Option<String>) -> Result<SendRecvConfig> {
+    use crate::runtime::sendrecv as sr;
+    let port = match number::<u16>(get, sr::PORT_ENV, "a TCP port (1-65535)")? {
+        Some(0) => {
+            return Err(Error::bad_variable(
+                sr::PORT_ENV,
+                "0",
+                "not a TCP port (1-65535)",
+            ))
+        }
+        p => p,
+    };
+    let connect_timeout =
+        match number::<u64>(get, sr::CONNECT_TIMEOUT_ENV, "a whole number of seconds")? {
+            Some(0) => {
+                return Err(Error::bad_variable(
+                    sr::CONNECT_TIMEOUT_ENV,
+                    "0",
+                    "at least 1 second",
+                ))
+            }
+            n => Duration::from_secs(n.unwrap_or(DEFAULT_SENDRECV_CONNECT_TIMEOUT_S)),
+        };
+    let chunk = match get(sr::CHUNK_ENV) {
+        None => sr::DEFAULT_CHUNK,
+        Some(v) => match parse_size(&v) {
+            Some(n) if n >= sr::MIN_CHUNK as u64 && n <= 1 << 30 => n as usize,
+            _ => {
+                return Err(Error::bad_variable(
+                    sr::CHUNK_ENV,
+                    &v,
+                    format_args!(
+                        "not a size from {} bytes to 1G (K/M/G suffixes)",
+                        sr::MIN_CHUNK
+                    ),
+                ))
+            }
+        },
+    };
+    Ok(SendRecvConfig {
+        enabled: flag(get, sr::ENABLED_ENV)?.unwrap_or(false),
+        port,
+        connect_timeout,
+        chunk,
+    })
 }
 
 impl Config {
@@ -255,6 +317,7 @@ impl Config {
                 hang_dump_dir: get(HANG_DUMP_ENV).map(std::path::PathBuf::from),
             },
             ignored_async_inflight: get(ASYNC_INFLIGHT_ENV),
+            sendrecv: sendrecv_config(&get)?,
         })
     }
 }
@@ -324,6 +387,7 @@ const DEFAULT_BOOTSTRAP_TIMEOUT_S: u64 = 30;
 /// How long a linked process on another host may stay silent (seconds).
 pub const NET_PEER_TIMEOUT_ENV: &str = "OPENNRT_NET_PEER_TIMEOUT";
 const DEFAULT_NET_PEER_TIMEOUT_S: u64 = 5;
+const DEFAULT_SENDRECV_CONNECT_TIMEOUT_S: u64 = 30;
 /// The interface variables, the vendor's own name first.
 pub const SOCKET_IFNAME_ENVS: [&str; 2] = ["CCOM_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"];
 /// The symbolic-verifier switch.
@@ -366,6 +430,17 @@ pub fn resident_budget(raw: Option<String>, phys: u64) -> Result<u64> {
     let Some(v) = raw else {
         return Ok((phys / 4).max(2 << 30));
     };
+    parse_size(&v).ok_or_else(|| {
+        Error::bad_variable(
+            RESIDENT_BUDGET_ENV,
+            &v,
+            "not a byte count (a whole number with an optional K, M or G suffix)",
+        )
+    })
+}
+
+/// A byte count: a whole number with an optional K, M or G suffix (powers of 1024).
+fn parse_size(v: &str) -> Option<u64> {
     let t = v.trim();
     let (num, unit) = match t.char_indices().last() {
         Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
@@ -377,13 +452,6 @@ pub fn resident_budget(raw: Option<String>, phys: u64) -> Result<u64> {
         .parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(unit))
-        .ok_or_else(|| {
-            Error::bad_variable(
-                RESIDENT_BUDGET_ENV,
-                &v,
-                "not a byte count (a whole number with an optional K, M or G suffix)",
-            )
-        })
 }
 
 /// The machine's physical memory in bytes (0 if the system does not say).

@@ -20,6 +20,7 @@
 //!   wire protocol, and collectives run together on shared device segments.
 //! * [`verifiable`] — verifiable data, the reference result and in-place staging for runs.
 //! * [`sys_trace`] — the system trace's recorder: start/stop events of what the device runs.
+//! * [`sendrecv`] — point-to-point tensors between cores of any processes and hosts.
 //! * [`xu`] — execution units: async request queues, sequence ids, completion and eventfds.
 
 pub mod collective;
@@ -36,6 +37,7 @@ pub mod multi_process;
 pub mod process;
 pub mod rendezvous;
 pub mod resident;
+pub mod sendrecv;
 pub mod state;
 pub mod sys_trace;
 pub mod tensor;

@@ -64,7 +64,8 @@ pub fn init(framework: u32, fw_version: &str, fal_version: &str) -> Result<()> {
 /// `nrt_close`: only in INIT; afterwards the state is START and `nrt_init` may run again.
 ///
 /// The teardown order, inside the teardown window (calls racing with it get `NRT_CLOSED`):
-/// pending collectives fail with `NRT_CLOSED` before the execution units drain; the units stop;
+/// pending collectives fail with `NRT_CLOSED` before the execution units drain; send/recv
+/// services still running stop (with a warning); the units stop;
 /// the job's bootstrap link closes; the prepared collectives, host collectives and worlds are
 /// forgotten; then `abi_teardown` releases what the ABI layer keeps per initialised runtime
 /// (its handles, which queued requests no longer reference); last the runtime itself goes.
@@ -72,6 +73,7 @@ pub fn close(abi_teardown: impl FnOnce()) {
     state::close(|| {
         crate::runtime::collective::abort();
         crate::runtime::host_collective::abort();
+        crate::runtime::sendrecv::shutdown_all();
         crate::runtime::xu::drain_all();
         crate::runtime::xu::shutdown();
         crate::runtime::multi_process::bootstrap::shutdown();

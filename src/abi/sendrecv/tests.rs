@@ -1,4 +1,5 @@
 use super::*;
+use crate::abi::handle::testing;
 use std::ptr::{null, null_mut};
 
 #[test]
@@ -25,19 +26,66 @@ fn limits_are_real_and_unguarded() {
 }
 
 #[test]
-fn the_rest_fails_without_a_guard() {
-    // No lifecycle guard: NRT_FAILURE (not 13) in any state.
-    assert_eq!(nrt_async_sendrecv_init(0) as i32, 1);
-    assert_eq!(nrt_async_sendrecv_flush(0) as i32, 1);
-    // SAFETY: the stubs never dereference their arguments.
+fn init_needs_a_runtime_and_a_real_core() {
+    testing::uninit(|| {
+        // No lifecycle guard: NRT_FAILURE (not 13) before nrt_init.
+        assert_eq!(nrt_async_sendrecv_init(0) as i32, 1);
+        assert_eq!(nrt_async_sendrecv_init(-1) as i32, 2);
+        assert_eq!(nrt_async_sendrecv_init(128) as i32, 2);
+    });
+}
+
+#[test]
+fn init_is_gated_by_the_feature_variable() {
+    // The test environment does not set NEURON_RT_ASYNC_SENDRECV_EXPERIMENTAL_ENABLED.
+    testing::init(|| {
+        assert_eq!(nrt_async_sendrecv_init(0) as i32, 1);
+    });
+}
+
+#[test]
+fn bad_arguments_are_refused_before_anything_runs() {
+    let ip = c"127.0.0.1";
+    let mut comm: *mut nrt_async_sendrecv_comm_t = null_mut();
+    let mut done = true;
+    // SAFETY: NULLs and dangling-free handles are what the entries check.
     unsafe {
         assert_eq!(
-            nrt_async_sendrecv_connect(null(), 0, 0, null_mut()) as i32,
-            1
+            nrt_async_sendrecv_connect(null(), 0, 1, &mut comm) as i32,
+            2
         );
         assert_eq!(
-            nrt_async_sendrecv_test_request(null_mut(), null_mut(), null_mut()) as i32,
+            nrt_async_sendrecv_accept(ip.as_ptr(), 0, 1, null_mut()) as i32,
+            2
+        );
+        assert_eq!(
+            nrt_async_sendrecv_connect(ip.as_ptr(), -3, 1, &mut comm) as i32,
+            2
+        );
+        assert_eq!(
+            nrt_async_sendrecv_connect(ip.as_ptr(), 0, 999, &mut comm) as i32,
+            2
+        );
+        assert!(comm.is_null(), "nothing written on failure");
+        // A core whose service never started.
+        assert_eq!(
+            nrt_async_sendrecv_connect(ip.as_ptr(), 0, 127, &mut comm) as i32,
             1
         );
+        assert_eq!(nrt_async_sendrecv_flush(127) as i32, 1);
+        assert_eq!(nrt_async_sendrecv_flush(-1) as i32, 2);
+        assert_eq!(nrt_async_sendrecv_close(127) as i32, 1);
+        assert_eq!(
+            nrt_async_sendrecv_test_request(null_mut(), &mut done, null_mut()) as i32,
+            2
+        );
+        assert_eq!(
+            nrt_async_sendrecv_test_comm(null_mut(), &mut done) as i32,
+            2
+        );
+        // An address that is no handle: NRT_INVALID_HANDLE, never dereferenced.
+        let fake = 0x1000 as *mut nrt_async_sendrecv_comm_t;
+        assert_eq!(nrt_async_sendrecv_test_comm(fake, &mut done) as i32, 3);
+        assert!(done, "nothing written on failure");
     }
 }

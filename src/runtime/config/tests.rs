@@ -147,6 +147,12 @@ fn every_bad_value_is_an_error_naming_its_variable() {
         ("OPENNRT_DEVICE_THREADS", "0"),
         ("OPENNRT_DEVICE_THREADS", "many"),
         ("OPENNRT_DEVICE_POOL_MB", "-1"),
+        ("NEURON_RT_ASYNC_SENDRECV_EXPERIMENTAL_ENABLED", "yes"),
+        ("NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT", "0"),
+        ("NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT", "70000"),
+        ("OPENNRT_SENDRECV_CONNECT_TIMEOUT", "0"),
+        ("OPENNRT_SENDRECV_CHUNK", "100"),
+        ("OPENNRT_SENDRECV_CHUNK", "2G"),
     ] {
         let e = cfg(&[(var, bad)]).expect_err(var);
         assert_eq!(e.status_name(), "NRT_INVALID", "{var}={bad}: {e}");
@@ -188,8 +194,21 @@ fn knobs_parse_into_their_fields() {
         ("OPENNRT_CC_ALGO", "ring"),
         ("OPENNRT_TEST_KILL_IN_RUN", "5"),
         ("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", "4"),
+        ("NEURON_RT_ASYNC_SENDRECV_EXPERIMENTAL_ENABLED", "1"),
+        ("NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT", "45678"),
+        ("OPENNRT_SENDRECV_CONNECT_TIMEOUT", "4"),
+        ("OPENNRT_SENDRECV_CHUNK", "64K"),
     ])
     .unwrap();
+    assert_eq!(
+        c.sendrecv,
+        crate::runtime::config::SendRecvConfig {
+            enabled: true,
+            port: Some(45678),
+            connect_timeout: std::time::Duration::from_secs(4),
+            chunk: 64 << 10,
+        }
+    );
     assert_eq!(c.log_level, crate::runtime::log::Level::Warning);
     assert_eq!(c.ncfw_path, "/opt/x/libncfw.so");
     assert_eq!(c.bootstrap_timeout, std::time::Duration::from_secs(7));
