@@ -103,6 +103,9 @@ bash ci/abi-check.sh target/release
 step "C tests"
 bash capi-tests/run.sh target/release
 
+step "point-to-point send/recv between processes: the rules, the KV-cache hand-off (C), killed peers"
+bash capi-tests/sendrecv/run.sh target/release
+
 step "Python ctypes tests (multi-rank collectives in one process, one thread per core)"
 bash capi-tests/python/run.sh target/release
 

@@ -404,6 +404,90 @@ mpirun_case 2 1 allr
 mpirun_case 2 2 allr
 mpirun_case 2 2 allg
 
+# -- point-to-point tensors across hosts (capi-tests/sendrecv/): the KV-cache hand-off from a
+# sender on host 0 (core 0) to a receiver on host 1 (core 1), each naming the other's address;
+# then a cable cut while a transfer waits, which the survivor must see as a failed request
+# within OPENNRT_NET_PEER_TIMEOUT (2 s here) + 5 s, after which it closes and starts again.
+sr_port=33000
+# sr_start DIR SIDE HOST "N BYTES PLACEMENT" PROG...: start `PROG SIDE PEER_IP PEER_LNC LNC N
+# BYTES PLACEMENT` on HOST (core = host index) in the background (pid in $!).
+sr_start() {
+  local d="$1" side="$2" h="$3" tail="$4"; shift 4
+  local peer=$((1 - h)) rest
+  read -r -a rest <<< "$tail"
+  NEURON_RT_ASYNC_SENDRECV_EXPERIMENTAL_ENABLED=1 NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT="$sr_port" \
+    OPENNRT_NET_PEER_TIMEOUT=2 OPENNRT_NCFW_PATH="$lib/libncfw.so" LD_LIBRARY_PATH="$lib" OPENNRT_LIB_DIR="$lib" \
+    host_exec "$h" "$@" "$side" "$(host_addr "$peer")" "$peer" "$h" "${rest[@]}" \
+    > "$d/out-$side" 2> "$d/err-$side" < /dev/null &
+}
+sr_fail() {
+  local name="$1" d="$2" why="$3" f
+  echo "FAIL $name: $why" >&2
+  for f in "$d"/out-* "$d"/err-*; do echo "---- $f" >&2; cut -c1-300 "$f" | tail -20 >&2; done
+  failed=$((failed + 1)); failures+=("$name")
+}
+# sendrecv_case SENDER RECEIVER N BYTES PLACEMENT: SENDER/RECEIVER are c or py.
+sendrecv_case() {
+  local snd="$1" rcv="$2" n="$3" bytes="$4" pl="$5" name d a b rc=0 prog
+  name="2x1-sendrecv: $n x $bytes B ${pl} tensors, $snd sender on host 0 -> $rcv receiver on host 1, every byte checked"
+  if [ -n "$only" ] && ! [[ "$name" =~ $only ]]; then skipped=$((skipped + 1)); return 0; fi
+  d="$work/sendrecv-$snd-$rcv-$pl"; mkdir -p "$d"
+  sr_port=$((sr_port + 1))
+  prog() { if [ "$1" = c ]; then echo "$work/kv_handoff"; else echo "python3 $root/capi-tests/python/kv_handoff.py"; fi; }
+  # shellcheck disable=SC2046 # the program is one or two words
+  sr_start "$d" recv 1 "$n $bytes $pl" timeout -k 5 "$per_proc_timeout" $(prog "$rcv"); a=$!
+  # shellcheck disable=SC2046
+  sr_start "$d" send 0 "$n $bytes $pl" timeout -k 5 "$per_proc_timeout" $(prog "$snd"); b=$!
+  wait "$a" || rc=$?
+  wait "$b" || rc=$?
+  if [ "$rc" != 0 ]; then sr_fail "$name" "$d" "exit $rc"; return 0; fi
+  if ! grep -q "every byte checked" "$d/out-recv"; then sr_fail "$name" "$d" "the receiver reports no checked bytes"; return 0; fi
+  echo "ok   $name"
+  echo "      $(tail -1 "$d/out-recv")"
+  passed=$((passed + 1))
+}
+# sendrecv_cut STALLED: the STALLED side (send or recv) stops after 4 of 16 transfers of 16 MiB;
+# the cable of its host is cut; the other side must fail its waiting requests and start again.
+sendrecv_cut() {
+  local stalled="$1" survivor name d h_st h_sv k s rc=0 t0 el p
+  survivor=$([ "$stalled" = send ] && echo recv || echo send)
+  h_st=$([ "$stalled" = send ] && echo 0 || echo 1); h_sv=$((1 - h_st))
+  name="2x1-sendrecv-fault: cable of host $h_st ($stalled side) cut while the $survivor side waits"
+  if [ -n "$only" ] && ! [[ "$name" =~ $only ]]; then skipped=$((skipped + 1)); return 0; fi
+  d="$work/sendrecv-cut-$stalled"; mkdir -p "$d"
+  sr_port=$((sr_port + 1))
+  KV_STALL_AFTER=4 sr_start "$d" "$stalled" "$h_st" "16 16777216 device" "$work/kv_handoff"; k=$!
+  KV_EXPECT_FAILURE=1 sr_start "$d" "$survivor" "$h_sv" "16 16777216 host" timeout -k 5 60 "$work/kv_handoff"; s=$!
+  for _ in $(seq 600); do grep -q stalling "$d/out-$stalled" 2>/dev/null && break; sleep 0.1; done
+  if ! grep -q stalling "$d/out-$stalled"; then
+    sr_fail "$name" "$d" "the $stalled side never stalled"
+  else
+    t0=$(date +%s.%N)
+    link_down "$h_st"
+    wait "$s" || rc=$?
+    el=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')
+    link_up "$h_st"
+    if [ "$rc" != 0 ]; then sr_fail "$name" "$d" "the $survivor side exited $rc"
+    elif awk -v e="$el" 'BEGIN { exit !(e > 7) }'; then sr_fail "$name" "$d" "the $survivor side took $el s, more than OPENNRT_NET_PEER_TIMEOUT + 5 s"
+    else
+      echo "ok   $name"
+      echo "      after $el s: $(grep 'as expected' "$d/out-$survivor")"
+      passed=$((passed + 1))
+    fi
+  fi
+  for p in $(ip netns pids "$(host_ns "$h_st")"); do
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = kv_handoff ] && kill -KILL "$p" 2>/dev/null
+  done
+  wait "$k" 2>/dev/null || true
+}
+echo "# point-to-point send/recv across hosts (capi-tests/sendrecv/kv_handoff.c and its Python twin)"
+cc -std=c11 -Wall -Wextra -Werror -I"$root/include" -o "$work/kv_handoff" "$root/capi-tests/sendrecv/kv_handoff.c" \
+  -L"$lib" -lnrt -Wl,-rpath,"$lib"
+sendrecv_case c c 8 4194304 device
+sendrecv_case c py 4 3145728 host
+sendrecv_case py c 4 1048576 device
+sendrecv_cut send
+sendrecv_cut recv
 
 # ---- faults, mid-collective: a cut cable (link_down: the bridge port of a host goes down)
 # and a killed process (SIGKILL). Every surviving process must fail within

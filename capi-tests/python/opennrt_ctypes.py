@@ -1,13 +1,19 @@
-"""ctypes bindings for OpenNRT's ``libnrt.so`` (the collectives and models subset of the NRT C ABI).
+"""ctypes bindings for OpenNRT's ``libnrt.so`` (the collectives, models and send/recv subset of the
+NRT C ABI).
 
 Why ctypes: it is how Python clients (and the vendor's own tooling) reach ``libnrt.so``; it binds
 the default ``@@`` definition of each symbol, so symbol versions do not matter here
 (docs/contract/abi.md §1.1). Everything below mirrors the generated headers in ``include/nrt/``:
-struct layouts (§2.4), enum values (§2.1, §2.2) and prototypes (§3.1, §3.3, §3.4, §3.5, §3.6).
+struct layouts (§2.4), enum values (§2.1, §2.2) and prototypes (§3.1, §3.3–§3.7).
 
 Models (§3.4) follow the public ctypes wrapper of docs/contract/abi.md §8: ``nrt_tensor_info_t``
 mirrored field for field, ``nrt_load`` / ``nrt_load_collectives``, ``nrt_get_model_tensor_info``
 and ``nrt_execute`` over named tensor sets (:class:`Model`, :class:`TensorSet`).
+
+Point-to-point send/recv (§3.7, ``nrt_async_sendrecv.h``): the ``Nrt.sendrecv_*`` methods start
+and stop a core's service and open communicators (:class:`SendRecvComm`), whose sends and
+receives are :class:`SendRecvRequest` objects. The runtime recycles a request once it has reported
+it done, so the wrapper keeps the outcome and never tests that handle again.
 
 The library is ``$OPENNRT_LIB_DIR/libnrt.so`` (default ``<repo>/target/release``), loaded with
 ``RTLD_GLOBAL`` so that the ``libncfw.so`` it ``dlopen``s later resolves against the same process
@@ -283,6 +289,30 @@ PROTOTYPES = {
     "nrt_allocate_tensor_set": (_status, [_handle_p]),
     "nrt_destroy_tensor_set": (None, [_handle_p]),
     "nrt_add_tensor_to_tensor_set": (_status, [_handle, ctypes.c_char_p, _handle]),
+    # point-to-point send/recv (§3.7); communicators and requests are opaque handles too
+    "nrt_async_sendrecv_get_max_num_communicators_per_lnc": (
+        _status,
+        [ctypes.POINTER(ctypes.c_int)],
+    ),
+    "nrt_async_sendrecv_get_max_num_pending_request": (_status, [ctypes.POINTER(ctypes.c_int)]),
+    "nrt_async_sendrecv_init": (_status, [ctypes.c_int]),
+    "nrt_async_sendrecv_close": (_status, [ctypes.c_int]),
+    "nrt_async_sendrecv_connect": (
+        _status,
+        [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, _handle_p],
+    ),
+    "nrt_async_sendrecv_accept": (
+        _status,
+        [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, _handle_p],
+    ),
+    "nrt_async_sendrecv_test_comm": (_status, [_handle, ctypes.POINTER(ctypes.c_bool)]),
+    "nrt_async_sendrecv_send_tensor": (_status, [_handle, _size, _size, _handle, _handle_p]),
+    "nrt_async_sendrecv_recv_tensor": (_status, [_handle, _size, _size, _handle, _handle_p]),
+    "nrt_async_sendrecv_test_request": (
+        _status,
+        [_handle, ctypes.POINTER(ctypes.c_bool), ctypes.POINTER(_size)],
+    ),
+    "nrt_async_sendrecv_flush": (_status, [ctypes.c_int]),
 }
 # The vendor-internal names OpenNRT exports as second names of the nrta_cc_* functions.
 PROTOTYPES["nrt_cc_prepare"] = PROTOTYPES["nrta_cc_prepare"]
@@ -478,6 +508,61 @@ class Nrt:
             s.destroy()
             raise
         return s
+
+    # -- point-to-point send/recv (§3.7) -------------------------------------------------------
+    def sendrecv_max_communicators(self) -> int:
+        """``nrt_async_sendrecv_get_max_num_communicators_per_lnc`` (legal in any state)."""
+        n = ctypes.c_int()
+        check(
+            "nrt_async_sendrecv_get_max_num_communicators_per_lnc",
+            self.raw.nrt_async_sendrecv_get_max_num_communicators_per_lnc(ctypes.byref(n)),
+        )
+        return n.value
+
+    def sendrecv_max_pending(self) -> int:
+        """``nrt_async_sendrecv_get_max_num_pending_request``: how many requests of one
+        communicator may be posted and not yet reported done (legal in any state)."""
+        n = ctypes.c_int()
+        check(
+            "nrt_async_sendrecv_get_max_num_pending_request",
+            self.raw.nrt_async_sendrecv_get_max_num_pending_request(ctypes.byref(n)),
+        )
+        return n.value
+
+    def sendrecv_init(self, lnc: int) -> None:
+        """Start the service of absolute host core ``lnc``. Its gate
+        (``NEURON_RT_ASYNC_SENDRECV_EXPERIMENTAL_ENABLED=1``) and
+        ``NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT`` are read by ``nrt_init``, so they must be in
+        the environment before :meth:`init`."""
+        check("nrt_async_sendrecv_init", self.raw.nrt_async_sendrecv_init(lnc))
+
+    def sendrecv_close(self, lnc: int) -> None:
+        """Stop the service of ``lnc`` (due before :meth:`close`); its communicators and
+        requests are gone afterwards. Fails while a request is in flight."""
+        check("nrt_async_sendrecv_close", self.raw.nrt_async_sendrecv_close(lnc))
+
+    def sendrecv_connect(self, peer_ip: str, peer_lnc: int, lnc: int) -> "SendRecvComm":
+        """Start connecting (sender side) core ``lnc`` to ``peer_lnc`` at ``peer_ip``. Returns at
+        once; :meth:`SendRecvComm.wait_connected` waits for the connection."""
+        return self._sendrecv_open("nrt_async_sendrecv_connect", peer_ip, peer_lnc, lnc)
+
+    def sendrecv_accept(self, peer_ip: str, peer_lnc: int, lnc: int) -> "SendRecvComm":
+        """Start accepting (receiver side) on core ``lnc`` the connection of ``peer_lnc`` at
+        ``peer_ip``; as :meth:`sendrecv_connect`."""
+        return self._sendrecv_open("nrt_async_sendrecv_accept", peer_ip, peer_lnc, lnc)
+
+    def _sendrecv_open(self, call: str, peer_ip: str, peer_lnc: int,
+                       lnc: int) -> "SendRecvComm":
+        h = _handle()
+        check(call, getattr(self.raw, call)(peer_ip.encode(), peer_lnc, lnc, ctypes.byref(h)))
+        if not h.value:
+            raise AssertionError(f"{call} returned NRT_SUCCESS with a NULL communicator")
+        return SendRecvComm(self, h)
+
+    def sendrecv_flush(self, lnc: int) -> None:
+        """Make the completed receives of ``lnc`` visible in memory: the receiver's step between
+        the last completion and reading the tensors."""
+        check("nrt_async_sendrecv_flush", self.raw.nrt_async_sendrecv_flush(lnc))
 
 
 class Tensor:
@@ -735,3 +820,97 @@ def seq_counter(seq: int) -> int:
 def seq_xu_id(seq: int) -> int:
     """``NRTA_SEQ_GET_XU_ID``: the 16-bit XU id (§2.3)."""
     return seq >> 48
+
+
+# ---------------------------------------------------------------------------------------------
+# Point-to-point send/recv objects (docs/contract/abi.md §3.7).
+
+
+class SendRecvComm:
+    """An ``nrt_async_sendrecv_comm_t *`` from :meth:`Nrt.sendrecv_connect` (it sends) or
+    :meth:`Nrt.sendrecv_accept` (it receives). There is no call that ends one: it lives until
+    ``nrt_async_sendrecv_close`` of its core."""
+
+    def __init__(self, nrt: Nrt, handle: ctypes.c_void_p):
+        self.nrt, self.handle = nrt, handle
+
+    def connected(self) -> bool:
+        """``nrt_async_sendrecv_test_comm``: a connection that failed or timed out raises."""
+        done = ctypes.c_bool(False)
+        check(
+            "nrt_async_sendrecv_test_comm",
+            self.nrt.raw.nrt_async_sendrecv_test_comm(self.handle, ctypes.byref(done)),
+        )
+        return bool(done.value)
+
+    def wait_connected(self, timeout: float = 60.0) -> None:
+        """Poll :meth:`connected` (with a short sleep) until true. The runtime itself reports
+        ``NRT_TIMEOUT`` after ``OPENNRT_SENDRECV_CONNECT_TIMEOUT`` (30 s); ``timeout`` only
+        bounds a runtime that never answers."""
+        deadline = time.monotonic() + timeout
+        while not self.connected():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"communicator not connected after {timeout} s")
+            time.sleep(0.0005)
+
+    def send(self, tensor: Tensor, offset: int = 0,
+             length: Optional[int] = None) -> "SendRecvRequest":
+        """Post a send of ``length`` bytes (default: to the end) of ``tensor`` at ``offset``."""
+        return self._post("nrt_async_sendrecv_send_tensor", tensor, offset, length)
+
+    def recv(self, tensor: Tensor, offset: int = 0,
+             length: Optional[int] = None) -> "SendRecvRequest":
+        """Post a receive of up to ``length`` bytes (default: to the end) into ``tensor`` at
+        ``offset``."""
+        return self._post("nrt_async_sendrecv_recv_tensor", tensor, offset, length)
+
+    def _post(self, call: str, tensor: Tensor, offset: int,
+              length: Optional[int]) -> "SendRecvRequest":
+        length = tensor.size - offset if length is None else length
+        h = _handle()
+        check(
+            call,
+            getattr(self.nrt.raw, call)(tensor.handle, offset, length, self.handle,
+                                        ctypes.byref(h)),
+        )
+        if not h.value:
+            raise AssertionError(f"{call} returned NRT_SUCCESS with a NULL request")
+        return SendRecvRequest(self.nrt, h)
+
+
+class SendRecvRequest:
+    """A posted send or receive (``nrt_async_sendrecv_request_t *``).
+
+    The runtime recycles a request as soon as ``test_request`` has reported it done (testing it
+    again is ``NRT_INVALID_HANDLE``), so the byte count is kept here and later :meth:`test`
+    calls return it without calling the library. ``handle`` keeps the old pointer, so a test
+    can check that rule through ``raw``.
+    """
+
+    def __init__(self, nrt: Nrt, handle: ctypes.c_void_p):
+        self.nrt, self.handle = nrt, handle
+        self.size: Optional[int] = None
+
+    def test(self) -> Optional[int]:
+        """``nrt_async_sendrecv_test_request``: ``None`` while the request runs, then the bytes
+        it moved. A failed request raises :class:`NrtError` (with the same status on every
+        later test)."""
+        if self.size is None:
+            done, size = ctypes.c_bool(False), _size(0)
+            check(
+                "nrt_async_sendrecv_test_request",
+                self.nrt.raw.nrt_async_sendrecv_test_request(self.handle, ctypes.byref(done),
+                                                             ctypes.byref(size)),
+            )
+            if done.value:
+                self.size = size.value
+        return self.size
+
+    def wait(self, timeout: float = 60.0) -> int:
+        """Poll :meth:`test` (with a short sleep) until done; the bytes moved."""
+        deadline = time.monotonic() + timeout
+        while self.test() is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"send/recv request not done after {timeout} s")
+            time.sleep(0.0005)
+        return self.size
