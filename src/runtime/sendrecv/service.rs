@@ -332,7 +332,12 @@ fn unpack(ctx: u64) -> (u8, u16, u8, u32) {
 /// The thread's own state.
 struct Worker {
     svc: Arc<Service>,
-    ep: Endpoint,
+    /// Closed when the worker goes, unless [`Worker::broken`].
+    ep: std::mem::ManuallyDrop<Endpoint>,
+    /// A connection of the endpoint broke (a network error or a silent peer): the endpoint is
+    /// left open at the end, as the collectives' proxy leaves its own, because libfabric
+    /// 1.17's rxm can crash in `fi_close` on such a connection (docs/design.md §2 item 12).
+    broken: bool,
     addr: Vec<u8>,
     control_bufs: Vec<Box<[u8]>>,
     /// Control messages being sent, by context.
@@ -345,6 +350,24 @@ struct Worker {
     /// Peer addresses inserted in the address vector.
     peers: HashMap<Vec<u8>, u64>,
     done: Vec<Completion>,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if self.broken {
+            crate::log_info!(
+                "sendrecv",
+                "lnc {}: a connection broke; the endpoint stays open until the process exits",
+                self.svc.lnc
+            );
+            // So are the buffers its posted operations may still name.
+            std::mem::forget(std::mem::take(&mut self.control_bufs));
+            std::mem::forget(std::mem::take(&mut self.control_out));
+        } else {
+            // SAFETY: dropped once, here, and never used again.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.ep) };
+        }
+    }
 }
 
 impl Worker {
@@ -370,7 +393,8 @@ impl Worker {
             .unwrap_or_default();
         let mut w = Worker {
             svc,
-            ep,
+            ep: std::mem::ManuallyDrop::new(ep),
+            broken: false,
             addr,
             control_bufs: (0..CONTROL_RECVS)
                 .map(|_| vec![0u8; protocol::CONTROL_MAX].into_boxed_slice())
@@ -746,7 +770,8 @@ impl Worker {
                             let e = Error::failure(format!(
                                 "{what}: the connection to the peer failed: {why}"
                             ));
-                            fail_comm(&mut g, comm, e, Some(&mut self.ep));
+                            self.broken = true;
+                            fail_comm(&mut g, comm, e, Some(&mut *self.ep));
                         }
                     }
                 }
@@ -803,7 +828,8 @@ impl Worker {
             Some(_) if kind != K_SEND && c.code == FI_ETRUNC => true,
             Some(why) => {
                 let e = Error::failure(format!("{what}: a transfer failed in the network: {why}"));
-                fail_comm(&mut g, comm, e, Some(&mut self.ep));
+                self.broken = true;
+                fail_comm(&mut g, comm, e, Some(&mut *self.ep));
                 return Ok(());
             }
         };
@@ -827,7 +853,7 @@ impl Worker {
             let e = Error::failure(format!(
                 "{what}: out of step after a send larger than its receive; the communicator is closed"
             ));
-            fail_comm(&mut g, comm, e, Some(&mut self.ep));
+            fail_comm(&mut g, comm, e, Some(&mut *self.ep));
             drop(g);
             if let Some((peer, peer_comm)) = peer {
                 self.send_control(
@@ -1001,7 +1027,7 @@ impl Worker {
                     let what = g.comms[to as usize].describe(to);
                     let e =
                         Error::failure(format!("{what}: the peer closed its send/recv service"));
-                    fail_comm(&mut g, to, e, Some(&mut self.ep));
+                    fail_comm(&mut g, to, e, Some(&mut *self.ep));
                 }
             }
         }
@@ -1022,6 +1048,8 @@ impl Worker {
                 let id = id as u16;
                 match c.phase {
                     Phase::Pending | Phase::Greeting { .. } if now >= c.deadline => {
+                        // A hello that got no welcome may have left a half-open connection.
+                        self.broken |= matches!(c.phase, Phase::Greeting { .. });
                         let e = Error::new(
                             ErrorKind::Timeout,
                             format!(
@@ -1034,7 +1062,7 @@ impl Worker {
                                 }
                             ),
                         );
-                        fail_comm(&mut g, id, e, Some(&mut self.ep));
+                        fail_comm(&mut g, id, e, Some(&mut *self.ep));
                     }
                     Phase::Connected { peer, peer_comm } => {
                         if now.duration_since(c.last_heard) > peer_timeout {
@@ -1046,7 +1074,8 @@ impl Worker {
                                     now.duration_since(c.last_heard)
                                 ),
                             );
-                            fail_comm(&mut g, id, e, Some(&mut self.ep));
+                            self.broken = true;
+                            fail_comm(&mut g, id, e, Some(&mut *self.ep));
                         } else if now.duration_since(c.last_ping) >= ping_every {
                             c.last_ping = now;
                             pings.push((id, peer, peer_comm));
