@@ -102,12 +102,13 @@ int main(void) {
   if (r) fprintf(stderr, "sendrecv_rules: a refused send wrote its request\n"), failures++;
 
   /* The 129th pending request is refused; a close with work in flight fails, and so does the
-     next init of that core, until a close succeeds. */
-  for (int i = 0; i < limit; i++) OK(nrt_async_sendrecv_send_tensor(big, (size_t)i * 64, 64, tx, &reqs[i]));
-  EXPECT(nrt_async_sendrecv_send_tensor(big, 0, 64, tx, &r), NRT_RESOURCE);
-  EXPECT(nrt_async_sendrecv_close(0), NRT_FAILURE);
-  EXPECT(nrt_async_sendrecv_init(0), NRT_FAILURE);
-  for (int i = 0; i < limit; i++) OK(nrt_async_sendrecv_recv_tensor(big, (size_t)i * 64, 64, rx, &reqs[limit + i]));
+     next init of that core, until a close succeeds. (Receives, which stay in flight until their
+     send comes: a small send completes once the provider has taken its bytes.) */
+  for (int i = 0; i < limit; i++) OK(nrt_async_sendrecv_recv_tensor(big, (size_t)i * 64, 64, rx, &reqs[i]));
+  EXPECT(nrt_async_sendrecv_recv_tensor(big, 0, 64, rx, &r), NRT_RESOURCE);
+  EXPECT(nrt_async_sendrecv_close(1), NRT_FAILURE);
+  EXPECT(nrt_async_sendrecv_init(1), NRT_FAILURE);
+  for (int i = 0; i < limit; i++) OK(nrt_async_sendrecv_send_tensor(big, (size_t)i * 64, 64, tx, &reqs[limit + i]));
   for (int i = 0; i < 2 * limit; i++) {
     size_t size = 0;
     OK(finished(reqs[i], &size));

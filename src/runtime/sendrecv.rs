@@ -24,6 +24,9 @@
 //!   communicator pings its peer five times per period), with `NRT_TIMEOUT`. A transport error
 //!   fails the communicator with `NRT_FAILURE` and libfabric's reason. A communicator that
 //!   failed fails every later request at once.
+//! * A send is done once its tensor may be reused: below the provider's eager size (16 KiB for
+//!   tcp;ofi_rxm) that is as soon as the provider has copied the bytes, before the receiver
+//!   has posted; above it, once the receiver has taken them.
 //! * `connect` and `accept` time out after `OPENNRT_SENDRECV_CONNECT_TIMEOUT`.
 //! * `flush` is a full memory fence: a completion is reported only after the provider wrote
 //!   the bytes, and device memory is host memory (docs/design.md §2.7), so nothing else is
@@ -295,6 +298,19 @@ fn open_comm(lnc: u32, peer_ip: &str, peer_lnc: u32, role: Role) -> Result<Comm>
     let svc = service(lnc)?;
     let local = local_address(&svc.settings, peer)?;
     let deadline = Instant::now() + svc.settings.connect_timeout;
+    if svc.bound().is_none() {
+        let ep = Endpoint::open_tagged(Some(local)).map_err(|e| {
+            e.context(format!(
+                "opening the send/recv endpoint of lnc {lnc} on {local}"
+            ))
+        })?;
+        crate::log_info!(
+            "sendrecv",
+            "lnc {lnc}: endpoint on {local} (provider {})",
+            ep.provider()
+        );
+        svc.install(ep, local)?;
+    }
     let (id, handle) = {
         let mut g = svc.inner.lock();
         if let Some(e) = &g.failed {
@@ -312,18 +328,7 @@ fn open_comm(lnc: u32, peer_ip: &str, peer_lnc: u32, role: Role) -> Result<Comm>
                 ))
                 .with_field("peer_ip"))
             }
-            Some(_) => {}
-            None => {
-                let ep = Endpoint::open_tagged(Some(local)).map_err(|e| {
-                    e.context(format!("opening the send/recv endpoint of lnc {lnc} on {local}"))
-                })?;
-                crate::log_info!(
-                    "sendrecv",
-                    "lnc {lnc}: endpoint on {local} (provider {})",
-                    ep.provider()
-                );
-                svc.hand_endpoint(&mut g, ep, local)?;
-            }
+            _ => {}
         }
         let id = g.comms.len() as u16;
         let mut c = CommState::new(role, peer, peer_lnc, deadline);
@@ -393,6 +398,7 @@ impl Comm {
 
     /// Connected yet? `NRT_TIMEOUT` (or the failure) once the connection cannot form.
     pub fn test(&self) -> Result<bool> {
+        self.service.progress();
         self.with(|c| match &c.phase {
             Phase::Connected { .. } => Ok(true),
             Phase::Failed(e) => Err(e.clone()),
@@ -478,6 +484,7 @@ impl Comm {
             Ok((i as u8, s.gen))
         })??;
         self.service.command(Command::Post { comm: id, slot });
+        self.service.progress();
         Ok(Request {
             service: self.service.clone(),
             comm: id,
@@ -511,6 +518,15 @@ impl Request {
                 self.service.lnc
             )));
         }
+        if let r @ (Err(_) | Ok(Some(_))) = self.check() {
+            return r;
+        }
+        // In flight: move the endpoint from this thread (service module doc), then look again.
+        self.service.progress();
+        self.check()
+    }
+
+    fn check(&self) -> Result<Option<usize>> {
         let mut g = self.service.inner.lock();
         let c = g.comms.get_mut(self.comm as usize).ok_or_else(|| {
             Error::failure("a request of a communicator its service does not know")

@@ -1,11 +1,16 @@
 //! The service of one logical core: its communicators and requests (shared with the callers'
 //! threads under one lock), and the thread that owns its libfabric endpoint.
 //!
-//! **The thread** ([`Worker`]) is the only one that touches the endpoint: callers queue a
-//! [`Command`] and wake it (`fi_cq_signal`). It posts, reads completions, answers control
-//! messages, and once every [`TICK`] checks deadlines and pings silent peers. With nothing to
-//! do it spins for [`SPIN_FOR`] (only when the process's threads fit its cores), then blocks
-//! on the completion queue.
+//! **Progress is the caller's.** The [`Worker`] (the endpoint and what only it touches) sits
+//! behind its own lock. A caller that posts a request, or tests one still in flight, takes it
+//! if it is free and moves the endpoint itself: it posts, reads completions and answers control
+//! messages on its own thread, so a ping-pong crosses no thread of ours (tcp;ofi_rxm moves data
+//! only when polled, and on two cores a hand-off to a service thread cost milliseconds,
+//! measured). The service thread is the fallback: it keeps polling while it finds work, polls
+//! every [`FALLBACK_POLL`] while requests are in flight and nobody else does, checks deadlines
+//! and pings silent peers every [`TICK`], and with nothing in flight waits for a queued
+//! [`Command`] or the next tick, leaving the worker to callers meanwhile. Lock order: the
+//! worker, then the shared state.
 //!
 //! **A request's slot** goes FREE → STASHED (the caller queued it) → POSTED (its chunks are
 //! with the provider) → DONE → FREE (`test_request` reported it), or to ERROR, which it never
@@ -14,7 +19,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,13 +28,13 @@ use parking_lot::{Condvar, Mutex};
 use super::protocol::{self, Control, Handle, TagKind};
 use super::{Role, Settings, MAX_PENDING_REQUESTS};
 use crate::error::{Error, ErrorKind, Result};
-use crate::net::fabric::{Completion, CompletionKind, Endpoint, Waker, FI_ETRUNC};
+use crate::net::fabric::{Completion, CompletionKind, Endpoint, FI_ETRUNC};
 use crate::runtime::tensor::Tensor;
 
-/// How often the thread checks deadlines and pings.
+/// How often deadlines and pings are checked.
 pub const TICK: Duration = Duration::from_millis(50);
-/// How long an idle thread polls before it blocks.
-pub const SPIN_FOR: Duration = Duration::from_micros(100);
+/// How often the service thread polls while requests are in flight.
+pub const FALLBACK_POLL: Duration = Duration::from_micros(500);
 /// Control receives kept posted.
 const CONTROL_RECVS: usize = 8;
 
@@ -157,11 +162,8 @@ impl CommState {
 pub(super) struct Inner {
     pub comms: Vec<CommState>,
     pub commands: VecDeque<Command>,
-    /// The endpoint, from the first connect or accept until the thread takes it.
-    pub endpoint: Option<Endpoint>,
     /// The local address the endpoint is bound to, and its libfabric address.
     pub bound: Option<(IpAddr, Vec<u8>)>,
-    pub waker: Option<Waker>,
     /// The thread failed: every call says why.
     pub failed: Option<Error>,
 }
@@ -172,26 +174,33 @@ pub(super) struct Service {
     pub lnc: u32,
     pub settings: Settings,
     pub inner: Mutex<Inner>,
+    /// The endpoint's side, from the first connect or accept (module doc).
+    worker: Mutex<Option<Worker>>,
     /// Wakes the thread before it has an endpoint.
     ready: Condvar,
     stop: AtomicBool,
     pub closed: AtomicBool,
-    spin: bool,
+    /// When a caller last moved the endpoint ([`Service::progress`]), in µs since `epoch`: the
+    /// thread stays away from the worker while callers poll, so it is never the one holding
+    /// the lock when the scheduler takes its core away (measured: 44 ms stalls otherwise).
+    caller_progress: AtomicU64,
+    epoch: Instant,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Service {
     /// Start the thread of core `lnc`.
     pub fn start(lnc: u32, settings: Settings) -> Result<Arc<Service>> {
-        let spin = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
         let svc = Arc::new(Service {
             lnc,
             settings,
             inner: Mutex::new(Inner::default()),
+            worker: Mutex::new(None),
             ready: Condvar::new(),
             stop: AtomicBool::new(false),
             closed: AtomicBool::new(false),
-            spin,
+            caller_progress: AtomicU64::new(0),
+            epoch: Instant::now(),
             thread: Mutex::new(None),
         });
         let me = svc.clone();
@@ -199,7 +208,7 @@ impl Service {
             .name(format!("opennrt-sr-{lnc}"))
             .spawn(move || {
                 let watch = me.clone();
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Worker::run(me)));
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| serve(&me)));
                 let why = match r {
                     Ok(Ok(())) => return,
                     Ok(Err(e)) => e,
@@ -217,41 +226,66 @@ impl Service {
 
     /// Queue a command and wake the thread.
     pub fn command(&self, c: Command) {
-        let waker = {
-            let mut g = self.inner.lock();
-            g.commands.push_back(c);
-            g.waker.clone()
-        };
-        self.wake(waker);
+        self.inner.lock().commands.push_back(c);
+        self.wake();
     }
 
-    fn wake(&self, waker: Option<Waker>) {
-        match waker {
-            Some(w) => w.wake(),
-            None => {
-                self.ready.notify_all();
-            }
+    fn wake(&self) {
+        self.ready.notify_all();
+    }
+
+    /// The local address the endpoint is bound to, if it is open.
+    pub fn bound(&self) -> Option<IpAddr> {
+        self.inner.lock().bound.as_ref().map(|b| b.0)
+    }
+
+    /// Install the endpoint bound to `local` (unless another caller was first: then `ep` is
+    /// dropped and its address is the one that counts, checked by the caller).
+    pub fn install(self: &Arc<Self>, ep: Endpoint, local: IpAddr) -> Result<()> {
+        let mut w = self.worker.lock();
+        if self.inner.lock().bound.is_some() {
+            return Ok(());
         }
-    }
-
-    /// Give the thread its endpoint.
-    pub fn hand_endpoint(&self, g: &mut Inner, ep: Endpoint, local: IpAddr) -> Result<()> {
         let name = ep.name()?;
-        g.waker = Some(ep.waker());
-        g.bound = Some((local, name));
-        g.endpoint = Some(ep);
+        let mut worker = Worker::new(self.clone(), ep, name.clone())?;
+        for i in 0..CONTROL_RECVS {
+            worker.post_control_recv(i)?;
+        }
+        *w = Some(worker);
+        {
+            self.inner.lock().bound = Some((local, name));
+        }
         self.ready.notify_all();
         Ok(())
     }
 
-    /// Stop the thread and wait for it (its endpoint closes with it).
+    /// Move the endpoint from the caller's thread if nobody else is (module doc). A failure of
+    /// the endpoint itself fails the service.
+    pub fn progress(&self) {
+        let Some(mut g) = self.worker.try_lock() else {
+            return;
+        };
+        if let Some(w) = g.as_mut() {
+            let now = self.epoch.elapsed().as_micros() as u64;
+            self.caller_progress.store(now.max(1), Ordering::Relaxed);
+            if let Err(e) = w.step() {
+                drop(g);
+                crate::log_error!("sendrecv", "lnc {}: {}", self.lnc, e.message());
+                self.fail_all(e);
+            }
+        }
+    }
+
+    /// Stop the thread and wait for it; the endpoint closes (its peers are told).
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Release);
-        let waker = self.inner.lock().waker.clone();
-        self.wake(waker);
-        self.ready.notify_all();
+        self.wake();
         if let Some(t) = self.thread.lock().take() {
             let _ = t.join();
+        }
+        let worker = self.worker.lock().take();
+        if let Some(mut w) = worker {
+            w.say_bye();
         }
         self.closed.store(true, Ordering::Release);
     }
@@ -329,7 +363,8 @@ fn unpack(ctx: u64) -> (u8, u16, u8, u32) {
     )
 }
 
-/// The thread's own state.
+/// The endpoint and what only it touches.
+#[derive(Debug)]
 struct Worker {
     svc: Arc<Service>,
     /// Closed when the worker goes, unless [`Worker::broken`].
@@ -350,6 +385,7 @@ struct Worker {
     /// Peer addresses inserted in the address vector.
     peers: HashMap<Vec<u8>, u64>,
     done: Vec<Completion>,
+    last_tick: Instant,
 }
 
 impl Drop for Worker {
@@ -370,28 +406,46 @@ impl Drop for Worker {
     }
 }
 
-impl Worker {
-    fn run(svc: Arc<Service>) -> Result<()> {
-        let ep = {
-            let mut g = svc.inner.lock();
-            loop {
-                if svc.stopping() {
-                    return Ok(());
-                }
-                if let Some(ep) = g.endpoint.take() {
-                    break ep;
-                }
+/// The service thread (module doc).
+fn serve(svc: &Arc<Service>) -> Result<()> {
+    loop {
+        if svc.stopping() {
+            return Ok(());
+        }
+        let last = svc.caller_progress.load(Ordering::Relaxed);
+        let now = svc.epoch.elapsed().as_micros() as u64;
+        if last != 0 && now.saturating_sub(last) < FALLBACK_POLL.as_micros() as u64 {
+            std::thread::sleep(FALLBACK_POLL);
+            continue;
+        }
+        let mut g = svc.worker.lock();
+        let in_flight = match g.as_mut() {
+            None => {
                 svc.ready.wait_for(&mut g, Duration::from_millis(200));
+                continue;
+            }
+            Some(w) => {
+                if w.step()? {
+                    continue;
+                }
+                w.in_flight()
             }
         };
-        let addr = svc
-            .inner
-            .lock()
-            .bound
-            .as_ref()
-            .map(|b| b.1.clone())
-            .unwrap_or_default();
-        let mut w = Worker {
+        if in_flight {
+            drop(g);
+            std::thread::sleep(FALLBACK_POLL);
+        } else {
+            // Nothing in flight: wait for a command or the next tick, the worker free meanwhile
+            // for callers. Not on the completion queue: a blocking read there noticed
+            // arrivals and wakes about 4 ms late (one scheduler tick, measured).
+            svc.ready.wait_for(&mut g, TICK);
+        }
+    }
+}
+
+impl Worker {
+    fn new(svc: Arc<Service>, ep: Endpoint, addr: Vec<u8>) -> Result<Worker> {
+        Ok(Worker {
             svc,
             ep: std::mem::ManuallyDrop::new(ep),
             broken: false,
@@ -405,11 +459,30 @@ impl Worker {
             backlog: VecDeque::new(),
             peers: HashMap::new(),
             done: Vec::new(),
-        };
-        for i in 0..CONTROL_RECVS {
-            w.post_control_recv(i)?;
+            last_tick: Instant::now(),
+        })
+    }
+
+    /// One round without blocking: commands, completions, what the provider refused before,
+    /// and deadlines and pings when due. `Ok(true)` when something happened.
+    fn step(&mut self) -> Result<bool> {
+        let mut busy = self.commands()?;
+        self.done.clear();
+        self.ep.poll(&mut self.done)?;
+        busy |= !self.done.is_empty();
+        self.handle_completions()?;
+        if !self.control_waiting.is_empty() {
+            busy |= self.retry_controls()?;
         }
-        w.serve()
+        if !self.backlog.is_empty() {
+            self.retry_backlog()?;
+            busy = true;
+        }
+        if self.last_tick.elapsed() >= TICK {
+            self.last_tick = Instant::now();
+            self.tick()?;
+        }
+        Ok(busy)
     }
 
     fn post_control_recv(&mut self, i: usize) -> Result<()> {
@@ -433,44 +506,9 @@ impl Worker {
         Ok(())
     }
 
-    fn serve(&mut self) -> Result<()> {
-        let mut last_tick = Instant::now();
-        let mut idle_since = Instant::now();
-        loop {
-            if self.svc.stopping() {
-                self.say_bye();
-                return Ok(());
-            }
-            let mut busy = self.commands()?;
-            self.done.clear();
-            self.ep.poll(&mut self.done)?;
-            busy |= !self.done.is_empty();
-            self.handle_completions()?;
-            if !self.control_waiting.is_empty() {
-                self.retry_controls()?;
-                busy = true;
-            }
-            if !self.backlog.is_empty() {
-                self.retry_backlog()?;
-                busy = true;
-            }
-            if last_tick.elapsed() >= TICK {
-                last_tick = Instant::now();
-                self.tick()?;
-            }
-            if busy {
-                idle_since = Instant::now();
-            } else if self.svc.spin && idle_since.elapsed() < SPIN_FOR {
-                std::hint::spin_loop();
-            } else {
-                self.done.clear();
-                self.ep.wait_poll(&mut self.done, TICK)?;
-                if !self.done.is_empty() {
-                    idle_since = Instant::now();
-                }
-                self.handle_completions()?;
-            }
-        }
+    /// Is any request of this service STASHED or POSTED?
+    fn in_flight(&self) -> bool {
+        self.svc.inner.lock().comms.iter().any(|c| c.in_flight > 0)
     }
 
     /// Tell every connected peer that this side goes away, and give the messages a moment.
@@ -496,22 +534,24 @@ impl Worker {
                 },
             );
         }
+        // Polled, not blocked on: a blocking read notices completions late (module doc).
         let until = Instant::now() + Duration::from_millis(200);
-        while !self.control_out.is_empty() && Instant::now() < until {
-            self.done.clear();
-            if self
-                .ep
-                .wait_poll(&mut self.done, Duration::from_millis(10))
-                .is_err()
-            {
+        while !(self.control_out.is_empty() && self.control_waiting.is_empty())
+            && Instant::now() < until
+        {
+            if self.retry_controls().is_err() {
                 break;
             }
-            let done = std::mem::take(&mut self.done);
-            for c in done {
+            self.done.clear();
+            if self.ep.poll(&mut self.done).is_err() {
+                break;
+            }
+            for c in std::mem::take(&mut self.done) {
                 if unpack(c.ctx).0 == K_CONTROL_SEND {
                     self.control_out.remove(&c.ctx);
                 }
             }
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 
@@ -627,14 +667,27 @@ impl Worker {
         Ok(Some(bytes))
     }
 
-    fn retry_controls(&mut self) -> Result<()> {
+    /// Post the control messages the provider refused before, in order; those of a
+    /// communicator that failed meanwhile are dropped (retrying them would only make the
+    /// provider dial a dead peer again and again). `Ok(true)` if one went out.
+    fn retry_controls(&mut self) -> Result<bool> {
+        let failed: Vec<u16> = {
+            let g = self.svc.inner.lock();
+            (0..g.comms.len() as u16)
+                .filter(|&i| matches!(g.comms[i as usize].phase, Phase::Failed(_)))
+                .collect()
+        };
+        self.control_waiting
+            .retain(|(_, comm, _)| !failed.contains(comm));
+        let mut sent = false;
         while let Some((peer, comm, bytes)) = self.control_waiting.pop_front() {
             if let Some(bytes) = self.try_control(peer, comm, bytes)? {
                 self.control_waiting.push_front((peer, comm, bytes));
                 break;
             }
+            sent = true;
         }
-        Ok(())
+        Ok(sent)
     }
 
     /// Hand the provider what it will take of a POSTED request's chunks.
