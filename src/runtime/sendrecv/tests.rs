@@ -266,3 +266,85 @@ fn a_peer_that_closes_fails_the_waiting_requests_and_the_survivor_starts_again()
     close(40).unwrap();
     close(41).unwrap();
 }
+
+#[test]
+fn control_messages_and_handles_round_trip_and_garbage_is_refused() {
+    use protocol::{Control, Handle};
+    let all = [
+        Control::Hello {
+            sender_comm: 3,
+            receiver_comm: 9,
+            nonce: 0xdead_beef_0123_4567,
+            addr: vec![2, 0, 0x1f, 0x90, 127, 0, 0, 1],
+        },
+        Control::Welcome {
+            sender_comm: 3,
+            receiver_comm: 9,
+            nonce: 7,
+        },
+        Control::Refuse {
+            sender_comm: 1,
+            nonce: 8,
+        },
+        Control::Ping { from: 1, to: 2 },
+        Control::Pong { from: 2, to: 1 },
+        Control::Bye { from: 5, to: 6 },
+    ];
+    for m in &all {
+        let bytes = m.encode();
+        assert_eq!(&Control::decode(&bytes).unwrap(), m);
+        // Every proper prefix is cut short, and a trailing byte is refused.
+        for n in 0..bytes.len() {
+            assert!(Control::decode(&bytes[..n]).is_err(), "{m:?} cut at {n}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(Control::decode(&longer).is_err());
+    }
+    assert!(
+        Control::decode(b"ONSR\x02\x04\x01\x00\x02\x00").is_err(),
+        "another version"
+    );
+    assert!(Control::decode(b"ONSR\x01\x63").is_err(), "an unknown kind");
+    let h = Handle {
+        addr: vec![0, 1, 254, 255],
+        comm: 12,
+        nonce: 0x0123_4567_89ab_cdef,
+    };
+    assert_eq!(h.to_text(), "12.0123456789abcdef.0001feff");
+    assert_eq!(Handle::parse(&h.to_text()).unwrap(), h);
+    for bad in [
+        "",
+        "12",
+        "12.zz.00",
+        "12.1.0",
+        "12.1.0g",
+        "x.1.00",
+        "1.1.00.00",
+        "70000.1.00",
+    ] {
+        assert!(Handle::parse(bad).is_err(), "{bad:?}");
+    }
+    // The tags: a first chunk ignores its count, a later chunk's index is exact.
+    let first = protocol::data_tag(protocol::TagKind::First, 5, 77, 3);
+    let posted = protocol::data_tag(protocol::TagKind::First, 5, 77, 0);
+    assert_eq!(
+        first & !protocol::FIRST_IGNORE,
+        posted & !protocol::FIRST_IGNORE
+    );
+    assert_eq!(protocol::tag_low(first), 3);
+    assert_ne!(
+        protocol::data_tag(protocol::TagKind::Chunk, 5, 77, 1),
+        protocol::data_tag(protocol::TagKind::Chunk, 5, 78, 1)
+    );
+    assert_eq!(
+        protocol::CONTROL_TAG & !protocol::CONTROL_IGNORE,
+        0,
+        "control messages are kind 0"
+    );
+    assert_ne!(
+        first & !protocol::CONTROL_IGNORE,
+        0,
+        "data never matches a control receive"
+    );
+}
