@@ -21,7 +21,7 @@ use crate::abi::handle::{self, Opaque};
 use crate::abi::tensor::tensor_of;
 use crate::abi::types::*;
 use crate::abi_entry;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::runtime::sendrecv::{self, Comm, Request, Settings};
 use crate::runtime::{process, state};
 
@@ -358,8 +358,14 @@ pub unsafe extern "C" fn nrt_async_sendrecv_test_request(
             false => Some(unsafe { out_param(size, "size") }?),
         };
         // SAFETY: checked against the live table before use.
-        let r = unsafe { handle::get::<RequestObject>(request, "request") }
-            .map_err(|e| e.context("a request is recycled once reported done, and must not be tested again"))?;
+        let r = unsafe { handle::get::<RequestObject>(request, "request") }.map_err(|e| {
+            match e.kind() {
+                ErrorKind::InvalidHandle => e.context(
+                    "a request is recycled once reported done, and must not be tested again",
+                ),
+                _ => e,
+            }
+        })?;
         let lnc = r.request.lnc();
         match r.request.test()? {
             None => {
