@@ -376,11 +376,6 @@ impl Comm {
         self.service.lnc
     }
 
-    /// Sender or receiver.
-    pub fn role(&self) -> Role {
-        self.with(|c| c.role).unwrap_or(Role::Send)
-    }
-
     fn with<R>(&self, f: impl FnOnce(&mut CommState) -> R) -> Result<R> {
         if self.service.closed.load(Ordering::Acquire) {
             return Err(Error::invalid_handle(format!(
