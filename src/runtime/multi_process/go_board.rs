@@ -141,6 +141,16 @@ impl Board {
         (0..self.n).all(|q| self.u32_at(self.slot(q)).load(SeqCst) == 1)
     }
 
+    /// Rank `q`'s arrival word: `instance + 1` of the last instance it arrived at, 0 before.
+    pub fn arrived(&self, q: usize) -> u64 {
+        self.u64_at(self.slot(q) + 8).load(SeqCst)
+    }
+
+    /// Whether every rank but `r` has arrived at `instance` (or beyond).
+    pub fn others_arrived(&self, instance: u64, r: usize) -> bool {
+        (0..self.n).all(|q| q == r || self.arrived(q) > instance)
+    }
+
     fn wake(&self) {
         self.u32_at(WAKE_AT).fetch_add(1, SeqCst);
         if self.u32_at(WAKE_AT + 4).load(SeqCst) > 0 {
@@ -405,6 +415,17 @@ pub fn meet_on_board(
     go: super::run::GoArrival,
 ) -> Result<super::run::Segments> {
     b.arrive(r as usize, instance, sig, &go.seg)?;
+    wait_on_board(b, key, instance, r, go)
+}
+
+/// The second half of [`meet_on_board`], for a rank that has arrived already.
+pub fn wait_on_board(
+    b: &Board,
+    key: &GroupKey,
+    instance: u64,
+    r: u32,
+    go: super::run::GoArrival,
+) -> Result<super::run::Segments> {
     let deadline = crate::runtime::multi_process::bootstrap::meet_deadline(false)?;
     match b.wait(
         key,

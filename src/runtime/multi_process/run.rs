@@ -274,10 +274,18 @@ pub fn go_check(key: &GroupKey, instance: u64, all: &[GoArrival]) -> Result<Segm
     Ok(Arc::new(all.iter().map(|a| a.seg.clone()).collect()))
 }
 
-fn take_segment(key: &GroupKey, gid: u32, len: usize) -> Result<Pooled> {
+/// A segment of at least `len` bytes for rank `gid` of `key`: the pooled one that ran `l`
+/// last (a repeat re-arms it and meets on doorbells), else the largest pooled one that fits,
+/// else a new one.
+fn take_segment(key: &GroupKey, gid: u32, len: usize, l: &Arc<Lowered>) -> Result<Pooled> {
     let mut c = CACHE.lock();
     let free = c.free.entry((key.clone(), gid)).or_default();
-    if let Some(i) = free.iter().position(|p| p.seg.len() >= len) {
+    let same = |p: &Pooled| p.loaded.as_ref().is_some_and(|x| Arc::ptr_eq(x, l));
+    let fits = free
+        .iter()
+        .position(same)
+        .or_else(|| free.iter().position(|p| p.seg.len() >= len));
+    if let Some(i) = fits {
         return Ok(free.swap_remove(i));
     }
     c.next += 1;
@@ -301,10 +309,11 @@ fn give_segment(key: &GroupKey, gid: u32, mut p: Pooled) {
     }
     let mut c = CACHE.lock();
     let free = c.free.entry((key.clone(), gid)).or_default();
-    // Keep the largest few: a smaller one is replaced.
+    // Keep this one (the next repeat takes it back) and the largest other.
+    free.sort_by_key(|p| std::cmp::Reverse(p.seg.len()));
+    free.truncate(1);
     free.push(p);
     free.sort_by_key(|p| std::cmp::Reverse(p.seg.len()));
-    free.truncate(2);
 }
 
 fn peer_segment(name: &str, len: u64) -> Result<Arc<Segment>> {
@@ -356,19 +365,18 @@ fn reach_network(
     )
 }
 
-/// The segments of a repeat across hosts: `Some` when this rank's last successful run of the
-/// group spanned hosts, ran the same collective (go signature `sig`) and used the segment it
-/// holds now (module doc, "Repeats across hosts"). Every rank of a group that runs the same
-/// collectives in the same order decides the same: each one's pool hands back the segment of
-/// its last run of the same collective.
-fn repeat_across_hosts(key: &GroupKey, gid: u32, sig: u64, own: &Segment) -> Option<Segments> {
+/// The segments of a repeat: `Some` when this rank's last successful run of the group ran
+/// the same collective (go signature `sig`) and used the segment it holds now (module doc,
+/// "Repeats"). Every rank of a group that runs the same collectives in the same order decides
+/// the same: each one's pool hands back the segment that ran the same program last
+/// ([`take_segment`]).
+fn repeat_of(key: &GroupKey, gid: u32, sig: u64, own: &Segment) -> Option<Segments> {
     let c = CACHE.lock();
     let last = c.repeats.get(&(key.clone(), gid))?;
     (last.sig == sig && last.own == own.name()).then(|| last.names.clone())
 }
 
-/// Keep (or, after a run that failed or stayed on one host, forget) what a repeat of
-/// (`key`, `gid`)'s run needs.
+/// Keep (or, after a run that failed, forget) what a repeat of (`key`, `gid`)'s run needs.
 fn remember_repeat(key: &GroupKey, gid: u32, last: Option<Repeat>) {
     let mut c = CACHE.lock();
     match last {
@@ -377,50 +385,89 @@ fn remember_repeat(key: &GroupKey, gid: u32, last: Option<Repeat>) {
     };
 }
 
-/// The go of a repeat across hosts, for the ranks on this host: wait until every one of them
-/// has armed its segment for run `run` with the same signature `sig` (ranks on other hosts
-/// are not waited for: the proxy holds what they send until this segment is armed). A rank
-/// that arms wakes the others through their wake words.
-fn meet_armed(
+/// The segments of the ranks other than `r` on this host, mapped, with their ranks.
+fn local_peers(names: &Segments, r: u32) -> Result<Vec<(usize, Arc<Segment>)>> {
+    names
+        .iter()
+        .enumerate()
+        .filter(|(q, at)| *q != r as usize && at.host == host::key())
+        .map(|(q, at)| Ok((q, peer_segment(&at.name, at.len)?)))
+        .collect()
+}
+
+/// A repeat's arrival: this rank's segment is armed; wake the ranks on this host that wait
+/// for it (their doorbells: the wake words of their segments).
+fn ring_doorbells(names: &Segments, r: u32) -> Result<()> {
+    for (_, s) in local_peers(names, r)? {
+        header(&s).bump_wake(super::segment::futex_wake_all);
+    }
+    Ok(())
+}
+
+/// How the doorbell meeting of a repeat ended.
+enum Armed<'b> {
+    /// Every rank on this host armed its segment for the run, with the same signature.
+    Go,
+    /// A rank here armed another collective, or went to the board (its pool handed it another
+    /// segment): meet on the board, whose verdict is the same on every rank.
+    ToBoard(&'b go_board::Board),
+}
+
+/// The doorbell meeting's verdict now, `None` while a rank here has not armed for run `run`
+/// (`board`: the group's board, where a repeat goes when the ranks disagree).
+fn armed_verdict<'b>(
+    key: &GroupKey,
+    run: u64,
+    r: u32,
+    local: &[(usize, Arc<Segment>)],
+    sig: u64,
+    board: Option<&'b go_board::Board>,
+) -> Option<Result<Armed<'b>>> {
+    let mut all = true;
+    for (q, s) in local {
+        // Before the header: a peer arrives on the board before it arms (`arrive`).
+        if let Some(b) = board.filter(|b| b.arrived(*q) > run) {
+            return Some(Ok(Armed::ToBoard(b)));
+        }
+        match header(s).armed() {
+            Some((at, theirs)) if at == run && theirs != sig => {
+                if let Some(b) = board {
+                    return Some(Ok(Armed::ToBoard(b)));
+                }
+                return Some(Err(Error::invalid(format!(
+                    "collective #{run} of {key}: rank {q} (global id {}) prepared another \
+                     collective than rank {r} (go signatures {theirs:#018x} and {sig:#018x}: \
+                     op, dtype, count, group or program differ)",
+                    key.group[*q]
+                ))
+                .with_rank(*q as u32)
+                .with_step(run)));
+            }
+            Some((at, _)) if at >= run => {}
+            _ => all = false,
+        }
+    }
+    all.then_some(Ok(Armed::Go))
+}
+
+/// The go of a repeat, for the ranks on this host: wait until every one of them has armed its
+/// segment for run `run` with the same signature `sig` (ranks on other hosts are not waited
+/// for: the proxy holds what they send until this segment is armed). A rank that arms rings
+/// the others' doorbells ([`ring_doorbells`]).
+fn wait_armed<'b>(
     key: &GroupKey,
     run: u64,
     r: u32,
     names: &Segments,
     sig: u64,
     own: &Segment,
-) -> Result<()> {
-    let local: Vec<(usize, Arc<Segment>)> = names
-        .iter()
-        .enumerate()
-        .filter(|(q, at)| *q != r as usize && at.host == host::key())
-        .map(|(q, at)| Ok((q, peer_segment(&at.name, at.len)?)))
-        .collect::<Result<_>>()?;
-    for (_, s) in &local {
-        header(s).bump_wake(super::segment::futex_wake_all);
-    }
+    board: Option<&'b go_board::Board>,
+) -> Result<Armed<'b>> {
+    let local = local_peers(names, r)?;
     let deadline = crate::runtime::multi_process::bootstrap::meet_deadline(false)?;
     let start = std::time::Instant::now();
     let crowded = super::segment::oversubscribed(local.len() + 1);
-    let verdict = || -> Option<Result<()>> {
-        for (q, s) in &local {
-            let h = header(s);
-            match h.armed() {
-                Some((at, theirs)) if at == run && theirs != sig => {
-                    return Some(Err(Error::invalid(format!(
-                        "collective #{run} of {key}: rank {q} (global id {}) prepared another \
-                         collective than rank {r} (go signatures {theirs:#018x} and {sig:#018x}: \
-                         op, dtype, count, group or program differ)",
-                        key.group[*q]
-                    ))
-                    .with_rank(*q as u32)
-                    .with_step(run)))
-                }
-                Some((at, _)) if at >= run => {}
-                _ => return None,
-            }
-        }
-        Some(Ok(()))
-    };
+    let verdict = || armed_verdict(key, run, r, &local, sig, board);
     loop {
         if let Some(v) = verdict() {
             return v;
@@ -715,21 +762,101 @@ static FOR_JOB: Lazy<Mutex<HashMap<u64, Arc<Lowered>>>> = Lazy::new(|| Mutex::ne
 
 /// Run rank `a.req.rank`'s part of collective `instance` of `key` (module doc).
 pub fn run(key: &GroupKey, instance: u64, a: Arrival) -> Result<()> {
+    begin(key, instance, a)?.finish()
+}
+
+/// A rank that has loaded its segment and arrived at its go meeting, and has not run yet
+/// ([`begin`]). Whoever holds it runs the rest with [`Pending::finish`]: the caller's own
+/// thread when the meeting is complete already ([`Pending::met`]), the XU's worker otherwise.
+pub struct Pending {
+    key: GroupKey,
+    instance: u64,
+    a: Arrival,
+    at: Arrived,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("key", &self.key)
+            .field("instance", &self.instance)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Load rank `a.req.rank`'s part of collective `instance` of `key` into its segment and arrive
+/// at the go meeting, without waiting for anyone (the first half of [`run`]).
+pub fn begin(key: &GroupKey, instance: u64, a: Arrival) -> Result<Pending> {
     let default_sig = go_board::signature(&a.req, plan(&a.lowered)?.digest);
     let known = FOR_JOB.lock().get(&default_sig).cloned();
     let (l, lowered_for_job) = match known {
         Some(l) => (l, true),
         None => (a.lowered.clone(), false),
     };
-    match attempt(key, instance, instance, &a, l, lowered_for_job)? {
-        Attempt::Ran => Ok(()),
-        Attempt::Relower(l) => {
-            FOR_JOB.lock().insert(default_sig, l.clone());
-            match attempt(key, instance, instance | JOB_ROUND, &a, l, true)? {
-                Attempt::Ran => Ok(()),
-                Attempt::Relower(_) => Err(Error::failure(format!(
-                    "collective #{instance} of {key}: lowered for the job's topology twice"
-                ))),
+    let at = arrive(key, instance, instance, &a, l, lowered_for_job, default_sig)?;
+    Ok(Pending {
+        key: key.clone(),
+        instance,
+        a,
+        at,
+    })
+}
+
+impl Pending {
+    /// Whether every rank has arrived, so that [`Pending::finish`] runs without waiting for
+    /// a peer to arrive: always false for a meeting at the root.
+    pub fn met(&self) -> bool {
+        let (r, run) = (self.a.req.rank, self.instance);
+        let board = self.at.on_board.as_deref();
+        let all_on = |b: &go_board::Board| b.others_arrived(run, r as usize);
+        match (&self.at.early, &self.at.repeat, board) {
+            (Some(_), _, _) => true,
+            // The ranks on other hosts may not have arrived: only the worker may wait.
+            (None, Some(names), _) if spans_hosts(names) => false,
+            (None, Some(names), _) => {
+                let Ok(local) = local_peers(names, r) else {
+                    return false;
+                };
+                match armed_verdict(&self.key, run, r, &local, self.at.sig, board) {
+                    Some(Ok(Armed::Go) | Err(_)) => true,
+                    Some(Ok(Armed::ToBoard(b))) => all_on(b),
+                    None => false,
+                }
+            }
+            (None, None, Some(b)) => all_on(b),
+            (None, None, None) => false,
+        }
+    }
+
+    /// Wait for the meeting, run and wait for the peers to finish (the second half of
+    /// [`run`]).
+    pub fn finish(self) -> Result<()> {
+        let Pending {
+            key,
+            instance,
+            a,
+            at,
+        } = self;
+        match attempt(&key, instance, &a, at)? {
+            Attempt::Ran => Ok(()),
+            Attempt::Relower(l) => {
+                let default_sig = go_board::signature(&a.req, plan(&a.lowered)?.digest);
+                FOR_JOB.lock().insert(default_sig, l.clone());
+                let at = arrive(
+                    &key,
+                    instance,
+                    instance | JOB_ROUND,
+                    &a,
+                    l,
+                    true,
+                    default_sig,
+                )?;
+                match attempt(&key, instance, &a, at)? {
+                    Attempt::Ran => Ok(()),
+                    Attempt::Relower(_) => Err(Error::failure(format!(
+                        "collective #{instance} of {key}: lowered for the job's topology twice"
+                    ))),
+                }
             }
         }
     }
@@ -766,22 +893,47 @@ fn for_job(
     Ok((plan(&job)?.digest != plan(l)?.digest).then_some(job))
 }
 
-/// One attempt at [`run`] with program `l` (`lowered_for_job`: already lowered for the
-/// job's topology, so never again), meeting at the root as `meet_at`.
-fn attempt(
+/// What [`arrive`] leaves for [`attempt`]: a rank with its segment loaded and armed, and
+/// its arrival published where the ranks meet.
+struct Arrived {
+    /// The instance of the meeting at the root (`JOB_ROUND` set in a second round).
+    meet_at: u64,
+    l: Arc<Lowered>,
+    /// `l` is lowered for the job's topology already, so never again.
+    lowered_for_job: bool,
+    own: Pooled,
+    sig: u64,
+    /// Every rank's segment, when this run is a repeat that meets on doorbells
+    /// ([`repeat_of`]).
+    repeat: Option<Segments>,
+    /// The group's go board, every rank attached: where the ranks meet when this is no
+    /// repeat, and where a repeat goes when a peer did not arm for it.
+    on_board: Option<Arc<go_board::Board>>,
+    go: GoArrival,
+    clock: Phases,
+    /// Publishing the arrival failed: the meeting fails with this.
+    early: Option<Error>,
+}
+
+/// The first half of one attempt at [`run`] with program `l` (`lowered_for_job`: already
+/// lowered for the job's topology, so never again), meeting at the root as `meet_at`: load
+/// and arm the segment, then publish the arrival — ring the local peers' doorbells for a
+/// repeat, arrive on the go board — without waiting for anyone.
+fn arrive(
     key: &GroupKey,
     instance: u64,
     meet_at: u64,
     a: &Arrival,
     l: Arc<Lowered>,
     lowered_for_job: bool,
-) -> Result<Attempt> {
+    sig: u64,
+) -> Result<Arrived> {
     let r = a.req.rank;
     let gid = key.group[r as usize];
     let plan = plan(&l)?;
     let lays = &plan.layouts;
     let clock = Phases::new();
-    let mut own = take_segment(key, gid, lays[r as usize].total)?;
+    let mut own = take_segment(key, gid, lays[r as usize].total, &l)?;
     let run_tag = instance;
     let resident = own.loaded.as_ref().is_some_and(|p| Arc::ptr_eq(p, &l));
     own.loaded = Some(l.clone());
@@ -789,17 +941,10 @@ fn attempt(
         own.seg.unlink();
         return Err(e.context(format!("collective #{instance} of {key}: loading rank {r}")));
     }
-    let sig = go_board::signature(&a.req, plan.digest);
-    header(&own.seg).arm(run_tag, sig);
-    if let Some(p) = proxy::running() {
-        // Peers on other hosts may write into it from now on; what they sent early lands now.
-        p.arm(&own.seg);
-    }
-    let repeat = repeat_across_hosts(key, gid, sig, &own.seg);
-    let on_board = match repeat {
-        Some(_) => None,
-        None => go_board::held(key).filter(|b| b.all_attached()),
-    };
+    let on_board = go_board::held(key).filter(|b| b.all_attached());
+    // A repeat on one host keeps the board as its way back (`armed_verdict`).
+    let repeat =
+        repeat_of(key, gid, sig, &own.seg).filter(|names| on_board.is_some() || spans_hosts(names));
     if r == 0 && repeat.is_none() {
         let name = match on_board {
             Some(_) => None,
@@ -820,13 +965,68 @@ fn attempt(
             net: proxy::address(),
         },
     };
+    // On the board, the arrival goes before the arming: a repeating peer that sees this
+    // segment armed sees this rank on the board too (`armed_verdict`).
+    let mut early = match (&repeat, &on_board) {
+        (None, Some(b)) => b.arrive(r as usize, instance, sig, &go.seg).err(),
+        _ => None,
+    };
+    header(&own.seg).arm(run_tag, sig);
+    if let Some(p) = proxy::running() {
+        // Peers on other hosts may write into it from now on; what they sent early lands now.
+        p.arm(&own.seg);
+    }
+    if let Some(names) = &repeat {
+        early = ring_doorbells(names, r).err();
+    }
+    Ok(Arrived {
+        meet_at,
+        l,
+        lowered_for_job,
+        own,
+        sig,
+        repeat,
+        on_board,
+        go,
+        clock,
+        early,
+    })
+}
+
+/// The second half of one attempt at [`run`] ([`arrive`] did the first): meet, run, wait
+/// for the peers to finish.
+fn attempt(key: &GroupKey, instance: u64, a: &Arrival, at: Arrived) -> Result<Attempt> {
+    let Arrived {
+        meet_at,
+        l,
+        lowered_for_job,
+        own,
+        sig,
+        repeat,
+        on_board,
+        go,
+        clock,
+        early,
+    } = at;
+    let r = a.req.rank;
+    let gid = key.group[r as usize];
+    let plan = plan(&l)?;
+    let lays = &plan.layouts;
+    let run_tag = instance;
     let net_go = go.clone();
-    let met = match (&repeat, &on_board) {
-        (Some(names), _) => {
-            meet_armed(key, instance, r, names, sig, &own.seg).map(|()| names.clone())
+    let met = match (early, &repeat, &on_board) {
+        (Some(e), _, _) => Err(e),
+        (None, Some(names), b) => {
+            match wait_armed(key, instance, r, names, sig, &own.seg, b.as_deref()) {
+                Ok(Armed::Go) => Ok(names.clone()),
+                Ok(Armed::ToBoard(b)) => go_board::meet_on_board(b, key, instance, r, sig, go),
+                Err(e) => Err(e),
+            }
         }
-        (None, Some(b)) => go_board::meet_on_board(b, key, instance, r, sig, go),
-        (None, None) => crate::runtime::multi_process::bootstrap::meet_go(key, meet_at, r, go),
+        (None, None, Some(b)) => go_board::wait_on_board(b, key, instance, r, go),
+        (None, None, None) => {
+            crate::runtime::multi_process::bootstrap::meet_go(key, meet_at, r, go)
+        }
     };
     if let (Ok(names), None, None, false) = (&met, &repeat, &on_board, lowered_for_job) {
         // A world across hosts, met for the first time: maybe another program for its
@@ -977,9 +1177,8 @@ fn attempt(
         "collective #{instance} of {key}: rank {r} (global id {gid}) on the shared device: {}",
         clock.report()
     );
-    let across = peers.as_ref().is_ok_and(|p| p.spans_hosts());
-    let last = match (&ran, &done, across) {
-        (Ok(()), Ok(()), true) => Some(Repeat {
+    let last = match (&ran, &done) {
+        (Ok(()), Ok(())) => Some(Repeat {
             sig,
             own: own.seg.name().to_string(),
             names: names.clone(),
