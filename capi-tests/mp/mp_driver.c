@@ -1,6 +1,6 @@
 /* Multi-process collectives, through the public headers only.
  *
- *   mp_driver [collectives] [mixed] [two-jobs] [kill] [errors]     (no argument: all of them)
+ *   mp_driver [collectives] [mixed] [two-jobs] [groups] [kill] [errors]   (no argument: all of them)
  *
  * The launcher is the forked plain-C driver of docs/contract/abi.md §8 (sample-spectral-dns): the
  * parent forks one process per rank BEFORE nrt_init; each child sets
@@ -21,6 +21,7 @@
  * two-jobs: three R = 2 jobs at the same time (disjoint cores): A and B on two ports, and C on
  *   A's port but another address ([::1] vs 127.0.0.1: shared-memory names carry a tag of the
  *   root's whole address, so A and C never touch each other's objects); all pass.
+ * groups: mp_groups.c (two groups scheduled before either is waited on).
  * kill, errors: mp_faults.c.
  *
  * After every job: every process ended as planned (the parent waits with a deadline and
@@ -173,6 +174,7 @@ int main(int argc, char **argv) {
   } groups[] = {{"collectives", test_collectives},
                 {"mixed", test_mixed},
                 {"two-jobs", test_two_jobs},
+                {"groups", mp_test_groups},
                 {"kill", mp_test_kill},
                 {"errors", mp_test_errors}};
   const int ngroups = (int)(sizeof groups / sizeof groups[0]);

@@ -1,9 +1,10 @@
-/* The test groups of mp_driver that live in mp_faults.c. Apart from mp_harness.h because the
+/* The test groups of mp_driver that live in mp_faults.c and mp_groups.c. Apart from mp_harness.h because the
  * harness is shared with capi-tests/neff_test.c, which links none of them. */
 #ifndef OPENNRT_MP_TESTS_H
 #define OPENNRT_MP_TESTS_H
 
 void mp_test_kill(void);
 void mp_test_errors(void);
+void mp_test_groups(void);
 
 #endif

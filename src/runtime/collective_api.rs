@@ -166,6 +166,16 @@ pub fn schedule(
             Ok(None) => {}
             Err(e) => return Err((e, Box::new(p))),
         }
+    } else if bytes_of(&p) <= INLINE_MAX_BYTES {
+        match xu::begin_inline(lnc, XuType::Collectives, queue, exec_ret) {
+            Ok(Some((request, seq))) => {
+                let ticket = collective::meetings().ticket(&key, rank);
+                begin_shared(&key, ticket, lnc, p, request, status_of);
+                return Ok(seq);
+            }
+            Ok(None) => {}
+            Err(e) => return Err((e, Box::new(p))),
+        }
     }
     let ticket = collective::meetings().ticket(&key, rank);
     // The payload moves into the job through this slot; a failed submit hands it back.
@@ -193,6 +203,49 @@ pub fn schedule(
             Err((e, Box::new(p)))
         }
     }
+}
+
+/// The largest collective (input plus output bytes of this rank) whose rank in several
+/// processes starts on the caller's thread ([`begin_shared`]). Choice: 1 MiB. Below it the
+/// thread hand-off is most of the time; above it the run is, and `nrta_cc_schedule` should
+/// return at once so that the caller overlaps it with its own work.
+pub const INLINE_MAX_BYTES: u64 = 1 << 20;
+
+fn bytes_of(p: &Prepared) -> u64 {
+    p.inputs.iter().chain(&p.outputs).map(Tensor::size).sum()
+}
+
+/// A rank of a collective in several processes, on the caller's thread (docs/design.md
+/// §2.10): load and arrive without waiting (`multi_process::run::begin`); if every peer has
+/// arrived within a short wait, run here and complete the request; otherwise hand the rest to
+/// the XU's worker. The caller never waits for a peer that has not arrived, so a program that
+/// schedules on two groups (two queues) before it waits on either cannot deadlock here.
+fn begin_shared(
+    key: &GroupKey,
+    ticket: u64,
+    lnc: u32,
+    p: Prepared,
+    request: xu::InlineRequest,
+    status_of: StatusOf,
+) {
+    let rank = p.req.rank;
+    let span = sys_trace::begin(sys_trace::CC_EXEC, lnc, || op_name(&p));
+    let end = move |r: Result<()>| {
+        if let Some(s) = span {
+            s.end(&r);
+        }
+        status(r, rank, status_of)
+    };
+    let pending = match crate::runtime::multi_process::run::begin(key, ticket, arrival(p)) {
+        Ok(pending) => pending,
+        Err(e) => return request.complete(end(Err(e))),
+    };
+    // The wait every shared-device waiter starts with (spin, then yield): bounded.
+    use crate::runtime::multi_process::segment::{oversubscribed, spin_then_yield};
+    if spin_then_yield(oversubscribed(key.group.len()), || pending.met()) {
+        return request.complete(end(pending.finish()));
+    }
+    request.hand_over(Box::new(move || end(pending.finish())));
 }
 
 /// The name a collective's trace events carry: its operation.

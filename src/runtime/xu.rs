@@ -328,18 +328,7 @@ pub fn submit(lnc: u32, xu: XuType, queue: u32, exec_ret: ExecRet, job: Job) -> 
             format!("{id} is shutting down"),
         ));
     }
-    if st.worker.is_none() {
-        st.limit = match xu {
-            XuType::Compute => Some(crate::runtime::process::config()?.compute_queue_limit),
-            XuType::TensorOp | XuType::Collectives => None,
-        };
-        let worker_unit = unit.clone();
-        let handle = std::thread::Builder::new()
-            .name(id.thread_name())
-            .spawn(move || serve(worker_unit))
-            .map_err(|e| Error::resource(format!("cannot start the worker of {id}: {e}")))?;
-        st.worker = Some(handle);
-    }
+    ensure_worker(&unit, &mut st)?;
     let outstanding = st.submitted - st.completed;
     if let Some(limit) = st.limit {
         if outstanding >= limit {
@@ -366,6 +355,24 @@ pub fn submit(lnc: u32, xu: XuType, queue: u32, exec_ret: ExecRet, job: Job) -> 
     Ok(id.seq(counter))
 }
 
+/// Start `unit`'s worker if it has none (the first request that needs it).
+fn ensure_worker(unit: &Arc<Xu>, st: &mut XuState) -> Result<()> {
+    if st.worker.is_some() {
+        return Ok(());
+    }
+    st.limit = match unit.id.xu {
+        XuType::Compute => Some(crate::runtime::process::config()?.compute_queue_limit),
+        XuType::TensorOp | XuType::Collectives => None,
+    };
+    let worker_unit = unit.clone();
+    let handle = std::thread::Builder::new()
+        .name(unit.id.thread_name())
+        .spawn(move || serve(worker_unit))
+        .map_err(|e| Error::resource(format!("cannot start the worker of {}: {e}", unit.id)))?;
+    st.worker = Some(handle);
+    Ok(())
+}
+
 /// A request of an XU that its submitter runs on its own thread instead of the XU's worker
 /// ([`begin_inline`]); whoever finishes it calls [`InlineRequest::complete`]. Dropped without
 /// completing (a bug, or a panic on the way), it completes with `NRT_EXEC_UNIT_UNRECOVERABLE`,
@@ -390,6 +397,37 @@ impl InlineRequest {
     /// with what was queued behind it.
     pub fn complete(mut self, status: i32) {
         self.finish(status);
+    }
+
+    /// Give the rest of the request to the XU's worker: `job` runs first, before anything
+    /// queued behind the request, and completes it as any queued request completes. Why: the
+    /// caller started a request it cannot finish without waiting for other processes, and
+    /// must not wait in its schedule call (it may be about to schedule what they wait for).
+    /// When no worker can be started, the job runs here, on the caller's thread.
+    pub fn hand_over(mut self, job: Job) {
+        let Some(unit) = self.unit.take() else { return };
+        let mut st = unit.state.lock();
+        if let Err(e) = ensure_worker(&unit, &mut st) {
+            drop(st);
+            crate::log_warn!(
+                "xu",
+                "{e}: request {} runs on the caller's thread",
+                self.counter
+            );
+            self.unit = Some(unit);
+            let status =
+                catch_unwind(AssertUnwindSafe(job)).unwrap_or(STATUS_EXEC_UNIT_UNRECOVERABLE);
+            self.finish(status);
+            return;
+        }
+        st.inline = None;
+        st.pending.push_front(Request {
+            counter: self.counter,
+            exec_ret: self.exec_ret,
+            job,
+        });
+        drop(st);
+        unit.work.notify_one();
     }
 
     fn finish(&mut self, status: i32) {
