@@ -365,7 +365,8 @@ lib_row() { # case-label key name bytes ranks
     mm="— (1 run)" spc="—"
   fi
   if [ -n "$row_p99" ]; then p99c="$(fmt_time "$row_p99")"; else p99c="—"; fi
-  fl="$(faults_of "$key" | median || echo —)"
+  fl="$(faults_of "$key" | median | awk '{ printf "%.2f", $1 }' || true)"
+  [ -n "$fl" ] || fl="—"
   if ((b >= 1 << 20)); then
     echo "| $label | $name | $(busbw "$b" "$row_med" "$r") GB/s busbw | $mm | $spc | $p99c | $fl |"
   else
