@@ -26,7 +26,9 @@
 # Iterations per run: 2000 (+100 warm-up) up to 64 KiB, so a run's median and p99 (the 1980th
 # of 2000: 20 slower iterations above it) are stable; 4 (+1) above 16 MiB, where the median of
 # 4 is steady enough for a busbw and the p99 is simply the slowest iteration. The default
-# (2 and 8 ranks, 4 KiB and 64 MiB, 5 runs) takes about 75 s on 2 idle cores.
+# (2 and 8 ranks, 4 KiB and 64 MiB, 5 runs) should take about 70 s on 2 idle cores (the
+# 3-run default took ~45 s); ~150 s while other builds share the 2 cores. Most of it is the
+# 8-rank 64 MiB runs, whose set-up (8 x 3 x 64 MiB of simulated HBM) costs more than the loop.
 #
 # How: installs openmpi-bin and libopenmpi-dev with apt-get if mpicc / mpirun are missing,
 # builds OpenNRT if target/release/libnrt.so is missing, always rebuilds the two C programs
@@ -110,7 +112,8 @@ faults_of() { col_of "$1" 3; }
 p99s_of() { col_of "$1" 4; }
 busbw() { awk -v b="$1" -v t="$2" -v r="$3" 'BEGIN { printf "%.3f", b / (t * 1e-6) * 2 * (r - 1) / r / 1e9 }'; }
 fmt_us() { awk -v t="$1" 'BEGIN { if (t < 10) printf "%.2f", t; else if (t < 1000) printf "%.1f", t; else printf "%.0f", t }'; }
-fmt_ratio() { awk -v x="$1" 'BEGIN { if (x >= 10) printf "%.0f×", x; else if (x >= 1) printf "%.1f×", x; else printf "%.2f×", x }'; }
+fmt_ratio() { awk -v x="$1" 'BEGIN { if (x >= 10) printf "%.0f×", x; else if (x >= 1) printf "%.1f×", x
+  else if (x >= 0.1) printf "%.2f×", x; else printf "%.2g×", x }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6g", a / b }'; }
 fmt_time() { # µs -> "6.90 µs", "48.2 ms", "1.25 s"
   awk -v t="$1" 'BEGIN {
