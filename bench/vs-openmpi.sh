@@ -209,7 +209,7 @@ have_mem_mib=$(( ${have_mem_kib:-0} >> 10 ))
   say "warning: about $need_mem_mib MiB of memory may be needed, $have_mem_mib MiB available"
 
 # Iterations per run: enough for a stable median and p99 at small sizes (2000: the p99 has 20
-# iterations above it), a second or two at 64 MiB (4: the p99 is the slowest).
+# iterations above it), a few seconds at 64 MiB and 8 ranks (4: the p99 is the slowest).
 iters_for() {
   local b=$1
   if ((quick)); then
