@@ -9,6 +9,16 @@
  * calls, as one machine-readable line on stdout:
  *
  *   RESULT lib=mpi ranks=R bytes=B iters=N time_us=<median> mean_us=<mean> busbw_gbs=<...>
+ *          p99_us=<p99 of single calls>
+ *
+ * p99_us: rank 0 also reads MPI_Wtime after every call of a batch (one clock read per call,
+ * tens of nanoseconds; the batch's time is the last read minus the first, as before), so each
+ * timed call has its own time: from the return of the previous call (or the batch's start) to
+ * its own return, as rank 0 sees it. p99_us is the nearest-rank 99th percentile of those N
+ * single-call times (the ceil(0.99 N)-th smallest; N <= 100: the slowest), the same statistic
+ * nrt_allreduce prints. Calls follow each other back to back, so a call that waits for a late
+ * rank shows in its own time, and the next one may look faster; time_us stays the median over
+ * batches of the mean per call.
  *
  * busbw = bytes / time * 2 (R - 1) / R (nccl-tests' all-reduce factor; GB = 1e9 bytes).
  * After the timed loop every rank checks every output element once against the exact sum;
@@ -27,6 +37,15 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Nearest-rank percentile (0 < pct <= 100) of v, sorted ascending. */
+static double percentile_sorted(const double *v, long n, double pct) {
+  long k = (long)((double)n * pct / 100.0);
+  if ((double)k < (double)n * pct / 100.0) k++; /* ceil without libm */
+  if (k < 1) k = 1;
+  if (k > n) k = n;
+  return v[k - 1];
+}
+
 static long parse_long(const char *s, const char *what) {
   char *end;
   long v;
@@ -43,7 +62,7 @@ int main(int argc, char **argv) {
   int rank = 0, nranks = 1, bad = 0, any_bad = 0;
   long bytes, iters, warmup = 10, count, done = 0, nb, b, j, i;
   float *in, *out;
-  double batch_us[MAX_BATCHES], total = 0;
+  double batch_us[MAX_BATCHES], total = 0, *call_us;
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
@@ -63,7 +82,8 @@ int main(int argc, char **argv) {
   count = bytes / 4;
   in = malloc((size_t)bytes);
   out = malloc((size_t)bytes);
-  if (!in || !out) {
+  call_us = malloc((size_t)iters * sizeof *call_us);
+  if (!in || !out || !call_us) {
     fprintf(stderr, "mpi_allreduce: rank %d: out of memory for 2 x %ld bytes\n", rank, bytes);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
@@ -75,11 +95,15 @@ int main(int argc, char **argv) {
   nb = iters < MAX_BATCHES ? iters : MAX_BATCHES;
   for (b = 0; b < nb; b++) {
     long n = iters / nb + (b < iters % nb ? 1 : 0);
-    double t0, t1;
+    double t0, t1, t;
     MPI_Barrier(MPI_COMM_WORLD);
-    t0 = MPI_Wtime();
-    for (i = 0; i < n; i++) MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    t1 = MPI_Wtime();
+    t0 = t1 = MPI_Wtime();
+    for (i = 0; i < n; i++) {
+      MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      t = MPI_Wtime();
+      call_us[done + i] = (t - t1) * 1e6;
+      t1 = t;
+    }
     batch_us[b] = (t1 - t0) * 1e6 / (double)n;
     total += (t1 - t0) * 1e6;
     done += n;
@@ -97,20 +121,23 @@ int main(int argc, char **argv) {
   MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 
   if (rank == 0) {
-    double med, mean = total / (double)done, busbw;
+    double med, mean = total / (double)done, busbw, p99;
     qsort(batch_us, (size_t)nb, sizeof batch_us[0], cmp_double);
     med = nb % 2 ? batch_us[nb / 2] : (batch_us[nb / 2 - 1] + batch_us[nb / 2]) / 2;
+    qsort(call_us, (size_t)done, sizeof call_us[0], cmp_double);
+    p99 = percentile_sorted(call_us, done, 99.0);
     busbw = (double)bytes / (med * 1e-6) * 2.0 * (nranks - 1) / nranks / 1e9;
     fprintf(stderr, "mpi_allreduce: %d ranks, %ld B fp32 sum: median %.2f us (of %ld batches), mean %.2f us over %ld calls, "
-                    "busbw %.3f GB/s, %s\n",
-            nranks, bytes, med, nb, mean, done, busbw, any_bad ? "WRONG RESULT" : "result exact");
+                    "single calls p99 %.2f us (max %.2f), busbw %.3f GB/s, %s\n",
+            nranks, bytes, med, nb, mean, done, p99, call_us[done - 1], busbw, any_bad ? "WRONG RESULT" : "result exact");
     if (!any_bad)
-      printf("RESULT lib=mpi ranks=%d bytes=%ld iters=%ld time_us=%.3f mean_us=%.3f busbw_gbs=%.4f\n", nranks, bytes,
-             done, med, mean, busbw);
+      printf("RESULT lib=mpi ranks=%d bytes=%ld iters=%ld time_us=%.3f mean_us=%.3f busbw_gbs=%.4f p99_us=%.3f\n", nranks,
+             bytes, done, med, mean, busbw, p99);
     fflush(stdout);
   }
   free(in);
   free(out);
+  free(call_us);
   MPI_Finalize();
   return any_bad ? 1 : 0;
 }

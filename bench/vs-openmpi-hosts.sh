@@ -19,7 +19,9 @@
 #   * The link itself: fi_pingpong -p "tcp;ofi_rxm" -e rdm, server in host 1, client in host
 #     0, at the same size: its one-way latency (usec/xfer) and bandwidth (MB/sec).
 # Runs alternate (fi_pingpong, MPI with yield, MPI without, OpenNRT, then again); each figure
-# is the median of --runs runs. Ratios are printed, never asserted.
+# is the median of --runs runs. Ratios are printed, never asserted. Under "every run", each
+# library's row also has the min-max of its run medians, their spread (max / min) and its p99
+# (the highest run p99 of single iterations), as in the single-host table.
 
 command -v fi_pingpong >/dev/null 2>&1 ||
   die "--hosts: fi_pingpong not found (Debian/Ubuntu: apt-get install libfabric-bin)"
@@ -48,7 +50,7 @@ mpi_host_opts=(--allow-run-as-root --oversubscribe --bind-to none --mca plm_rsh_
   --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$net" --mca oob_tcp_if_include "$net")
 say "== mpirun ${mpi_host_opts[*]} -H <hosts>:P -np R [--mca mpi_yield_when_idle 1] mpi_allreduce"
 
-declare -A results # key "what P bytes" -> "time_us:iter_us:faults " per run; pp: "usec:MBps "
+declare -A results # key "what P bytes" -> "time_us:iter_us:faults:p99_us " per run; pp: "usec:MBps "
 port=31000
 n=0
 total_runs=$(( ${#size_bytes[@]} * ${#per_host[@]} * 4 * runs ))
@@ -93,7 +95,7 @@ run_pp() { # bytes P run#
 }
 
 run_mpi() { # yield(1|-) P bytes iters warmup run#
-  local y=$1 p=$2 b=$3 it=$4 wu=$5 k=$6 r=$((hosts * p)) log rc=0 line t yopt=()
+  local y=$1 p=$2 b=$3 it=$4 wu=$5 k=$6 r=$((hosts * p)) log rc=0 line t p99 yopt=()
   n=$((n + 1))
   log="$logs/mpi-y$y-p$p-b$b-run$k.log"
   [ "$y" = 1 ] && yopt=(--mca mpi_yield_when_idle 1)
@@ -102,13 +104,13 @@ run_mpi() { # yield(1|-) P bytes iters warmup run#
   ((rc == 0)) || fail_run "$log" "mpi (yield_when_idle $y), $hosts hosts x $p, $b bytes, run $k: exit status $rc"
   line="$(grep '^RESULT' "$log" | tail -n 1 || true)"
   [ -n "$line" ] || fail_run "$log" "mpi (yield_when_idle $y), $hosts hosts x $p, $b bytes, run $k: no RESULT line"
-  t="$(field "$line" time_us)"
-  results["mpi$y $p $b"]+="$t:$t:- "
+  t="$(field "$line" time_us)" p99="$(field "$line" p99_us)"
+  results["mpi$y $p $b"]+="$t:$t:-:${p99:--} "
   say "[$n/$total_runs] mpi yield_when_idle=$y $hosts hosts x $p $(size_label "$b"), run $k: $t us per all-reduce"
 }
 
 run_nrt() { # P bytes iters warmup run#
-  local p=$1 b=$2 it=$3 wu=$4 k=$5 r=$((hosts * p)) q h rc rootid pids=() bad="" line t iter flt
+  local p=$1 b=$2 it=$3 wu=$4 k=$5 r=$((hosts * p)) q h rc rootid pids=() bad="" line t iter flt p99
   n=$((n + 1))
   port=$((port + 1))
   rootid="$(host_addr 0):$port"
@@ -132,7 +134,8 @@ run_nrt() { # P bytes iters warmup run#
   line="$(grep '^RESULT' "$log0" | tail -n 1 || true)"
   [ -n "$line" ] || fail_run "$log0" "nrt, $hosts hosts x $p, $b bytes, run $k: no RESULT line"
   t="$(field "$line" time_us)" iter="$(field "$line" iter_us)" flt="$(field "$line" minflt_per_iter)"
-  results["nrt $p $b"]+="$t:$iter:${flt:--} "
+  p99="$(field "$line" p99_us)"
+  results["nrt $p $b"]+="$t:$iter:${flt:--}:${p99:--} "
   say "[$n/$total_runs] nrt $hosts hosts x $p $(size_label "$b"), run $k: $t us per all-reduce"
 }
 
@@ -225,12 +228,13 @@ md="$out/vs-openmpi-hosts.md"
   echo "busbw = bytes / time × 2(R−1)/R, ratio = OpenNRT busbw / Open MPI busbw (lower = OpenNRT"
   echo "slower); the link column is fi_pingpong's bandwidth at that size (one direction at a time)."
   echo "Open MPI (best): the lower median time of mpi_yield_when_idle 1 and Open MPI's default (both"
-  echo "below). Targets are reported, not asserted."
+  echo "below). Targets are reported, not asserted. Every run: min–max of the run medians (µs),"
+  echo "spread = slowest / fastest (bold above ${spread_limit}×), p99 = the highest run p99 of single iterations."
   echo
   echo "<details><summary>every run (µs per all-reduce; fi_pingpong: µs one-way / MB/s)</summary>"
   echo
-  echo "| case | what | iterations | runs | median |"
-  echo "|---|---|---|---|---|"
+  echo "| case | what | iterations | runs | median | min–max | spread | p99 |"
+  echo "|---|---|---|---|---|---|---|---|"
   for b in "${size_bytes[@]}"; do
     for p in "${per_host[@]}"; do
       read -r iters warmup < <(hosts_iters_for "$b" "$p")
@@ -242,10 +246,15 @@ md="$out/vs-openmpi-hosts.md"
           nrt) name="OpenNRT (incl. nrta_cc_prepare: $(fmt_us "$(iters_of "$key $p $b" | median)") µs)" ;;
         esac
         each="$(for v in $t; do fmt_us "$v"; echo; done | paste -sd, - | sed 's/,/, /g')"
-        echo "| $(size_label "$b"), $hosts hosts × $p | $name | $iters (+$warmup) | $each | $(fmt_us "$(median <<<"$t")") |"
+        sp="$(spread_of "$t")" mm="—" spc="—" p99="$(p99s_of "$key $p $b" | max_of || true)"
+        if [ -n "$sp" ]; then
+          read -r lo hi x <<<"$sp"
+          mm="$(fmt_us "$lo")–$(fmt_us "$hi")" spc="$(fmt_spread "$x")"
+        fi
+        echo "| $(size_label "$b"), $hosts hosts × $p | $name | $iters (+$warmup) | $each | $(fmt_us "$(median <<<"$t")") | $mm | $spc | ${p99:+$(fmt_time "$p99")} |"
       done
       each="$(tr ' ' '\n' <<<"${results[pp $p $b]}" | sed '/^$/d; s/:/ \/ /' | paste -sd, - | sed 's/,/, /g')"
-      echo "| $(size_label "$b"), $hosts hosts × $p | fi_pingpong host 0 ↔ host 1 | | $each | $(fmt_us "$(pp_usec "pp $p $b" | median)") / $(pp_mbps "pp $p $b" | median) |"
+      echo "| $(size_label "$b"), $hosts hosts × $p | fi_pingpong host 0 ↔ host 1 | | $each | $(fmt_us "$(pp_usec "pp $p $b" | median)") / $(pp_mbps "pp $p $b" | median) | | | |"
     done
   done
   echo
