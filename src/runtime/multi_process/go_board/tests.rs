@@ -131,6 +131,60 @@ fn the_signature_covers_every_agreed_field_and_the_program() {
         "the rank is not agreed"
     );
     assert_ne!(signature(&r(8, 0), 1), signature(&r(9, 0), 1), "count");
+    // Every field agreed_fields names changes the signature.
+    let base = r(8, 0);
+    let changed: [(&str, CollectiveRequest); 6] = [
+        (
+            "op",
+            CollectiveRequest {
+                op: CollectiveOp::AllGather,
+                ..base.clone()
+            },
+        ),
+        (
+            "dtype",
+            CollectiveRequest {
+                dtype: Dtype::Bf16,
+                ..base.clone()
+            },
+        ),
+        (
+            "reduce op",
+            CollectiveRequest {
+                reduce: Some(ReduceOp::Max),
+                ..base.clone()
+            },
+        ),
+        (
+            "group",
+            CollectiveRequest {
+                group: vec![0, 2],
+                ..base.clone()
+            },
+        ),
+        (
+            "in place",
+            CollectiveRequest {
+                in_place: true,
+                ..base.clone()
+            },
+        ),
+        (
+            "tensor lists",
+            CollectiveRequest {
+                io_form: crate::lower::request::IoForm::OutputBlocks,
+                ..base.clone()
+            },
+        ),
+    ];
+    let agreed: Vec<&str> = crate::runtime::collective::agreed_fields(&base)
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    for (field, other) in &changed {
+        assert!(agreed.contains(field), "{field} is an agreed field");
+        assert_ne!(signature(&base, 1), signature(other, 1), "{field}");
+    }
     assert_ne!(
         signature(&r(8, 0), 1),
         signature(&r(8, 0), 2),
