@@ -14,9 +14,12 @@
 //!     call, and completes every rank's request (status into `*exec_ret`, then the XU's
 //!     completed counter, then the eventfds). No thread hand-off is on the critical path: a
 //!     poller of `nrta_is_completed` sees its request complete the moment the run ends.
-//!   - **on the XU's worker** otherwise (the XU has work queued — FIFO order — or the ranks
-//!     run in several processes, `runtime::multi_process::run`): the worker meets the other ranks,
-//!     runs, completes.
+//!   - **on the caller's thread, then maybe the worker** when the ranks run in several
+//!     processes (`runtime::multi_process::run`), the XU is idle and the collective is small
+//!     ([`INLINE_MAX_BYTES`]): the rank loads and arrives here, waits briefly for its peers,
+//!     and runs here if all arrived; otherwise the XU's worker finishes it (`begin_shared`).
+//!   - **on the XU's worker** otherwise (the XU has work queued — FIFO order — or a large
+//!     collective across processes): the worker meets the other ranks, runs, completes.
 //!
 //! Choice: the vendor prepares on a background worker; OpenNRT prepares in the call, so a bad
 //! argument or a lowering refusal is the call's own status instead of a later `exec_ret`.
@@ -206,7 +209,7 @@ pub fn schedule(
 }
 
 /// The largest collective (input plus output bytes of this rank) whose rank in several
-/// processes starts on the caller's thread ([`begin_shared`]). Choice: 1 MiB. Below it the
+/// processes starts on the caller's thread (`begin_shared`). Choice: 1 MiB. Below it the
 /// thread hand-off is most of the time; above it the run is, and `nrta_cc_schedule` should
 /// return at once so that the caller overlaps it with its own work.
 pub const INLINE_MAX_BYTES: u64 = 1 << 20;

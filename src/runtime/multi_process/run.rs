@@ -1,7 +1,7 @@
 //! Device collectives whose ranks run in several processes (docs/design.md §2.7):
 //! every rank runs its own TOP_SPs in its own executor, on HBM and semaphores in shared memory.
 //!
-//! One collective, as rank `r` runs it ([`run`]):
+//! One collective, as rank `r` runs it ([`run`], or [`begin`] then [`Pending::finish`]):
 //!
 //! 1. **Load.** Take a device segment of the rank's group from the process's pool (or create
 //!    `/opennrt-<job tag>-<pid>-d<gid>-<n>`, [`super::segment::Layout`]) and fill it as
@@ -14,7 +14,8 @@
 //!    hands every rank all segment names; a mismatch fails every rank, naming both ranks and
 //!    the field. From a group's second collective on, the ranks meet on the group's go board
 //!    in shared memory instead (`runtime::multi_process::go_board`: a slot per rank with its segment and a
-//!    signature of what it prepared; any difference goes to the root for the same verdict).
+//!    signature of what it prepared; any difference goes to the root for the same verdict),
+//!    and a repeat of the same collective on doorbells ("Repeats", below).
 //! 3. **Run.** Map the peers' segments (cached per process), build a machine holding every
 //!    rank's regions and semaphore blocks, but only this rank's TOP_SPs, and run it. Its DMA
 //!    engines write straight into the peers' HBM and semaphores; a write into a peer's block
@@ -25,18 +26,32 @@
 //!    it; then every peer has mapped the segment and its name is unlinked — nothing of it stays
 //!    in `/dev/shm`, and the memory goes with the last mapping.
 //!
-//! **Repeats across hosts.** A group whose ranks span hosts cannot meet on a go board (the
-//! board is rank 0's shared memory), and a meeting at the root costs a network round trip per
-//! collective. So when a rank's last successful run of the group spanned hosts, ran the same
-//! collective (the same go signature, `go_board::signature`) and used the segment it holds
-//! now, it meets without the root (`Repeat`): it arms its segment for the run
-//! (`segment::Header::arm`, after loading), waits only until the group's ranks on its host have
-//! armed theirs with the same signature, and runs. A rank on another host may then start
-//! earlier: its proxy's messages carry the run and the signature, and this process's proxy
-//! holds them until this segment is armed for that run, and refuses a signature that differs
-//! (`proxy`, "Runs"). Nor does a rank wait for the ranks on other hosts to finish
-//! (`SegPeers::wait_finished`). A run that fails, or a different collective, goes back to the
+//! **Repeats: doorbells.** When a rank's last successful run of the group ran the same
+//! collective (the same go signature, `go_board::signature`) on the segment its pool hands it
+//! now (the pool hands back the segment that ran the same program), the ranks meet without
+//! the root or the board (`Repeat`): a rank arms its segment for the run
+//! (`segment::Header::arm`, after loading), rings the doorbells of the group's ranks on its
+//! host (bumps their wake words), waits only until each of them has armed its own with the
+//! same signature, and runs. On one host the go board stays the way back: a rank whose pool
+//! handed it another segment, or that prepared another collective, arrives on the board
+//! *before* it arms, so a repeating peer that sees it armed sees it on the board too, and a
+//! peer that sees another signature or a board arrival meets on the board as well — whose
+//! verdict (go, or the root's field-by-field error) is the same for every rank.
+//!
+//! Across hosts a board is impossible (it is rank 0's shared memory), and a meeting at the
+//! root costs a network round trip, so there the doorbell meeting is the only fast one: a
+//! rank on another host may start earlier; its proxy's messages carry the run and the
+//! signature, and this process's proxy holds them until this segment is armed for that run,
+//! and refuses a signature that differs (`proxy`, "Runs"). Nor does a rank wait for the ranks
+//! on other hosts to finish (`SegPeers::wait_finished`). A run that fails goes back to the
 //! root.
+//!
+//! **Two halves, for the caller's thread.** [`begin`] loads, arms and publishes the arrival
+//! (doorbells, board) without waiting for anyone; [`Pending::met`] says whether every rank
+//! has arrived, so that [`Pending::finish`] — meet, run, wait for the peers to finish — cannot
+//! wait for a rank that has not scheduled the collective yet. `nrta_cc_schedule` runs the
+//! first half on the caller's thread and the second there too when the meeting is complete
+//! within a short wait, else on the XU's worker (`runtime::collective_api`).
 //!
 //! **The job's topology.** Without `OPENNRT_TOPOLOGY`, a collective is prepared for the
 //! default shape (one node), since preparing must not wait for the other processes. The first
@@ -793,7 +808,11 @@ pub fn begin(key: &GroupKey, instance: u64, a: Arrival) -> Result<Pending> {
         Some(l) => (l, true),
         None => (a.lowered.clone(), false),
     };
-    let at = arrive(key, instance, instance, &a, l, lowered_for_job, default_sig)?;
+    let sig = match Arc::ptr_eq(&l, &a.lowered) {
+        true => default_sig,
+        false => go_board::signature(&a.req, plan(&l)?.digest),
+    };
+    let at = arrive(key, instance, instance, &a, l, lowered_for_job, sig)?;
     Ok(Pending {
         key: key.clone(),
         instance,
@@ -842,15 +861,8 @@ impl Pending {
             Attempt::Relower(l) => {
                 let default_sig = go_board::signature(&a.req, plan(&a.lowered)?.digest);
                 FOR_JOB.lock().insert(default_sig, l.clone());
-                let at = arrive(
-                    &key,
-                    instance,
-                    instance | JOB_ROUND,
-                    &a,
-                    l,
-                    true,
-                    default_sig,
-                )?;
+                let sig = go_board::signature(&a.req, plan(&l)?.digest);
+                let at = arrive(&key, instance, instance | JOB_ROUND, &a, l, true, sig)?;
                 match attempt(&key, instance, &a, at)? {
                     Attempt::Ran => Ok(()),
                     Attempt::Relower(_) => Err(Error::failure(format!(
