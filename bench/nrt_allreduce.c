@@ -3,7 +3,7 @@
  * it: every iteration is nrta_cc_prepare -> nrta_cc_schedule -> poll nrta_is_completed until
  * done, then the next iteration.
  *
- *   nrt_allreduce threads|processes <ranks> <bytes> <iters> [warmup] [--wait spin|yield|sleep|backoff]
+ *   nrt_allreduce threads|processes <ranks> <bytes> <iters> [warmup] [--wait spin|yield|sleep|backoff|eventfd]
  *                 [--rank r]
  *
  * threads:   one process, NEURON_RT_VISIBLE_CORES=0-(R-1) set before nrt_init, one pthread per
@@ -44,7 +44,9 @@
  * The wait strategy between polls of nrta_is_completed: spin (nothing), yield (sched_yield,
  * the default: ranks that wait give the CPU to the ones that work when there are more ranks
  * than cores), sleep (usleep(20)), backoff (yield for the first 50 us, then usleep of 1/20 of
- * the time waited so far, 10 us to 1 ms). Human-readable text goes to stderr. */
+ * the time waited so far, 10 us to 1 ms), eventfd (block in poll(2) on an eventfd registered
+ * with nrta_event_register_seq_id_completion: a caller that sleeps until the runtime wakes
+ * it). Human-readable text goes to stderr. */
 #define _GNU_SOURCE
 #include <nrt/nrt.h>
 #include <nrt/nrt_async.h>
@@ -63,6 +65,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -74,8 +78,8 @@
 #define WAIT_TIMEOUT_S 240.0
 #define EXEC_TIMEOUT_S "120" /* NEURON_RT_EXEC_TIMEOUT unless the caller set one */
 
-enum wait_mode { WAIT_SPIN, WAIT_YIELD, WAIT_SLEEP, WAIT_BACKOFF };
-static const char *wait_names[] = {"spin", "yield", "sleep", "backoff"};
+enum wait_mode { WAIT_SPIN, WAIT_YIELD, WAIT_SLEEP, WAIT_BACKOFF, WAIT_EVENTFD };
+static const char *wait_names[] = {"spin", "yield", "sleep", "backoff", "eventfd"};
 
 typedef struct {
   int processes;            /* 0: threads mode, 1: processes mode */
@@ -142,9 +146,25 @@ static void sync_ranks(const job *j, const char *what) {
   }
 }
 
+/* --wait eventfd: a caller that blocks. One eventfd per rank thread, registered for each
+ * request (the runtime signals it at once if the request completed already), then poll(2). */
+static void wait_eventfd(const job *j, nrta_seq_t seq, long iter) {
+  static __thread int fd = -1;
+  struct pollfd p;
+  uint64_t v;
+  NRT_STATUS st;
+  if (fd < 0 && (fd = eventfd(0, EFD_CLOEXEC)) < 0) die(j, "eventfd: %s", strerror(errno));
+  st = nrta_event_register_seq_id_completion(seq, fd);
+  if (st != NRT_SUCCESS) die(j, "iteration %ld: nrta_event_register_seq_id_completion returned %d (%s)", iter, st, st_str(st));
+  p = (struct pollfd){fd, POLLIN, 0};
+  if (poll(&p, 1, (int)(WAIT_TIMEOUT_S * 1000)) != 1) die(j, "iteration %ld: eventfd silent after %.0f s", iter, WAIT_TIMEOUT_S);
+  if (read(fd, &v, sizeof v) != (ssize_t)sizeof v) die(j, "iteration %ld: read(eventfd): %s", iter, strerror(errno));
+}
+
 static void wait_done(const job *j, nrta_seq_t seq, long iter) {
   double started = now(), deadline = started + WAIT_TIMEOUT_S;
   unsigned polls = 0;
+  if (j->wait == WAIT_EVENTFD) wait_eventfd(j, seq, iter);
   for (;;) {
     bool done = false;
     NRT_STATUS st = nrta_is_completed(seq, &done);
@@ -465,6 +485,7 @@ int main(int argc, char **argv) {
       else if (strcmp(w, "yield") == 0) base.wait = WAIT_YIELD;
       else if (strcmp(w, "sleep") == 0) base.wait = WAIT_SLEEP;
       else if (strcmp(w, "backoff") == 0) base.wait = WAIT_BACKOFF;
+      else if (strcmp(w, "eventfd") == 0) base.wait = WAIT_EVENTFD;
       else npos = 99;
     } else if (strcmp(argv[a], "--rank") == 0 && a + 1 < argc) {
       one_rank = parse_long(argv[++a], "rank");
@@ -476,7 +497,7 @@ int main(int argc, char **argv) {
   }
   if (npos < 4 || npos > 5 || (strcmp(pos[0], "threads") != 0 && strcmp(pos[0], "processes") != 0)) {
     fprintf(stderr,
-            "usage: %s threads|processes <ranks> <bytes> <iters> [warmup] [--wait spin|yield|sleep|backoff] [--rank r]\n",
+            "usage: %s threads|processes <ranks> <bytes> <iters> [warmup] [--wait spin|yield|sleep|backoff|eventfd] [--rank r]\n",
             argv[0]);
     return 2;
   }

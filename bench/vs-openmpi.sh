@@ -43,7 +43,7 @@
 #   --sizes    comma-separated sizes in bytes, K/M/G suffixes (multiples of 4 bytes)
 #   --ranks    comma-separated rank counts (2..32)
 #   --wait     how nrt_allreduce waits between polls of nrta_is_completed: yield (default),
-#              spin, sleep or backoff (see bench/nrt_allreduce.c)
+#              spin, sleep, backoff or eventfd (see bench/nrt_allreduce.c)
 #   --hosts H  instead of the rows above, the rows of a job spanning H hosts (network namespaces
 #              of capi-tests/hosts/netns.sh, built and removed by the script; needs root):
 #              OpenNRT one process per rank started in its host, Open MPI over TCP
@@ -65,7 +65,7 @@ while [ $# -gt 0 ]; do
     --runs) runs="${2:?--runs needs a number}"; shift ;;
     --sizes) sizes="${2:?--sizes needs a list}"; shift ;;
     --ranks) ranks_list="${2:?--ranks needs a list}"; shift ;;
-    --wait) wait_mode="${2:?--wait needs spin, yield, sleep or backoff}"; shift ;;
+    --wait) wait_mode="${2:?--wait needs spin, yield, sleep, backoff or eventfd}"; shift ;;
     --hosts) hosts="${2:?--hosts needs a number of hosts}"; shift ;;
     --per-host) per_host_list="${2:?--per-host needs a list}"; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -136,7 +136,7 @@ fmt_spread() { # max/min -> "1.07×", bold above the limit
 over_limit() { awk -v x="$1" -v l="$spread_limit" 'BEGIN { exit !(x > l) }'; }
 
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "--runs must be a positive integer, not '$runs'"
-case "$wait_mode" in spin|yield|sleep|backoff) ;; *) die "--wait must be spin, yield, sleep or backoff, not '$wait_mode'" ;; esac
+case "$wait_mode" in spin|yield|sleep|backoff|eventfd) ;; *) die "--wait must be spin, yield, sleep, backoff or eventfd, not '$wait_mode'" ;; esac
 
 to_bytes() { # 4K -> 4096, 64M -> 67108864, 100 -> 100
   local s="$1" n unit
