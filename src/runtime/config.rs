@@ -65,6 +65,9 @@ pub struct Config {
     pub version: String,
     /// `OPENNRT_BOOTSTRAP_TIMEOUT`: how long a process keeps trying to reach the job's root.
     pub bootstrap_timeout: Duration,
+    /// `OPENNRT_WAIT_SPIN_US` and `OPENNRT_WAIT_YIELD_US`: how a wait of the shared device
+    /// spins, then yields, before it sleeps (`runtime::multi_process::segment::Waits`).
+    pub waits: crate::runtime::multi_process::segment::Waits,
     /// `OPENNRT_NET_PEER_TIMEOUT`: how long a linked process on another host may stay silent
     /// before it is lost (`runtime::multi_process::proxy`).
     pub net_peer_timeout: Duration,
@@ -279,6 +282,17 @@ impl Config {
                 number(&get, BOOTSTRAP_TIMEOUT_ENV, "a whole number of seconds")?
                     .unwrap_or(DEFAULT_BOOTSTRAP_TIMEOUT_S),
             ),
+            waits: {
+                let d = crate::runtime::multi_process::segment::Waits::default();
+                let us = |var, default: Duration| -> Result<Duration> {
+                    Ok(number::<u64>(&get, var, "a whole number of microseconds")?
+                        .map_or(default, Duration::from_micros))
+                };
+                crate::runtime::multi_process::segment::Waits {
+                    spin: us(WAIT_SPIN_ENV, d.spin)?,
+                    yield_until: us(WAIT_YIELD_ENV, d.yield_until)?,
+                }
+            },
             net_peer_timeout: Duration::from_secs(
                 match number::<u64>(&get, NET_PEER_TIMEOUT_ENV, "a whole number of seconds")? {
                     Some(0) => {
@@ -371,6 +385,11 @@ fn number<T: std::str::FromStr>(
             .map_err(|_| Error::bad_variable(var, &v, format_args!("not {what}"))),
     }
 }
+
+/// How long a shared-device wait spins (microseconds).
+pub const WAIT_SPIN_ENV: &str = "OPENNRT_WAIT_SPIN_US";
+/// Until when a shared-device wait yields (microseconds from its start).
+pub const WAIT_YIELD_ENV: &str = "OPENNRT_WAIT_YIELD_US";
 
 /// The log level variable.
 pub const LOG_LEVEL_ENV: &str = "NEURON_RT_LOG_LEVEL";

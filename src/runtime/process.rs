@@ -36,6 +36,7 @@ pub fn init(framework: u32, fw_version: &str, fal_version: &str) -> Result<()> {
         log::set_level(config.log_level);
         let carrier = Arc::new(Carrier::load(&config.ncfw_path)?);
         crate::device::settings::apply(&config.device);
+        crate::runtime::multi_process::segment::set_waits(config.waits);
         crate::device::settings::set_carrier(Some(carrier.clone()));
         crate::log_info!(
             "nrt_init",

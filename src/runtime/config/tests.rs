@@ -131,6 +131,8 @@ fn every_bad_value_is_an_error_naming_its_variable() {
         ("OPENNRT_BOOTSTRAP_TIMEOUT", "1.5"),
         ("OPENNRT_NET_PEER_TIMEOUT", "0"),
         ("OPENNRT_NET_PEER_TIMEOUT", "soon"),
+        ("OPENNRT_WAIT_SPIN_US", "1.5"),
+        ("OPENNRT_WAIT_YIELD_US", "-3"),
         ("CCOM_SOCKET_IFNAME", "^"),
         ("NCCL_SOCKET_IFNAME", ","),
         ("OPENNRT_SHARED_DEVICE", "true"),
@@ -183,6 +185,8 @@ fn knobs_parse_into_their_fields() {
         ("OPENNRT_NCFW_PATH", "/opt/x/libncfw.so"),
         ("OPENNRT_BOOTSTRAP_TIMEOUT", "7"),
         ("OPENNRT_NET_PEER_TIMEOUT", "9"),
+        ("OPENNRT_WAIT_SPIN_US", "5"),
+        ("OPENNRT_WAIT_YIELD_US", "0"),
         ("CCOM_SOCKET_IFNAME", "=eth0"),
         ("NCCL_SOCKET_IFNAME", "ib"),
         ("OPENNRT_VERSION_OVERRIDE", "0.0.1"),
@@ -213,6 +217,13 @@ fn knobs_parse_into_their_fields() {
     assert_eq!(c.ncfw_path, "/opt/x/libncfw.so");
     assert_eq!(c.bootstrap_timeout, std::time::Duration::from_secs(7));
     assert_eq!(c.net_peer_timeout, std::time::Duration::from_secs(9));
+    assert_eq!(
+        c.waits,
+        crate::runtime::multi_process::segment::Waits {
+            spin: std::time::Duration::from_micros(5),
+            yield_until: std::time::Duration::ZERO,
+        }
+    );
     let (var, f) = c.socket_ifname.clone().unwrap();
     assert_eq!(var, "CCOM_SOCKET_IFNAME", "the vendor's own name wins");
     assert!(f.allows("eth0") && !f.allows("eth1"));
@@ -229,6 +240,10 @@ fn knobs_parse_into_their_fields() {
     assert_eq!(c.kill_in_run, Some(5));
     assert_eq!(c.ignored_async_inflight.as_deref(), Some("4"));
     let d = cfg(&[]).unwrap();
+    assert_eq!(
+        d.waits,
+        crate::runtime::multi_process::segment::Waits::default()
+    );
     assert_eq!(d.ncfw_path, DEFAULT_NCFW);
     assert_eq!(d.version, env!("CARGO_PKG_VERSION"));
     assert!(!d.validate_hash);

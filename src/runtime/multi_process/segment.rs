@@ -20,7 +20,10 @@
 //! Sleepers use `FUTEX_WAIT` on their own wake word (the shared, not the private, futex: the
 //! waiters are in several processes). A rank that ends (done or failed) wakes everyone.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{
+    AtomicU32, AtomicU64,
+    Ordering::{Relaxed, SeqCst},
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -721,19 +724,47 @@ impl SemNotify for RankWake {
     }
 }
 
-/// How long a waiter of the shared device spins before it yields, when every rank of the
-/// job can have a core of its own. Choice: 20 µs, a few steps of a small collective; a peer
-/// on the other core usually answers well within it, and a futex sleep + wake costs two
-/// context switches (tens of µs on this VM).
-const SPIN_FOR: Duration = Duration::from_micros(20);
+/// How a waiter of the shared device spins, then yields, before it sleeps on its futex
+/// (`OPENNRT_WAIT_SPIN_US`, `OPENNRT_WAIT_YIELD_US`; applied at `nrt_init` by [`set_waits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Waits {
+    /// How long it spins when every rank of the job can have a core of its own. Default
+    /// 20 µs, a few steps of a small collective: a peer on the other core usually answers
+    /// well within it, and a futex sleep + wake costs two context switches (tens of µs on
+    /// this VM).
+    pub spin: Duration,
+    /// Until when (from the wait's start) it yields before it sleeps. Default 300 µs:
+    /// yielding hands the core to a runnable peer at a fraction of a futex round trip's cost.
+    pub yield_until: Duration,
+}
+
+impl Default for Waits {
+    fn default() -> Waits {
+        Waits {
+            spin: Duration::from_micros(20),
+            yield_until: Duration::from_micros(300),
+        }
+    }
+}
+
+/// The waits in force, in nanoseconds (read by every wait, so atomics).
+static SPIN_NS: AtomicU64 = AtomicU64::new(20_000);
+static YIELD_NS: AtomicU64 = AtomicU64::new(300_000);
+
+/// Apply `w` to every later wait of this process (`nrt_init`).
+pub fn set_waits(w: Waits) {
+    SPIN_NS.store(w.spin.as_nanos().min(u64::MAX as u128) as u64, Relaxed);
+    YIELD_NS.store(
+        w.yield_until.as_nanos().min(u64::MAX as u128) as u64,
+        Relaxed,
+    );
+}
+
 /// The spin when the job has more ranks than the machine has cores: about 2 µs. A waiter
 /// then most likely waits for a rank that needs its core, so it yields almost at once
 /// (2000 spin-loop hints were 53 µs on this AMD EPYC, burnt while the peer it waited for
 /// could not run: 8 processes at 4 KiB took 1.8 ms per all-reduce).
 const SPIN_OVERSUBSCRIBED: u32 = 64;
-/// How long a waiter yields (after its spin) before it sleeps on its futex: yielding hands
-/// the core to a runnable peer at a fraction of a futex round trip's cost.
-const YIELD_UNTIL: Duration = Duration::from_micros(300);
 
 /// Whether `ranks` ranks on this machine (one thread or process each) outnumber its cores.
 pub(crate) fn oversubscribed(ranks: usize) -> bool {
@@ -744,7 +775,7 @@ pub(crate) fn oversubscribed(ranks: usize) -> bool {
 }
 
 /// The first phases of every wait on the shared device: spin (briefly, or hardly at all when
-/// `oversubscribed`), then yield, until `ready()` holds (returns true) or [`YIELD_UNTIL`] has
+/// `oversubscribed`), then yield, until `ready()` holds (returns true) or [`Waits::yield_until`] has
 /// passed (returns false: the caller sleeps on its futex and checks everything else).
 pub(crate) fn spin_then_yield(oversubscribed: bool, ready: impl Fn() -> bool) -> bool {
     let start = Instant::now();
@@ -756,7 +787,8 @@ pub(crate) fn spin_then_yield(oversubscribed: bool, ready: impl Fn() -> bool) ->
             std::hint::spin_loop();
         }
     } else {
-        while start.elapsed() < SPIN_FOR {
+        let spin = Duration::from_nanos(SPIN_NS.load(Relaxed));
+        while start.elapsed() < spin {
             for _ in 0..32 {
                 if ready() {
                     return true;
@@ -765,7 +797,8 @@ pub(crate) fn spin_then_yield(oversubscribed: bool, ready: impl Fn() -> bool) ->
             }
         }
     }
-    while start.elapsed() < YIELD_UNTIL {
+    let yield_until = Duration::from_nanos(YIELD_NS.load(Relaxed));
+    while start.elapsed() < yield_until {
         if ready() {
             return true;
         }
