@@ -788,6 +788,8 @@ pub struct Pending {
     instance: u64,
     a: Arrival,
     at: Arrived,
+    /// The local peers of a repeat, mapped once for every [`Pending::met`] poll.
+    local: once_cell::unsync::OnceCell<Vec<(usize, Arc<Segment>)>>,
 }
 
 impl std::fmt::Debug for Pending {
@@ -818,6 +820,7 @@ pub fn begin(key: &GroupKey, instance: u64, a: Arrival) -> Result<Pending> {
         instance,
         a,
         at,
+        local: once_cell::unsync::OnceCell::new(),
     })
 }
 
@@ -833,10 +836,10 @@ impl Pending {
             // The ranks on other hosts may not have arrived: only the worker may wait.
             (None, Some(names), _) if spans_hosts(names) => false,
             (None, Some(names), _) => {
-                let Ok(local) = local_peers(names, r) else {
+                let Ok(local) = self.local.get_or_try_init(|| local_peers(names, r)) else {
                     return false;
                 };
-                match armed_verdict(&self.key, run, r, &local, self.at.sig, board) {
+                match armed_verdict(&self.key, run, r, local, self.at.sig, board) {
                     Some(Ok(Armed::Go) | Err(_)) => true,
                     Some(Ok(Armed::ToBoard(b))) => all_on(b),
                     None => false,
@@ -855,6 +858,7 @@ impl Pending {
             instance,
             a,
             at,
+            local: _,
         } = self;
         match attempt(&key, instance, &a, at)? {
             Attempt::Ran => Ok(()),
