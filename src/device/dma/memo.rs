@@ -27,12 +27,14 @@ thread_local! {
 
 impl DecodeMemo {
     /// This thread's memo (a new one the first time).
+    #[inline]
     pub(super) fn take() -> Box<DecodeMemo> {
         MEMO.take()
             .unwrap_or_else(|| Box::new(DecodeMemo(vec![None; MEMO_SLOTS].into_boxed_slice())))
     }
 
     /// Give the memo back to this thread.
+    #[inline]
     pub(super) fn put(m: Box<DecodeMemo>) {
         MEMO.set(Some(m));
     }
@@ -46,6 +48,7 @@ impl DecodeMemo {
     }
 
     /// What [`Descriptor::decode`] returned for these bytes and direction, if remembered.
+    #[inline]
     pub(super) fn get(&self, bytes: &[u8; DESC_BYTES], dir: Direction) -> Option<&Descriptor> {
         let i = Self::set(bytes, dir);
         self.0[i..i + 2].iter().find_map(|slot| match slot {
@@ -56,6 +59,7 @@ impl DecodeMemo {
 
     /// Remember a successful decode: it takes the set's first slot, the old first moves to
     /// the second.
+    #[inline]
     pub(super) fn insert(&mut self, bytes: &[u8; DESC_BYTES], dir: Direction, desc: Descriptor) {
         let i = Self::set(bytes, dir);
         self.0[i + 1] = self.0[i];
