@@ -42,6 +42,12 @@
 //! cached regions instead of routing the address again) and reuse their packet buffers, so a
 //! small packet costs its decoding and its bytes, not allocations.
 //!
+//! **Replay.** A pair keeps every packet pair it checked, with the ring bytes it came from,
+//! and executes a kept one again without reading, decoding or parsing it while every slot of
+//! it still holds those bytes (compared when the engine reaches it) and it is wholly posted:
+//! a resident machine's repeated runs walk the same descriptors (`dma/replay.rs` says why
+//! this is exact whoever writes the rings).
+//!
 //! **Abort** (§3.3, §11.4, §12.2). A stale RING_ID, an undecodable descriptor, a framing error
 //! (FIRST/LAST, a META where data was expected, a copy descriptor in a CCE packet, …), a TX/RX
 //! length mismatch, a bad address, an invalid or non-reducible dtype or an op the CCE does not
@@ -369,66 +375,6 @@ impl Queue {
     }
 }
 
-/// Slots of a [`DecodeMemo`] (a power of two, in sets of two): several times the descriptors
-/// of a small collective's rings (256 KiB per thread).
-const MEMO_SLOTS: usize = 4096;
-
-/// Descriptors this thread decoded, by their bytes: a decoded-instruction cache as emulators
-/// keep one. Decoding is a pure function of the 16 bytes and the queue's direction, so a hit
-/// — all 16 bytes and the direction equal — is exactly what [`Descriptor::decode`] returns;
-/// only successful decodes are kept (a bad descriptor is decoded, and rejected, every time).
-/// A collective executed again (the next iteration, the next training step) walks the same
-/// bytes, and its small packets then cost a lookup instead of a decode. Direct-mapped, one
-/// per thread (taken out of its thread-local home for the length of an engine run); bulk runs
-/// do not use it (their descriptors differ by address and are few per byte moved).
-#[derive(Debug)]
-struct DecodeMemo(Box<[MemoSlot]>);
-
-/// One slot of a [`DecodeMemo`]: the bytes, the direction, what they decode to.
-type MemoSlot = Option<([u8; DESC_BYTES], Direction, Descriptor)>;
-
-thread_local! {
-    static MEMO: std::cell::Cell<Option<Box<DecodeMemo>>> = const { std::cell::Cell::new(None) };
-}
-
-impl DecodeMemo {
-    /// This thread's memo (a new one the first time).
-    fn take() -> Box<DecodeMemo> {
-        MEMO.take()
-            .unwrap_or_else(|| Box::new(DecodeMemo(vec![None; MEMO_SLOTS].into_boxed_slice())))
-    }
-
-    /// Give the memo back to this thread.
-    fn put(m: Box<DecodeMemo>) {
-        MEMO.set(Some(m));
-    }
-
-    /// The set of two slots `bytes` and `dir` map to.
-    fn set(bytes: &[u8; DESC_BYTES], dir: Direction) -> usize {
-        let lo = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
-        let hi = u64::from_le_bytes(bytes[8..].try_into().expect("8 bytes"));
-        let h = (lo ^ hi.rotate_left(29) ^ dir as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (h >> (64 - MEMO_SLOTS.trailing_zeros())) as usize & !1
-    }
-
-    /// What [`Descriptor::decode`] returned for these bytes and direction, if remembered.
-    fn get(&self, bytes: &[u8; DESC_BYTES], dir: Direction) -> Option<&Descriptor> {
-        let i = Self::set(bytes, dir);
-        self.0[i..i + 2].iter().find_map(|slot| match slot {
-            Some((b, d, desc)) if *d == dir && b == bytes => Some(desc),
-            _ => None,
-        })
-    }
-
-    /// Remember a successful decode: it takes the set's first slot, the old first moves to
-    /// the second.
-    fn insert(&mut self, bytes: &[u8; DESC_BYTES], dir: Direction, desc: Descriptor) {
-        let i = Self::set(bytes, dir);
-        self.0[i + 1] = self.0[i];
-        self.0[i] = Some((*bytes, dir, desc));
-    }
-}
-
 /// One descriptor as read.
 #[derive(Debug, Clone, Copy)]
 struct Raw {
@@ -438,7 +384,7 @@ struct Raw {
 }
 
 /// A data piece of a packet: address, bytes, and the descriptor it came from (its index in
-/// the packet's descriptors, [`Scratch::tx`] or [`Scratch::rx`]).
+/// the packet's descriptors, [`Packet::tx`] or [`Packet::rx`]).
 #[derive(Debug, Clone, Copy)]
 struct Seg {
     addr: u64,
@@ -446,12 +392,13 @@ struct Seg {
     at: usize,
 }
 
-/// A checked TX packet; its data segments are in [`Scratch::txsegs`].
-#[derive(Debug)]
+/// A checked TX packet; its data segments are in [`Packet::txsegs`].
+#[derive(Debug, Clone, Copy, Default)]
 enum TxPacket {
     /// A copy: the segments in order.
+    #[default]
     Copy,
-    /// A reduce: source `k` is `txsegs[bounds[k]..bounds[k + 1]]` ([`Scratch::bounds`]).
+    /// A reduce: source `k` is `txsegs[bounds[k]..bounds[k + 1]]` ([`Packet::bounds`]).
     Cce {
         op: CceOp,
         dtype: Dtype,
@@ -468,13 +415,8 @@ enum TxPacket {
 /// The buffers one packet is parsed into, kept between packets and runs.
 #[derive(Debug, Default)]
 struct Scratch {
-    tx: Vec<Raw>,
-    rx: Vec<Raw>,
-    txsegs: Vec<Seg>,
-    rxsegs: Vec<Seg>,
-    bounds: Vec<usize>,
+    pkt: Packet,
     cuts: Vec<u64>,
-    scales: Vec<f32>,
 }
 
 /// A plain-memory region resolved during one run: an access whose [`key`] lies in `lo..hi`
@@ -727,6 +669,8 @@ pub struct QueuePair {
     /// RX queue.
     pub s2m: Queue,
     aborted: Option<DmaError>,
+    /// The packet pairs checked so far, shared with this pair's clones ([`replay`]).
+    replay: SharedReplay,
 }
 
 impl QueuePair {
@@ -737,7 +681,14 @@ impl QueuePair {
             m2s,
             s2m,
             aborted: None,
+            replay: SharedReplay::default(),
         }
+    }
+
+    /// Packet pairs this pair and its clones took from their replay cache ([`replay`]).
+    #[cfg(test)]
+    pub(crate) fn replay_hits(&self) -> u64 {
+        self.replay.handle().lock().hits
     }
 
     /// The abort, if the pair is in ABORT.
@@ -877,6 +828,8 @@ impl QueuePair {
         let mut scratch = std::mem::take(&mut cx.scratch);
         let bulk = self.m2s.tail - self.m2s.head >= BULK_DESCS;
         let mut memo = Some(DecodeMemo::take());
+        let replay = self.replay.handle();
+        let mut replay = replay.try_lock();
         let end = {
             let mut sink = Sink {
                 mem: &mut *mem,
@@ -891,6 +844,7 @@ impl QueuePair {
                     places,
                     &mut scratch,
                     memo.as_deref_mut(),
+                    replay.as_deref_mut(),
                     &mut p,
                 ) {
                     Ok(true) => p.packets_done += 1,
@@ -899,6 +853,7 @@ impl QueuePair {
                 }
             }
         };
+        drop(replay);
         cx.scratch = scratch;
         if let Some(m) = memo {
             DecodeMemo::put(m);
@@ -913,50 +868,86 @@ impl QueuePair {
         Ok(p)
     }
 
-    /// One packet pair: `Ok(false)` when none is ready.
+    /// Read and check the packet pair at the heads into `pkt`: `Ok(false)` when it is not
+    /// wholly posted yet.
+    fn parse(
+        &self,
+        mem: &Memory,
+        chip: u8,
+        places: [Option<(usize, usize)>; 2],
+        pkt: &mut Packet,
+        mut memo: Option<&mut DecodeMemo>,
+        memo_all: bool,
+    ) -> Result<bool, Fault> {
+        if !self.m2s.packet(
+            mem,
+            chip,
+            places[0],
+            &mut pkt.tx,
+            memo.as_deref_mut(),
+            memo_all,
+        )? {
+            return Ok(false);
+        }
+        if !self
+            .s2m
+            .packet(mem, chip, places[1], &mut pkt.rx, memo, memo_all)?
+        {
+            return Ok(false);
+        }
+        pkt.kind = parse_tx(&pkt.tx, &mut pkt.txsegs, &mut pkt.bounds, &mut pkt.scales)?;
+        parse_rx(&pkt.rx, &mut pkt.rxsegs);
+        pkt.rx_bytes = pkt.rxsegs.iter().map(|g| g.len).sum();
+        let tx_bytes = match &pkt.kind {
+            TxPacket::Copy => pkt.txsegs.iter().map(|g| g.len).sum(),
+            TxPacket::Cce { len, .. } => *len,
+        };
+        if tx_bytes != pkt.rx_bytes {
+            return Err(fault(
+                &pkt.rx[0],
+                Direction::S2M,
+                format!(
+                    "length mismatch: the TX packet at M2S index {} carries {tx_bytes} bytes, this \
+                     RX packet takes {} (docs/contract/device.md §1.2)",
+                    self.m2s.head, pkt.rx_bytes,
+                ),
+            ));
+        }
+        Ok(true)
+    }
+
+    /// One packet pair: `Ok(false)` when none is ready. The pair comes from the replay cache
+    /// when the rings still hold its bytes ([`replay`]), else it is read and checked (and
+    /// kept).
+    #[allow(clippy::too_many_arguments)]
     fn step(
         &mut self,
         sink: &mut Sink<'_>,
         numerics: &Numerics,
         places: [Option<(usize, usize)>; 2],
         s: &mut Scratch,
-        mut memo: Option<&mut DecodeMemo>,
+        memo: Option<&mut DecodeMemo>,
+        mut replay: Option<&mut Replay>,
         p: &mut Progress,
     ) -> Result<bool, Fault> {
         let (mem, chip, bulk) = (&*sink.mem, sink.chip, sink.bulk);
-        if !self
-            .m2s
-            .packet(mem, chip, places[0], &mut s.tx, memo.as_deref_mut(), !bulk)?
-        {
-            return Ok(false);
-        }
-        if !self
-            .s2m
-            .packet(mem, chip, places[1], &mut s.rx, memo, !bulk)?
-        {
-            return Ok(false);
-        }
-        let (n_tx, n_rx) = (s.tx.len() as u64, s.rx.len() as u64);
-        let tx = parse_tx(&s.tx, &mut s.txsegs, &mut s.bounds, &mut s.scales)?;
-        parse_rx(&s.rx, &mut s.rxsegs);
-        let rx_bytes: u64 = s.rxsegs.iter().map(|g| g.len).sum();
-        let tx_bytes = match &tx {
-            TxPacket::Copy => s.txsegs.iter().map(|g| g.len).sum(),
-            TxPacket::Cce { len, .. } => *len,
+        let hit = match replay.as_deref_mut() {
+            Some(r) => r.find(mem, &self.m2s, &self.s2m, places),
+            None => None,
         };
-        if tx_bytes != rx_bytes {
-            return Err(fault(
-                &s.rx[0],
-                Direction::S2M,
-                format!(
-                    "length mismatch: the TX packet at M2S index {} carries {tx_bytes} bytes, this \
-                     RX packet takes {rx_bytes} (docs/contract/device.md §1.2)",
-                    self.m2s.head,
-                ),
-            ));
-        }
-        match &tx {
-            TxPacket::Copy => exec_copy(sink, &s.txsegs, &s.rxsegs, &s.tx, &s.rx)?,
+        let pkt: &Packet = if let (Some(at), Some(r)) = (hit, replay.as_deref()) {
+            r.packet(at)
+        } else {
+            if !self.parse(mem, chip, places, &mut s.pkt, memo, !bulk)? {
+                return Ok(false);
+            }
+            if let Some(r) = replay {
+                r.keep(&self.m2s, &self.s2m, &s.pkt);
+            }
+            &s.pkt
+        };
+        match &pkt.kind {
+            TxPacket::Copy => exec_copy(sink, &pkt.txsegs, &pkt.rxsegs, &pkt.tx, &pkt.rx)?,
             TxPacket::Cce {
                 op,
                 dtype,
@@ -968,29 +959,35 @@ impl QueuePair {
                     numerics,
                     op: *op,
                     dtype: *dtype,
-                    scales: fma.then_some(&s.scales[..]),
-                    head: s.tx[*head],
+                    scales: fma.then_some(&pkt.scales[..]),
+                    head: pkt.tx[*head],
                 };
-                let pkt = CcePacket {
+                let cce = CcePacket {
                     len: *len,
-                    segs: &s.txsegs,
-                    bounds: &s.bounds,
-                    dst: &s.rxsegs,
-                    tx: &s.tx,
-                    rx: &s.rx,
+                    segs: &pkt.txsegs,
+                    bounds: &pkt.bounds,
+                    dst: &pkt.rxsegs,
+                    tx: &pkt.tx,
+                    rx: &pkt.rx,
                 };
-                exec_cce(sink, &red, &pkt, &mut s.cuts)?
+                exec_cce(sink, &red, &cce, &mut s.cuts)?
             }
         }
-        self.m2s.head += n_tx;
-        self.s2m.head += n_rx;
-        p.bytes += rx_bytes;
+        self.m2s.head += pkt.tx.len() as u64;
+        self.s2m.head += pkt.rx.len() as u64;
+        p.bytes += pkt.rx_bytes;
         Ok(true)
     }
 }
 
 mod exec;
 use exec::{exec_cce, exec_copy, parse_rx, parse_tx, CcePacket, Reduce, Sink};
+
+mod memo;
+use memo::DecodeMemo;
+
+mod replay;
+use replay::{Packet, Replay, SharedReplay};
 
 #[cfg(test)]
 mod tests;
