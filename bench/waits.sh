@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/waits.sh: tune the shared device's waits (spin, then yield, then sleep) by measurement.
 #
-# Runs bench/nrt_allreduce (fp32 sum all-reduce of 4 KiB, one rank per process) for every
+# Runs bench/nrt_allreduce.c (fp32 sum all-reduce of 4 KiB, one rank per process) for every
 # combination of
 #   * processes: 2, 4, 8 (--procs);
 #   * the caller's wait between polls of nrta_is_completed: yield (a caller that polls and
