@@ -30,21 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stats.h"
+
 #define MAX_BATCHES 20
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile (0 < pct <= 100) of v, sorted ascending. */
-static double percentile_sorted(const double *v, long n, double pct) {
-  long k = (long)((double)n * pct / 100.0);
-  if ((double)k < (double)n * pct / 100.0) k++; /* ceil without libm */
-  if (k < 1) k = 1;
-  if (k > n) k = n;
-  return v[k - 1];
-}
 
 static long parse_long(const char *s, const char *what) {
   char *end;

@@ -74,6 +74,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stats.h"
+
 #define MAX_RANKS 128
 #define WAIT_TIMEOUT_S 240.0
 #define EXEC_TIMEOUT_S "120" /* NEURON_RT_EXEC_TIMEOUT unless the caller set one */
@@ -97,24 +99,9 @@ static double now(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 static double median(double *v, long n) {
   qsort(v, (size_t)n, sizeof *v, cmp_double);
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* Nearest-rank percentile (0 < pct <= 100) of v, sorted ascending: the ceil(pct N / 100)-th
- * smallest value. */
-static double percentile_sorted(const double *v, long n, double pct) {
-  long k = (long)((double)n * pct / 100.0);
-  if ((double)k < (double)n * pct / 100.0) k++; /* ceil without libm */
-  if (k < 1) k = 1;
-  if (k > n) k = n;
-  return v[k - 1];
 }
 
 /* A failure ends the whole process at once (no nrt_close: a pending collective may still

@@ -1012,18 +1012,9 @@ fn arrive(
 /// The second half of one attempt at [`run`] ([`arrive`] did the first): meet, run, wait
 /// for the peers to finish.
 fn attempt(key: &GroupKey, instance: u64, a: &Arrival, at: Arrived) -> Result<Attempt> {
-    let Arrived {
-        meet_at,
-        l,
-        lowered_for_job,
-        own,
-        sig,
-        repeat,
-        on_board,
-        go,
-        clock,
-        early,
-    } = at;
+    let (l, own, go, clock, early) = (at.l, at.own, at.go, at.clock, at.early);
+    let (meet_at, lowered_for_job, sig) = (at.meet_at, at.lowered_for_job, at.sig);
+    let (repeat, on_board) = (at.repeat, at.on_board);
     let r = a.req.rank;
     let gid = key.group[r as usize];
     let plan = plan(&l)?;

@@ -22,22 +22,7 @@ fn a_resident_machine_reruns_exactly_and_still_executes_its_bytes() {
     );
     let l = crate::runtime::collective::prepare(&req, 2).unwrap();
     let mut res = Resident::build(&l.program, &l.emitted, &l.map).unwrap();
-    let run = |res: &mut Resident, k: f32| {
-        let outs: Vec<Arc<Mutex<Vec<u8>>>> = (0..2).map(|_| Default::default()).collect();
-        let ios: Vec<VecIo> = (0..2)
-            .map(|r| VecIo {
-                input: f32s(
-                    &(0..64)
-                        .map(|e| e as f32 + k * (r as f32 + 1.0))
-                        .collect::<Vec<_>>(),
-                ),
-                output: outs[r].clone(),
-            })
-            .collect();
-        let refs: Vec<&dyn RankIo> = ios.iter().map(|i| i as &dyn RankIo).collect();
-        res.run(&refs)
-            .map(|_| outs.iter().map(|o| o.lock().clone()).collect::<Vec<_>>())
-    };
+    let run = scaled_run;
     for k in [1.0f32, 5.0, 2.0] {
         let want = f32s(
             &(0..64)
@@ -72,8 +57,8 @@ fn a_resident_machine_reruns_exactly_and_still_executes_its_bytes() {
 /// names the descriptor, a hang report every stuck sequencer).
 type Outcome = std::result::Result<Vec<Vec<u8>>, (crate::error::ErrorKind, String)>;
 
-/// Run `res` on the 64-element inputs of scale `k`.
-fn outcome(res: &mut Resident, k: f32) -> Outcome {
+/// Run `res` (2 ranks) on the 64-element inputs of scale `k`: every rank's output.
+fn scaled_run(res: &mut Resident, k: f32) -> crate::error::Result<Vec<Vec<u8>>> {
     let outs: Vec<Arc<Mutex<Vec<u8>>>> = (0..2).map(|_| Default::default()).collect();
     let ios: Vec<VecIo> = (0..2)
         .map(|r| VecIo {
@@ -88,7 +73,11 @@ fn outcome(res: &mut Resident, k: f32) -> Outcome {
     let refs: Vec<&dyn RankIo> = ios.iter().map(|i| i as &dyn RankIo).collect();
     res.run(&refs)
         .map(|_| outs.iter().map(|o| o.lock().clone()).collect())
-        .map_err(|e| (e.kind(), e.to_string()))
+}
+
+/// [`scaled_run`], with an error as its kind and whole text.
+fn outcome(res: &mut Resident, k: f32) -> Outcome {
+    scaled_run(res, k).map_err(|e| (e.kind(), e.to_string()))
 }
 
 /// Packets the resident's engines replayed so far (their caches are shared with the clones
