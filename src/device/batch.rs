@@ -252,6 +252,13 @@ struct Level {
 }
 
 impl Level {
+    /// Empty, keeping the capacity of its lists.
+    fn clear(&mut self) {
+        self.ops.clear();
+        self.writes.0.clear();
+        self.reads.0.clear();
+    }
+
     /// Would an op writing `dst` and reading `reads` read or write bytes an op of this level
     /// writes, or write bytes one reads?
     fn conflicts(&self, dst: Span, mut reads: impl Iterator<Item = Span>) -> bool {
@@ -265,6 +272,10 @@ impl Level {
 #[derive(Debug)]
 pub(crate) struct Batch {
     levels: Vec<Level>,
+    /// Emptied levels kept for the next ones: a batch lives as long as its machine's run
+    /// context (a resident machine's, across runs), and its levels' lists then stop growing
+    /// after the first run instead of being allocated, grown and freed at every flush.
+    spare: Vec<Level>,
     /// The op later pieces may still extend; not in a level yet.
     open: Option<Op>,
     /// Threads a flush may use (the caller's included).
@@ -282,6 +293,7 @@ impl Batch {
     pub fn new(threads: usize) -> Batch {
         Batch {
             levels: Vec::new(),
+            spare: Vec::new(),
             open: None,
             threads: threads.clamp(1, MAX_THREADS),
         }
@@ -327,7 +339,7 @@ impl Batch {
             return Err(op);
         }
         if at == self.levels.len() {
-            self.levels.push(Level::default());
+            self.levels.push(self.spare.pop().unwrap_or_default());
         }
         let l = &mut self.levels[at];
         l.writes.insert(op.dst());
@@ -414,7 +426,8 @@ impl Batch {
     }
 
     fn run_levels(&mut self, mem: &mut Memory) {
-        for level in std::mem::take(&mut self.levels) {
+        let mut levels = std::mem::take(&mut self.levels);
+        for mut level in levels.drain(..) {
             // Spread only a level with enough bytes to pay for the workers.
             let bytes: u64 = level.ops.iter().map(Op::bytes).sum();
             let t = if bytes < PARALLEL_MIN_BYTES {
@@ -423,7 +436,10 @@ impl Batch {
                 self.threads
             };
             run_level(mem, &level.ops, t);
+            level.clear();
+            self.spare.push(level);
         }
+        self.levels = levels;
     }
 }
 

@@ -378,29 +378,49 @@ const MEMO_SLOTS: usize = 4096;
 /// — all 16 bytes and the direction equal — is exactly what [`Descriptor::decode`] returns;
 /// only successful decodes are kept (a bad descriptor is decoded, and rejected, every time).
 /// A collective executed again (the next iteration, the next training step) walks the same
-/// bytes, and its small packets then cost a lookup instead of a decode. Direct-mapped, one
-/// per thread (taken out of its thread-local home for the length of an engine run); bulk runs
-/// do not use it (their descriptors differ by address and are few per byte moved).
+/// bytes, and its small packets then cost a lookup instead of a decode. Direct-mapped; bulk
+/// runs use it for their META descriptors only (the others differ by address and are few per
+/// byte moved).
+///
+/// One per machine run, not per thread: a run's [`RunCx`] takes one from the process's
+/// [`MEMOS`] when it starts and gives it back when it is dropped (a resident machine keeps its
+/// context, and so its memo, between runs). A per-thread memo missed whenever a different
+/// thread ran the collective — with ranks as threads the last rank to arrive runs the machine,
+/// a different one almost every time — and each new thread paid 256 KiB of fresh zeroed pages
+/// (64 page faults, issue 26) on its first run, well after any warm-up.
 #[derive(Debug)]
 struct DecodeMemo(Box<[MemoSlot]>);
 
 /// One slot of a [`DecodeMemo`]: the bytes, the direction, what they decode to.
 type MemoSlot = Option<([u8; DESC_BYTES], Direction, Descriptor)>;
 
-thread_local! {
-    static MEMO: std::cell::Cell<Option<Box<DecodeMemo>>> = const { std::cell::Cell::new(None) };
-}
+/// Memos not in use by a run, last returned on top (its entries are the most recent).
+static MEMOS: parking_lot::Mutex<Vec<Box<DecodeMemo>>> = parking_lot::Mutex::new(Vec::new());
+
+/// Most memos [`MEMOS`] keeps (4 MiB): as many machines as ever ran at once, up to this.
+const MAX_IDLE_MEMOS: usize = 16;
 
 impl DecodeMemo {
-    /// This thread's memo (a new one the first time).
+    /// A memo for a run: the last one given back, or a new one.
     fn take() -> Box<DecodeMemo> {
-        MEMO.take()
+        MEMOS
+            .lock()
+            .pop()
             .unwrap_or_else(|| Box::new(DecodeMemo(vec![None; MEMO_SLOTS].into_boxed_slice())))
     }
 
-    /// Give the memo back to this thread.
+    /// Give a run's memo back (freed when enough are idle already).
     fn put(m: Box<DecodeMemo>) {
-        MEMO.set(Some(m));
+        let mut idle = MEMOS.lock();
+        if idle.len() < MAX_IDLE_MEMOS {
+            idle.push(m);
+        }
+    }
+
+    /// Memos idle in the pool (tests).
+    #[cfg(test)]
+    fn idle() -> usize {
+        MEMOS.lock().len()
     }
 
     /// The set of two slots `bytes` and `dir` map to.
@@ -604,13 +624,14 @@ impl Regions {
     /// memory, as does anything not found. A small collective touches each region a few
     /// times, so resolving them one by one on first use would cost more than this table.
     fn fill(&mut self, mem: &Memory, rings: &[usize]) {
+        // The tables keep their capacity: a resident machine refills them every run.
         self.clear();
-        let mut all: Vec<Known> = Vec::with_capacity(2 * mem.regions().size_hint().0);
+        self.known.reserve(2 * mem.regions().size_hint().0);
         for (region, (chip, base, len)) in mem.regions().enumerate() {
             let ring = rings.binary_search(&region).is_ok();
             let (c, base) = (u64::from(chip), base & ON_CHIP_MASK);
             for lo in [(c << 55) | base, (1 << 54) | (c << 48) | base] {
-                all.push(Known {
+                self.known.push(Known {
                     lo,
                     hi: lo + len,
                     region,
@@ -618,9 +639,8 @@ impl Regions {
                 });
             }
         }
-        all.sort_unstable_by_key(|e| e.lo);
-        self.keys.extend(all.iter().map(|e| e.lo));
-        self.known = all;
+        self.known.sort_unstable_by_key(|e| e.lo);
+        self.keys.extend(self.known.iter().map(|e| e.lo));
     }
 }
 
@@ -650,6 +670,17 @@ pub(crate) struct RunCx {
     /// Per operand position (destination, then sources) the last region it hit.
     hints: [usize; HINTS],
     scratch: Scratch,
+    /// The decoded-descriptor memo of the run (taken by [`RunCx::start`], back to [`MEMOS`] on
+    /// drop).
+    memo: Option<Box<DecodeMemo>>,
+}
+
+impl Drop for RunCx {
+    fn drop(&mut self) {
+        if let Some(m) = self.memo.take() {
+            DecodeMemo::put(m);
+        }
+    }
 }
 
 /// Operand positions with a region hint: the destination and up to 32 CCE sources.
@@ -670,6 +701,7 @@ impl Default for RunCx {
             spans: Vec::new(),
             hints: [0; HINTS],
             scratch: Scratch::default(),
+            memo: None,
         }
     }
 }
@@ -699,6 +731,9 @@ impl RunCx {
         self.touched.clear();
         self.last_spec = None;
         self.regions.fill(mem, &self.rings);
+        if self.memo.is_none() {
+            self.memo = Some(DecodeMemo::take());
+        }
     }
 
     /// Where `(addr, n)` issued by `chip` lands, through the run's region cache with the hint
@@ -876,7 +911,7 @@ impl QueuePair {
         let mut p = Progress::default();
         let mut scratch = std::mem::take(&mut cx.scratch);
         let bulk = self.m2s.tail - self.m2s.head >= BULK_DESCS;
-        let mut memo = Some(DecodeMemo::take());
+        let mut memo = cx.memo.take();
         let end = {
             let mut sink = Sink {
                 mem: &mut *mem,
@@ -900,9 +935,7 @@ impl QueuePair {
             }
         };
         cx.scratch = scratch;
-        if let Some(m) = memo {
-            DecodeMemo::put(m);
-        }
+        cx.memo = memo;
         if end.is_err() || cx.flush_at_return {
             cx.batch.flush(mem);
         }
