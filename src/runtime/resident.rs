@@ -90,8 +90,10 @@ pub struct Resident {
     /// rebuilt per run, so a run allocates none of what the last one grew (the DMA batch's
     /// lists, the region cache, the decode memo): with ranks as threads the machine runs on
     /// whichever rank arrives last, and memory freed by one run on one thread came back as
-    /// fresh pages — page faults — on the next (issue 26).
-    machine: Option<Machine>,
+    /// fresh pages — page faults — on the next (issue 26). Boxed: a machine is a few KiB, and
+    /// a resident moves in and out of its collective's pool by value on the run's stack (the
+    /// stack of whichever rank thread runs it: deeper frames there are more fresh pages).
+    machine: Option<Box<Machine>>,
     agents: Vec<TopspAgent>,
     reposts: Vec<(u8, u64, Vec<u8>)>,
     io: Vec<IoBuffer>,
@@ -147,7 +149,7 @@ impl Resident {
         let reposts = ring_reposts(map, emitted)?;
         m.clear_topsps();
         Ok(Resident {
-            machine: Some(m),
+            machine: Some(Box::new(m)),
             agents,
             reposts,
             io,
