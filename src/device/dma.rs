@@ -417,12 +417,6 @@ impl DecodeMemo {
         }
     }
 
-    /// Memos idle in the pool (tests).
-    #[cfg(test)]
-    fn idle() -> usize {
-        MEMOS.lock().len()
-    }
-
     /// The set of two slots `bytes` and `dir` map to.
     fn set(bytes: &[u8; DESC_BYTES], dir: Direction) -> usize {
         let lo = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));

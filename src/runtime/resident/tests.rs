@@ -51,9 +51,10 @@ fn a_resident_machine_reruns_exactly_and_still_executes_its_bytes() {
     // Corrupt rank 0's first M2S descriptor in the loaded ring.
     let img = &l.emitted.ranks[0].topsps[0];
     let chip = l.map.chip_id(0).unwrap();
-    res.mem
+    res.machine
         .as_mut()
         .unwrap()
+        .mem
         .write(chip, img.neff.m2s_ring_base, &[0xA5; 16])
         .unwrap();
     let broken = run(&mut res, 1.0);
