@@ -395,22 +395,22 @@ struct DecodeMemo(Box<[MemoSlot]>);
 type MemoSlot = Option<([u8; DESC_BYTES], Direction, Descriptor)>;
 
 /// Memos not in use by a run, last returned on top (its entries are the most recent).
-static MEMOS: parking_lot::Mutex<Vec<Box<DecodeMemo>>> = parking_lot::Mutex::new(Vec::new());
+static MEMOS: parking_lot::Mutex<Vec<DecodeMemo>> = parking_lot::Mutex::new(Vec::new());
 
 /// Most memos [`MEMOS`] keeps (4 MiB): as many machines as ever ran at once, up to this.
 const MAX_IDLE_MEMOS: usize = 16;
 
 impl DecodeMemo {
     /// A memo for a run: the last one given back, or a new one.
-    fn take() -> Box<DecodeMemo> {
+    fn take() -> DecodeMemo {
         MEMOS
             .lock()
             .pop()
-            .unwrap_or_else(|| Box::new(DecodeMemo(vec![None; MEMO_SLOTS].into_boxed_slice())))
+            .unwrap_or_else(|| DecodeMemo(vec![None; MEMO_SLOTS].into_boxed_slice()))
     }
 
     /// Give a run's memo back (freed when enough are idle already).
-    fn put(m: Box<DecodeMemo>) {
+    fn put(m: DecodeMemo) {
         let mut idle = MEMOS.lock();
         if idle.len() < MAX_IDLE_MEMOS {
             idle.push(m);
@@ -666,7 +666,7 @@ pub(crate) struct RunCx {
     scratch: Scratch,
     /// The decoded-descriptor memo of the run (taken by [`RunCx::start`], back to [`MEMOS`] on
     /// drop).
-    memo: Option<Box<DecodeMemo>>,
+    memo: Option<DecodeMemo>,
 }
 
 impl Drop for RunCx {
@@ -919,7 +919,7 @@ impl QueuePair {
                     numerics,
                     places,
                     &mut scratch,
-                    memo.as_deref_mut(),
+                    memo.as_mut(),
                     &mut p,
                 ) {
                     Ok(true) => p.packets_done += 1,
