@@ -68,6 +68,7 @@
 //! loads, the FP32 narrow to compare-and-select; checked with `perf annotate`). Ops that run at
 //! once (`copy_now`, `reduce_now`) use the same kernels on the region bytes directly.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -90,6 +91,9 @@ pub const PARALLEL_MIN_BYTES: u64 = 1 << 20;
 
 /// Most dependency levels a batch holds before it is flushed.
 pub const MAX_LEVELS: usize = 64;
+
+/// Most source lists of executed reduces a batch keeps for the next ones.
+const MAX_SPARE_SRCS: usize = 4096;
 
 /// Most worker threads a flush uses.
 pub const MAX_THREADS: usize = 16;
@@ -252,6 +256,17 @@ struct Level {
 }
 
 impl Level {
+    /// Empty, keeping the capacity of its lists; the reduces' source lists go to `spare`.
+    fn clear(&mut self, spare: &mut Vec<Vec<SrcSpan>>) {
+        for op in self.ops.drain(..) {
+            if let (Op::Reduce { srcs, .. }, true) = (op, spare.len() < MAX_SPARE_SRCS) {
+                spare.push(srcs);
+            }
+        }
+        self.writes.0.clear();
+        self.reads.0.clear();
+    }
+
     /// Would an op writing `dst` and reading `reads` read or write bytes an op of this level
     /// writes, or write bytes one reads?
     fn conflicts(&self, dst: Span, mut reads: impl Iterator<Item = Span>) -> bool {
@@ -265,10 +280,19 @@ impl Level {
 #[derive(Debug)]
 pub(crate) struct Batch {
     levels: Vec<Level>,
+    /// Emptied levels kept for the next ones: a batch lives as long as its machine's run
+    /// context (a resident machine's, across runs), and its levels' lists then stop growing
+    /// after the first run instead of being allocated, grown and freed at every flush.
+    spare: Vec<Level>,
+    /// Source lists of executed reduces, for the next ones (as `spare`: a 64 MiB all-reduce
+    /// defers hundreds of reduces per run).
+    spare_srcs: Vec<Vec<SrcSpan>>,
     /// The op later pieces may still extend; not in a level yet.
     open: Option<Op>,
     /// Threads a flush may use (the caller's included).
     threads: usize,
+    /// What a level's run allocates, kept for the next level.
+    bufs: LevelBufs,
 }
 
 impl Default for Batch {
@@ -282,8 +306,11 @@ impl Batch {
     pub fn new(threads: usize) -> Batch {
         Batch {
             levels: Vec::new(),
+            spare: Vec::new(),
+            spare_srcs: Vec::new(),
             open: None,
             threads: threads.clamp(1, MAX_THREADS),
+            bufs: LevelBufs::default(),
         }
     }
 
@@ -327,7 +354,7 @@ impl Batch {
             return Err(op);
         }
         if at == self.levels.len() {
-            self.levels.push(Level::default());
+            self.levels.push(self.spare.pop().unwrap_or_default());
         }
         let l = &mut self.levels[at];
         l.writes.insert(op.dst());
@@ -400,9 +427,12 @@ impl Batch {
             }
         }
         self.close(mem);
+        let mut list = self.spare_srcs.pop().unwrap_or_default();
+        list.clear();
+        list.extend_from_slice(srcs);
         self.open = Some(Op::Reduce {
             dst,
-            srcs: srcs.to_vec(),
+            srcs: list,
             spec: Arc::clone(spec),
         });
     }
@@ -414,7 +444,8 @@ impl Batch {
     }
 
     fn run_levels(&mut self, mem: &mut Memory) {
-        for level in std::mem::take(&mut self.levels) {
+        let mut levels = std::mem::take(&mut self.levels);
+        for mut level in levels.drain(..) {
             // Spread only a level with enough bytes to pay for the workers.
             let bytes: u64 = level.ops.iter().map(Op::bytes).sum();
             let t = if bytes < PARALLEL_MIN_BYTES {
@@ -422,37 +453,120 @@ impl Batch {
             } else {
                 self.threads
             };
-            run_level(mem, &level.ops, t);
+            run_level(mem, &level.ops, t, &mut self.bufs);
+            level.clear(&mut self.spare_srcs);
+            self.spare.push(level);
+        }
+        self.levels = levels;
+    }
+}
+
+/// The lists [`run_level`] fills, kept by the batch from one level (and run) to the next: the
+/// carved jobs' sources (one flat list), the jobs, and the pieces the threads take. A level of
+/// a 64 MiB collective is hundreds of pieces; allocated and freed per level they were the
+/// page faults that remained per run once the machine was resident (issue 26): the run
+/// happens on whichever rank thread arrives last, whose malloc arena had not grown to them
+/// yet. Empty between levels: their elements borrow a level's memory, so they are kept with
+/// the `'static` lifetime and lent to each level through [`recycle`].
+#[derive(Default)]
+struct LevelBufs {
+    srcs: Vec<JobSrc<'static>>,
+    jobs: Vec<Job<'static>>,
+    slots: Vec<Mutex<Option<Job<'static>>>>,
+    carve: CarveBufs<'static>,
+}
+
+/// [`carve`]'s working lists (part of [`LevelBufs`]).
+#[derive(Default)]
+struct CarveBufs<'a> {
+    involved: Vec<usize>,
+    order: Vec<usize>,
+    regions: Vec<(usize, &'a mut [u8])>,
+    dsts: Vec<Option<&'a mut [u8]>>,
+    gaps: Vec<(usize, usize, &'a [u8])>,
+}
+
+impl CarveBufs<'_> {
+    /// The same lists, empty, for borrows of another lifetime ([`recycle`]).
+    fn recycle<'b>(self) -> CarveBufs<'b> {
+        let CarveBufs {
+            mut involved,
+            mut order,
+            regions,
+            dsts,
+            gaps,
+        } = self;
+        involved.clear();
+        order.clear();
+        CarveBufs {
+            involved,
+            order,
+            regions: recycle(regions),
+            dsts: recycle(dsts),
+            gaps: recycle(gaps),
         }
     }
 }
 
-/// Run independent ops on up to `threads` threads (the caller's included).
-fn run_level(mem: &mut Memory, ops: &[Op], threads: usize) {
-    let jobs = carve(mem, ops);
+impl std::fmt::Debug for LevelBufs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LevelBufs")
+            .field("srcs", &self.srcs.capacity())
+            .field("jobs", &self.jobs.capacity())
+            .field("slots", &self.slots.capacity())
+            .field("gaps", &self.carve.gaps.capacity())
+            .finish()
+    }
+}
+
+/// `v`'s buffer, emptied, as a vector of `U`: a type that differs only in lifetimes has the
+/// same size and alignment, so the standard library's in-place collection keeps the
+/// allocation (and its capacity; `tests::recycle_keeps_the_buffer`). Were it not to, the
+/// result is a new empty vector — slower, never wrong. Safe code: nothing is transmuted, the
+/// vector holds no element while its type changes.
+fn recycle<T, U>(mut v: Vec<T>) -> Vec<U> {
+    v.clear();
+    v.into_iter()
+        .map(|_| unreachable!("an empty vector"))
+        .collect()
+}
+
+/// Run independent ops on up to `threads` threads (the caller's included), with the lists of
+/// `bufs`.
+fn run_level(mem: &mut Memory, ops: &[Op], threads: usize, bufs: &mut LevelBufs) {
+    let mut srcs: Vec<JobSrc<'_>> = recycle(std::mem::take(&mut bufs.srcs));
+    let mut jobs: Vec<Job<'_>> = recycle(std::mem::take(&mut bufs.jobs));
+    let mut slots: Vec<Mutex<Option<Job<'_>>>> = recycle(std::mem::take(&mut bufs.slots));
+    let mut cb = std::mem::take(&mut bufs.carve).recycle();
+    carve(mem, ops, &mut cb, &mut srcs, &mut jobs);
     if threads <= 1 {
-        jobs.into_iter().for_each(Job::run);
-        return;
-    }
-    let mut pieces = Vec::with_capacity(jobs.len());
-    jobs.into_iter().for_each(|j| j.cut_into(&mut pieces));
-    if pieces.len() == 1 {
-        pieces.into_iter().for_each(Job::run);
-        return;
-    }
-    let helpers = (threads - 1).min(pieces.len() - 1);
-    // Each piece is taken by exactly one thread: the next index, then its slot.
-    let slots: Vec<Mutex<Option<Job<'_>>>> =
-        pieces.into_iter().map(|p| Mutex::new(Some(p))).collect();
-    let next = AtomicUsize::new(0);
-    let work = || {
-        while let Some(slot) = slots.get(next.fetch_add(1, Ordering::Relaxed)) {
-            if let Some(j) = slot.lock().take() {
-                j.run();
+        jobs.drain(..).for_each(|j| j.run(&srcs));
+    } else {
+        // Each piece is taken by exactly one thread: the next index, then its slot.
+        jobs.drain(..)
+            .for_each(|j| j.cut(|p| slots.push(Mutex::new(Some(p)))));
+        if slots.len() == 1 {
+            if let Some(j) = slots[0].get_mut().take() {
+                j.run(&srcs);
             }
+        } else {
+            let helpers = (threads - 1).min(slots.len().saturating_sub(1));
+            let next = AtomicUsize::new(0);
+            let work = || {
+                while let Some(slot) = slots.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    if let Some(j) = slot.lock().take() {
+                        j.run(&srcs);
+                    }
+                }
+            };
+            Pool::get().run(helpers, &work);
         }
-    };
-    Pool::get().run(helpers, &work);
+        slots.clear();
+    }
+    bufs.srcs = recycle(srcs);
+    bufs.jobs = recycle(jobs);
+    bufs.slots = recycle(slots);
+    bufs.carve = cb.recycle();
 }
 
 /// The work of one level, as the pool's threads see it: a shared closure every participant
@@ -633,46 +747,60 @@ enum JobSrc<'a> {
     Dst,
 }
 
-/// An op with its bytes borrowed.
+/// An op, or a piece of one, with its bytes borrowed: `dst` is bytes `at .. at + dst.len()` of
+/// the op's destination, and its sources are the same bytes of the op's sources, which are
+/// `srcs` of the level's flat source list (whole, as carved).
 struct Job<'a> {
     dst: &'a mut [u8],
-    srcs: Vec<JobSrc<'a>>,
+    srcs: Range<usize>,
+    at: usize,
     op: &'a Op,
 }
 
 impl<'a> Job<'a> {
-    /// Cut into element-aligned pieces of at most [`PIECE_BYTES`], appended to `out`.
-    fn cut_into(self, out: &mut Vec<Job<'a>>) {
+    /// Cut into element-aligned pieces of at most [`PIECE_BYTES`], each handed to `out`.
+    fn cut(self, mut out: impl FnMut(Job<'a>)) {
         let g = self.op.grain();
         let step = (PIECE_BYTES / g).max(1) * g;
         if self.dst.len() <= step {
-            out.push(self);
+            out(self);
             return;
         }
-        let Job { dst, srcs, op } = self;
-        let mut at = 0;
+        let Job { dst, srcs, at, op } = self;
+        let mut off = at;
         for d in dst.chunks_mut(step) {
             let n = d.len();
-            let srcs = srcs
-                .iter()
-                .map(|s| match *s {
-                    JobSrc::Bytes(b) => JobSrc::Bytes(&b[at..at + n]),
-                    JobSrc::Dst => JobSrc::Dst,
-                })
-                .collect();
-            out.push(Job { dst: d, srcs, op });
-            at += n;
+            out(Job {
+                dst: d,
+                srcs: srcs.clone(),
+                at: off,
+                op,
+            });
+            off += n;
         }
     }
 
-    fn run(self) {
+    /// Execute it; `all` is the level's flat source list.
+    fn run(self, all: &[JobSrc<'a>]) {
+        let (at, n) = (self.at, self.dst.len());
+        let piece = |s: &JobSrc<'a>| match *s {
+            JobSrc::Bytes(b) => JobSrc::Bytes(&b[at..at + n]),
+            JobSrc::Dst => JobSrc::Dst,
+        };
+        let srcs = &all[self.srcs];
         match self.op {
             Op::Copy { .. } => {
-                if let [JobSrc::Bytes(b)] = self.srcs[..] {
-                    self.dst.copy_from_slice(b);
+                if let [JobSrc::Bytes(b)] = srcs {
+                    self.dst.copy_from_slice(&b[at..at + n]);
                 }
             }
-            Op::Reduce { spec, .. } => reduce(spec, self.dst, &self.srcs),
+            Op::Reduce { spec, .. } => {
+                let mut js = [JobSrc::Dst; cce::MAX_SOURCES];
+                for (j, s) in js.iter_mut().zip(srcs) {
+                    *j = piece(s);
+                }
+                reduce(spec, self.dst, &js[..srcs.len().min(cce::MAX_SOURCES)]);
+            }
         }
     }
 }
@@ -800,21 +928,37 @@ pub(crate) fn reduce_now(mem: &mut Memory, spec: &ReduceSpec, dst: Span, srcs: &
 /// an op touches, the destinations (disjoint within a level, see [`Batch::push`]) are split
 /// out and the bytes between them are shared gaps; a source lies inside one gap (it overlaps
 /// no destination of its level).
-fn carve<'a>(mem: &'a mut Memory, ops: &'a [Op]) -> Vec<Job<'a>> {
-    let mut involved: Vec<usize> = ops
-        .iter()
-        .flat_map(|op| std::iter::once(op.dst()).chain(op.reads()))
-        .map(|s| s.region)
-        .collect();
+///
+/// The jobs go to `jobs` (one per op, in order), their sources to `srcs`.
+fn carve<'a>(
+    mem: &'a mut Memory,
+    ops: &'a [Op],
+    bufs: &mut CarveBufs<'a>,
+    srcs: &mut Vec<JobSrc<'a>>,
+    jobs: &mut Vec<Job<'a>>,
+) {
+    let CarveBufs {
+        involved,
+        order,
+        regions,
+        dsts,
+        gaps,
+    } = bufs;
+    involved.extend(
+        ops.iter()
+            .flat_map(|op| std::iter::once(op.dst()).chain(op.reads()))
+            .map(|s| s.region),
+    );
     involved.sort_unstable();
     involved.dedup();
-    let mut order: Vec<usize> = (0..ops.len()).collect();
+    order.extend(0..ops.len());
     order.sort_by_key(|&i| (ops[i].dst().region, ops[i].dst().off));
-    let mut dsts: Vec<Option<&'a mut [u8]>> = (0..ops.len()).map(|_| None).collect();
+    dsts.extend((0..ops.len()).map(|_| None));
     // (region, start offset, shared gap bytes), sorted.
-    let mut gaps: Vec<(usize, usize, &'a [u8])> = Vec::with_capacity(involved.len() + ops.len());
+    gaps.reserve(involved.len() + ops.len());
+    mem.regions_bytes_mut_into(involved, regions);
     let mut k = 0;
-    for (r, data) in mem.regions_bytes_mut(&involved) {
+    for (r, data) in regions.drain(..) {
         let mut rest: &'a mut [u8] = data;
         let mut pos = 0;
         while k < order.len() && ops[order[k]].dst().region == r {
@@ -834,23 +978,23 @@ fn carve<'a>(mem: &'a mut Memory, ops: &'a [Op]) -> Vec<Job<'a>> {
         let (_, start, bytes) = gaps[at];
         &bytes[s.off - start..s.off - start + s.len]
     };
-    ops.iter()
-        .zip(dsts)
-        .map(|(op, dst)| {
-            let dst = dst.expect("every op has its destination");
-            let srcs = match op {
-                Op::Copy { src, .. } => vec![JobSrc::Bytes(find(*src))],
-                Op::Reduce { srcs, .. } => srcs
-                    .iter()
-                    .map(|s| match s {
-                        SrcSpan::Mem(m) => JobSrc::Bytes(find(*m)),
-                        SrcSpan::Dst => JobSrc::Dst,
-                    })
-                    .collect(),
-            };
-            Job { dst, srcs, op }
-        })
-        .collect()
+    for (op, dst) in ops.iter().zip(dsts.drain(..)) {
+        let dst = dst.expect("every op has its destination");
+        let first = srcs.len();
+        match op {
+            Op::Copy { src, .. } => srcs.push(JobSrc::Bytes(find(*src))),
+            Op::Reduce { srcs: ss, .. } => srcs.extend(ss.iter().map(|s| match s {
+                SrcSpan::Mem(m) => JobSrc::Bytes(find(*m)),
+                SrcSpan::Dst => JobSrc::Dst,
+            })),
+        }
+        jobs.push(Job {
+            dst,
+            srcs: first..srcs.len(),
+            at: 0,
+            op,
+        });
+    }
 }
 
 #[cfg(test)]

@@ -40,11 +40,18 @@ pub const MAX_SOURCES: usize = 32;
 /// Elements per processing block: the f32 scratch of one source fits in L1.
 pub const BLOCK: usize = 1024;
 
-thread_local! {
-    /// The f32 accumulator and widening scratch of [`Plan::run`], one pair per thread.
-    static SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<f32>)> =
-        std::cell::RefCell::new((vec![0.0; BLOCK], vec![0.0; BLOCK]));
-}
+/// The f32 accumulator and widening scratch of one [`Plan::run`].
+type Scratch = (Vec<f32>, Vec<f32>);
+
+/// Scratch pairs not in use, shared by the process's threads: a run takes one and gives it
+/// back, so there are as many as reduces ever ran at once. Not one per thread: a collective's
+/// reduces run on the batch's workers and on the thread that runs the machine, which with
+/// ranks as threads is whichever rank arrives last — per-thread scratch was two fresh zeroed
+/// pages (page faults) on each rank thread's first run, long after a warm-up (issue 26).
+static SCRATCH: parking_lot::Mutex<Vec<Scratch>> = parking_lot::Mutex::new(Vec::new());
+
+/// Most scratch pairs [`SCRATCH`] keeps (512 KiB).
+const MAX_IDLE_SCRATCH: usize = 64;
 
 /// Reduce `sources` element-wise into `out` with `op` ∈ {ADD, MAX, MIN} in the default FP8 modes
 /// ([`Numerics::default`]). FMA needs scales: use [`reduce_fma`] or [`reduce_with`].
@@ -212,13 +219,19 @@ impl<'s> Plan<'s> {
             )));
         }
         let n = dst.len() / size;
-        // Per-thread scratch, allocated once: zeroing two blocks per call would cost as much
-        // as reducing a small packet.
-        SCRATCH.with(|cell| {
-            let mut guard = cell.borrow_mut();
-            let (acc, x) = &mut *guard;
-            self.run_blocks(others, inout, dst, n, acc, x)
-        })
+        // Recycled scratch: zeroing two blocks per call would cost as much as reducing a
+        // small packet.
+        let mut scratch = SCRATCH
+            .lock()
+            .pop()
+            .unwrap_or_else(|| (vec![0.0; BLOCK], vec![0.0; BLOCK]));
+        let (acc, x) = &mut scratch;
+        let r = self.run_blocks(others, inout, dst, n, acc, x);
+        let mut idle = SCRATCH.lock();
+        if idle.len() < MAX_IDLE_SCRATCH {
+            idle.push(scratch);
+        }
+        r
     }
 
     /// [`Plan::run`] over caller-provided scratch of [`BLOCK`] elements each.

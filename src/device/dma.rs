@@ -546,13 +546,14 @@ impl Regions {
     /// memory, as does anything not found. A small collective touches each region a few
     /// times, so resolving them one by one on first use would cost more than this table.
     fn fill(&mut self, mem: &Memory, rings: &[usize]) {
+        // The tables keep their capacity: a resident machine refills them every run.
         self.clear();
-        let mut all: Vec<Known> = Vec::with_capacity(2 * mem.regions().size_hint().0);
+        self.known.reserve(2 * mem.regions().size_hint().0);
         for (region, (chip, base, len)) in mem.regions().enumerate() {
             let ring = rings.binary_search(&region).is_ok();
             let (c, base) = (u64::from(chip), base & ON_CHIP_MASK);
             for lo in [(c << 55) | base, (1 << 54) | (c << 48) | base] {
-                all.push(Known {
+                self.known.push(Known {
                     lo,
                     hi: lo + len,
                     region,
@@ -560,9 +561,8 @@ impl Regions {
                 });
             }
         }
-        all.sort_unstable_by_key(|e| e.lo);
-        self.keys.extend(all.iter().map(|e| e.lo));
-        self.known = all;
+        self.known.sort_unstable_by_key(|e| e.lo);
+        self.keys.extend(self.known.iter().map(|e| e.lo));
     }
 }
 
@@ -592,6 +592,17 @@ pub(crate) struct RunCx {
     /// Per operand position (destination, then sources) the last region it hit.
     hints: [usize; HINTS],
     scratch: Scratch,
+    /// The decoded-descriptor memo of the run (taken by [`RunCx::start`], back to [`MEMOS`] on
+    /// drop).
+    memo: Option<DecodeMemo>,
+}
+
+impl Drop for RunCx {
+    fn drop(&mut self) {
+        if let Some(m) = self.memo.take() {
+            DecodeMemo::put(m);
+        }
+    }
 }
 
 /// Operand positions with a region hint: the destination and up to 32 CCE sources.
@@ -612,6 +623,7 @@ impl Default for RunCx {
             spans: Vec::new(),
             hints: [0; HINTS],
             scratch: Scratch::default(),
+            memo: None,
         }
     }
 }
@@ -641,6 +653,9 @@ impl RunCx {
         self.touched.clear();
         self.last_spec = None;
         self.regions.fill(mem, &self.rings);
+        if self.memo.is_none() {
+            self.memo = Some(DecodeMemo::take());
+        }
     }
 
     /// Where `(addr, n)` issued by `chip` lands, through the run's region cache with the hint
@@ -827,7 +842,7 @@ impl QueuePair {
         let mut p = Progress::default();
         let mut scratch = std::mem::take(&mut cx.scratch);
         let bulk = self.m2s.tail - self.m2s.head >= BULK_DESCS;
-        let mut memo = Some(DecodeMemo::take());
+        let mut memo = cx.memo.take();
         let replay = self.replay.handle();
         let mut replay = replay.try_lock();
         let end = {
@@ -843,7 +858,7 @@ impl QueuePair {
                     numerics,
                     places,
                     &mut scratch,
-                    memo.as_deref_mut(),
+                    memo.as_mut(),
                     replay.as_deref_mut(),
                     &mut p,
                 ) {
@@ -855,9 +870,7 @@ impl QueuePair {
         };
         drop(replay);
         cx.scratch = scratch;
-        if let Some(m) = memo {
-            DecodeMemo::put(m);
-        }
+        cx.memo = memo;
         if end.is_err() || cx.flush_at_return {
             cx.batch.flush(mem);
         }

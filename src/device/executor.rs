@@ -276,6 +276,14 @@ impl Machine {
         self.agents.insert(at, a);
     }
 
+    /// Remove every TOP_SP, keeping the memory and the engines' run context (their caches
+    /// and buffers, the batch's lists): a persistent machine (`runtime::resident`) does so
+    /// after each run and adds its TOP_SPs again for the next, which then allocates nothing
+    /// the last one had.
+    pub fn clear_topsps(&mut self) {
+        self.agents.clear();
+    }
+
     /// Number of TOP_SPs added.
     pub fn topsps(&self) -> usize {
         self.agents.len()

@@ -551,6 +551,17 @@ impl Memory {
     /// indices.
     pub(crate) fn regions_bytes_mut(&mut self, sorted: &[usize]) -> Vec<(usize, &mut [u8])> {
         let mut out = Vec::with_capacity(sorted.len());
+        self.regions_bytes_mut_into(sorted, &mut out);
+        out
+    }
+
+    /// [`Memory::regions_bytes_mut`] appended to `out` (a list the caller keeps).
+    pub(crate) fn regions_bytes_mut_into<'a>(
+        &'a mut self,
+        sorted: &[usize],
+        out: &mut Vec<(usize, &'a mut [u8])>,
+    ) {
+        out.reserve(sorted.len());
         let mut rest = &mut self.regions[..];
         let mut base = 0;
         for &i in sorted {
@@ -560,7 +571,6 @@ impl Memory {
             rest = tail;
             base = i + 1;
         }
-        out
     }
 
     /// The bytes of region `i` (a [`Place::Mem`] index).

@@ -30,6 +30,8 @@
 //! released its last descriptors: draining the DMA rings is the executor's (or the program's
 //! final waits') business.
 
+use std::sync::Arc;
+
 use crate::error::Result;
 use crate::isa::ccop::SpadCtrlEntry;
 use crate::isa::slot::SlotRecord;
@@ -156,7 +158,10 @@ enum Phase {
 #[derive(Debug, Clone)]
 pub struct Sequencer {
     cfg: SeqConfig,
-    prog: load::Loaded,
+    /// The decoded tables: read-only once loaded, so a clone (a resident machine starts every
+    /// run from one, `runtime::machine::TopspAgent`) shares them instead of copying every
+    /// entry's records — no allocation per TOP_SP per run.
+    prog: Arc<load::Loaded>,
     entry: usize,
     phase: Phase,
     waiting: Option<WaitOn>,
@@ -166,7 +171,7 @@ impl Sequencer {
     /// Decode and validate the CTRL SPAD, the SLOT SPAD and the neff values (module doc); a
     /// malformed table is an error naming the slot or record and its byte offset.
     pub fn load(ctrl_spad: &[u8], slot_spad: &[u8], neff: SeqConfig) -> Result<Sequencer> {
-        let prog = load::load(ctrl_spad, slot_spad, &neff)?;
+        let prog = Arc::new(load::load(ctrl_spad, slot_spad, &neff)?);
         Ok(Sequencer {
             cfg: neff,
             prog,

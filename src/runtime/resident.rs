@@ -45,7 +45,6 @@ use crate::isa::memmap::align_buf;
 use crate::lower::addrmap::AddressMap;
 use crate::lower::emit::EmittedProgram;
 use crate::lower::program::{Buf, Program};
-use crate::ncfw::Arch;
 use crate::runtime::collective::RankIo;
 use crate::runtime::machine::{buffer_regions, byte_bases, load_program, ring_reposts, TopspAgent};
 use crate::runtime::tensor::Tensor;
@@ -86,10 +85,15 @@ struct IoBuffer {
 /// A loaded collective whose machine persists between runs (module doc).
 #[derive(Debug)]
 pub struct Resident {
-    /// Every region, SPAD and ring (without the bound tensors between runs).
-    mem: Option<Memory>,
-    arch: Arch,
-    timeout: Option<std::time::Duration>,
+    /// The machine between runs: its memory (every region, SPAD and ring, without the bound
+    /// tensors) and the engines' run context, with no TOP_SP added. Kept whole rather than
+    /// rebuilt per run, so a run allocates none of what the last one grew (the DMA batch's
+    /// lists, the region cache, the decode memo): with ranks as threads the machine runs on
+    /// whichever rank arrives last, and memory freed by one run on one thread came back as
+    /// fresh pages — page faults — on the next (issue 26). Boxed: a machine is a few KiB, and
+    /// a resident moves in and out of its collective's pool by value on the run's stack (the
+    /// stack of whichever rank thread runs it: deeper frames there are more fresh pages).
+    machine: Option<Box<Machine>>,
     agents: Vec<TopspAgent>,
     reposts: Vec<(u8, u64, Vec<u8>)>,
     io: Vec<IoBuffer>,
@@ -143,11 +147,9 @@ impl Resident {
             }
         }
         let reposts = ring_reposts(map, emitted)?;
-        let mem = std::mem::replace(&mut m.mem, Memory::new(0));
+        m.clear_topsps();
         Ok(Resident {
-            mem: Some(mem),
-            arch: m.arch,
-            timeout: m.timeout,
+            machine: Some(Box::new(m)),
             agents,
             reposts,
             io,
@@ -161,7 +163,7 @@ impl Resident {
 
     /// Bytes the machine holds between runs (its own regions: scratch, staging, SPADs, rings).
     pub fn held_bytes(&self) -> u64 {
-        self.mem.as_ref().map_or(0, Memory::mapped_bytes)
+        self.machine.as_ref().map_or(0, |m| m.mem.mapped_bytes())
     }
 
     /// Runs so far.
@@ -184,10 +186,11 @@ impl Resident {
                 self.bases.len()
             )));
         }
-        let mut mem = self
-            .mem
+        let mut m = self
+            .machine
             .take()
             .ok_or_else(|| Error::failure("resident device: used again after a failed run"))?;
+        let mem = &mut m.mem;
         mem.clear_dirty_sems();
         for (chip, base, bytes) in &self.reposts {
             mem.write(*chip, *base, bytes)?;
@@ -218,27 +221,22 @@ impl Resident {
             let dst = mem.slice_mut(b.chip, b.base + at, self.input_bytes as usize)?;
             ios[b.rank as usize].input_into(dst)?;
         }
-        let mut m = Machine::new(0);
-        m.mem = mem;
-        m.arch = self.arch;
-        m.timeout = self.timeout;
         for a in &self.agents {
             a.clone().attach(&mut m)?;
         }
         let ran = m.run();
-        let mut mem = std::mem::replace(&mut m.mem, Memory::new(0));
-        drop(m);
+        m.clear_topsps();
         let out = ran.and_then(|rep| {
-            self.copy_out(&mem, ios)?;
+            self.copy_out(&m.mem, ios)?;
             Ok(rep)
         });
         // Unbind: the tensors leave the machine whatever happened.
         for b in self.io.iter().filter(|b| !b.heap) {
-            mem.unmap(b.chip, b.base)?;
+            m.mem.unmap(b.chip, b.base)?;
         }
         if out.is_ok() {
             self.runs += 1;
-            self.mem = Some(mem);
+            self.machine = Some(m);
         }
         out
     }

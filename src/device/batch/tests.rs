@@ -424,3 +424,76 @@ fn concurrent_flushes_share_the_pool() {
         }
     });
 }
+
+/// `recycle` hands the same buffer on to a vector of the other lifetime, emptied.
+#[test]
+fn recycle_keeps_the_buffer() {
+    let bytes = vec![1u8; 64];
+    let mut v: Vec<JobSrc<'_>> = Vec::with_capacity(100);
+    v.push(JobSrc::Bytes(&bytes));
+    let (at, cap) = (v.as_ptr() as usize, v.capacity());
+    let w: Vec<JobSrc<'static>> = recycle(v);
+    assert!(w.is_empty());
+    assert_eq!((w.as_ptr() as usize, w.capacity()), (at, cap));
+}
+
+/// A batch keeps what its flushes allocated (emptied levels, reduces' source lists, the
+/// level's job, piece and source lists): the same stream deferred and flushed again finds
+/// every list as it was left (no allocation, no growth), and the bytes are still those of
+/// in-order execution.
+#[test]
+fn a_batch_reuses_its_lists() {
+    let (len, n) = (4 << 20, 512 << 10);
+    let spec = Arc::new(ReduceSpec {
+        numerics: Numerics::default(),
+        op: CceOp::Add,
+        dtype: Dtype::Bf16,
+        scales: None,
+    });
+    // Four independent reduces (a level of 2 MiB: parallel, two pieces each), then four
+    // copies of their results (a second level).
+    let mut ops = Vec::new();
+    for k in 0..4 {
+        ops.push(Op::Reduce {
+            dst: span(0, k << 20, n),
+            srcs: vec![SrcSpan::Dst, SrcSpan::Mem(span(1, k << 20, n))],
+            spec: Arc::clone(&spec),
+        });
+    }
+    for k in 0..4 {
+        ops.push(copy(span(2, k << 20, n), span(0, k << 20, n)));
+    }
+    let mut m = small_memory(len);
+    let mut b = Batch::new(2);
+    let lists = |b: &Batch| {
+        (
+            (b.levels.capacity(), b.spare.len(), b.spare_srcs.len()),
+            (b.bufs.srcs.as_ptr() as usize, b.bufs.srcs.capacity()),
+            (b.bufs.jobs.as_ptr() as usize, b.bufs.jobs.capacity()),
+            (b.bufs.slots.as_ptr() as usize, b.bufs.slots.capacity()),
+            b.bufs.carve.gaps.capacity(),
+        )
+    };
+    let mut first = None;
+    for _ in 0..2 {
+        for op in &ops {
+            match op {
+                Op::Copy { dst, src } => b.add_copy(&mut m, *dst, *src),
+                Op::Reduce { dst, srcs, spec } => b.add_reduce(&mut m, spec, *dst, srcs),
+            }
+        }
+        b.flush(&mut m);
+        assert!(b.is_empty());
+        let now = lists(&b);
+        assert_eq!(now.0 .1, 2, "both levels kept");
+        assert_eq!(now.0 .2, 4, "the four reduces' source lists kept");
+        assert!(now.3 .1 >= 8, "the pieces' slots kept: {now:?}");
+        assert_eq!(
+            *first.get_or_insert(now),
+            now,
+            "the second flush reused every list"
+        );
+    }
+    let want = in_order(in_order(regions(&mut small_memory(len)), &ops), &ops);
+    assert!(regions(&mut m) == want, "differs from in-order execution");
+}

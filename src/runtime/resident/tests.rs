@@ -36,9 +36,10 @@ fn a_resident_machine_reruns_exactly_and_still_executes_its_bytes() {
     // Corrupt rank 0's first M2S descriptor in the loaded ring.
     let img = &l.emitted.ranks[0].topsps[0];
     let chip = l.map.chip_id(0).unwrap();
-    res.mem
+    res.machine
         .as_mut()
         .unwrap()
+        .mem
         .write(chip, img.neff.m2s_ring_base, &[0xA5; 16])
         .unwrap();
     let broken = run(&mut res, 1.0);
@@ -152,7 +153,12 @@ fn the_replayed_run_sees_a_descriptor_corrupted_between_two_runs() {
         assert!(replayed(&warm) > 0, "the second run replays its packets");
         let mut cold = Resident::build(&l.program, &l.emitted, &l.map).unwrap();
         for res in [&mut warm, &mut cold] {
-            res.mem.as_mut().unwrap().write(chip, at, &bytes).unwrap();
+            res.machine
+                .as_mut()
+                .unwrap()
+                .mem
+                .write(chip, at, &bytes)
+                .unwrap();
         }
         let (w, c) = (outcome(&mut warm, 1.0), outcome(&mut cold, 1.0));
         assert_eq!(w, c, "{what}: the replayed run and a fresh machine differ");
