@@ -74,12 +74,13 @@ for ((k = 1; k <= runs; k++)); do
     done
   done
 done
+elapsed=$((SECONDS - start))
 {
   echo "4 KiB fp32 all-reduce, one rank per process; rank 0's nrta_cc_schedule → completion,"
   echo "median of $runs run(s) (each the median over its iterations); spread = slowest / fastest run"
   echo "median; p99 = the highest p99 of the runs. **bold**: the fastest setting of its row group."
   echo "\`bash bench/waits.sh --procs $procs_list --callers $callers --settings $settings --runs $runs\`"
-  echo "($((SECONDS - start)) s, $(date -u +%Y-%m-%d), $(nproc) CPUs)."
+  echo "($elapsed s, $(date -u +%Y-%m-%d), $(nproc) CPUs)."
   echo
   echo "| processes | caller | OPENNRT_WAIT_SPIN_US:YIELD_US | median | spread | p99 |"
   echo "|---|---|---|---|---|---|"
