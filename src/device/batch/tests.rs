@@ -7,6 +7,28 @@ fn span(region: usize, off: usize, len: usize) -> Span {
     Span { region, off, len }
 }
 
+/// A reduce of `op` over `dtype` with the default numerics and no scales.
+fn reduce_spec(op: CceOp, dtype: Dtype) -> Arc<ReduceSpec> {
+    Arc::new(ReduceSpec {
+        numerics: Numerics::default(),
+        op,
+        dtype,
+        scales: None,
+    })
+}
+
+/// Defer every op of `ops` into `b` as the engines do, then flush: the batch is empty after.
+fn defer_and_flush(b: &mut Batch, m: &mut Memory, ops: &[Op]) {
+    for op in ops {
+        match op {
+            Op::Copy { dst, src } => b.add_copy(m, *dst, *src),
+            Op::Reduce { dst, srcs, spec } => b.add_reduce(m, spec, *dst, srcs),
+        }
+    }
+    b.flush(m);
+    assert!(b.is_empty());
+}
+
 fn copy(d: Span, s: Span) -> Op {
     Op::Copy { dst: d, src: s }
 }
@@ -53,12 +75,7 @@ fn dependent_ops_run_in_order() {
     let mut m = Memory::new(1);
     m.map(0, 0x1000, 64).unwrap();
     m.write(0, 0x1000, &[1, 0, 2, 0, 3, 0, 4, 0]).unwrap();
-    let spec = Arc::new(ReduceSpec {
-        numerics: Numerics::default(),
-        op: CceOp::Max,
-        dtype: Dtype::Fp32,
-        scales: None,
-    });
+    let spec = reduce_spec(CceOp::Max, Dtype::Fp32);
     let mut b = Batch::default();
     // bytes 16..24 = max(bytes 0..8, bytes 8..16) as fp32; then copy 16..24 -> 32..40.
     b.push(Op::Reduce {
@@ -95,12 +112,7 @@ fn flush_equals_in_order_execution_on_any_thread_count() {
         }
         m
     };
-    let spec = Arc::new(ReduceSpec {
-        numerics: Numerics::default(),
-        op: CceOp::Add,
-        dtype: Dtype::Bf16,
-        scales: None,
-    });
+    let spec = reduce_spec(CceOp::Add, Dtype::Bf16);
     let ops = vec![
         copy(span(2, 0, 1 << 20), span(0, 0, 1 << 20)),
         copy(span(2, 1 << 20, 4096), span(0, 0, 4096)),
@@ -251,12 +263,7 @@ fn adjacent_pieces_coalesce() {
     assert_eq!(b.levels.len(), 2);
     assert_eq!(b.levels[0].ops.len(), 2);
 
-    let spec = Arc::new(ReduceSpec {
-        numerics: Numerics::default(),
-        op: CceOp::Add,
-        dtype: Dtype::Bf16,
-        scales: None,
-    });
+    let spec = reduce_spec(CceOp::Add, Dtype::Bf16);
     let mut r = Batch::new(1);
     for k in 0..4 {
         let srcs = [SrcSpan::Mem(span(0, 4096 + k * 32, 32)), SrcSpan::Dst];
@@ -288,12 +295,7 @@ fn adjacent_pieces_coalesce() {
 #[test]
 fn any_stream_flushes_to_in_order_bytes() {
     let len = 1 << 20;
-    let spec = Arc::new(ReduceSpec {
-        numerics: Numerics::default(),
-        op: CceOp::Add,
-        dtype: Dtype::Bf16,
-        scales: None,
-    });
+    let spec = reduce_spec(CceOp::Add, Dtype::Bf16);
     let mut x = 0x2545_f491_4f6c_dd1du64;
     let mut rnd = |n: usize| {
         x ^= x << 13;
@@ -332,14 +334,7 @@ fn any_stream_flushes_to_in_order_bytes() {
     for threads in [1, 2, 4] {
         let mut m = small_memory(len);
         let mut b = Batch::new(threads);
-        for op in &ops {
-            match op {
-                Op::Copy { dst, src } => b.add_copy(&mut m, *dst, *src),
-                Op::Reduce { dst, srcs, spec } => b.add_reduce(&mut m, spec, *dst, srcs),
-            }
-        }
-        b.flush(&mut m);
-        assert!(b.is_empty());
+        defer_and_flush(&mut b, &mut m, &ops);
         assert!(
             regions(&mut m) == want,
             "a stream flushed on {threads} threads differs from in-order execution"
@@ -352,12 +347,7 @@ fn any_stream_flushes_to_in_order_bytes() {
 #[test]
 fn ops_run_now_like_in_order() {
     let len = 1 << 14;
-    let spec = Arc::new(ReduceSpec {
-        numerics: Numerics::default(),
-        op: CceOp::Add,
-        dtype: Dtype::Bf16,
-        scales: None,
-    });
+    let spec = reduce_spec(CceOp::Add, Dtype::Bf16);
     let ops = vec![
         Op::Copy {
             dst: span(1, 100, 300),
@@ -444,12 +434,7 @@ fn recycle_keeps_the_buffer() {
 #[test]
 fn a_batch_reuses_its_lists() {
     let (len, n) = (4 << 20, 512 << 10);
-    let spec = Arc::new(ReduceSpec {
-        numerics: Numerics::default(),
-        op: CceOp::Add,
-        dtype: Dtype::Bf16,
-        scales: None,
-    });
+    let spec = reduce_spec(CceOp::Add, Dtype::Bf16);
     // Four independent reduces (a level of 2 MiB: parallel, two pieces each), then four
     // copies of their results (a second level).
     let mut ops = Vec::new();
@@ -476,14 +461,7 @@ fn a_batch_reuses_its_lists() {
     };
     let mut first = None;
     for _ in 0..2 {
-        for op in &ops {
-            match op {
-                Op::Copy { dst, src } => b.add_copy(&mut m, *dst, *src),
-                Op::Reduce { dst, srcs, spec } => b.add_reduce(&mut m, spec, *dst, srcs),
-            }
-        }
-        b.flush(&mut m);
-        assert!(b.is_empty());
+        defer_and_flush(&mut b, &mut m, &ops);
         let now = lists(&b);
         assert_eq!(now.0 .1, 2, "both levels kept");
         assert_eq!(now.0 .2, 4, "the four reduces' source lists kept");

@@ -3,6 +3,19 @@ use crate::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
 use crate::runtime::collective::VecIo;
 use parking_lot::Mutex;
 
+/// A 64-element fp32 sum all-reduce over 2 ranks, prepared.
+fn all_reduce_2x64() -> std::sync::Arc<crate::runtime::collective::Lowered> {
+    let req = CollectiveRequest::new(
+        CollectiveOp::AllReduce,
+        crate::isa::enums::Dtype::Fp32,
+        Some(ReduceOp::Add),
+        64,
+        vec![0, 1],
+        0,
+    );
+    crate::runtime::collective::prepare(&req, 2).unwrap()
+}
+
 fn f32s(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
@@ -12,15 +25,7 @@ fn f32s(v: &[f32]) -> Vec<u8> {
 /// executes its bytes, it does not remember results), and a fresh load runs again.
 #[test]
 fn a_resident_machine_reruns_exactly_and_still_executes_its_bytes() {
-    let req = CollectiveRequest::new(
-        CollectiveOp::AllReduce,
-        crate::isa::enums::Dtype::Fp32,
-        Some(ReduceOp::Add),
-        64,
-        vec![0, 1],
-        0,
-    );
-    let l = crate::runtime::collective::prepare(&req, 2).unwrap();
+    let l = all_reduce_2x64();
     let mut res = Resident::build(&l.program, &l.emitted, &l.map).unwrap();
     let run = scaled_run;
     for k in [1.0f32, 5.0, 2.0] {
@@ -95,15 +100,7 @@ fn replayed(res: &Resident) -> u64 {
 #[test]
 fn the_replayed_run_sees_a_descriptor_corrupted_between_two_runs() {
     use crate::isa::udma::{Descriptor, Direction};
-    let req = CollectiveRequest::new(
-        CollectiveOp::AllReduce,
-        crate::isa::enums::Dtype::Fp32,
-        Some(ReduceOp::Add),
-        64,
-        vec![0, 1],
-        0,
-    );
-    let l = crate::runtime::collective::prepare(&req, 2).unwrap();
+    let l = all_reduce_2x64();
     let clean = f32s(&(0..64).map(|e| 2.0 * e as f32 + 3.0).collect::<Vec<_>>());
     let chip = l.map.chip_id(0).unwrap();
     let img = &l.emitted.ranks[0].topsps[0];
