@@ -448,3 +448,51 @@ fn bad_fds_are_invalid() {
         }
     });
 }
+
+/// A request begun on the caller's thread and handed to the worker keeps its place: its job
+/// runs first on the worker (named as the XU's), then what was submitted behind it; each
+/// completes with its own status, in order, and nothing completes before its job ran.
+#[test]
+fn a_handed_over_request_runs_first_on_the_worker_and_keeps_fifo_order() {
+    fresh(|| {
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let (a, b) = (Slot::new(), Slot::new());
+        let (request, first) = begin_inline(0, XuType::Collectives, 2, a.ret())
+            .unwrap()
+            .expect("an idle XU lends its next request");
+        // Submitted while the inline request is in flight: queued behind it.
+        let o = order.clone();
+        let behind = submit(
+            0,
+            XuType::Collectives,
+            2,
+            b.ret(),
+            Box::new(move || {
+                o.lock().push("behind");
+                22
+            }),
+        )
+        .unwrap();
+        assert!(!is_completed(first).unwrap() && !is_completed(behind).unwrap());
+        let (go, gate) = gated(11);
+        let o = order.clone();
+        request.hand_over(Box::new(move || {
+            let name = std::thread::current().name().map(str::to_string);
+            o.lock().push(
+                if name == Some(XuId::new(0, XuType::Collectives, 2).unwrap().thread_name()) {
+                    "handed over, on the worker"
+                } else {
+                    "handed over, elsewhere"
+                },
+            );
+            gate()
+        }));
+        assert!(!is_completed(first).unwrap(), "its job has not run yet");
+        go.send(()).unwrap();
+        drain_all();
+        assert_eq!(*order.lock(), vec!["handed over, on the worker", "behind"]);
+        assert_eq!((a.get(), b.get()), (11, 22));
+        assert!(is_completed(first).unwrap() && is_completed(behind).unwrap());
+        assert_eq!(last_completed(0, XuType::Collectives, 2).unwrap(), behind);
+    });
+}
