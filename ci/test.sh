@@ -112,7 +112,7 @@ bash capi-tests/python/run.sh target/release
 step "library swap: a program linked against a stand-in libnrt.so.1 runs on OpenNRT via shim/opennrt-run"
 bash capi-tests/swap/run.sh target/release
 
-step "one rank per process: forked C driver (R = 2, 3, 4, 8, mixed mode, two jobs, kills, errors)"
+step "one rank per process: forked C driver (R = 2, 3, 4, 8, mixed mode, two jobs, two groups, kills, errors)"
 bash capi-tests/mp/run.sh target/release
 
 step "several hosts on one machine: network namespaces, one /dev/shm each"
