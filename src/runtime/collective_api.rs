@@ -148,32 +148,14 @@ pub fn schedule(
     };
     let (rank, lnc) = (p.req.rank, p.comm.vnc);
     let here = !crate::runtime::multi_process::run::wanted(&key.group);
-    if here {
+    if here || bytes_of(&p) <= INLINE_MAX_BYTES {
         match xu::begin_inline(lnc, XuType::Collectives, queue, exec_ret) {
             Ok(Some((request, seq))) => {
                 let ticket = collective::meetings().ticket(&key, rank);
-                let span = sys_trace::begin(sys_trace::CC_EXEC, lnc, || op_name(&p));
-                collective::arrive_here(
-                    &key,
-                    ticket,
-                    arrival(p),
-                    Box::new(move |r: Result<()>| {
-                        if let Some(s) = span {
-                            s.end(&r);
-                        }
-                        request.complete(status(r, rank, status_of))
-                    }),
-                );
-                return Ok(seq);
-            }
-            Ok(None) => {}
-            Err(e) => return Err((e, Box::new(p))),
-        }
-    } else if bytes_of(&p) <= INLINE_MAX_BYTES {
-        match xu::begin_inline(lnc, XuType::Collectives, queue, exec_ret) {
-            Ok(Some((request, seq))) => {
-                let ticket = collective::meetings().ticket(&key, rank);
-                begin_shared(&key, ticket, lnc, p, request, status_of);
+                match here {
+                    true => arrive_here(&key, ticket, lnc, p, request, status_of),
+                    false => begin_shared(&key, ticket, lnc, p, request, status_of),
+                }
                 return Ok(seq);
             }
             Ok(None) => {}
@@ -216,6 +198,31 @@ pub const INLINE_MAX_BYTES: u64 = 1 << 20;
 
 fn bytes_of(p: &Prepared) -> u64 {
     p.inputs.iter().chain(&p.outputs).map(Tensor::size).sum()
+}
+
+/// A rank of a collective held in this process, on the caller's thread: it arrives without
+/// waiting, and the last rank to arrive runs it here (module doc).
+fn arrive_here(
+    key: &GroupKey,
+    ticket: u64,
+    lnc: u32,
+    p: Prepared,
+    request: xu::InlineRequest,
+    status_of: StatusOf,
+) {
+    let rank = p.req.rank;
+    let span = sys_trace::begin(sys_trace::CC_EXEC, lnc, || op_name(&p));
+    collective::arrive_here(
+        key,
+        ticket,
+        arrival(p),
+        Box::new(move |r: Result<()>| {
+            if let Some(s) = span {
+                s.end(&r);
+            }
+            request.complete(status(r, rank, status_of))
+        }),
+    );
 }
 
 /// A rank of a collective in several processes, on the caller's thread (docs/design.md

@@ -741,15 +741,18 @@ pub struct Waits {
 impl Default for Waits {
     fn default() -> Waits {
         Waits {
-            spin: Duration::from_micros(20),
-            yield_until: Duration::from_micros(300),
+            spin: Duration::from_nanos(DEFAULT_SPIN_NS),
+            yield_until: Duration::from_nanos(DEFAULT_YIELD_NS),
         }
     }
 }
 
+const DEFAULT_SPIN_NS: u64 = 20_000;
+const DEFAULT_YIELD_NS: u64 = 300_000;
+
 /// The waits in force, in nanoseconds (read by every wait, so atomics).
-static SPIN_NS: AtomicU64 = AtomicU64::new(20_000);
-static YIELD_NS: AtomicU64 = AtomicU64::new(300_000);
+static SPIN_NS: AtomicU64 = AtomicU64::new(DEFAULT_SPIN_NS);
+static YIELD_NS: AtomicU64 = AtomicU64::new(DEFAULT_YIELD_NS);
 
 /// Apply `w` to every later wait of this process (`nrt_init`).
 pub fn set_waits(w: Waits) {
