@@ -412,11 +412,10 @@ fn local_peers(names: &Segments, r: u32) -> Result<Vec<(usize, Arc<Segment>)>> {
 
 /// A repeat's arrival: this rank's segment is armed; wake the ranks on this host that wait
 /// for it (their doorbells: the wake words of their segments).
-fn ring_doorbells(names: &Segments, r: u32) -> Result<()> {
-    for (_, s) in local_peers(names, r)? {
-        header(&s).bump_wake(super::segment::futex_wake_all);
+fn ring_doorbells(local: &[(usize, Arc<Segment>)]) {
+    for (_, s) in local {
+        header(s).bump_wake(super::segment::futex_wake_all);
     }
-    Ok(())
 }
 
 /// How the doorbell meeting of a repeat ended.
@@ -465,24 +464,22 @@ fn armed_verdict<'b>(
     all.then_some(Ok(Armed::Go))
 }
 
-/// The go of a repeat, for the ranks on this host: wait until every one of them has armed its
-/// segment for run `run` with the same signature `sig` (ranks on other hosts are not waited
-/// for: the proxy holds what they send until this segment is armed). A rank that arms rings
-/// the others' doorbells ([`ring_doorbells`]).
+/// The go of a repeat, for the ranks on this host: wait until `verdict` (the
+/// [`armed_verdict`] of every one of them having armed its segment for run `run`) is in
+/// (ranks on other hosts are not waited for: the proxy holds what they send until this segment
+/// is armed). A rank that arms rings the others' doorbells ([`ring_doorbells`]).
 fn wait_armed<'b>(
     key: &GroupKey,
     run: u64,
     r: u32,
     names: &Segments,
-    sig: u64,
     own: &Segment,
-    board: Option<&'b go_board::Board>,
+    verdict: impl Fn() -> Option<Result<Armed<'b>>>,
 ) -> Result<Armed<'b>> {
-    let local = local_peers(names, r)?;
     let deadline = crate::runtime::multi_process::bootstrap::meet_deadline(false)?;
     let start = std::time::Instant::now();
-    let crowded = super::segment::oversubscribed(local.len() + 1);
-    let verdict = || armed_verdict(key, run, r, &local, sig, board);
+    let here = names.iter().filter(|at| at.host == host::key()).count();
+    let crowded = super::segment::oversubscribed(here);
     loop {
         if let Some(v) = verdict() {
             return v;
@@ -788,8 +785,6 @@ pub struct Pending {
     instance: u64,
     a: Arrival,
     at: Arrived,
-    /// The local peers of a repeat, mapped once for every [`Pending::met`] poll.
-    local: once_cell::unsync::OnceCell<Vec<(usize, Arc<Segment>)>>,
 }
 
 impl std::fmt::Debug for Pending {
@@ -820,7 +815,6 @@ pub fn begin(key: &GroupKey, instance: u64, a: Arrival) -> Result<Pending> {
         instance,
         a,
         at,
-        local: once_cell::unsync::OnceCell::new(),
     })
 }
 
@@ -835,11 +829,8 @@ impl Pending {
             (Some(_), _, _) => true,
             // The ranks on other hosts may not have arrived: only the worker may wait.
             (None, Some(names), _) if spans_hosts(names) => false,
-            (None, Some(names), _) => {
-                let Ok(local) = self.local.get_or_try_init(|| local_peers(names, r)) else {
-                    return false;
-                };
-                match armed_verdict(&self.key, run, r, local, self.at.sig, board) {
+            (None, Some(_), _) => {
+                match armed_verdict(&self.key, run, r, &self.at.local, self.at.sig, board) {
                     Some(Ok(Armed::Go) | Err(_)) => true,
                     Some(Ok(Armed::ToBoard(b))) => all_on(b),
                     None => false,
@@ -858,7 +849,6 @@ impl Pending {
             instance,
             a,
             at,
-            local: _,
         } = self;
         match attempt(&key, instance, &a, at)? {
             Attempt::Ran => Ok(()),
@@ -922,6 +912,8 @@ struct Arrived {
     /// Every rank's segment, when this run is a repeat that meets on doorbells
     /// ([`repeat_of`]).
     repeat: Option<Segments>,
+    /// A repeat's ranks on this host but this one, their segments mapped (empty otherwise).
+    local: Vec<(usize, Arc<Segment>)>,
     /// The group's go board, every rank attached: where the ranks meet when this is no
     /// repeat, and where a repeat goes when a peer did not arm for it.
     on_board: Option<Arc<go_board::Board>>,
@@ -992,9 +984,15 @@ fn arrive(
         // Peers on other hosts may write into it from now on; what they sent early lands now.
         p.arm(&own.seg);
     }
-    if let Some(names) = &repeat {
-        early = ring_doorbells(names, r).err();
-    }
+    let local = match repeat.as_ref().map(|names| local_peers(names, r)) {
+        Some(Ok(local)) => local,
+        Some(Err(e)) => {
+            early = Some(e);
+            Vec::new()
+        }
+        None => Vec::new(),
+    };
+    ring_doorbells(&local);
     Ok(Arrived {
         meet_at,
         l,
@@ -1002,6 +1000,7 @@ fn arrive(
         own,
         sig,
         repeat,
+        local,
         on_board,
         go,
         clock,
@@ -1014,7 +1013,7 @@ fn arrive(
 fn attempt(key: &GroupKey, instance: u64, a: &Arrival, at: Arrived) -> Result<Attempt> {
     let (l, own, go, clock, early) = (at.l, at.own, at.go, at.clock, at.early);
     let (meet_at, lowered_for_job, sig) = (at.meet_at, at.lowered_for_job, at.sig);
-    let (repeat, on_board) = (at.repeat, at.on_board);
+    let (repeat, local, on_board) = (at.repeat, at.local, at.on_board);
     let r = a.req.rank;
     let gid = key.group[r as usize];
     let plan = plan(&l)?;
@@ -1024,7 +1023,9 @@ fn attempt(key: &GroupKey, instance: u64, a: &Arrival, at: Arrived) -> Result<At
     let met = match (early, &repeat, &on_board) {
         (Some(e), _, _) => Err(e),
         (None, Some(names), b) => {
-            match wait_armed(key, instance, r, names, sig, &own.seg, b.as_deref()) {
+            let b = b.as_deref();
+            let verdict = || armed_verdict(key, instance, r, &local, sig, b);
+            match wait_armed(key, instance, r, names, &own.seg, verdict) {
                 Ok(Armed::Go) => Ok(names.clone()),
                 Ok(Armed::ToBoard(b)) => go_board::meet_on_board(b, key, instance, r, sig, go),
                 Err(e) => Err(e),
