@@ -152,9 +152,17 @@ pub fn schedule(
         match xu::begin_inline(lnc, XuType::Collectives, queue, exec_ret) {
             Ok(Some((request, seq))) => {
                 let ticket = collective::meetings().ticket(&key, rank);
+                let end = traced_end(&p, lnc, status_of);
+                let arrival = arrival(p);
                 match here {
-                    true => arrive_here(&key, ticket, lnc, p, request, status_of),
-                    false => begin_shared(&key, ticket, lnc, p, request, status_of),
+                    // The last rank to arrive runs it here (module doc).
+                    true => collective::arrive_here(
+                        &key,
+                        ticket,
+                        arrival,
+                        Box::new(move |r: Result<()>| request.complete(end(r))),
+                    ),
+                    false => begin_shared(&key, ticket, arrival, request, end),
                 }
                 return Ok(seq);
             }
@@ -200,29 +208,17 @@ fn bytes_of(p: &Prepared) -> u64 {
     p.inputs.iter().chain(&p.outputs).map(Tensor::size).sum()
 }
 
-/// A rank of a collective held in this process, on the caller's thread: it arrives without
-/// waiting, and the last rank to arrive runs it here (module doc).
-fn arrive_here(
-    key: &GroupKey,
-    ticket: u64,
-    lnc: u32,
-    p: Prepared,
-    request: xu::InlineRequest,
-    status_of: StatusOf,
-) {
+/// What ends a rank's collective run off the worker: its trace span closes, and its result
+/// becomes the request's status.
+fn traced_end(p: &Prepared, lnc: u32, status_of: StatusOf) -> impl FnOnce(Result<()>) -> i32 {
     let rank = p.req.rank;
-    let span = sys_trace::begin(sys_trace::CC_EXEC, lnc, || op_name(&p));
-    collective::arrive_here(
-        key,
-        ticket,
-        arrival(p),
-        Box::new(move |r: Result<()>| {
-            if let Some(s) = span {
-                s.end(&r);
-            }
-            request.complete(status(r, rank, status_of))
-        }),
-    );
+    let span = sys_trace::begin(sys_trace::CC_EXEC, lnc, || op_name(p));
+    move |r: Result<()>| {
+        if let Some(s) = span {
+            s.end(&r);
+        }
+        status(r, rank, status_of)
+    }
 }
 
 /// A rank of a collective in several processes, on the caller's thread (docs/design.md
@@ -233,20 +229,11 @@ fn arrive_here(
 fn begin_shared(
     key: &GroupKey,
     ticket: u64,
-    lnc: u32,
-    p: Prepared,
+    arrival: Arrival,
     request: xu::InlineRequest,
-    status_of: StatusOf,
+    end: impl FnOnce(Result<()>) -> i32 + Send + 'static,
 ) {
-    let rank = p.req.rank;
-    let span = sys_trace::begin(sys_trace::CC_EXEC, lnc, || op_name(&p));
-    let end = move |r: Result<()>| {
-        if let Some(s) = span {
-            s.end(&r);
-        }
-        status(r, rank, status_of)
-    };
-    let pending = match crate::runtime::multi_process::run::begin(key, ticket, arrival(p)) {
+    let pending = match crate::runtime::multi_process::run::begin(key, ticket, arrival) {
         Ok(pending) => pending,
         Err(e) => return request.complete(end(Err(e))),
     };
