@@ -565,7 +565,12 @@ fault_case() {
   # killed keeps what that process made, as any crashed process does).
   if [ "$ok" = 1 ]; then
     for ((h = 0; h < hosts; h++)); do
-      if [ "$mode" = kill ] && [ "$per" = 1 ] && [ "$h" = "$victim" ]; then continue; fi
+      if [ "$mode" = kill ] && [ "$per" = 1 ] && [ "$h" = "$victim" ]; then
+        # The killed process's live device tensors stay named (src/runtime/tensor.rs), and no
+        # survivor on this host removes them: cleared so the next case starts clean.
+        host_exec "$h" sh -c 'rm -f /dev/shm/opennrt-*'
+        continue
+      fi
       left="$(host_exec "$h" ls /dev/shm | grep '^opennrt-' || true)"
       if [ -n "$left" ]; then ok=0; why="host $h's /dev/shm still holds: $left"; fi
     done

@@ -1,6 +1,6 @@
 /* Multi-process collectives, through the public headers only.
  *
- *   mp_driver [collectives] [mixed] [two-jobs] [groups] [kill] [errors]   (no argument: all of them)
+ *   mp_driver [collectives] [mixed] [two-jobs] [groups] [tensors] [kill] [errors]   (no argument: all)
  *
  * The launcher is the forked plain-C driver of docs/contract/abi.md §8 (sample-spectral-dns): the
  * parent forks one process per rank BEFORE nrt_init; each child sets
@@ -22,6 +22,7 @@
  *   A's port but another address ([::1] vs 127.0.0.1: shared-memory names carry a tag of the
  *   root's whole address, so A and C never touch each other's objects); all pass.
  * groups: mp_groups.c (two groups scheduled before either is waited on).
+ * tensors: mp_tensors.c (device tensors in shared memory, results written in place, freed clean).
  * kill, errors: mp_faults.c.
  *
  * After every job: every process ended as planned (the parent waits with a deadline and
@@ -175,6 +176,7 @@ int main(int argc, char **argv) {
                 {"mixed", test_mixed},
                 {"two-jobs", test_two_jobs},
                 {"groups", mp_test_groups},
+                {"tensors", mp_test_tensors},
                 {"kill", mp_test_kill},
                 {"errors", mp_test_errors}};
   const int ngroups = (int)(sizeof groups / sizeof groups[0]);
@@ -183,7 +185,7 @@ int main(int argc, char **argv) {
     int known = 0;
     for (int g = 0; g < ngroups; g++) known |= strcmp(argv[a], groups[g].name) == 0;
     if (!known) {
-      fprintf(stderr, "usage: %s [collectives] [mixed] [two-jobs] [kill] [errors]\n", argv[0]);
+      fprintf(stderr, "usage: %s [collectives] [mixed] [two-jobs] [groups] [tensors] [kill] [errors]\n", argv[0]);
       return 2;
     }
   }

@@ -19,6 +19,16 @@
 //! `nrt_tensor_get_va`) as the host buffer of a read or write of the same tensor, and a copy
 //! between two slices of one storage may overlap.
 //!
+//! **Shared device memory in a job.** In a process that belongs to a multi-process job
+//! (`NEURON_RT_ROOT_COMM_ID`, or `OPENNRT_SHARED_DEVICE=1`), a device tensor's storage is a named
+//! shared-memory object of its own (`/opennrt-<job>-<pid>-t<n>`, [`SharedObject`]) instead of
+//! heap memory, so the other ranks' processes can map it and their DMA engines write a
+//! collective's result straight into it (`runtime::multi_process::run`, "Outputs in place").
+//! The name lives exactly as long as the storage: the last view to go unlinks it, so a freed
+//! tensor leaves nothing in `/dev/shm` (a peer's mapping, if any, keeps the pages until that peer
+//! drops it). A process that dies leaves its names to the job's root, which removes every name
+//! of a dead process (`shm::unlink_pid`).
+//!
 //! **Implicit-async completion.** Each tensor object carries an output-completion counter for
 //! `nrt_tensor_check_output_completion`. Implicit async was removed in runtime 2.34 (§5.3), so
 //! every execution is synchronous. Choice: the counter counts finished executions that wrote
@@ -36,6 +46,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::runtime::multi_process::shm::{self, Segment};
 
 /// Alignment of every storage this library allocates. Choice: 64 bytes (one cache line; at
 /// least the alignment of every dtype and DMA element). Attached caller memory keeps whatever
@@ -56,12 +67,25 @@ pub enum Placement {
 }
 
 /// Where the bytes of a storage come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 enum Backing {
     /// Allocated here with this layout; freed on drop.
     Owned(Layout),
+    /// A named shared-memory object (module doc, "Shared device memory in a job"); its name is
+    /// unlinked on drop, the mapping goes with the last `Arc`.
+    Shared(Arc<Segment>),
     /// Caller memory (`nrt_tensor_attach_buffer`); never freed here.
     Attached,
+}
+
+/// A device tensor's storage as a named shared-memory object, for the peers of a job to map
+/// ([`Tensor::shared_object`]).
+#[derive(Debug, Clone)]
+pub struct SharedObject {
+    /// The mapped object (its name is [`Segment::name`]).
+    pub object: Arc<Segment>,
+    /// The view's first byte in the object.
+    pub offset: u64,
 }
 
 /// One block of memory shared by every view of it.
@@ -99,15 +123,90 @@ pub fn device_bytes_in_use(vnc: u32) -> u64 {
     DEVICE_BYTES.lock().get(&vnc).copied().unwrap_or(0)
 }
 
+/// Whether device tensors go into named shared memory (module doc, "Shared device memory in a
+/// job"): this process is in a job, or is configured to join one or to run collectives on the
+/// shared device.
+fn shared_device_memory() -> bool {
+    crate::runtime::multi_process::bootstrap::job_tag().is_some()
+        || crate::runtime::process::config()
+            .is_ok_and(|c| c.root_comm_id.is_some() || c.shared_device)
+}
+
+/// A fresh name for a tensor's shared-memory object: `/opennrt-<job>-<pid>-t<n>`, with the job's
+/// tag once the process has joined it (before, the tag of names made outside a job).
+fn next_object_name() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let job = crate::runtime::multi_process::bootstrap::job_tag();
+    let job = job.as_deref().unwrap_or(shm::NO_JOB);
+    format!("{}t{n}", shm::prefix(job, std::process::id()))
+}
+
+/// Make the process's exit unlink the names of the shared tensors still alive then (a program
+/// that exits without freeing its tensors, or without `nrt_close`, leaves nothing in
+/// `/dev/shm`). Registered once, at the first shared allocation.
+fn unlink_at_exit() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    extern "C" fn unlink_live_objects() {
+        // Never unwind out of an exit handler; skip rather than wait for a lock held by a
+        // thread that exit interrupted.
+        let _ = std::panic::catch_unwind(|| {
+            let live: Vec<Arc<Storage>> = match DEVICE_RANGES.try_lock() {
+                Some(ranges) => ranges.values().filter_map(Weak::upgrade).collect(),
+                None => return,
+            };
+            for st in &live {
+                if let Backing::Shared(object) = &st.backing {
+                    object.unlink();
+                }
+            }
+        });
+    }
+    ONCE.call_once(|| {
+        // SAFETY: registers a plain `extern "C"` function that takes no arguments and never
+        // unwinds; glibc's `atexit` in a shared object runs it at exit or at `dlclose`.
+        if unsafe { libc::atexit(unlink_live_objects) } != 0 {
+            crate::log_warn!(
+                "tensor",
+                "cannot register the exit handler that unlinks shared tensors: a program that \
+                 exits with live device tensors may leave names in /dev/shm"
+            );
+        }
+    });
+}
+
+/// A new shared-memory object of `bytes` for `what`, or `None` when the system refuses one
+/// (`/dev/shm` full, the process's map count at its limit): the tensor then lives on the heap
+/// and a collective copies its result out, as outside a job. Logged once per process.
+fn shared_object(bytes: usize, what: &str) -> Option<Arc<Segment>> {
+    static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    match Segment::create(&next_object_name(), bytes) {
+        Ok(object) => Some(Arc::new(object)),
+        Err(e) => {
+            if !TOLD.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                crate::log_warn!(
+                    "tensor",
+                    "{what} goes on the heap, not in shared memory ({}): collectives copy its \
+                     results instead of writing them in place (logged once)",
+                    e.message()
+                );
+            }
+            None
+        }
+    }
+}
+
 impl Storage {
-    /// Allocate `len` zeroed bytes, 64-byte aligned. Device memory reads as 0 after allocate
-    /// (Choice: the vendor does not promise it; zero is the deterministic answer). Failure is an
-    /// error, never an abort: `NRT_RESOURCE` for device memory, `NRT_FAIL_HOST_MEM_ALLOC` for host.
+    /// Allocate `len` zeroed bytes, 64-byte aligned (page aligned in shared memory). Device
+    /// memory reads as 0 after allocate (Choice: the vendor does not promise it; zero is the
+    /// deterministic answer). Failure is an error, never an abort: `NRT_RESOURCE` for device
+    /// memory (a full `/dev/shm` too), `NRT_FAIL_HOST_MEM_ALLOC` for host.
     fn allocate(
         len: u64,
         placement: Placement,
         vnc: Option<u32>,
         what: &str,
+        shared: bool,
     ) -> Result<Arc<Storage>> {
         let (kind, mem) = match placement {
             Placement::Device => (ErrorKind::Resource, "device"),
@@ -121,16 +220,32 @@ impl Storage {
         };
         let bytes =
             usize::try_from(len.max(1)).map_err(|_| fail("larger than the address space"))?;
-        let layout = Layout::from_size_align(bytes, STORAGE_ALIGN)
-            .map_err(|_| fail("larger than isize::MAX"))?;
-        // SAFETY: `layout` has a non-zero size.
-        let p = unsafe { std::alloc::alloc_zeroed(layout) };
-        let base = NonNull::new(p).ok_or_else(|| fail("out of memory"))?;
         let device = vnc.filter(|_| placement == Placement::Device);
+        let shared = shared && device.is_some() && len > 0;
+        let object = match shared {
+            true => shared_object(bytes, what),
+            false => None,
+        };
+        let (base, backing) = match object {
+            Some(object) => {
+                // mmap hands out page-aligned, non-null addresses.
+                let base = NonNull::new(object.as_ptr()).ok_or_else(|| fail("mmap gave NULL"))?;
+                unlink_at_exit();
+                (base, Backing::Shared(object))
+            }
+            None => {
+                let layout = Layout::from_size_align(bytes, STORAGE_ALIGN)
+                    .map_err(|_| fail("larger than isize::MAX"))?;
+                // SAFETY: `layout` has a non-zero size.
+                let p = unsafe { std::alloc::alloc_zeroed(layout) };
+                let base = NonNull::new(p).ok_or_else(|| fail("out of memory"))?;
+                (base, Backing::Owned(layout))
+            }
+        };
         let storage = Arc::new(Storage {
             base,
             len,
-            backing: Backing::Owned(layout),
+            backing,
             device,
         });
         if let Some(v) = device {
@@ -174,9 +289,15 @@ impl Drop for Storage {
                 *n = n.saturating_sub(self.len);
             }
         }
-        if let Backing::Owned(layout) = self.backing {
-            // SAFETY: allocated in `Storage::allocate` with exactly this layout; `Drop` runs once.
-            unsafe { std::alloc::dealloc(self.base.as_ptr(), layout) };
+        match &self.backing {
+            Backing::Owned(layout) => {
+                // SAFETY: allocated in `Storage::allocate` with exactly this layout; `Drop`
+                // runs once.
+                unsafe { std::alloc::dealloc(self.base.as_ptr(), *layout) };
+            }
+            // The name goes with the storage; a peer's mapping keeps the pages until it drops it.
+            Backing::Shared(object) => object.unlink(),
+            Backing::Attached => {}
         }
     }
 }
@@ -225,6 +346,18 @@ impl Tensor {
         size: u64,
         name: &str,
     ) -> Result<Tensor> {
+        Self::allocate_in(placement, vnc, size, name, shared_device_memory())
+    }
+
+    /// [`Tensor::allocate`] with the choice of shared memory for a device tensor made by the
+    /// caller (`shared`; module doc, "Shared device memory in a job").
+    pub fn allocate_in(
+        placement: Placement,
+        vnc: Option<u32>,
+        size: u64,
+        name: &str,
+        shared: bool,
+    ) -> Result<Tensor> {
         match (placement, vnc) {
             (Placement::Device, None) => {
                 return Err(Error::invalid(format!(
@@ -239,7 +372,7 @@ impl Tensor {
             _ => {}
         }
         let what = format!("tensor {name:?}");
-        let storage = Storage::allocate(size, placement, vnc, &what)?;
+        let storage = Storage::allocate(size, placement, vnc, &what, shared)?;
         Ok(Tensor {
             name: name.into(),
             placement,
@@ -438,6 +571,19 @@ impl Tensor {
         match &self.storage {
             Some(st) => (st.base.as_ptr().addr(), self.offset),
             None => (0, 0),
+        }
+    }
+
+    /// The named shared-memory object holding this view, when it is a device tensor of a job
+    /// (module doc, "Shared device memory in a job").
+    pub fn shared_object(&self) -> Option<SharedObject> {
+        let st = self.storage.as_ref()?;
+        match &st.backing {
+            Backing::Shared(object) => Some(SharedObject {
+                object: object.clone(),
+                offset: self.offset,
+            }),
+            _ => None,
         }
     }
 

@@ -260,7 +260,8 @@ impl Member {
                 })) => {
                     // The root cannot reach a dead process's shared memory on this host.
                     if dead_pid != 0 && dead_host == super::host::key() {
-                        let n = shm::unlink_pid(&self.tag, dead_pid);
+                        let n = shm::unlink_pid(&self.tag, dead_pid)
+                            + shm::unlink_pid(shm::NO_JOB, dead_pid);
                         crate::log_info!(
                             "bootstrap",
                             "unlinked {n} shared-memory objects of dead process {dead_pid}"
@@ -742,6 +743,8 @@ pub fn shutdown() {
             drop(w);
             m.staging.lock().clear();
             shm::unlink_pid(&m.tag, std::process::id());
+            // Tensors allocated before the process joined carry no job tag.
+            shm::unlink_pid(shm::NO_JOB, std::process::id());
         }
         Some(Job::Root(r)) => r.stop(),
         None => {}

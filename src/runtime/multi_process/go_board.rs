@@ -34,7 +34,7 @@ use parking_lot::Mutex;
 
 use super::segment::header;
 use super::segment::{futex_wait, futex_wake_all};
-use super::wire::SegmentAt;
+use super::wire::{SegmentAt, TensorAt};
 use crate::error::{Error, ErrorKind, Result};
 use crate::runtime::multi_process::shm;
 use crate::runtime::multi_process::shm::Segment;
@@ -43,10 +43,15 @@ use crate::runtime::rendezvous::GroupKey;
 const MAGIC: u32 = 0x4f4e_474f; // "ONGO"
 const WAKE_AT: usize = 64;
 const SLOTS_AT: usize = 128;
-const SLOT_BYTES: usize = 256;
+/// A slot: attached (u32 at 0), name length (u32 at 4), arrival (u64 at 8), signature (u64
+/// at 16), segment bytes (u64 at 24), output tensor name length + 1 (u32 at 32, 0: none), its
+/// object's bytes (u64 at 40) and the tensor's offset in it (u64 at 48); the segment name at
+/// [`NAME_AT`], the output tensor's object name at [`OUTPUT_NAME_AT`].
+const SLOT_BYTES: usize = 512;
 const NAME_AT: usize = 64;
-/// Longest segment name a slot holds (ours are ~45 bytes).
-pub const NAME_BYTES: usize = SLOT_BYTES - NAME_AT;
+const OUTPUT_NAME_AT: usize = NAME_AT + NAME_BYTES;
+/// Longest segment (or tensor object) name a slot holds (ours are ~45 bytes).
+pub const NAME_BYTES: usize = 192;
 
 /// One group's board (module doc).
 #[derive(Debug)]
@@ -172,6 +177,21 @@ impl Board {
         self.u32_at(s + 4).store(name.len() as u32, SeqCst);
         self.u64_at(s + 16).store(sig, SeqCst);
         self.u64_at(s + 24).store(seg.len, SeqCst);
+        match &seg.output {
+            Some(t) if t.name.len() <= NAME_BYTES => {
+                self.seg.write(s + OUTPUT_NAME_AT, t.name.as_bytes())?;
+                self.u32_at(s + 32).store(t.name.len() as u32 + 1, SeqCst);
+                self.u64_at(s + 40).store(t.len, SeqCst);
+                self.u64_at(s + 48).store(t.offset, SeqCst);
+            }
+            Some(t) => {
+                return Err(Error::failure(format!(
+                    "tensor object name {:?} is longer than a go-board slot ({NAME_BYTES} bytes)",
+                    t.name
+                )))
+            }
+            None => self.u32_at(s + 32).store(0, SeqCst),
+        }
         // Last: the arrival publishes everything above (and the filled segment).
         self.u64_at(s + 8).store(instance + 1, SeqCst);
         self.wake();
@@ -271,12 +291,24 @@ impl Board {
                     let mut name = vec![0u8; len];
                     // In bounds: the slot is inside the board.
                     let _ = self.seg.read(s + NAME_AT, &mut name);
+                    let out_len = (self.u32_at(s + 32).load(SeqCst) as usize).min(NAME_BYTES + 1);
+                    let output = out_len.checked_sub(1).map(|len| {
+                        let mut name = vec![0u8; len];
+                        // In bounds: the slot is inside the board.
+                        let _ = self.seg.read(s + OUTPUT_NAME_AT, &mut name);
+                        TensorAt {
+                            name: String::from_utf8_lossy(&name).into_owned(),
+                            len: self.u64_at(s + 40).load(SeqCst),
+                            offset: self.u64_at(s + 48).load(SeqCst),
+                        }
+                    });
                     // Every rank on the board shares this host (the board is shared memory).
                     SegmentAt {
                         name: String::from_utf8_lossy(&name).into_owned(),
                         len: self.u64_at(s + 24).load(SeqCst),
                         host: super::host::key().to_string(),
                         net: Vec::new(),
+                        output,
                     }
                 })
                 .collect(),

@@ -20,7 +20,8 @@
 //!    rank's regions and semaphore blocks, but only this rank's TOP_SPs, and run it. Its DMA
 //!    engines write straight into the peers' HBM and semaphores; a write into a peer's block
 //!    wakes the peer's executor through the run's futex (`segment`). Waits sleep on that
-//!    futex, never spin. The rank's result is read from its own segment.
+//!    futex, never spin. The rank's result is in its output tensor already when that tensor is
+//!    its output buffer ("Outputs in place"), else it is copied out of its own segment.
 //! 4. **Done.** Wait — in shared memory, on the rank's futex word — until every other rank has
 //!    finished (done or failed), so that no segment is reused while a peer may still write into
 //!    it; then every peer has mapped the segment and its name is unlinked — nothing of it stays
@@ -45,6 +46,12 @@
 //! and refuses a signature that differs (`proxy`, "Runs"). Nor does a rank wait for the ranks
 //! on other hosts to finish (`SegPeers::wait_finished`). A run that fails goes back to the
 //! root.
+//!
+//! **Outputs in place.** In a job, device tensors live in named shared memory, and a rank whose
+//! output is one publishes it with its segment; on one host every rank's machine maps that
+//! rank's output buffer from the tensor, so the result is written in place and never copied
+//! (`outputs`). A different output tensor is a different meeting: the repeat of a rank whose
+//! output changed goes to the board, and a kept machine fits only the same outputs.
 //!
 //! **Two halves, for the caller's thread.** [`begin`] loads, arms and publishes the arrival
 //! (doorbells, board) without waiting for anyone; [`Pending::met`] says whether every rank
@@ -85,7 +92,7 @@ use parking_lot::Mutex;
 use super::go_board;
 use super::segment::{header, rank_image, Layout, PeerSeg, RankState, SegPeers, QUEUE_WORDS_AT};
 use super::shadow::RemoteSem;
-use super::wire::SegmentAt;
+use super::wire::{SegmentAt, TensorAt};
 use super::{host, proxy};
 use crate::device::executor::Machine;
 use crate::device::peers::WriteLog;
@@ -187,6 +194,8 @@ struct Repeat {
 struct Built {
     lowered: Arc<Lowered>,
     segs: Vec<PeerSeg>,
+    /// Per rank, the output tensor its output buffer maps (`outputs::bound_outputs`).
+    outputs: Vec<Option<TensorAt>>,
     mem: crate::device::memory::Memory,
     agents: Vec<TopspAgent>,
     arch: crate::ncfw::Arch,
@@ -194,10 +203,11 @@ struct Built {
 }
 
 impl Built {
-    fn fits(&self, l: &Arc<Lowered>, segs: &[PeerSeg]) -> bool {
+    fn fits(&self, l: &Arc<Lowered>, segs: &[PeerSeg], outputs: &[Option<TensorAt>]) -> bool {
         Arc::ptr_eq(&self.lowered, l)
             && self.segs.len() == segs.len()
             && self.segs.iter().zip(segs).all(|(a, b)| a.same(b))
+            && self.outputs == outputs
     }
 
     /// A machine from it: the kept memory, the TOP_SPs as loaded with TRIGGER raised.
@@ -385,10 +395,19 @@ fn reach_network(
 /// "Repeats"). Every rank of a group that runs the same collectives in the same order decides
 /// the same: each one's pool hands back the segment that ran the same program last
 /// ([`take_segment`]).
-fn repeat_of(key: &GroupKey, gid: u32, sig: u64, own: &Segment) -> Option<Segments> {
+fn repeat_of(
+    key: &GroupKey,
+    r: u32,
+    sig: u64,
+    own: &Segment,
+    output: Option<&TensorAt>,
+) -> Option<Segments> {
     let c = CACHE.lock();
-    let last = c.repeats.get(&(key.clone(), gid))?;
-    (last.sig == sig && last.own == own.name()).then(|| last.names.clone())
+    let last = c.repeats.get(&(key.clone(), key.group[r as usize]))?;
+    // On one host the peers map this rank's output: another tensor is another meeting.
+    let same_output = spans_hosts(&last.names)
+        || last.names.get(r as usize).map(|n| n.output.as_ref()) == Some(output);
+    (last.sig == sig && last.own == own.name() && same_output).then(|| last.names.clone())
 }
 
 /// Keep (or, after a run that failed, forget) what a repeat of (`key`, `gid`)'s run needs.
@@ -667,25 +686,43 @@ fn build(
     r: u32,
     lays: &[Layout],
     segs: &[PeerSeg],
+    outputs: Vec<Option<TensorAt>>,
     peers: Arc<SegPeers>,
 ) -> Result<(Machine, Built)> {
     let gid = key.group[r as usize];
     let kept = CACHE.lock().built.remove(&(key.clone(), gid));
-    if let Some(mut b) = kept.filter(|b| b.fits(l, segs)) {
+    if let Some(mut b) = kept.filter(|b| b.fits(l, segs, &outputs)) {
         let mem = std::mem::replace(&mut b.mem, crate::device::memory::Memory::new(0));
         return Ok((b.machine(mem, peers)?, b));
     }
     let chips = lays.iter().map(|l| l.chip).max().unwrap_or(0) + 1;
     let (mut m, fw) = new_machine(&l.map, chips)?;
+    let out_bytes = l.map.buffers().output;
     for (q, (lay, seg)) in lays.iter().zip(segs).enumerate() {
         let ext = seg.bytes();
         let log: Option<Arc<dyn WriteLog>> = match seg {
             PeerSeg::Remote(shadow, _) => Some(shadow.clone()),
             PeerSeg::Local(_) => None,
         };
+        let output = outputs[q].as_ref();
+        let out_place = lay.bufs.iter().find(|(b, _)| *b == Buf::Output);
         for p in lay.regions() {
-            m.mem
-                .map_shadow(lay.chip, p.base, ext.clone(), p.off, p.len, log.clone())?;
+            match (output, out_place) {
+                // The rank's output tensor is its output buffer (`outputs`).
+                (Some(t), Some((_, o))) if o.off == p.off => {
+                    let object = outputs::object(t).map_err(|e| {
+                        e.context(format!(
+                            "mapping the output tensor of rank {q} (global id {})",
+                            key.group[q]
+                        ))
+                    })?;
+                    m.mem
+                        .map_external(lay.chip, p.base, object, t.offset as usize, out_bytes)?;
+                }
+                _ => m
+                    .mem
+                    .map_shadow(lay.chip, p.base, ext.clone(), p.off, p.len, log.clone())?,
+            }
         }
         for &(dev, off) in &lay.sems {
             let notify: Option<Arc<dyn SemNotify>> = match seg {
@@ -709,6 +746,7 @@ fn build(
     let built = Built {
         lowered: l.clone(),
         segs: segs.to_vec(),
+        outputs,
         mem: std::mem::replace(&mut m.mem, crate::device::memory::Memory::new(0)),
         agents,
         arch: m.arch,
@@ -950,9 +988,10 @@ fn arrive(
         return Err(e.context(format!("collective #{instance} of {key}: loading rank {r}")));
     }
     let on_board = go_board::held(key).filter(|b| b.all_attached());
+    let output = outputs::own_output(a, &l);
     // A repeat on one host keeps the board as its way back (`armed_verdict`).
-    let repeat =
-        repeat_of(key, gid, sig, &own.seg).filter(|names| on_board.is_some() || spans_hosts(names));
+    let repeat = repeat_of(key, r, sig, &own.seg, output.as_ref())
+        .filter(|names| on_board.is_some() || spans_hosts(names));
     if r == 0 && repeat.is_none() {
         let name = match on_board {
             Some(_) => None,
@@ -971,6 +1010,7 @@ fn arrive(
             // Empty until this process has a proxy; then every rank's address is in the
             // first round's answer and reach_network needs no second round.
             net: proxy::address(),
+            output,
         },
     };
     // On the board, the arrival goes before the arming: a repeating peer that sees this
@@ -1124,7 +1164,9 @@ fn attempt(key: &GroupKey, instance: u64, a: &Arrival, at: Arrived) -> Result<At
     let ran = peers.as_ref().map_err(Clone::clone).and_then(|peers| {
         peers.check_loaded(run_tag)?;
         wait_returned(peers.segments())?;
-        let (mut m, built) = build(key, &l, r, lays, peers.segments(), peers.clone())?;
+        let bound = outputs::bound_outputs(&names, l.map.buffers().output);
+        let in_place = bound[r as usize].is_some();
+        let (mut m, built) = build(key, &l, r, lays, peers.segments(), bound, peers.clone())?;
         clock.mark("map+build");
         kill_in_run(key.kind, gid, peers);
         let started = std::time::Instant::now();
@@ -1145,6 +1187,10 @@ fn attempt(key: &GroupKey, instance: u64, a: &Arrival, at: Arrived) -> Result<At
             })?;
         keep_built(key, gid, built, &mut m);
         clock.mark("run");
+        if in_place {
+            // The engines wrote the result into the output tensor itself.
+            return Ok(());
+        }
         let (_, at) = byte_bases(&l.program, r)?;
         let out = l.map.buffers().output as usize;
         let place = lays[r as usize].buf_off(Buf::Output)?;
@@ -1233,6 +1279,7 @@ pub fn reset() {
     c.peers.clear();
     c.built.clear();
     c.repeats.clear();
+    outputs::reset();
     FOR_JOB.lock().clear();
     go_board::reset();
     GO.reset();
@@ -1243,6 +1290,8 @@ pub fn abort(why: &Error) {
     GO.abort_all(why);
     go_board::abort();
 }
+
+mod outputs;
 
 #[cfg(test)]
 mod tests;

@@ -38,6 +38,23 @@ pub struct SegmentAt {
     /// until that process has opened one (`runtime::multi_process::proxy`).
     #[serde(default)]
     pub net: Vec<u8>,
+    /// The device tensor that is the rank's output buffer, when the rank's result goes into it
+    /// in place (`runtime::multi_process::run`, "Outputs in place"); `None`: the result is
+    /// copied out of the segment.
+    #[serde(default)]
+    pub output: Option<TensorAt>,
+}
+
+/// Where a rank's output tensor is: the shared-memory object of its storage
+/// (`runtime::tensor`, "Shared device memory in a job"), and the tensor's first byte in it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TensorAt {
+    /// The object's name (`/opennrt-…-t<n>`).
+    pub name: String,
+    /// The object's bytes.
+    pub len: u64,
+    /// The tensor's first byte in the object.
+    pub offset: u64,
 }
 
 /// The bootstrap sanity magic of the vendor's hello (docs/contract/abi.md §5.11).

@@ -366,6 +366,8 @@ impl Root {
         // a member on the dead process's host cleans its own (`WorldFailed`'s dead_host).
         if !gids.is_empty() && here {
             shm::unlink_pid(&self.tag, pid);
+            // Its tensors allocated before it joined carry no job tag.
+            shm::unlink_pid(shm::NO_JOB, pid);
         }
         for (slot, gid) in gids {
             let e = if said_bye {

@@ -1,5 +1,6 @@
 use super::*;
 use crate::runtime::multi_process::wire::SegmentAt;
+use crate::runtime::multi_process::wire::TensorAt;
 
 fn board(tag: &str, n: usize) -> Board {
     let name = format!(
@@ -19,12 +20,19 @@ fn key(n: u32) -> GroupKey {
     }
 }
 
+/// Rank `q`'s segment; ranks 1 and 2 publish an output tensor (rank 2 at an offset), rank 0
+/// none.
 fn seg(q: usize) -> SegmentAt {
     SegmentAt {
         name: format!("/opennrt-test-seg-{q}"),
         len: 4096 * (q as u64 + 1),
         host: crate::runtime::multi_process::host::key().to_string(),
         net: Vec::new(),
+        output: (q > 0).then(|| TensorAt {
+            name: format!("/opennrt-test-{q}-t{q}"),
+            len: 8192,
+            offset: 4096 * (q as u64 - 1),
+        }),
     }
 }
 

@@ -326,3 +326,146 @@ fn the_hang_report_walks_the_other_executors_rings() {
     let e1 = outs[1].as_ref().unwrap_err();
     assert!(e1.message().contains("entry start (trigger)"), "{e1}");
 }
+
+/// A device tensor of the test, in shared memory or on the heap.
+fn device_tensor(bytes: u64, name: &str, shared: bool) -> crate::runtime::tensor::Tensor {
+    use crate::runtime::tensor::{Placement, Tensor};
+    Tensor::allocate_in(Placement::Device, Some(0), bytes, name, shared).unwrap()
+}
+
+/// Run `rs` through [`run`] on threads, rank r's data `inputs[r]` from a heap tensor and its
+/// result into `outputs[r]`.
+fn run_into(
+    key: &GroupKey,
+    rs: &[CollectiveRequest],
+    inputs: &[Vec<u8>],
+    outputs: &[crate::runtime::tensor::Tensor],
+) {
+    use crate::runtime::collective_io::TensorIo;
+    let instance = crate::runtime::collective::meetings().ticket(key, 0);
+    let hs: Vec<_> = rs
+        .iter()
+        .zip(inputs)
+        .zip(outputs)
+        .map(|((req, input), out)| {
+            let (key, req, out) = (key.clone(), req.clone(), out.clone());
+            let tin = device_tensor(input.len() as u64, "in", false);
+            tin.write(0, input).unwrap();
+            std::thread::spawn(move || {
+                let lowered = prepare(&req, req.group.len() as u32)?;
+                let io = TensorIo::new(&req, vec![tin], vec![out]);
+                let a = Arrival {
+                    req,
+                    lowered,
+                    io: Box::new(io),
+                };
+                run(&key, instance, a)
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap().unwrap();
+    }
+}
+
+/// The bytes of rank `gid`'s own output buffer in its pooled segment (`run_of` its lowered).
+fn segment_output(key: &GroupKey, req: &CollectiveRequest) -> Vec<u8> {
+    let gid = key.group[req.rank as usize];
+    let c = CACHE.lock();
+    let p = c.free[&(key.clone(), gid)]
+        .iter()
+        .find(|p| p.loaded.is_some())
+        .expect("the rank's segment is pooled");
+    let l = p.loaded.as_ref().unwrap();
+    let off = plan(l).unwrap().layouts[req.rank as usize]
+        .buf_off(Buf::Output)
+        .unwrap();
+    let mut v = vec![0u8; l.map.buffers().output as usize];
+    p.seg.read(off, &mut v).unwrap();
+    v
+}
+
+/// Outputs in place (`outputs`): a rank whose output is a device tensor in shared memory gets
+/// its result from the engines, straight into the tensor — its segment's own output buffer
+/// stays as loaded, all zero — on a first run (root), on the board, on doorbell repeats, and
+/// after its output changes (the peers map the new tensor; the old one keeps the old result).
+/// A rank with a heap output beside them is copied out of its segment. Freed, the tensors leave
+/// no name in /dev/shm.
+#[test]
+fn outputs_in_shared_memory_are_written_in_place() {
+    let rs = reqs(CollectiveOp::AllReduce, Dtype::Fp32, 2000, 3);
+    let key = GroupKey {
+        kind: "sr-out",
+        slot: 1,
+        group: rs[0].group.clone(),
+    };
+    let base = verifiable::inputs(&rs[0]).unwrap();
+    let bytes = base[0].len() as u64;
+    let set = |tag: &str, shared: [bool; 3]| -> Vec<crate::runtime::tensor::Tensor> {
+        (0..3)
+            .map(|r| device_tensor(bytes, &format!("{tag}{r}"), shared[r]))
+            .collect()
+    };
+    let (a, b, c) = (
+        set("a", [true; 3]),
+        set("b", [true; 3]),
+        set("c", [false, true, true]),
+    );
+    let names: Vec<String> = a
+        .iter()
+        .chain(&b)
+        .map(|t| t.shared_object().unwrap().object.name().to_string())
+        .collect();
+    let mut kept = Vec::new();
+    for (round, outs, heap) in [(0, &a, 9), (1, &a, 9), (2, &a, 9), (3, &b, 9), (4, &c, 0)] {
+        let inputs: Vec<Vec<u8>> = base
+            .iter()
+            .map(|v| {
+                v.chunks_exact(4)
+                    .flat_map(|w| {
+                        let x = f32::from_le_bytes(w.try_into().unwrap());
+                        (x + round as f32).to_le_bytes()
+                    })
+                    .collect()
+            })
+            .collect();
+        run_into(&key, &rs, &inputs, outs);
+        let got: Vec<Vec<u8>> = outs
+            .iter()
+            .map(|t| {
+                let mut v = vec![0u8; bytes as usize];
+                t.read(0, &mut v).unwrap();
+                v
+            })
+            .collect();
+        let check = verifiable::check(&rs[0], &inputs, &got).unwrap();
+        assert_eq!(check.wrong, 0, "round {round}: {:?}", check.first);
+        for (r, req) in rs.iter().enumerate() {
+            let seg = segment_output(&key, req);
+            match r == heap {
+                true => assert_eq!(seg, got[r], "round {round}: rank {r} copied out"),
+                false => assert!(
+                    seg.iter().all(|&x| x == 0),
+                    "round {round}: rank {r}'s result went through its segment"
+                ),
+            }
+        }
+        kept.push(got);
+    }
+    for (r, t) in a.iter().enumerate() {
+        let mut v = vec![0u8; bytes as usize];
+        t.read(0, &mut v).unwrap();
+        assert_eq!(
+            v, kept[2][r],
+            "rank {r}: the old output kept the result of round 2"
+        );
+    }
+    drop((a, b, c));
+    let left = shm::list(&shm::prefix(shm::NO_JOB, std::process::id()));
+    for n in &names {
+        assert!(
+            !left.contains(n),
+            "{n} is still in /dev/shm after its tensor was freed"
+        );
+    }
+}

@@ -71,6 +71,11 @@ fn messages_round_trip_and_eof_is_none() {
                 at(),
                 SegmentAt {
                     net: vec![0xfe, 0, 1],
+                    output: Some(TensorAt {
+                        name: "/opennrt-1-2-t3".into(),
+                        len: 1 << 16,
+                        offset: 4096,
+                    }),
                     ..at()
                 },
             ],
@@ -114,6 +119,7 @@ fn at() -> SegmentAt {
         len: 1 << 20,
         host: "boot:2a:1".into(),
         net: Vec::new(),
+        output: None,
     }
 }
 
