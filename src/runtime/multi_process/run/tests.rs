@@ -86,6 +86,17 @@ fn run_ok(
     outs
 }
 
+/// Every fp32 element of every rank's input `base` plus `by`.
+fn shifted(base: &[Vec<u8>], by: f32) -> Vec<Vec<u8>> {
+    base.iter()
+        .map(|v| {
+            v.chunks_exact(4)
+                .flat_map(|w| (f32::from_le_bytes(w.try_into().unwrap()) + by).to_le_bytes())
+                .collect()
+        })
+        .collect()
+}
+
 #[test]
 fn every_op_matches_the_reference_and_the_one_machine_path() {
     for (k, (op, d, count, n)) in [
@@ -126,17 +137,7 @@ fn repeated_runs_on_resident_segments_with_other_inputs_are_exact() {
         let rs = reqs(op, Dtype::Fp32, count, n);
         let base = verifiable::inputs(&rs[0]).unwrap();
         for round in 0..3u32 {
-            let inputs: Vec<Vec<u8>> = base
-                .iter()
-                .map(|v| {
-                    v.chunks_exact(4)
-                        .flat_map(|w| {
-                            let x = f32::from_le_bytes(w.try_into().unwrap());
-                            (x + (round % 2) as f32).to_le_bytes()
-                        })
-                        .collect()
-                })
-                .collect();
+            let inputs = shifted(&base, (round % 2) as f32);
             run_ok(kind, &rs, &inputs, true, &format!("{op:?} round {round}"));
         }
     }
@@ -418,17 +419,7 @@ fn outputs_in_shared_memory_are_written_in_place() {
         .collect();
     let mut kept = Vec::new();
     for (round, outs, heap) in [(0, &a, 9), (1, &a, 9), (2, &a, 9), (3, &b, 9), (4, &c, 0)] {
-        let inputs: Vec<Vec<u8>> = base
-            .iter()
-            .map(|v| {
-                v.chunks_exact(4)
-                    .flat_map(|w| {
-                        let x = f32::from_le_bytes(w.try_into().unwrap());
-                        (x + round as f32).to_le_bytes()
-                    })
-                    .collect()
-            })
-            .collect();
+        let inputs = shifted(&base, round as f32);
         run_into(&key, &rs, &inputs, outs);
         let got: Vec<Vec<u8>> = outs
             .iter()
