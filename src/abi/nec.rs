@@ -6,7 +6,9 @@
 //! dereferences a NULL pointer: an error is logged and the documented failure value returned.
 //!
 //! Simulated topology (readings marked (L) are OpenNRT's choices where the vendor's semantics
-//! are not public; the topology issue may refine them):
+//! are not public; the topology issue may refine them). The rules are methods of the instance
+//! type ([`InstanceType`]); the callbacks here decode the
+//! C arguments, call them and write the results:
 //! * devices are numbered `0..devices`; host device id, RID ("routing id") and MLA index of a
 //!   device are all the same number (identity maps);
 //! * (L) device ports: port 0 reaches the next device of a ring, port 1 the previous one;
@@ -19,30 +21,40 @@ use std::ffi::{c_char, c_int};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::abi::boundary::{out_param, Guard};
-use crate::abi::nrt::device_index;
 use crate::abi::types::*;
 use crate::abi_entry;
 use crate::error::{Error, Result};
-use crate::runtime::config::Config;
+use crate::lower::topology::{Fabric, InstanceType};
 use crate::runtime::process;
 
 /// `-EINVAL`, the failure value of the `int`-returning callbacks.
 const NEG_EINVAL: c_int = -libc::EINVAL;
 /// Nodes in an UltraServer pod (L).
+// Kept for the generated header (include/nrt/nrt.h defines it); the rule itself is
+// `InstanceType::pod`, and the two cannot drift apart:
 pub const POD_NODES: u32 = 4;
-/// `NRT_INSTANCE_TRN2U`.
-const FAMILY_TRN2U: u32 = 9;
+const _: () = assert!(POD_NODES == crate::lower::topology::ULTRASERVER_NODES);
 
-fn devices() -> Result<u32> {
-    Ok(process::config()?.instance.devices)
+/// The simulated instance the callbacks answer for.
+fn instance() -> Result<InstanceType> {
+    Ok(process::config()?.instance)
 }
 
+/// `d` checked as a device of the instance, returned as passed.
 fn dev(d: c_int, what: &str) -> Result<c_int> {
-    device_index(d, devices()?, what).map(|_| d)
+    instance()?.device(i64::from(d), what).map(|_| d)
 }
 
-fn pod_nodes(cfg: &Config) -> Option<u32> {
-    (cfg.instance.family == FAMILY_TRN2U).then_some(POD_NODES)
+/// The fabric a C `nec_pod_type_t` names.
+fn fabric(pod_type: RawPodType) -> Result<Fabric> {
+    match pod_type {
+        x if x == nec_pod_type_t::NEC_POD_TYPE_NONE as u32 => Ok(Fabric::None),
+        x if x == nec_pod_type_t::NEC_POD_TYPE_P2P as u32 => Ok(Fabric::PodP2p),
+        x if x == nec_pod_type_t::NEC_POD_TYPE_SWITCH as u32 => Ok(Fabric::Switch),
+        other => Err(Error::invalid(format!(
+            "pod_type {other} is not NONE, P2P or SWITCH"
+        ))),
+    }
 }
 
 /// Atomically add `val` to the 32-bit semaphore at `sem_inc_addr` (wrapping). A NULL or
@@ -77,7 +89,7 @@ pub unsafe extern "C" fn nec_get_device_count(
     array_size: u32,
 ) -> c_int {
     abi_entry!(value "nec_get_device_count", Guard::None, NEG_EINVAL, {
-        let n = devices()?;
+        let n = instance()?.devices;
         if !available_devices_array.is_null() {
             if !available_devices_array.is_aligned() {
                 return Err(Error::invalid("available_devices_array is not aligned for int"));
@@ -115,11 +127,11 @@ pub unsafe extern "C" fn nec_get_device_pci_bdf(
                 out_param(dev_func, "dev_func")?,
             )
         };
-        let i = device_index(neuron_dev, devices()?, "neuron_dev")?;
-        d.write(0);
-        b.write(0x10 + i);
-        s.write(0);
-        f.write(0);
+        let (domain, bus, slot, func) = instance()?.pci_bdf(i64::from(neuron_dev), "neuron_dev")?;
+        d.write(domain);
+        b.write(bus);
+        s.write(slot);
+        f.write(func);
         Ok(0)
     })
 }
@@ -185,8 +197,9 @@ pub unsafe extern "C" fn nec_build_port_and_rid_map(
 /// unknown index.
 pub extern "C" fn nec_is_mla_available(local_nec_dev_id: c_int, mla_idx: c_int) -> bool {
     abi_entry!(value "nec_is_mla_available", Guard::None, false, {
-        let n = devices()?;
-        Ok(device_index(local_nec_dev_id, n, "local_nec_dev_id").is_ok() && device_index(mla_idx, n, "mla_idx").is_ok())
+        let inst = instance()?;
+        Ok(inst.device(i64::from(local_nec_dev_id), "local_nec_dev_id").is_ok()
+            && inst.device(i64::from(mla_idx), "mla_idx").is_ok())
     })
 }
 
@@ -215,18 +228,10 @@ pub extern "C" fn nec_get_peer_mla_idx(
     port: c_int,
 ) -> c_int {
     abi_entry!(value "nec_get_peer_mla_idx", Guard::None, -1, {
-        let n = devices()?;
-        device_index(local_nec_dev_id, n, "local_nec_dev_id")?;
-        let m = device_index(mla_idx, n, "mla_idx")?;
-        if n < 2 {
-            return Err(Error::invalid("a single-device instance has no peer devices"));
-        }
-        let peer = match port {
-            0 => (m + 1) % n,
-            1 => (m + n - 1) % n,
-            _ => return Err(Error::invalid(format!("port {port} is not connected (ports 0 and 1 form the ring)"))),
-        };
-        Ok(peer as c_int)
+        let inst = instance()?;
+        inst.device(i64::from(local_nec_dev_id), "local_nec_dev_id")?;
+        let m = inst.device(i64::from(mla_idx), "mla_idx")?;
+        Ok(inst.ring_peer(m, i64::from(port))? as c_int)
     })
 }
 
@@ -247,17 +252,8 @@ pub unsafe extern "C" fn nec_get_p2p_pod_peer_node(
     abi_entry!(value "nec_get_p2p_pod_peer_node", Guard::None, NEG_EINVAL, {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(peer_node, "peer_node") }?;
-        let cfg = process::config()?;
-        let nodes = pod_nodes(&cfg).ok_or_else(|| {
-            Error::invalid(format!("{} is not an UltraServer pod", cfg.instance.name))
-        })?;
-        if nec_dev_id >= cfg.instance.devices {
-            return Err(Error::invalid(format!("nec_dev_id {nec_dev_id} is not a device of the instance")));
-        }
-        let n = u32::try_from(node).ok().filter(|n| *n < nodes).ok_or_else(|| {
-            Error::invalid(format!("node {node} is not a node of the {nodes}-node pod"))
-        })?;
-        out.write(((n + port_distance % nodes) % nodes) as c_int);
+        let peer = instance()?.pod_peer_node(nec_dev_id, i64::from(node), port_distance)?;
+        out.write(peer as c_int);
         Ok(0)
     })
 }
@@ -283,22 +279,9 @@ pub unsafe extern "C" fn nec_pod_node_can_access_peer_node(
     abi_entry!(status "nec_pod_node_can_access_peer_node", Guard::None, {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(can_access_peer, "can_access_peer") }?;
-        let n = devices()?;
-        for (rid, what) in [(local_rid, "local_rid"), (remote_rid, "remote_rid")] {
-            if rid >= n {
-                return Err(Error::invalid(format!("{what} {rid} is not a device of the instance")));
-            }
-        }
-        let can = if local_node_id == remote_node_id {
-            true
-        } else {
-            match pod_type {
-                x if x == nec_pod_type_t::NEC_POD_TYPE_NONE as u32 => false,
-                x if x == nec_pod_type_t::NEC_POD_TYPE_P2P as u32 => local_rid == remote_rid,
-                x if x == nec_pod_type_t::NEC_POD_TYPE_SWITCH as u32 => true,
-                other => return Err(Error::invalid(format!("pod_type {other} is not NONE, P2P or SWITCH"))),
-            }
-        };
+        let can = instance()?.can_access_peer(local_rid, local_node_id, remote_rid, remote_node_id, || {
+            fabric(pod_type)
+        })?;
         out.write(c_int::from(can));
         Ok(())
     })

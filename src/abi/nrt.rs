@@ -262,22 +262,10 @@ pub unsafe extern "C" fn nrt_host_device_id_get(
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(host_device_id, "host_device_id") }?;
         let cfg = process::config()?;
-        let dev = device_index(neuron_dev, cfg.instance.devices, "neuron_dev")?;
+        let dev = cfg.instance.device(i64::from(neuron_dev), "neuron_dev")?;
         out.write(dev);
         Ok(())
     })
-}
-
-/// Check a device index against the instance.
-pub(crate) fn device_index(dev: c_int, devices: u32, what: &str) -> crate::Result<u32> {
-    u32::try_from(dev)
-        .ok()
-        .filter(|d| *d < devices)
-        .ok_or_else(|| {
-            Error::invalid(format!(
-                "{what} {dev} is not a Neuron device of the instance (0..{devices})"
-            ))
-        })
 }
 
 /// Check a logical-core index relative to the visible cores of this process (docs/contract/abi.md
@@ -386,13 +374,9 @@ pub unsafe extern "C" fn nrt_get_vnc_memory_stats(
         }
         let v = visible_core(i64::from(vnc), "vnc")?;
         let config = process::config()?;
-        let per_core: u64 = match config.instance.generation {
-            crate::lower::topology::Generation::V2 => 16 << 30,
-            _ => 12 << 30,
-        };
         let full = nrt_vnc_memory_stats_t {
             bytes_used: crate::runtime::tensor::device_bytes_in_use(v) as usize,
-            bytes_limit: (per_core * u64::from(config.lnc)) as usize,
+            bytes_limit: config.instance.hbm_per_logical_core(config.lnc) as usize,
         };
         // SAFETY: forwarded from this function's contract.
         unsafe { crate::abi::model::fill_prefix(&full, stats.cast(), stats_size_in, stats_size_out) }

@@ -167,6 +167,10 @@ impl Fabric {
 }
 
 /// One simulated instance type (one node).
+///
+/// Its methods are the instance policy the ABI answers from (`nrt.h` counts and memory,
+/// `nec.h` callbacks): which devices exist, how they form a ring, UltraServer pods, nominal HBM.
+/// Readings marked (L) are OpenNRT's choices where the vendor's semantics are not public.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InstanceType {
     /// EC2 name, e.g. `trn1.32xlarge`.
@@ -202,6 +206,121 @@ impl InstanceType {
             .iter()
             .find(|t| t.name == name.trim())
             .copied()
+    }
+    /// Logical cores per device with logical cores of `lnc` physical cores.
+    pub fn logical_cores_per_device(&self, lnc: u32) -> u32 {
+        self.cores_per_device / lnc
+    }
+    /// Logical cores on the whole instance (one node) with logical cores of `lnc`.
+    pub fn logical_cores(&self, lnc: u32) -> u32 {
+        self.devices * self.logical_cores_per_device(lnc)
+    }
+    /// Nominal HBM of one physical core: 16 GiB on v2 (trn1), 12 GiB on v3 and later. The
+    /// software device does not enforce it; `nrt_get_vnc_memory_stats` reports it as the limit.
+    pub fn hbm_per_physical_core(&self) -> u64 {
+        match self.generation {
+            Generation::V2 => 16 << 30,
+            Generation::V3 | Generation::V4 => 12 << 30,
+        }
+    }
+    /// Nominal HBM of one logical core of `lnc` physical cores.
+    pub fn hbm_per_logical_core(&self, lnc: u32) -> u64 {
+        self.hbm_per_physical_core() * u64::from(lnc)
+    }
+    /// Device `dev` as an index of this instance's devices (`0..devices`), else an error naming
+    /// the argument `what` and the range. Devices are numbered alike by host device id, RID
+    /// (routing id) and MLA index: the simulated maps are the identity.
+    pub fn device(&self, dev: i64, what: &str) -> Result<u32> {
+        u32::try_from(dev)
+            .ok()
+            .filter(|d| *d < self.devices)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "{what} {dev} is not a Neuron device of the instance (0..{})",
+                    self.devices
+                ))
+            })
+    }
+    /// As [`InstanceType::device`] for an id the caller passes unsigned (a RID or a libnccom
+    /// device id); its error does not name the range.
+    pub fn device_id(&self, id: u32, what: &str) -> Result<u32> {
+        if id >= self.devices {
+            return Err(Error::invalid(format!(
+                "{what} {id} is not a device of the instance"
+            )));
+        }
+        Ok(id)
+    }
+    /// The synthetic PCI address (domain, bus, slot, function) of device `dev`: domain 0, bus
+    /// `0x10 + dev`, slot 0, function 0, unique per device.
+    pub fn pci_bdf(&self, dev: i64, what: &str) -> Result<(u32, u32, u8, u8)> {
+        Ok((0, 0x10 + self.device(dev, what)?, 0, 0))
+    }
+    /// (L) The device reached from device `dev` through `port`: the devices form a ring, port
+    /// 0 reaching the next device and port 1 the previous one. An error for a single-device
+    /// instance (no peers) or any other port; `dev` must already be a device
+    /// ([`InstanceType::device`]).
+    pub fn ring_peer(&self, dev: u32, port: i64) -> Result<u32> {
+        let n = self.devices;
+        if n < 2 {
+            return Err(Error::invalid(
+                "a single-device instance has no peer devices",
+            ));
+        }
+        match port {
+            0 => Ok((dev + 1) % n),
+            1 => Ok((dev + n - 1) % n),
+            _ => Err(Error::invalid(format!(
+                "port {port} is not connected (ports 0 and 1 form the ring)"
+            ))),
+        }
+    }
+    /// The nodes of the UltraServer pod this instance is a member of; `None` when it is not a
+    /// pod member.
+    pub fn pod(&self) -> Option<u32> {
+        (self.pod_nodes > 1).then_some(self.pod_nodes)
+    }
+    /// (L) The pod node reached from `node` at `port_distance` over P2P links, seen from device
+    /// `dev`: `(node + port_distance) % nodes`. An error when this instance is not a pod member,
+    /// `dev` is not a device or `node` not a node of the pod (the messages name the arguments
+    /// of `nec_get_p2p_pod_peer_node`, its caller).
+    pub fn pod_peer_node(&self, dev: u32, node: i64, port_distance: u32) -> Result<u32> {
+        let nodes = self
+            .pod()
+            .ok_or_else(|| Error::invalid(format!("{} is not an UltraServer pod", self.name)))?;
+        self.device_id(dev, "nec_dev_id")?;
+        let n = u32::try_from(node)
+            .ok()
+            .filter(|n| *n < nodes)
+            .ok_or_else(|| {
+                Error::invalid(format!("node {node} is not a node of the {nodes}-node pod"))
+            })?;
+        Ok((n + port_distance % nodes) % nodes)
+    }
+    /// (L) Whether device `local_rid` of node `local_node` reaches device `remote_rid` of node
+    /// `remote_node` directly: always on the same node; across nodes, never over no fabric,
+    /// only between same-position devices (equal RIDs) over a pod's P2P links, always through
+    /// a switch. `fabric` is asked for only across nodes, so a fabric the caller named wrongly
+    /// is an error only where it matters. Both RIDs must be devices of the instance (the
+    /// messages name the arguments of `nec_pod_node_can_access_peer_node`, its caller).
+    pub fn can_access_peer(
+        &self,
+        local_rid: u32,
+        local_node: u32,
+        remote_rid: u32,
+        remote_node: u32,
+        fabric: impl FnOnce() -> Result<Fabric>,
+    ) -> Result<bool> {
+        self.device_id(local_rid, "local_rid")?;
+        self.device_id(remote_rid, "remote_rid")?;
+        if local_node == remote_node {
+            return Ok(true);
+        }
+        Ok(match fabric()? {
+            Fabric::None => false,
+            Fabric::PodP2p => local_rid == remote_rid,
+            Fabric::Switch => true,
+        })
     }
 }
 
@@ -450,3 +569,6 @@ impl Topology {
 }
 
 pub use crate::lower::topology::place::*;
+
+#[cfg(test)]
+mod tests;

@@ -155,7 +155,7 @@ fn sendrecv_config(get: &impl Fn(&str) -> Option<String>) -> Result<SendRecvConf
 impl Config {
     /// Logical cores on the whole instance.
     pub fn total_cores(&self) -> u32 {
-        self.instance.devices * self.instance.cores_per_device / self.lnc
+        self.instance.logical_cores(self.lnc)
     }
 
     /// The execution timeout as read at `nrt_init` (see [`exec_timeout`]).
@@ -214,7 +214,7 @@ impl Config {
                 }
             },
         };
-        let total = instance.devices * instance.cores_per_device / lnc;
+        let total = instance.logical_cores(lnc);
         let (first_core, visible_cores) = if let Some(v) = get("NEURON_RT_VISIBLE_CORES") {
             let cores = parse_core_list(&v)?;
             let (lo, hi) = (cores[0], *cores.last().unwrap());

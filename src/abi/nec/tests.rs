@@ -20,7 +20,7 @@ fn inc_semaphore_adds_atomically() {
 
 #[test]
 fn device_queries() {
-    let n = devices().unwrap() as c_int;
+    let n = instance().unwrap().devices as c_int;
     let mut arr = [-1 as c_int; 64];
     // SAFETY: every pointer is a writable local; NULLs are checked.
     unsafe {
@@ -132,7 +132,7 @@ fn port_map_and_pods() {
 
         let cfg = process::config().unwrap();
         let r = nec_get_p2p_pod_peer_node(0, 1, 2, &mut peer);
-        if pod_nodes(&cfg).is_some() {
+        if cfg.instance.pod().is_some() {
             assert_eq!((r, peer), (0, 3));
         } else {
             assert_eq!((r, peer), (-libc::EINVAL, -1), "not a pod: nothing written");

@@ -1,0 +1,98 @@
+use super::*;
+
+fn it(name: &str) -> InstanceType {
+    InstanceType::by_name(name).unwrap()
+}
+
+#[test]
+fn logical_core_counts() {
+    let t = it("trn2.48xlarge");
+    assert_eq!((t.logical_cores_per_device(2), t.logical_cores(2)), (4, 64));
+    assert_eq!(
+        (t.logical_cores_per_device(1), t.logical_cores(1)),
+        (8, 128)
+    );
+    assert_eq!(it("trn1.32xlarge").logical_cores(1), 32);
+    assert_eq!(it("trn1.2xlarge").logical_cores(1), 2);
+}
+
+#[test]
+fn hbm_per_core_by_generation() {
+    assert_eq!(it("trn1.32xlarge").hbm_per_logical_core(1), 16 << 30);
+    assert_eq!(it("trn2.48xlarge").hbm_per_physical_core(), 12 << 30);
+    assert_eq!(it("trn2.48xlarge").hbm_per_logical_core(2), 24 << 30);
+}
+
+#[test]
+fn device_ranges() {
+    let t = it("trn1.32xlarge");
+    assert_eq!(t.device(15, "dev").unwrap(), 15);
+    let e = t.device(16, "neuron_dev").unwrap_err().to_string();
+    assert!(
+        e.contains("neuron_dev 16 is not a Neuron device of the instance (0..16)"),
+        "{e}"
+    );
+    assert!(t.device(-1, "dev").is_err());
+    assert!(
+        t.device(i64::from(u32::MAX) + 16, "dev").is_err(),
+        "no wrap to 15"
+    );
+    assert_eq!(t.device_id(3, "rid").unwrap(), 3);
+    let e = t.device_id(16, "remote_rid").unwrap_err().to_string();
+    assert!(
+        e.contains("remote_rid 16 is not a device of the instance"),
+        "{e}"
+    );
+    assert_eq!(t.pci_bdf(1, "dev").unwrap(), (0, 0x11, 0, 0));
+    assert!(t.pci_bdf(16, "dev").is_err());
+}
+
+#[test]
+fn device_ring() {
+    let t = it("trn2.48xlarge");
+    assert_eq!(t.ring_peer(15, 0).unwrap(), 0);
+    assert_eq!(t.ring_peer(0, 1).unwrap(), 15);
+    assert_eq!(t.ring_peer(4, 0).unwrap(), 5);
+    let e = t.ring_peer(0, 2).unwrap_err().to_string();
+    assert!(e.contains("port 2 is not connected"), "{e}");
+    let e = it("trn2.3xlarge").ring_peer(0, 0).unwrap_err().to_string();
+    assert!(
+        e.contains("single-device instance has no peer devices"),
+        "{e}"
+    );
+}
+
+#[test]
+fn ultraserver_pods() {
+    let u = it("trn2u.48xlarge");
+    assert_eq!(u.pod(), Some(ULTRASERVER_NODES));
+    assert_eq!(u.pod_peer_node(0, 1, 2).unwrap(), 3);
+    assert_eq!(u.pod_peer_node(15, 3, 1).unwrap(), 0);
+    assert_eq!(u.pod_peer_node(0, 0, u32::MAX).unwrap(), 3, "no overflow");
+    assert!(u.pod_peer_node(16, 0, 1).is_err());
+    let e = u.pod_peer_node(0, 4, 1).unwrap_err().to_string();
+    assert!(e.contains("node 4 is not a node of the 4-node pod"), "{e}");
+    assert!(u.pod_peer_node(0, -1, 1).is_err());
+    let t = it("trn2.48xlarge");
+    assert_eq!(t.pod(), None);
+    let e = t.pod_peer_node(0, 1, 2).unwrap_err().to_string();
+    assert!(e.contains("trn2.48xlarge is not an UltraServer pod"), "{e}");
+}
+
+#[test]
+fn peer_access_by_fabric() {
+    let t = it("trn2.48xlarge");
+    let fab = |f: Fabric| move || Ok(f);
+    let unknown = || -> Result<Fabric> { Err(Error::invalid("unknown fabric")) };
+    assert!(
+        t.can_access_peer(0, 1, 3, 1, unknown).unwrap(),
+        "same node: fabric not asked"
+    );
+    assert!(!t.can_access_peer(0, 0, 0, 1, fab(Fabric::None)).unwrap());
+    assert!(t.can_access_peer(2, 0, 2, 1, fab(Fabric::PodP2p)).unwrap());
+    assert!(!t.can_access_peer(2, 0, 3, 1, fab(Fabric::PodP2p)).unwrap());
+    assert!(t.can_access_peer(2, 0, 3, 1, fab(Fabric::Switch)).unwrap());
+    assert!(t.can_access_peer(0, 0, 0, 1, unknown).is_err());
+    assert!(t.can_access_peer(16, 0, 0, 0, fab(Fabric::Switch)).is_err());
+    assert!(t.can_access_peer(0, 0, 16, 0, fab(Fabric::Switch)).is_err());
+}
