@@ -14,9 +14,9 @@
 
 use std::ffi::c_int;
 
+use crate::abi::args::tensor_of;
 use crate::abi::boundary::{self, in_ref, out_param, status_of, Guard};
 use crate::abi::handle::{self, Opaque};
-use crate::abi::tensor::tensor_of;
 use crate::abi::types::*;
 use crate::error::{Error, Result};
 use crate::runtime::collective_api::{self, CommArgs, Prepared};

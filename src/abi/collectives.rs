@@ -8,8 +8,8 @@
 
 use std::ffi::c_void;
 
+use crate::abi::args::visible_core;
 use crate::abi::boundary::Guard;
-use crate::abi::nrt::visible_core;
 use crate::abi::types::*;
 use crate::abi_entry;
 use crate::error::Error;

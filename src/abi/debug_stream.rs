@@ -17,8 +17,8 @@ use std::ffi::{c_int, c_void};
 
 use parking_lot::Mutex;
 
+use crate::abi::args::visible_core;
 use crate::abi::boundary::{out_param, Guard};
-use crate::abi::nrt::visible_core;
 use crate::abi::types::*;
 use crate::abi_entry;
 use crate::error::Error;

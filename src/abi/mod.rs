@@ -9,6 +9,10 @@
 //! each one as `opennrt::abi::<symbol>`. `docs/abi-status.md` lists every export with its
 //! current behaviour.
 //!
+//! Beneath the entry files: [`boundary`] (the entry macro, pointer primitives, status mapping),
+//! [`args`] (argument checks and writers the entry files share; no entry file imports another
+//! for argument handling), [`handle`] (the handle table) and [`types`] (the `repr(C)` twins).
+//!
 //! | module | header / family (docs/contract/abi.md) |
 //! |---|---|
 //! | [`nrt`] | lifecycle, version, counts, topology and memory getters (§3.1–§3.2) |
@@ -24,6 +28,7 @@
 //! | [`nec`], [`nec_dynamic`] | libnccom reverse-callbacks (§3.10) |
 //! | [`ncfw`] | libncfw.so |
 
+pub mod args;
 pub mod boundary;
 pub mod collective_async;
 pub mod collectives;

@@ -12,10 +12,9 @@ use std::ffi::c_void;
 
 use parking_lot::Mutex;
 
+use crate::abi::args::{fill_prefix, index_arg, tensor_set_members, visible_core};
 use crate::abi::boundary::{not_implemented, out_param, Guard};
 use crate::abi::handle::{self, Opaque};
-use crate::abi::nrt::visible_core;
-use crate::abi::tensor_set::tensor_set_members;
 use crate::abi::types::*;
 use crate::abi_entry;
 use crate::error::{Error, ErrorKind, Result};
@@ -68,7 +67,7 @@ pub(crate) unsafe fn schedule(
     crate::abi::boundary::exec_ret_arg(exec_ret)?;
     given(input, "input")?;
     given(output, "output")?;
-    let queue = crate::abi::nrt_async::index_arg(queue, "queue")?;
+    let queue = index_arg(queue, "queue")?;
     let seq_out = if req_sequence.is_null() {
         None
     } else {
@@ -378,26 +377,6 @@ pub unsafe extern "C" fn nrt_get_model_info(
         // SAFETY: forwarded from this function's contract.
         unsafe { fill_prefix(&full, info.cast(), info_size_in, info_size_out) }
     })
-}
-
-/// Copy the first `cap` bytes of `full` to `dst` and the full size to `*size_out` (if given).
-///
-/// # Safety
-/// `dst` has `cap` writable bytes; `size_out` NULL or writable.
-pub(crate) unsafe fn fill_prefix<T: Copy>(
-    full: &T,
-    dst: *mut u8,
-    cap: usize,
-    size_out: *mut usize,
-) -> Result<()> {
-    let n = cap.min(std::mem::size_of::<T>());
-    // SAFETY: `full` is a plain `Copy` struct of size_of::<T>() bytes; `dst` has `cap` ≥ n.
-    unsafe { std::ptr::copy_nonoverlapping((full as *const T).cast::<u8>(), dst, n) };
-    if !size_out.is_null() {
-        // SAFETY: non-NULL and writable per the contract.
-        unsafe { size_out.write_unaligned(std::mem::size_of::<T>()) };
-    }
-    Ok(())
 }
 
 /// The arrays `nrt_get_model_tensor_info` handed out (address → entries).

@@ -7,6 +7,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
+use crate::abi::args::{fill_prefix, visible_core};
 use crate::abi::boundary::{fill_c_chars, not_implemented, opt_cstr, out_param, Guard};
 use crate::abi::types::*;
 use crate::abi_entry;
@@ -268,20 +269,6 @@ pub unsafe extern "C" fn nrt_host_device_id_get(
     })
 }
 
-/// Check a logical-core index relative to the visible cores of this process (docs/contract/abi.md
-/// §3.3: `vnc` 0 is the first visible core).
-pub(crate) fn visible_core(vnc: i64, what: &str) -> crate::Result<u32> {
-    let visible = process::config()?.visible_cores;
-    u32::try_from(vnc)
-        .ok()
-        .filter(|v| *v < visible)
-        .ok_or_else(|| {
-            Error::invalid(format!(
-                "{what} {vnc} is not one of the {visible} logical cores visible to this process"
-            ))
-        })
-}
-
 /// The routing id (RID) of every host device: entry `i` of `host_did_to_rid_map` is the RID of
 /// host device `i`. In the simulated instance the map is the identity.
 ///
@@ -379,7 +366,7 @@ pub unsafe extern "C" fn nrt_get_vnc_memory_stats(
             bytes_limit: config.instance.hbm_per_logical_core(config.lnc) as usize,
         };
         // SAFETY: forwarded from this function's contract.
-        unsafe { crate::abi::model::fill_prefix(&full, stats.cast(), stats_size_in, stats_size_out) }
+        unsafe { fill_prefix(&full, stats.cast(), stats_size_in, stats_size_out) }
     })
 }
 

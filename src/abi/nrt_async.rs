@@ -16,17 +16,11 @@
 
 use std::ffi::{c_int, c_void};
 
+use crate::abi::args::index_arg;
 use crate::abi::boundary::{out_param, Guard};
 use crate::abi::types::*;
 use crate::abi_entry;
-use crate::error::{Error, Result};
 use crate::runtime::xu::{self, XuType};
-
-/// A queue or core index passed as C `int`: negative is `NRT_INVALID` (docs/contract/abi.md §3.6
-/// ranges).
-pub(crate) fn index_arg(v: c_int, what: &str) -> Result<u32> {
-    u32::try_from(v).map_err(|_| Error::invalid(format!("{what} {v} is negative")))
-}
 
 /// Queue a write of `size` bytes from `buf` into `tensor` at `offset` on the tensor-op
 /// execution unit `queue` (0–1) of logical core `lnc_idx`. The return value is the enqueue

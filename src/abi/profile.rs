@@ -16,9 +16,9 @@ use std::ffi::c_char;
 
 use parking_lot::Mutex;
 
+use crate::abi::args::visible_core;
 use crate::abi::boundary::{out_param, req_cstr, Guard};
 use crate::abi::handle::{self, Opaque};
-use crate::abi::nrt::visible_core;
 use crate::abi::types::*;
 use crate::abi_entry;
 use crate::error::Error;

@@ -16,9 +16,9 @@ use std::ffi::{c_char, c_int};
 
 use parking_lot::Mutex;
 
+use crate::abi::args::tensor_of;
 use crate::abi::boundary::{out_param, req_cstr, Guard};
 use crate::abi::handle::{self, Opaque};
-use crate::abi::tensor::tensor_of;
 use crate::abi::types::*;
 use crate::abi_entry;
 use crate::error::{Error, ErrorKind, Result};

@@ -2,9 +2,10 @@
 //! [`runtime::tensor`](crate::runtime::tensor).
 //!
 //! **Handles.** A `nrt_tensor_t *` is a registered handle ([`handle`]) of an object holding one
-//! [`Tensor`] behind a lock (`nrt_tensor_attach_buffer` replaces its storage). Other modules get
-//! the tensor with `tensor_of`, a cheap clone that keeps the storage alive even if C frees the
-//! handle while an operation is queued. A `nrt_tensor_set_t *` is a registered handle of a
+//! [`Tensor`] behind a lock (`nrt_tensor_attach_buffer` replaces its storage). The object and
+//! `tensor_of`, through which every family taking a tensor argument gets the tensor, live in
+//! [`args`](crate::abi::args); `tensor_of` returns a cheap clone that keeps the storage alive
+//! even if C frees the handle while an operation is queued. A `nrt_tensor_set_t *` is a registered handle of a
 //! name → tensor-handle map ([`crate::abi::tensor_set`]). NULL is `NRT_INVALID`; a freed or foreign pointer is
 //! `NRT_INVALID_HANDLE` and never dereferenced, so a double free is logged, not a crash.
 //!
@@ -20,8 +21,9 @@ use std::time::Duration;
 
 use parking_lot::RwLock;
 
+use crate::abi::args::{freed_slot, tensor_of, TensorObject};
 use crate::abi::boundary::{in_ref, non_null, opt_cstr, out_param, Guard};
-use crate::abi::handle::{self, Opaque};
+use crate::abi::handle;
 use crate::abi::types::*;
 use crate::abi_entry;
 use crate::error::{Error, Result};
@@ -29,43 +31,6 @@ use crate::runtime::process;
 use crate::runtime::tensor::{self as rt, Placement, Tensor};
 
 pub use crate::abi::tensor_set::*;
-
-/// The object behind `nrt_tensor_t *`.
-#[derive(Debug)]
-pub(crate) struct TensorObject {
-    tensor: RwLock<Tensor>,
-}
-
-impl Opaque for TensorObject {
-    type Handle = nrt_tensor_t;
-    const KIND: &'static str = "tensor";
-    const PER_INIT: bool = true;
-}
-
-/// The tensor behind a C handle (NULL → NRT_INVALID, not live → NRT_INVALID_HANDLE), cloned.
-///
-/// # Safety
-/// If `h` is a live tensor handle, no other thread may free it during this call (C's contract).
-pub(crate) unsafe fn tensor_of(h: *const nrt_tensor_t, what: &str) -> Result<Tensor> {
-    // SAFETY: `h` is NULL or a handle of this library; handle::get checks it against the live table
-    // before any dereference.
-    let obj = unsafe { handle::get::<TensorObject>(h, what) }?;
-    Ok(obj.tensor.read().clone())
-}
-
-/// The handle in the in/out slot of a free function (`T **`): `None` for a NULL slot or a NULL
-/// handle (both no-ops).
-///
-/// # Safety
-/// `slot` must be NULL or readable and writable.
-pub(crate) unsafe fn freed_slot<T>(slot: *mut *mut T, what: &str) -> Result<Option<*mut T>> {
-    if slot.is_null() {
-        return Ok(None);
-    }
-    // SAFETY: non-NULL; readable by contract; alignment checked by `in_ref`.
-    let h = *unsafe { in_ref(slot.cast_const(), what) }?;
-    Ok((!h.is_null()).then_some(h))
-}
 
 /// The C host buffer of a read or write: NULL is allowed only for zero bytes.
 fn buffer(p: *const c_void, size: usize, what: &str) -> Result<()> {

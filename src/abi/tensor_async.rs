@@ -12,9 +12,8 @@
 
 use std::ffi::{c_int, c_void};
 
+use crate::abi::args::{index_arg, tensor_of};
 use crate::abi::boundary::{out_param, status_of};
-use crate::abi::nrt_async::index_arg;
-use crate::abi::tensor::tensor_of;
 use crate::abi::types::*;
 use crate::error::{Error, Result};
 use crate::runtime::tensor::{Placement, Tensor};

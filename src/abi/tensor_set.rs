@@ -7,75 +7,18 @@
 //! pointer that was added, and a member freed since is `NRT_INVALID_HANDLE` when it is looked
 //! up or used. A freed member whose address is reused by a new tensor is indistinguishable
 //! from that tensor (the caller's dangling pointer, as with the vendor library).
+//!
+//! The set object and `tensor_set_members`, which resolves a set argument for `nrt_execute`,
+//! live in [`args`](crate::abi::args), with the other argument helpers.
 
-use std::collections::BTreeMap;
 use std::ffi::c_char;
 
-use parking_lot::Mutex;
-
+use crate::abi::args::{freed_slot, TensorObject, TensorPtr, TensorSet};
 use crate::abi::boundary::{out_param, req_cstr, Guard};
-use crate::abi::handle::{self, Opaque};
-use crate::abi::tensor::{freed_slot, tensor_of, TensorObject};
+use crate::abi::handle;
 use crate::abi::types::*;
 use crate::abi_entry;
-use crate::error::{Error, Result};
-use crate::runtime::tensor::Tensor;
-
-/// A tensor handle kept in a set: an identifier only, checked against the handle table before
-/// any use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct TensorPtr(*mut nrt_tensor_t);
-
-// SAFETY: the pointer is never dereferenced through this type; it is compared and returned to
-// C, or looked up in the handle table (which checks it) before use.
-unsafe impl Send for TensorPtr {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for TensorPtr {}
-
-/// The object behind `nrt_tensor_set_t *`.
-#[derive(Debug, Default)]
-struct TensorSet {
-    entries: Mutex<BTreeMap<String, TensorPtr>>,
-}
-
-impl Opaque for TensorSet {
-    type Handle = nrt_tensor_set_t;
-    const KIND: &'static str = "tensor set";
-    const PER_INIT: bool = true;
-}
-
-/// Every member of a tensor set, resolved to its tensor, in name order. A member freed since
-/// it was added is `NRT_INVALID_HANDLE` naming the entry. For `nrt_execute` / `nrta_execute_schedule`.
-///
-/// # Safety
-/// As for [`tensor_of`], for the set and each member.
-#[allow(
-    dead_code,
-    reason = "the model executor (nrt_execute) is its first user"
-)]
-pub(crate) unsafe fn tensor_set_members(
-    h: *const nrt_tensor_set_t,
-    what: &str,
-) -> Result<Vec<(String, Tensor)>> {
-    // SAFETY: `h` is NULL or a handle of this library; handle::get checks it against the live table
-    // before any dereference.
-    let set = unsafe { handle::get::<TensorSet>(h, what) }?;
-    let entries: Vec<_> = set
-        .entries
-        .lock()
-        .iter()
-        .map(|(k, v)| (k.clone(), *v))
-        .collect();
-    entries
-        .into_iter()
-        .map(|(name, p)| {
-            // SAFETY: the handle is checked against the live table before it is dereferenced, and
-            // the caller's contract keeps other threads from freeing it meanwhile.
-            let t = unsafe { tensor_of(p.0, &format!("{what}[{name:?}]")) }?;
-            Ok((name, t))
-        })
-        .collect()
-}
+use crate::error::Error;
 
 /// Allocate an empty tensor set (a name → tensor map consumed by `nrt_execute`).
 ///

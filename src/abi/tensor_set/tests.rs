@@ -1,4 +1,5 @@
 use super::*;
+use crate::abi::args::tensor_set_members;
 use crate::abi::handle::testing;
 use crate::abi::tensor::nrt_tensor_get_size;
 use crate::abi::tensor::tests::{alloc, free, DEVICE, HOST};
