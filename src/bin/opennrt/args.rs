@@ -157,25 +157,16 @@ pub fn fail(cmd: &str, msg: &str) -> ! {
     std::process::exit(2)
 }
 
-/// Operation names accepted on the command line (shared with the case matrix).
-pub use opennrt::lower::cases::OP_NAMES as OPS;
-
-/// Parse an operation name.
+/// Parse an operation name ([`CollectiveOp::parse`]).
 pub fn op(cmd: &str, s: &str) -> CollectiveOp {
-    OPS.iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(s))
-        .map(|&(_, o)| o)
-        .unwrap_or_else(|| {
-            let names: Vec<_> = OPS.iter().map(|(n, _)| *n).collect();
-            fail(
-                cmd,
-                &format!("unknown --op {s:?}; use one of {}", names.join(", ")),
-            )
-        })
+    CollectiveOp::parse(s).unwrap_or_else(|| {
+        let names: Vec<_> = CollectiveOp::listed().map(CollectiveOp::name).collect();
+        fail(
+            cmd,
+            &format!("unknown --op {s:?}; use one of {}", names.join(", ")),
+        )
+    })
 }
-
-/// The command-line name of an operation.
-pub use opennrt::lower::cases::op_name;
 
 /// Dtype names accepted on the command line (shared with the case matrix); the short FP8
 /// names `fp8_e3`, `fp8_e4`, `fp8_e5` are accepted too.

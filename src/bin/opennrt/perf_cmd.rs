@@ -217,7 +217,7 @@ fn parse(a: &[String]) -> Opts {
             &format!(
                 "{} of {} is not supported: the CCE has no integer datapath (docs/contract/device.md §11.1); \
                  the compiler converts integer reductions to FP32, so use --dtype fp32",
-                args::op_name(op),
+                op.name(),
                 args::dtype_name(dtype)
             ),
         );
@@ -332,7 +332,7 @@ pub fn perf_cmd(a: &[String]) -> i32 {
     let mem = memcpy_bw();
     println!(
         "# opennrt perf: {} on {} simulated ranks, {} {redop}, {} iteration(s) per size (median), check {}",
-        args::op_name(s.op),
+        s.op.name(),
         s.n,
         args::dtype_name(s.dtype),
         s.iters,
@@ -343,7 +343,7 @@ pub fn perf_cmd(a: &[String]) -> i32 {
         mem / 1e9
     );
     if !in_place {
-        println!("# {}: no in-place variant (no data)", args::op_name(s.op));
+        println!("# {}: no in-place variant (no data)", s.op.name());
     }
     match s.op {
         CollectiveOp::AllToAllV => println!(
@@ -462,7 +462,7 @@ pub fn perf_cmd(a: &[String]) -> i32 {
             .collect();
         let title = format!(
             "opennrt perf: {} on {} ranks, {}",
-            args::op_name(s.op),
+            s.op.name(),
             s.n,
             args::dtype_name(s.dtype)
         );

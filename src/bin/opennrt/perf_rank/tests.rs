@@ -98,13 +98,16 @@ fn each_process_checks_its_own_ranks_by_global_id() {
     }
 }
 
+/// The codes perf-rank passes to `nrta_cc_prepare` are the C header's.
 #[test]
 fn only_the_c_api_ops_map() {
-    assert_eq!(cc_op_of(CollectiveOp::AllReduce).map(|o| o as u32), Some(1));
-    assert_eq!(cc_op_of(CollectiveOp::AllGather).map(|o| o as u32), Some(0));
-    assert_eq!(
-        cc_op_of(CollectiveOp::ReduceScatter).map(|o| o as u32),
-        Some(2)
-    );
-    assert!(cc_op_of(CollectiveOp::AllToAll).is_none());
+    use opennrt::abi::types::nrt_cc_op_type_t as T;
+    for (op, t) in [
+        (CollectiveOp::AllReduce, T::NRT_CC_ALLREDUCE),
+        (CollectiveOp::AllGather, T::NRT_CC_ALLGATHER),
+        (CollectiveOp::ReduceScatter, T::NRT_CC_REDUCESCATTER),
+    ] {
+        assert_eq!(op.nrt_cc_op(), Some(t as u32));
+    }
+    assert!(CollectiveOp::AllToAll.nrt_cc_op().is_none());
 }
