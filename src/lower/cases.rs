@@ -18,33 +18,6 @@ use crate::lower::program::{Algorithm, Program};
 use crate::lower::request::{A2avMeta, CollectiveOp, CollectiveRequest, ReduceOp};
 use crate::lower::topology::Topology;
 
-/// Data type names (the command line's and the case names').
-pub const DTYPE_NAMES: &[(&str, Dtype)] = &[
-    ("bf16", Dtype::Bf16),
-    ("fp16", Dtype::Fp16),
-    ("fp32", Dtype::Fp32),
-    ("fp8_e3m4", Dtype::Fp8E3),
-    ("fp8_e4m3", Dtype::Fp8E4),
-    ("fp8_e5m2", Dtype::Fp8E5),
-    ("int8", Dtype::Int8),
-    ("uint8", Dtype::Uint8),
-    ("int16", Dtype::Int16),
-    ("uint16", Dtype::Uint16),
-    ("int32", Dtype::Int32),
-    ("uint32", Dtype::Uint32),
-    ("int64", Dtype::Int64),
-    ("uint64", Dtype::Uint64),
-];
-
-/// The name of a dtype in [`DTYPE_NAMES`] (the wire name for the others).
-pub fn dtype_name(d: Dtype) -> &'static str {
-    DTYPE_NAMES
-        .iter()
-        .find(|(_, x)| *x == d)
-        .map(|(n, _)| *n)
-        .unwrap_or_else(|| d.name())
-}
-
 /// How the all-to-all-v cases of the matrix place what a rank receives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum A2avRecv {
@@ -272,7 +245,7 @@ impl Case {
             } else {
                 String::new()
             };
-            format!(" dtype={}{red}", dtype_name(self.dtype))
+            format!(" dtype={}{red}", self.dtype.short_name())
         } else {
             String::new()
         };

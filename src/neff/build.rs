@@ -266,7 +266,7 @@ impl BuildSpec {
             self.op.name(),
             self.ranks,
             self.count,
-            crate::lower::cases::dtype_name(self.dtype)
+            self.dtype.short_name()
         )
     }
 }
@@ -480,28 +480,6 @@ pub fn container(members: &[(String, Vec<u8>)], h: &HeaderFields) -> Result<Vec<
     b.resize(start, 0);
     b.extend_from_slice(&payload);
     Ok(b)
-}
-
-/// The numpy spelling `tensor_map.json` uses for a dtype (docs/neff.md §1.1); the FP8 names
-/// are ml_dtypes' (what JAX and the Neuron compiler use).
-pub fn numpy_dtype(d: Dtype) -> Option<&'static str> {
-    Some(match d {
-        Dtype::Uint64 => "uint64",
-        Dtype::Int8 => "int8",
-        Dtype::Uint8 => "uint8",
-        Dtype::Int16 => "int16",
-        Dtype::Uint16 => "uint16",
-        Dtype::Bf16 => "bfloat16",
-        Dtype::Fp16 => "float16",
-        Dtype::Int32 => "int32",
-        Dtype::Uint32 => "uint32",
-        Dtype::Fp32 => "float32",
-        Dtype::Int64 => "int64",
-        Dtype::Fp8E3 => "float8_e3m4",
-        Dtype::Fp8E4 => "float8_e4m3",
-        Dtype::Fp8E5 => "float8_e5m2",
-        Dtype::Invalid | Dtype::Fp32r => return None,
-    })
 }
 
 fn refuse(why: impl std::fmt::Display) -> Error {
@@ -727,7 +705,7 @@ pub fn build(spec: &BuildSpec) -> Result<Vec<u8>> {
     if spec.count == 0 {
         return Err(refuse("count must be at least 1 element"));
     }
-    let Some(np_dtype) = numpy_dtype(spec.dtype) else {
+    let Some(np_dtype) = spec.dtype.numpy_name() else {
         return Err(refuse(format_args!(
             "dtype {} is not an I/O type (INVALID is none; FP32R is an accumulation type)",
             spec.dtype.name()

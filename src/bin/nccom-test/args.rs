@@ -331,9 +331,9 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
             "neff-warmup-iters" => neff_warmup = Some(number(&flag, &value(&mut i)?)?),
             "datatype" => {
                 let v = value(&mut i)?;
-                dtype = dtypes::parse(&v).ok_or_else(|| {
-                    let names: Vec<_> = dtypes::NAMES.iter().map(|(n, _)| *n).collect();
-                    format!("unknown {flag} {v:?}; use one of {}", names.join(", "))
+                dtype = Dtype::from_nccom_name(&v).ok_or_else(|| {
+                    let words = dtypes::words();
+                    format!("unknown {flag} {v:?}; use one of {}", words.join(", "))
                 })?;
                 dtype_default = false;
             }

@@ -110,7 +110,8 @@ impl Job {
 
     /// The element type.
     pub fn element_type(&self) -> Result<Dtype, String> {
-        dtypes::parse(&self.dtype).ok_or_else(|| format!("bad job: unknown type {:?}", self.dtype))
+        Dtype::from_nccom_name(&self.dtype)
+            .ok_or_else(|| format!("bad job: unknown type {:?}", self.dtype))
     }
 
     /// The check mode.

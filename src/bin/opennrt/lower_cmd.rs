@@ -342,7 +342,7 @@ fn draw_svg(p: &Program, cfg: &LowerConfig, path: &str) -> Result<(), String> {
         p.request.op.name(),
         p.ranks.len(),
         p.request.count,
-        args::dtype_name(p.request.dtype),
+        p.request.dtype.short_name(),
         pic.arrows.len(),
         pic.waits.len()
     );

@@ -218,7 +218,7 @@ fn parse(a: &[String]) -> Opts {
                 "{} of {} is not supported: the CCE has no integer datapath (docs/contract/device.md §11.1); \
                  the compiler converts integer reductions to FP32, so use --dtype fp32",
                 op.name(),
-                args::dtype_name(dtype)
+                dtype.short_name()
             ),
         );
     }
@@ -334,7 +334,7 @@ pub fn perf_cmd(a: &[String]) -> i32 {
         "# opennrt perf: {} on {} simulated ranks, {} {redop}, {} iteration(s) per size (median), check {}",
         s.op.name(),
         s.n,
-        args::dtype_name(s.dtype),
+        s.dtype.short_name(),
         s.iters,
         if s.check { "on" } else { "off" }
     );
@@ -420,7 +420,7 @@ pub fn perf_cmd(a: &[String]) -> i32 {
             "{:>12} {:>12} {:>9} {:>6} | {} | {}",
             size,
             count * perf_run::blocks(s.op, s.n),
-            args::dtype_name(s.dtype),
+            s.dtype.short_name(),
             redop,
             half(&halves[0], factor),
             half(&halves[1], factor)
@@ -464,7 +464,7 @@ pub fn perf_cmd(a: &[String]) -> i32 {
             "opennrt perf: {} on {} ranks, {}",
             s.op.name(),
             s.n,
-            args::dtype_name(s.dtype)
+            s.dtype.short_name()
         );
         if let Err(e) = opennrt::plot::busbw_svg(path, &title, &curves) {
             eprintln!("opennrt perf: --plot {e}");

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use opennrt::launch::{self, core_range, Strays, Watch, Worker, GRACE};
 
-use crate::args::{self, fail};
+use crate::args::fail;
 use crate::perf_cmd::{self, Opts};
 use crate::perf_rank::{RankJob, SizeLine};
 use crate::perf_run::{self, Measured};
@@ -174,7 +174,7 @@ pub fn perf_procs(o: &Opts, procs: u32, deadline: Duration) -> i32 {
          iteration(s) per size (median of global rank 0's schedule-to-completion), check {}",
         s.op.name(),
         s.n,
-        args::dtype_name(s.dtype),
+        s.dtype.short_name(),
         s.iters,
         if s.check { "on" } else { "off" }
     );
@@ -249,7 +249,7 @@ pub fn perf_procs(o: &Opts, procs: u32, deadline: Duration) -> i32 {
             "{:>12} {:>12} {:>9} {:>6} | {} | {} | {:>6}",
             size,
             count * perf_run::blocks(s.op, s.n),
-            args::dtype_name(s.dtype),
+            s.dtype.short_name(),
             redop,
             perf_cmd::half(&m1, factor),
             perf_cmd::half(&mp, factor),

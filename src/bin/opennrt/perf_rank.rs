@@ -105,7 +105,7 @@ impl RankJob {
             "--proc".into(),
             self.proc_index.to_string(),
             "--dtype".into(),
-            args::dtype_name(self.dtype).to_string(),
+            self.dtype.short_name().to_string(),
             "--redop".into(),
             format!("{:?}", self.redop).to_lowercase(),
             "--counts".into(),
