@@ -66,6 +66,38 @@ pub enum BuildOp {
     AllGatherV,
 }
 
+/// The spellings of one [`BuildOp`]: one row of [`BUILD_OP_NAMES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuildOpNames {
+    /// The op.
+    pub op: BuildOp,
+    /// The canonical name: `opennrt neff build --op`, the header's model name.
+    pub name: &'static str,
+    /// nccom-test's operation words, the vendor's: the one it prints first, then its short
+    /// form, if any. `opennrt neff build --op` takes them too.
+    pub nccom: &'static [&'static str],
+}
+
+/// Every built op's spellings, in declaration order (so `BUILD_OP_NAMES[op as usize].op == op`),
+/// the order of [`BuildOp::ALL`]. The one op vocabulary of `opennrt neff build` and nccom-test.
+#[rustfmt::skip]
+pub const BUILD_OP_NAMES: [BuildOpNames; 8] = {
+    const fn row(op: BuildOp, name: &'static str, nccom: &'static [&'static str]) -> BuildOpNames {
+        BuildOpNames { op, name, nccom }
+    }
+    use BuildOp as B;
+    [
+        row(B::AllReduce, "all_reduce", &["all_reduce", "allr"]),
+        row(B::AllGather, "all_gather", &["all_gather", "allg"]),
+        row(B::ReduceScatter, "reduce_scatter", &["reduce_scatter", "redsct"]),
+        row(B::AllToAll, "all_to_all", &["alltoall"]),
+        row(B::Permute, "permute", &["permute"]),
+        row(B::SendRecv, "send_recv", &["sendrecv"]),
+        row(B::AllToAllV, "all_to_all_v", &["alltoallv"]),
+        row(B::AllGatherV, "all_gather_v", &["all_gatherv", "allgv"]),
+    ]
+};
+
 impl BuildOp {
     /// Every op, in the order of docs/neff.md §2.
     pub const ALL: [BuildOp; 8] = [
@@ -79,36 +111,44 @@ impl BuildOp {
         BuildOp::AllGatherV,
     ];
 
-    /// Parse a command-line spelling: the canonical name or the nccom-test short one
+    /// This op's row of [`BUILD_OP_NAMES`].
+    pub fn names(self) -> &'static BuildOpNames {
+        &BUILD_OP_NAMES[self as usize]
+    }
+
+    /// Parse a command-line spelling: the canonical name or an nccom-test word
     /// (`allr`, `allg`, `redsct`, `alltoall`, `sendrecv`, `alltoallv`, `all_gatherv`, `allgv`),
     /// case-insensitive, so the names
     /// users already type for nccom-test work here too.
     pub fn parse(s: &str) -> Option<BuildOp> {
-        Some(match s.trim().to_ascii_lowercase().as_str() {
-            "all_reduce" | "allr" => BuildOp::AllReduce,
-            "all_gather" | "allg" => BuildOp::AllGather,
-            "reduce_scatter" | "redsct" => BuildOp::ReduceScatter,
-            "all_to_all" | "alltoall" => BuildOp::AllToAll,
-            "permute" => BuildOp::Permute,
-            "send_recv" | "sendrecv" => BuildOp::SendRecv,
-            "all_to_all_v" | "alltoallv" => BuildOp::AllToAllV,
-            "all_gather_v" | "all_gatherv" | "allgv" => BuildOp::AllGatherV,
-            _ => return None,
-        })
+        let s = s.trim();
+        BUILD_OP_NAMES
+            .iter()
+            .find(|r| {
+                std::iter::once(r.name)
+                    .chain(r.nccom.iter().copied())
+                    .any(|w| w.eq_ignore_ascii_case(s))
+            })
+            .map(|r| r.op)
     }
 
     /// The canonical name (what [`BuildOp::parse`] takes and the header's `name` carries).
     pub fn name(self) -> &'static str {
-        match self {
-            BuildOp::AllReduce => "all_reduce",
-            BuildOp::AllGather => "all_gather",
-            BuildOp::ReduceScatter => "reduce_scatter",
-            BuildOp::AllToAll => "all_to_all",
-            BuildOp::Permute => "permute",
-            BuildOp::SendRecv => "send_recv",
-            BuildOp::AllToAllV => "all_to_all_v",
-            BuildOp::AllGatherV => "all_gather_v",
-        }
+        self.names().name
+    }
+
+    /// The op of an nccom-test operation word, in any case: only the words nccom-test takes
+    /// (`all_to_all`, a canonical name, is not one).
+    pub fn from_nccom_word(w: &str) -> Option<BuildOp> {
+        BUILD_OP_NAMES
+            .iter()
+            .find(|r| r.nccom.iter().any(|n| n.eq_ignore_ascii_case(w)))
+            .map(|r| r.op)
+    }
+
+    /// The name nccom-test prints: its first word for the op (`all_reduce`, `alltoall`).
+    pub fn nccom_name(self) -> &'static str {
+        self.names().nccom[0]
     }
 
     /// The `ctype` the trigger carries (docs/neff.md §2 table).

@@ -282,7 +282,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
         let word = &args[i];
         i += 1;
         let Some(raw) = long_name(word) else {
-            match Op::parse(word) {
+            match Op::from_nccom_word(word) {
                 Some(o) if op.is_none() => op = Some(o),
                 Some(_) => return Err(format!("a second operation {word:?}: give one")),
                 None => {
@@ -391,7 +391,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
                 }
                 while let Some(v) = args
                     .get(i)
-                    .filter(|v| !v.starts_with('-') && Op::parse(v).is_none())
+                    .filter(|v| !v.starts_with('-') && Op::from_nccom_word(v).is_none())
                 {
                     got.push(v.clone());
                     i += 1;
@@ -432,7 +432,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
     if metadata.is_some() && !matches!(op, Op::AllToAllV | Op::AllGatherV) {
         return Err(format!(
             "--variable-size-op-metadata applies to alltoallv and all_gatherv, not {}",
-            op.name()
+            op.nccom_name()
         ));
     }
     if ranks == 0 {

@@ -105,7 +105,7 @@ impl Job {
 
     /// The operation.
     pub fn op_kind(&self) -> Result<Op, String> {
-        Op::parse(&self.op).ok_or_else(|| format!("bad job: unknown op {:?}", self.op))
+        Op::from_nccom_word(&self.op).ok_or_else(|| format!("bad job: unknown op {:?}", self.op))
     }
 
     /// The element type.
