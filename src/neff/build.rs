@@ -30,6 +30,10 @@ use crate::isa::layout::C8_RESERVED;
 use crate::isa::operand::{Addr4, PseudoAddr8, Tensor2d};
 use crate::lower::program::Algorithm;
 use crate::lower::request::ReduceOp;
+use crate::neff::header::layout::{
+    Field, BUILD_VERSION, DATA_SIZE, FEATURE_BITS, HASH, HEADER_SIZE_FIELD, LNC_SIZE, NAME,
+    NUM_TPB, PKG_VERSION, REQUESTED_TPB_COUNT, TPB_PER_NODE, UUID, VERSION_MAJOR, VERSION_MINOR,
+};
 use crate::neff::header::HEADER_SIZE;
 
 /// Largest var `size` the loader accepts (docs/neff.md §1.2), the loader's own bound: [`build`]
@@ -431,17 +435,19 @@ fn append_member(out: &mut Vec<u8>, name: &str, data: &[u8]) {
     );
 }
 
-/// A text field of `len` bytes at `off`: the string, NUL-padded; refused if it does not fit.
-fn put_text(b: &mut [u8], off: usize, len: usize, field: &str, s: &str) -> Result<()> {
-    if s.len() > len {
+/// Text field `f`: the string, NUL-padded; refused if it does not fit.
+fn put_text(b: &mut [u8], f: Field, s: &str) -> Result<()> {
+    if s.len() > f.len {
         return Err(Error::invalid(format!(
-            "NEFF header: {field} is {} bytes; the field holds {len} (docs/contract/abi.md §7.2)",
-            s.len()
+            "NEFF header: {} is {} bytes; the field holds {} (docs/contract/abi.md §7.2)",
+            f.name,
+            s.len(),
+            f.len
         ))
-        .with_field(field)
+        .with_field(f.name)
         .with_actual(s.len()));
     }
-    b[off..off + s.len()].copy_from_slice(s.as_bytes());
+    b[f.off..f.off + s.len()].copy_from_slice(s.as_bytes());
     Ok(())
 }
 
@@ -481,23 +487,34 @@ pub fn container(members: &[(String, Vec<u8>)], h: &HeaderFields) -> Result<Vec<
         out
     });
     let mut b = vec![0u8; HEADER_SIZE];
-    b[0x000..0x008].copy_from_slice(&h.pkg_version.to_le_bytes());
-    b[0x008..0x010].copy_from_slice(&h.header_size.to_le_bytes());
     let data_size = h.data_size.unwrap_or(payload.len() as u64);
-    b[0x010..0x018].copy_from_slice(&data_size.to_le_bytes());
-    b[0x018..0x020].copy_from_slice(&h.version_major.to_le_bytes());
-    b[0x020..0x028].copy_from_slice(&h.version_minor.to_le_bytes());
-    put_text(&mut b, 0x028, 128, "neff_build_version", &h.build_version)?;
-    b[0x0A8..0x0AC].copy_from_slice(&h.num_tpb.to_le_bytes());
-    b[0x0AC..0x0CC].copy_from_slice(&hash);
-    b[0x0CC..0x0DC].copy_from_slice(&uuid);
-    put_text(&mut b, 0x0DC, 256, "name", &h.name)?;
-    b[0x1DC..0x1E0].copy_from_slice(&h.requested_tpb_count.to_le_bytes());
-    for (i, t) in h.tpb_per_node.iter().enumerate() {
-        b[0x1E0 + 4 * i..0x1E4 + 4 * i].copy_from_slice(&t.to_le_bytes());
+    for (f, v) in [
+        (PKG_VERSION, h.pkg_version),
+        (HEADER_SIZE_FIELD, h.header_size),
+        (DATA_SIZE, data_size),
+        (VERSION_MAJOR, h.version_major),
+        (VERSION_MINOR, h.version_minor),
+        (FEATURE_BITS, h.feature_bits),
+    ] {
+        b[f.range()].copy_from_slice(&v.to_le_bytes());
     }
-    b[0x220..0x228].copy_from_slice(&h.feature_bits.to_le_bytes());
-    b[0x228..0x22C].copy_from_slice(&h.lnc_size.to_le_bytes());
+    for (f, v) in [
+        (NUM_TPB, h.num_tpb),
+        (REQUESTED_TPB_COUNT, h.requested_tpb_count),
+        (LNC_SIZE, h.lnc_size),
+    ] {
+        b[f.range()].copy_from_slice(&v.to_le_bytes());
+    }
+    put_text(&mut b, BUILD_VERSION, &h.build_version)?;
+    put_text(&mut b, NAME, &h.name)?;
+    b[HASH.range()].copy_from_slice(&hash);
+    b[UUID.range()].copy_from_slice(&uuid);
+    for (raw, t) in b[TPB_PER_NODE.range()]
+        .chunks_exact_mut(4)
+        .zip(&h.tpb_per_node)
+    {
+        raw.copy_from_slice(&t.to_le_bytes());
+    }
     let start = usize::try_from(h.header_size)
         .ok()
         .filter(|&s| s >= HEADER_SIZE)
