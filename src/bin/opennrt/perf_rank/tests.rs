@@ -97,17 +97,3 @@ fn each_process_checks_its_own_ranks_by_global_id() {
         assert_eq!(check(&one, &req, Some(ins), bad).unwrap().0, 1);
     }
 }
-
-/// The codes perf-rank passes to `nrta_cc_prepare` are the C header's.
-#[test]
-fn only_the_c_api_ops_map() {
-    use opennrt::abi::types::nrt_cc_op_type_t as T;
-    for (op, t) in [
-        (CollectiveOp::AllReduce, T::NRT_CC_ALLREDUCE),
-        (CollectiveOp::AllGather, T::NRT_CC_ALLGATHER),
-        (CollectiveOp::ReduceScatter, T::NRT_CC_REDUCESCATTER),
-    ] {
-        assert_eq!(op.nrt_cc_op(), Some(t as u32));
-    }
-    assert!(CollectiveOp::AllToAll.nrt_cc_op().is_none());
-}

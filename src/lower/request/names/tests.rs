@@ -30,16 +30,17 @@ fn spellings_are_the_tools() {
     assert_eq!(CollectiveOp::parse("all-reduce"), None);
 }
 
-/// The C API's three ops, both ways (docs/contract/abi.md §2.2).
+/// The C API's three ops, both ways, with the C header's codes (docs/contract/abi.md §2.2).
 #[test]
 fn nrt_cc_ops_round_trip() {
-    for (v, op) in [
-        (nrt_cc_op::ALLGATHER, CollectiveOp::AllGather),
-        (nrt_cc_op::ALLREDUCE, CollectiveOp::AllReduce),
-        (nrt_cc_op::REDUCESCATTER, CollectiveOp::ReduceScatter),
+    use crate::abi::types::nrt_cc_op_type_t as T;
+    for (t, op) in [
+        (T::NRT_CC_ALLGATHER, CollectiveOp::AllGather),
+        (T::NRT_CC_ALLREDUCE, CollectiveOp::AllReduce),
+        (T::NRT_CC_REDUCESCATTER, CollectiveOp::ReduceScatter),
     ] {
-        assert_eq!(CollectiveOp::from_nrt_cc_op(v), Some(op));
-        assert_eq!(op.nrt_cc_op(), Some(v));
+        assert_eq!(CollectiveOp::from_nrt_cc_op(t as u32), Some(op));
+        assert_eq!(op.nrt_cc_op(), Some(t as u32));
     }
     assert_eq!(CollectiveOp::from_nrt_cc_op(3), None);
     assert_eq!(CollectiveOp::AllToAll.nrt_cc_op(), None);
