@@ -2,9 +2,10 @@
 //! (docs/contract/device.md §11, docs/contract/isa.md §10).
 //!
 //! The type tag is the wire enum [`Dtype`] of [`crate::isa::enums`] (one enum for the whole
-//! crate). This module adds what numerics need on top of it:
+//! crate). This module adds what the rest of the crate needs on top of it:
 //!
 //! * byte sizes ([`size_bytes`]);
+//! * every spelling of a type but the wire name: the tools', the NEFF's ([`names`]);
 //! * exact widening to binary32 and round-to-nearest-even narrowing from it for the float I/O
 //!   types: BF16 (the docs/contract/device.md §11.3 rule 7 bit trick, NaN handled apart), FP16 (the
 //!   `half` crate), FP32, and the three FP8 formats of [`fp8`] (E3M4 = FP8_EXP3, E4M3 = FP8_EXP4,
@@ -21,6 +22,7 @@
 //! Signed zeros are kept by every conversion.
 
 pub mod fp8;
+pub mod names;
 
 use crate::error::{Error, Result};
 use half::f16;
@@ -28,6 +30,7 @@ use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
 
 pub use crate::isa::enums::Dtype;
 pub use fp8::{Fp8Format, Fp8Overflow, Fp8Special};
+pub use names::{DtypeNames, DTYPE_NAMES};
 
 /// Canonical BF16 NaN (docs/contract/device.md §11.3 rule 5).
 pub const BF16_NAN: u16 = 0x7FC0;

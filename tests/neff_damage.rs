@@ -948,7 +948,7 @@ fn the_hash_is_checked_when_asked() {
             assert_eq!(e.kind(), ErrorKind::Invalid, "{what}: {e:?}");
             assert_eq!(e.status_name(), "NRT_INVALID");
             assert_eq!(e.fields().field.as_deref(), Some("hash"), "{what}: {e:?}");
-            assert!(e.message().contains("hash"), "{what}: {e:?}");
+            assert!(e.message().contains("hash at 0x0AC is"), "{what}: {e:?}");
             assert_ne!(e.fields().expected, e.fields().actual, "{what}");
         }
         // The hash field itself changed.

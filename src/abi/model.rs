@@ -18,6 +18,7 @@ use crate::abi::handle::{self, Opaque};
 use crate::abi::types::*;
 use crate::abi_entry;
 use crate::error::{Error, ErrorKind, Result};
+use crate::isa::enums::Dtype;
 use crate::runtime::model::{LoadArgs, Model};
 
 /// The object behind `nrt_model_t *`.
@@ -382,26 +383,11 @@ pub unsafe extern "C" fn nrt_get_model_info(
 /// The arrays `nrt_get_model_tensor_info` handed out (address → entries).
 static INFO_ARRAYS: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
 
-/// `nrt_dtype_t` of a numpy dtype name (`tensor_map.json`); unknown: `NRT_DTYPE_UNKNOWN`.
+/// `nrt_dtype_t` of a numpy dtype name (`tensor_map.json`, [`Dtype::from_numpy_name`]);
+/// unknown: `NRT_DTYPE_UNKNOWN`.
 fn dtype_of(name: Option<&str>) -> nrt_dtype_t {
-    use nrt_dtype_t::*;
-    match name.unwrap_or("") {
-        "float32" => NRT_DTYPE_FLOAT32,
-        "float16" => NRT_DTYPE_FLOAT16,
-        "bfloat16" => NRT_DTYPE_BFLOAT16,
-        "int8" => NRT_DTYPE_INT8,
-        "uint8" => NRT_DTYPE_UINT8,
-        "int16" => NRT_DTYPE_INT16,
-        "uint16" => NRT_DTYPE_UINT16,
-        "int32" => NRT_DTYPE_INT32,
-        "uint32" => NRT_DTYPE_UINT32,
-        "int64" => NRT_DTYPE_INT64,
-        "uint64" => NRT_DTYPE_UINT64,
-        "float8_e4m3" | "float8_e4m3fn" | "fp8_e4m3" => NRT_DTYPE_FP8_E4,
-        "float8_e5m2" | "fp8_e5m2" => NRT_DTYPE_FP8_E5,
-        "float8_e3m4" | "fp8_e3m4" => NRT_DTYPE_FP8_E3,
-        _ => NRT_DTYPE_UNKNOWN,
-    }
+    name.and_then(Dtype::from_numpy_name)
+        .map_or(nrt_dtype_t::NRT_DTYPE_UNKNOWN, nrt_dtype_t::from)
 }
 
 /// Free an array built by [`tensor_info_array`] (its shapes, then itself).

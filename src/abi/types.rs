@@ -179,6 +179,33 @@ pub const NRT_DTYPE_INVALID: u32 = 0;
 /// `nrt_dtype_t` as passed in by C.
 pub type RawDtype = u32;
 
+/// The same numbering as the ISA DTYPE (docs/contract/abi.md §2.2), so every wire type has its C
+/// value; INVALID is `NRT_DTYPE_UNKNOWN`.
+impl From<crate::isa::enums::Dtype> for nrt_dtype_t {
+    fn from(d: crate::isa::enums::Dtype) -> Self {
+        use crate::isa::enums::Dtype as D;
+        use nrt_dtype_t::*;
+        match d {
+            D::Invalid => NRT_DTYPE_UNKNOWN,
+            D::Uint64 => NRT_DTYPE_UINT64,
+            D::Int8 => NRT_DTYPE_INT8,
+            D::Uint8 => NRT_DTYPE_UINT8,
+            D::Int16 => NRT_DTYPE_INT16,
+            D::Uint16 => NRT_DTYPE_UINT16,
+            D::Bf16 => NRT_DTYPE_BFLOAT16,
+            D::Fp16 => NRT_DTYPE_FLOAT16,
+            D::Int32 => NRT_DTYPE_INT32,
+            D::Uint32 => NRT_DTYPE_UINT32,
+            D::Fp32 => NRT_DTYPE_FLOAT32,
+            D::Fp32r => NRT_DTYPE_FP32R,
+            D::Int64 => NRT_DTYPE_INT64,
+            D::Fp8E3 => NRT_DTYPE_FP8_E3,
+            D::Fp8E4 => NRT_DTYPE_FP8_E4,
+            D::Fp8E5 => NRT_DTYPE_FP8_E5,
+        }
+    }
+}
+
 /// Collective operation of the host-driven API (docs/contract/abi.md §2.2).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,64 +18,6 @@ use crate::lower::program::{Algorithm, Program};
 use crate::lower::request::{A2avMeta, CollectiveOp, CollectiveRequest, ReduceOp};
 use crate::lower::topology::Topology;
 
-/// Operation names (the command line's and the case names'), in matrix order.
-pub const OP_NAMES: &[(&str, CollectiveOp)] = &[
-    ("all_reduce", CollectiveOp::AllReduce),
-    ("all_gather", CollectiveOp::AllGather),
-    ("reduce_scatter", CollectiveOp::ReduceScatter),
-    ("all_to_all", CollectiveOp::AllToAll),
-    ("all_to_all_v", CollectiveOp::AllToAllV),
-    ("permute", CollectiveOp::Permute),
-    ("permute_implicit", CollectiveOp::PermuteImplicit),
-    (
-        "permute_reduce_implicit",
-        CollectiveOp::PermuteReduceImplicit,
-    ),
-    ("send_recv", CollectiveOp::Send),
-    ("barrier", CollectiveOp::Barrier),
-];
-
-/// The name of an operation in [`OP_NAMES`] (`recv` for the receive half of send/recv).
-pub fn op_name(o: CollectiveOp) -> &'static str {
-    OP_NAMES
-        .iter()
-        .find(|(_, x)| *x == o)
-        .map(|(n, _)| *n)
-        .unwrap_or("recv")
-}
-
-/// Data type names (the command line's and the case names').
-pub const DTYPE_NAMES: &[(&str, Dtype)] = &[
-    ("bf16", Dtype::Bf16),
-    ("fp16", Dtype::Fp16),
-    ("fp32", Dtype::Fp32),
-    ("fp8_e3m4", Dtype::Fp8E3),
-    ("fp8_e4m3", Dtype::Fp8E4),
-    ("fp8_e5m2", Dtype::Fp8E5),
-    ("int8", Dtype::Int8),
-    ("uint8", Dtype::Uint8),
-    ("int16", Dtype::Int16),
-    ("uint16", Dtype::Uint16),
-    ("int32", Dtype::Int32),
-    ("uint32", Dtype::Uint32),
-    ("int64", Dtype::Int64),
-    ("uint64", Dtype::Uint64),
-];
-
-/// The name of a dtype in [`DTYPE_NAMES`] (the wire name for the others).
-pub fn dtype_name(d: Dtype) -> &'static str {
-    DTYPE_NAMES
-        .iter()
-        .find(|(_, x)| *x == d)
-        .map(|(n, _)| *n)
-        .unwrap_or_else(|| d.name())
-}
-
-/// Every operation of the matrix, in order.
-pub fn ops() -> impl Iterator<Item = CollectiveOp> {
-    OP_NAMES.iter().map(|&(_, o)| o)
-}
-
 /// How the all-to-all-v cases of the matrix place what a rank receives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum A2avRecv {
@@ -303,13 +245,13 @@ impl Case {
             } else {
                 String::new()
             };
-            format!(" dtype={}{red}", dtype_name(self.dtype))
+            format!(" dtype={}{red}", self.dtype.short_name())
         } else {
             String::new()
         };
         format!(
             "{} alg={} ranks={} count={}{}{}{data} topology={}",
-            op_name(self.op),
+            self.op.name(),
             self.alg.map_or("auto", Algorithm::name),
             self.n,
             self.count,
@@ -332,7 +274,7 @@ pub fn is_illegal_force(e: &Error) -> bool {
 /// filtered here ([`Case::lower`] tells the illegal ones).
 pub fn matrix(ranks: &[u32], counts: &[u64]) -> Vec<Case> {
     let mut v = Vec::new();
-    for op in ops() {
+    for op in CollectiveOp::listed() {
         for alg in Algorithm::ALL {
             for &n in ranks {
                 for &count in counts {

@@ -8,7 +8,8 @@
 //!   rule 9), operand names ([`Operands`]), the API list forms ([`IoForm`]), the 0xDA scratch knobs
 //!   and the trigger's EVENTS ([`TriggerEvents`]).
 //! * The mapping tables: ctype → [`CollectiveOp`] (docs/contract/lowering.md §2.1), ALU_OP →
-//!   [`ReduceOp`] (§2.11), `nrt_op_type_t` → [`ReduceOp`] (docs/contract/abi.md §2.2).
+//!   [`ReduceOp`] (§2.11), `nrt_op_type_t` → [`ReduceOp`] (docs/contract/abi.md §2.2); an op's
+//!   names and `nrt_cc_op_type_t` code are in [`names`].
 //! * The two builders live next door: [`instr`]
 //!   (`CollectiveRequest::from_instr`, [`requests_from_stream`]) and
 //!   [`api`] (`CollectiveRequest::from_api`); the A2Av table is
@@ -21,6 +22,7 @@ pub mod a2av;
 pub mod api;
 mod check;
 pub mod instr;
+pub mod names;
 pub mod stream;
 
 use serde::Serialize;
@@ -32,6 +34,7 @@ use crate::isa::enums::{UpdateMode, WaitMode};
 pub use a2av::{decode_metadata, encode_metadata, metadata_bytes, A2avMeta, A2avRow, A2avTable};
 pub use api::ApiComm;
 pub use instr::{InstrContext, TensorInfo};
+pub use names::{OpNames, OP_NAMES};
 pub use stream::requests_from_stream;
 
 /// The collective operation (host view, `enc_op_type` of docs/contract/lowering.md §2.1 minus the

@@ -30,6 +30,10 @@ use crate::isa::layout::C8_RESERVED;
 use crate::isa::operand::{Addr4, PseudoAddr8, Tensor2d};
 use crate::lower::program::Algorithm;
 use crate::lower::request::ReduceOp;
+use crate::neff::header::layout::{
+    Field, BUILD_VERSION, DATA_SIZE, FEATURE_BITS, HASH, HEADER_SIZE_FIELD, LNC_SIZE, NAME,
+    NUM_TPB, PKG_VERSION, REQUESTED_TPB_COUNT, TPB_PER_NODE, UUID, VERSION_MAJOR, VERSION_MINOR,
+};
 use crate::neff::header::HEADER_SIZE;
 
 /// Largest var `size` the loader accepts (docs/neff.md §1.2), the loader's own bound: [`build`]
@@ -66,6 +70,38 @@ pub enum BuildOp {
     AllGatherV,
 }
 
+/// The spellings of one [`BuildOp`]: one row of [`BUILD_OP_NAMES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuildOpNames {
+    /// The op.
+    pub op: BuildOp,
+    /// The canonical name: `opennrt neff build --op`, the header's model name.
+    pub name: &'static str,
+    /// nccom-test's operation words, the vendor's: the one it prints first, then its short
+    /// form, if any. `opennrt neff build --op` takes them too.
+    pub nccom: &'static [&'static str],
+}
+
+/// Every built op's spellings, in declaration order (so `BUILD_OP_NAMES[op as usize].op == op`),
+/// the order of [`BuildOp::ALL`]. The one op vocabulary of `opennrt neff build` and nccom-test.
+#[rustfmt::skip]
+pub const BUILD_OP_NAMES: [BuildOpNames; 8] = {
+    const fn row(op: BuildOp, name: &'static str, nccom: &'static [&'static str]) -> BuildOpNames {
+        BuildOpNames { op, name, nccom }
+    }
+    use BuildOp as B;
+    [
+        row(B::AllReduce, "all_reduce", &["all_reduce", "allr"]),
+        row(B::AllGather, "all_gather", &["all_gather", "allg"]),
+        row(B::ReduceScatter, "reduce_scatter", &["reduce_scatter", "redsct"]),
+        row(B::AllToAll, "all_to_all", &["alltoall"]),
+        row(B::Permute, "permute", &["permute"]),
+        row(B::SendRecv, "send_recv", &["sendrecv"]),
+        row(B::AllToAllV, "all_to_all_v", &["alltoallv"]),
+        row(B::AllGatherV, "all_gather_v", &["all_gatherv", "allgv"]),
+    ]
+};
+
 impl BuildOp {
     /// Every op, in the order of docs/neff.md §2.
     pub const ALL: [BuildOp; 8] = [
@@ -79,36 +115,44 @@ impl BuildOp {
         BuildOp::AllGatherV,
     ];
 
-    /// Parse a command-line spelling: the canonical name or the nccom-test short one
+    /// This op's row of [`BUILD_OP_NAMES`].
+    pub fn names(self) -> &'static BuildOpNames {
+        &BUILD_OP_NAMES[self as usize]
+    }
+
+    /// Parse a command-line spelling: the canonical name or an nccom-test word
     /// (`allr`, `allg`, `redsct`, `alltoall`, `sendrecv`, `alltoallv`, `all_gatherv`, `allgv`),
     /// case-insensitive, so the names
     /// users already type for nccom-test work here too.
     pub fn parse(s: &str) -> Option<BuildOp> {
-        Some(match s.trim().to_ascii_lowercase().as_str() {
-            "all_reduce" | "allr" => BuildOp::AllReduce,
-            "all_gather" | "allg" => BuildOp::AllGather,
-            "reduce_scatter" | "redsct" => BuildOp::ReduceScatter,
-            "all_to_all" | "alltoall" => BuildOp::AllToAll,
-            "permute" => BuildOp::Permute,
-            "send_recv" | "sendrecv" => BuildOp::SendRecv,
-            "all_to_all_v" | "alltoallv" => BuildOp::AllToAllV,
-            "all_gather_v" | "all_gatherv" | "allgv" => BuildOp::AllGatherV,
-            _ => return None,
-        })
+        let s = s.trim();
+        BUILD_OP_NAMES
+            .iter()
+            .find(|r| {
+                std::iter::once(r.name)
+                    .chain(r.nccom.iter().copied())
+                    .any(|w| w.eq_ignore_ascii_case(s))
+            })
+            .map(|r| r.op)
     }
 
     /// The canonical name (what [`BuildOp::parse`] takes and the header's `name` carries).
     pub fn name(self) -> &'static str {
-        match self {
-            BuildOp::AllReduce => "all_reduce",
-            BuildOp::AllGather => "all_gather",
-            BuildOp::ReduceScatter => "reduce_scatter",
-            BuildOp::AllToAll => "all_to_all",
-            BuildOp::Permute => "permute",
-            BuildOp::SendRecv => "send_recv",
-            BuildOp::AllToAllV => "all_to_all_v",
-            BuildOp::AllGatherV => "all_gather_v",
-        }
+        self.names().name
+    }
+
+    /// The op of an nccom-test operation word, in any case: only the words nccom-test takes
+    /// (`all_to_all`, a canonical name, is not one).
+    pub fn from_nccom_word(w: &str) -> Option<BuildOp> {
+        BUILD_OP_NAMES
+            .iter()
+            .find(|r| r.nccom.iter().any(|n| n.eq_ignore_ascii_case(w)))
+            .map(|r| r.op)
+    }
+
+    /// The name nccom-test prints: its first word for the op (`all_reduce`, `alltoall`).
+    pub fn nccom_name(self) -> &'static str {
+        self.names().nccom[0]
     }
 
     /// The `ctype` the trigger carries (docs/neff.md §2 table).
@@ -266,7 +310,7 @@ impl BuildSpec {
             self.op.name(),
             self.ranks,
             self.count,
-            crate::lower::cases::dtype_name(self.dtype)
+            self.dtype.short_name()
         )
     }
 }
@@ -391,17 +435,19 @@ fn append_member(out: &mut Vec<u8>, name: &str, data: &[u8]) {
     );
 }
 
-/// A text field of `len` bytes at `off`: the string, NUL-padded; refused if it does not fit.
-fn put_text(b: &mut [u8], off: usize, len: usize, field: &str, s: &str) -> Result<()> {
-    if s.len() > len {
+/// Text field `f`: the string, NUL-padded; refused if it does not fit.
+fn put_text(b: &mut [u8], f: Field, s: &str) -> Result<()> {
+    if s.len() > f.len {
         return Err(Error::invalid(format!(
-            "NEFF header: {field} is {} bytes; the field holds {len} (docs/contract/abi.md §7.2)",
-            s.len()
+            "NEFF header: {} is {} bytes; the field holds {} (docs/contract/abi.md §7.2)",
+            f.name,
+            s.len(),
+            f.len
         ))
-        .with_field(field)
+        .with_field(f.name)
         .with_actual(s.len()));
     }
-    b[off..off + s.len()].copy_from_slice(s.as_bytes());
+    b[f.off..f.off + s.len()].copy_from_slice(s.as_bytes());
     Ok(())
 }
 
@@ -441,23 +487,34 @@ pub fn container(members: &[(String, Vec<u8>)], h: &HeaderFields) -> Result<Vec<
         out
     });
     let mut b = vec![0u8; HEADER_SIZE];
-    b[0x000..0x008].copy_from_slice(&h.pkg_version.to_le_bytes());
-    b[0x008..0x010].copy_from_slice(&h.header_size.to_le_bytes());
     let data_size = h.data_size.unwrap_or(payload.len() as u64);
-    b[0x010..0x018].copy_from_slice(&data_size.to_le_bytes());
-    b[0x018..0x020].copy_from_slice(&h.version_major.to_le_bytes());
-    b[0x020..0x028].copy_from_slice(&h.version_minor.to_le_bytes());
-    put_text(&mut b, 0x028, 128, "neff_build_version", &h.build_version)?;
-    b[0x0A8..0x0AC].copy_from_slice(&h.num_tpb.to_le_bytes());
-    b[0x0AC..0x0CC].copy_from_slice(&hash);
-    b[0x0CC..0x0DC].copy_from_slice(&uuid);
-    put_text(&mut b, 0x0DC, 256, "name", &h.name)?;
-    b[0x1DC..0x1E0].copy_from_slice(&h.requested_tpb_count.to_le_bytes());
-    for (i, t) in h.tpb_per_node.iter().enumerate() {
-        b[0x1E0 + 4 * i..0x1E4 + 4 * i].copy_from_slice(&t.to_le_bytes());
+    for (f, v) in [
+        (PKG_VERSION, h.pkg_version),
+        (HEADER_SIZE_FIELD, h.header_size),
+        (DATA_SIZE, data_size),
+        (VERSION_MAJOR, h.version_major),
+        (VERSION_MINOR, h.version_minor),
+        (FEATURE_BITS, h.feature_bits),
+    ] {
+        b[f.range()].copy_from_slice(&v.to_le_bytes());
     }
-    b[0x220..0x228].copy_from_slice(&h.feature_bits.to_le_bytes());
-    b[0x228..0x22C].copy_from_slice(&h.lnc_size.to_le_bytes());
+    for (f, v) in [
+        (NUM_TPB, h.num_tpb),
+        (REQUESTED_TPB_COUNT, h.requested_tpb_count),
+        (LNC_SIZE, h.lnc_size),
+    ] {
+        b[f.range()].copy_from_slice(&v.to_le_bytes());
+    }
+    put_text(&mut b, BUILD_VERSION, &h.build_version)?;
+    put_text(&mut b, NAME, &h.name)?;
+    b[HASH.range()].copy_from_slice(&hash);
+    b[UUID.range()].copy_from_slice(&uuid);
+    for (raw, t) in b[TPB_PER_NODE.range()]
+        .chunks_exact_mut(4)
+        .zip(&h.tpb_per_node)
+    {
+        raw.copy_from_slice(&t.to_le_bytes());
+    }
     let start = usize::try_from(h.header_size)
         .ok()
         .filter(|&s| s >= HEADER_SIZE)
@@ -480,28 +537,6 @@ pub fn container(members: &[(String, Vec<u8>)], h: &HeaderFields) -> Result<Vec<
     b.resize(start, 0);
     b.extend_from_slice(&payload);
     Ok(b)
-}
-
-/// The numpy spelling `tensor_map.json` uses for a dtype (docs/neff.md §1.1); the FP8 names
-/// are ml_dtypes' (what JAX and the Neuron compiler use).
-pub fn numpy_dtype(d: Dtype) -> Option<&'static str> {
-    Some(match d {
-        Dtype::Uint64 => "uint64",
-        Dtype::Int8 => "int8",
-        Dtype::Uint8 => "uint8",
-        Dtype::Int16 => "int16",
-        Dtype::Uint16 => "uint16",
-        Dtype::Bf16 => "bfloat16",
-        Dtype::Fp16 => "float16",
-        Dtype::Int32 => "int32",
-        Dtype::Uint32 => "uint32",
-        Dtype::Fp32 => "float32",
-        Dtype::Int64 => "int64",
-        Dtype::Fp8E3 => "float8_e3m4",
-        Dtype::Fp8E4 => "float8_e4m3",
-        Dtype::Fp8E5 => "float8_e5m2",
-        Dtype::Invalid | Dtype::Fp32r => return None,
-    })
 }
 
 fn refuse(why: impl std::fmt::Display) -> Error {
@@ -727,7 +762,7 @@ pub fn build(spec: &BuildSpec) -> Result<Vec<u8>> {
     if spec.count == 0 {
         return Err(refuse("count must be at least 1 element"));
     }
-    let Some(np_dtype) = numpy_dtype(spec.dtype) else {
+    let Some(np_dtype) = spec.dtype.numpy_name() else {
         return Err(refuse(format_args!(
             "dtype {} is not an I/O type (INVALID is none; FP32R is an accumulation type)",
             spec.dtype.name()

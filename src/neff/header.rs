@@ -5,11 +5,17 @@
 //! occupy that much) and leave room for the payload; `lnc_size` 0 means "not stated" (it is
 //! compared with the runtime's logical core size at load, where 0 matches any); text fields
 //! end at their first NUL and must be UTF-8.
+//!
+//! Where each field lies is [`layout`]'s, which the writer uses too.
+
+pub mod layout;
 
 use crate::error::{Error, ErrorKind, Result};
-
-/// Bytes of the header; the payload follows.
-pub const HEADER_SIZE: usize = 0x400;
+pub use layout::HEADER_SIZE;
+use layout::{
+    Field, BUILD_VERSION, DATA_SIZE, FEATURE_BITS, HASH, HEADER, HEADER_SIZE_FIELD, LNC_SIZE, NAME,
+    NUM_TPB, PKG_VERSION, REQUESTED_TPB_COUNT, TPB_PER_NODE, UUID, VERSION_MAJOR, VERSION_MINOR,
+};
 
 /// Feature bits a major-version-2 NEFF may not set: the runtime knows bits 0–26 only
 /// (docs/contract/abi.md §7.2).
@@ -57,22 +63,17 @@ pub struct NeffHeader {
     pub lnc_size: u32,
 }
 
-fn u32_at(b: &[u8], off: usize) -> u32 {
-    u32::from_le_bytes(b[off..off + 4].try_into().expect("4 bytes"))
+fn u32_of(b: &[u8], f: Field) -> u32 {
+    u32::from_le_bytes(b[f.range()].try_into().expect("4 bytes"))
 }
 
-fn u64_at(b: &[u8], off: usize) -> u64 {
-    u64::from_le_bytes(b[off..off + 8].try_into().expect("8 bytes"))
+fn u64_of(b: &[u8], f: Field) -> u64 {
+    u64::from_le_bytes(b[f.range()].try_into().expect("8 bytes"))
 }
 
-/// A refusal of the header: `field` at byte `off` broke `rule`; `actual` is what was there.
-fn bad(
-    kind: ErrorKind,
-    field: &str,
-    off: usize,
-    actual: impl std::fmt::Display,
-    rule: &str,
-) -> Error {
+/// A refusal of the header: field `f` (at its offset) broke `rule`; `actual` is what was there.
+fn bad(kind: ErrorKind, f: Field, actual: impl std::fmt::Display, rule: &str) -> Error {
+    let (field, off) = (f.name, f.off);
     Error::new(
         kind,
         format!("NEFF header: {field} at offset {off:#x} is {actual}: {rule} (docs/contract/abi.md §7.2)"),
@@ -82,15 +83,17 @@ fn bad(
     .with_actual(actual)
 }
 
-/// A NUL-terminated UTF-8 text field of `len` bytes at `off`.
-fn text(b: &[u8], field: &str, off: usize, len: usize) -> Result<String> {
-    let raw = &b[off..off + len];
-    let end = raw.iter().position(|&c| c == 0).unwrap_or(len);
+/// A NUL-terminated UTF-8 text field.
+fn text(b: &[u8], f: Field) -> Result<String> {
+    let raw = &b[f.range()];
+    let end = raw.iter().position(|&c| c == 0).unwrap_or(f.len);
     String::from_utf8(raw[..end].to_vec()).map_err(|e| {
         bad(
             ErrorKind::Invalid,
-            field,
-            off + e.utf8_error().valid_up_to(),
+            Field {
+                off: f.off + e.utf8_error().valid_up_to(),
+                ..f
+            },
             "not UTF-8",
             "text fields are UTF-8 up to their first NUL",
         )
@@ -109,43 +112,39 @@ impl NeffHeader {
         if file.len() < HEADER_SIZE {
             return Err(bad(
                 ErrorKind::Invalid,
-                "header",
-                0,
+                HEADER,
                 format_args!("{} bytes long", file.len()),
                 "a NEFF starts with a 1024-byte header",
             ));
         }
-        let b = &file[..HEADER_SIZE];
+        let b = &file[HEADER.range()];
         let len = file.len() as u64;
-        let pkg_version = match u64_at(b, 0x000) {
+        let pkg_version = match u64_of(b, PKG_VERSION) {
             1 => PkgVersion::RawTar,
             2 => PkgVersion::GzipTar,
             v => {
                 return Err(bad(
                     ErrorKind::Invalid,
-                    "pkg_version",
-                    0x000,
+                    PKG_VERSION,
                     v,
                     "must be 1 (raw tar) or 2 (gzip tar)",
                 ))
             }
         };
-        let header_size = u64_at(b, 0x008);
+        let header_size = u64_of(b, HEADER_SIZE_FIELD);
         if header_size < HEADER_SIZE as u64 || header_size >= len {
             return Err(bad(
                 ErrorKind::Invalid,
-                "header_size",
-                0x008,
+                HEADER_SIZE_FIELD,
                 header_size,
                 &format!("must be at least 1024 and below the file size {len}"),
             ));
         }
-        let data_size = u64_at(b, 0x010);
+        let data_size = u64_of(b, DATA_SIZE);
         if data_size == 0 || data_size > len - header_size {
             return Err(bad(
                 ErrorKind::Invalid,
-                "data_size",
-                0x010,
+                DATA_SIZE,
                 data_size,
                 &format!(
                     "must be 1..={} (the file's bytes after the header)",
@@ -153,22 +152,20 @@ impl NeffHeader {
                 ),
             ));
         }
-        let version_major = u64_at(b, 0x018);
+        let version_major = u64_of(b, VERSION_MAJOR);
         if version_major > 2 {
             return Err(bad(
                 ErrorKind::UnsupportedNeffVersion,
-                "neff_version_major",
-                0x018,
+                VERSION_MAJOR,
                 version_major,
                 "this runtime reads NEFF versions 0 to 2",
             ));
         }
-        let feature_bits = u64_at(b, 0x220);
+        let feature_bits = u64_of(b, FEATURE_BITS);
         if version_major == 2 && feature_bits & UNKNOWN_FEATURES != 0 {
             return Err(bad(
                 ErrorKind::UnsupportedNeffVersion,
-                "feature_bits",
-                0x220,
+                FEATURE_BITS,
                 format_args!("{feature_bits:#x}"),
                 &format!(
                     "bits {:#x} are features this runtime does not know",
@@ -176,32 +173,34 @@ impl NeffHeader {
                 ),
             ));
         }
-        let lnc_size = u32_at(b, 0x228);
+        let lnc_size = u32_of(b, LNC_SIZE);
         if lnc_size > 2 {
             return Err(bad(
                 ErrorKind::Invalid,
-                "lnc_size",
-                0x228,
+                LNC_SIZE,
                 lnc_size,
                 "a logical core is 1 or 2 physical cores (0: not stated)",
             ));
         }
         let mut tpb_per_node = [0u32; 16];
-        for (i, t) in tpb_per_node.iter_mut().enumerate() {
-            *t = u32_at(b, 0x1E0 + 4 * i);
+        for (t, raw) in tpb_per_node
+            .iter_mut()
+            .zip(b[TPB_PER_NODE.range()].chunks_exact(4))
+        {
+            *t = u32::from_le_bytes(raw.try_into().expect("4 bytes"));
         }
         Ok(NeffHeader {
             pkg_version,
             header_size,
             data_size,
             version_major,
-            version_minor: u64_at(b, 0x020),
-            build_version: text(b, "neff_build_version", 0x028, 128)?,
-            num_tpb: u32_at(b, 0x0A8),
-            hash: b[0x0AC..0x0CC].try_into().expect("32 bytes"),
-            uuid: b[0x0CC..0x0DC].try_into().expect("16 bytes"),
-            name: text(b, "name", 0x0DC, 256)?,
-            requested_tpb_count: u32_at(b, 0x1DC),
+            version_minor: u64_of(b, VERSION_MINOR),
+            build_version: text(b, BUILD_VERSION)?,
+            num_tpb: u32_of(b, NUM_TPB),
+            hash: b[HASH.range()].try_into().expect("32 bytes"),
+            uuid: b[UUID.range()].try_into().expect("16 bytes"),
+            name: text(b, NAME)?,
+            requested_tpb_count: u32_of(b, REQUESTED_TPB_COUNT),
             tpb_per_node,
             feature_bits,
             lnc_size,
@@ -230,8 +229,9 @@ impl NeffHeader {
         if want != got.as_slice() {
             let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
             return Err(Error::invalid(format!(
-                "NEFF header: hash at 0x0AC is {}, but the payload's {} is {} \
+                "NEFF header: hash at {:#05X} is {}, but the payload's {} is {} \
                  (NEURON_RT_VALIDATE_HASH is on; docs/contract/abi.md §7.2)",
+                HASH.off,
                 hex(want),
                 match self.pkg_version {
                     PkgVersion::GzipTar => "MD5",
@@ -239,7 +239,7 @@ impl NeffHeader {
                 },
                 hex(&got)
             ))
-            .with_field("hash")
+            .with_field(HASH.name)
             .with_values(hex(&got), hex(want)));
         }
         Ok(())

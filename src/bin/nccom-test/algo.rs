@@ -13,7 +13,7 @@ use opennrt::lower::program::Algorithm;
 use opennrt::lower::request::{CollectiveRequest, ReduceOp};
 use opennrt::lower::select::select;
 
-use crate::ops::Op;
+use crate::ops::{Op, Sizes};
 
 /// The vendor's name of an algorithm.
 pub fn vendor_name(a: Algorithm) -> &'static str {

@@ -282,7 +282,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
         let word = &args[i];
         i += 1;
         let Some(raw) = long_name(word) else {
-            match Op::parse(word) {
+            match Op::from_nccom_word(word) {
                 Some(o) if op.is_none() => op = Some(o),
                 Some(_) => return Err(format!("a second operation {word:?}: give one")),
                 None => {
@@ -331,9 +331,9 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
             "neff-warmup-iters" => neff_warmup = Some(number(&flag, &value(&mut i)?)?),
             "datatype" => {
                 let v = value(&mut i)?;
-                dtype = dtypes::parse(&v).ok_or_else(|| {
-                    let names: Vec<_> = dtypes::NAMES.iter().map(|(n, _)| *n).collect();
-                    format!("unknown {flag} {v:?}; use one of {}", names.join(", "))
+                dtype = Dtype::from_nccom_name(&v).ok_or_else(|| {
+                    let words = dtypes::words();
+                    format!("unknown {flag} {v:?}; use one of {}", words.join(", "))
                 })?;
                 dtype_default = false;
             }
@@ -391,7 +391,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
                 }
                 while let Some(v) = args
                     .get(i)
-                    .filter(|v| !v.starts_with('-') && Op::parse(v).is_none())
+                    .filter(|v| !v.starts_with('-') && Op::from_nccom_word(v).is_none())
                 {
                     got.push(v.clone());
                     i += 1;
@@ -432,7 +432,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
     if metadata.is_some() && !matches!(op, Op::AllToAllV | Op::AllGatherV) {
         return Err(format!(
             "--variable-size-op-metadata applies to alltoallv and all_gatherv, not {}",
-            op.name()
+            op.nccom_name()
         ));
     }
     if ranks == 0 {

@@ -45,7 +45,7 @@ use crate::launch::{self, Outcome, Plan};
 use crate::limits;
 use crate::metadata::{self, Rows};
 use crate::neffgen::{self, NeffSpec};
-use crate::ops::{self, Op, Sizing};
+use crate::ops::{self, Op, Sizes, Sizing};
 use crate::report;
 use crate::sweep;
 use crate::table::{self, Col, Row};
@@ -105,7 +105,7 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
             return Err(format!(
                 "{} of {} is refused by the software device: {} ({}); use -d fp32, bf16, fp16 \
                  or fp8",
-                op.name(),
+                op.nccom_name(),
                 opts.dtype_words(),
                 e.reason,
                 e.rule
@@ -138,7 +138,7 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
         (Some(_), _) => {
             return Err(format!(
                 "--custom-src-target-pairs applies to permute, not {}",
-                op.name()
+                op.nccom_name()
             ))
         }
         (None, Op::Permute) => (custom::ring_pairs(&groups), false),
@@ -163,7 +163,7 @@ pub fn prepare(opts: Opts) -> Result<Setup, String> {
             opts.minbytes,
             opts.maxbytes,
             opts.dtype_words(),
-            op.name(),
+            op.nccom_name(),
             g
         ));
     }
@@ -352,7 +352,7 @@ fn job_of(s: &Setup, z: &Sizing, neff: PathBuf, dump: PathBuf) -> Job {
     };
     Job {
         neff,
-        op: o.op.name().into(),
+        op: o.op.nccom_name().into(),
         dtype: dtypes::name(o.dtype).into(),
         world: o.ranks,
         count: z.count,
@@ -475,7 +475,7 @@ pub fn run(s: &Setup) -> i32 {
             "nccom-test: size {sk} B holds less than one {} element per rank block for {} on \
              {} ranks; skipped",
             o.dtype_words(),
-            o.op.name(),
+            o.op.nccom_name(),
             s.g
         );
     }

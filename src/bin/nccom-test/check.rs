@@ -27,7 +27,7 @@
 use opennrt::isa::enums::Dtype;
 
 use crate::dtypes;
-use crate::ops::Op;
+use crate::ops::{Op, Sizes};
 use crate::widen;
 
 /// The data of `--check`.

@@ -4,46 +4,47 @@
 //!
 //! Names are the vendor's (uint8, int8, fp8, uint16, int16, fp16, bf16, uint32, int32, fp32;
 //! `fp8` is FP8 E4M3). OpenNRT also accepts `fp8e4` (the same type), `fp8e3` and `fp8e5` (the
-//! software device's other FP8 formats); the type column prints `fp8` for E4M3.
+//! software device's other FP8 formats); the type column prints `fp8` for E4M3. The words are
+//! the `nccom` columns of [`opennrt::dtype::DTYPE_NAMES`] ([`Dtype::from_nccom_name`],
+//! [`Dtype::nccom_name`]); this module only orders them as the vendor's usage does.
 
 use opennrt::dtype::{FloatCodec, Numerics};
 use opennrt::isa::enums::Dtype;
 
-/// Every accepted name and its type, the vendor's names first (the usage text lists them).
-pub const NAMES: &[(&str, Dtype)] = &[
-    ("uint8", Dtype::Uint8),
-    ("int8", Dtype::Int8),
-    ("fp8", Dtype::Fp8E4),
-    ("uint16", Dtype::Uint16),
-    ("int16", Dtype::Int16),
-    ("fp16", Dtype::Fp16),
-    ("bf16", Dtype::Bf16),
-    ("uint32", Dtype::Uint32),
-    ("int32", Dtype::Int32),
-    ("fp32", Dtype::Fp32),
-    ("fp8e4", Dtype::Fp8E4),
-    ("fp8e3", Dtype::Fp8E3),
-    ("fp8e5", Dtype::Fp8E5),
+/// The types of `-d`, in the order of the vendor's usage text (which is not the order of
+/// [`opennrt::dtype::DTYPE_NAMES`]), then the ones only OpenNRT's nccom-test has.
+pub const TYPES: [Dtype; 12] = [
+    Dtype::Uint8,
+    Dtype::Int8,
+    Dtype::Fp8E4,
+    Dtype::Uint16,
+    Dtype::Int16,
+    Dtype::Fp16,
+    Dtype::Bf16,
+    Dtype::Uint32,
+    Dtype::Int32,
+    Dtype::Fp32,
+    Dtype::Fp8E3,
+    Dtype::Fp8E5,
 ];
 
-/// The type of a `-d` word (case-insensitive), `None` for an unknown word.
-pub fn parse(s: &str) -> Option<Dtype> {
-    NAMES
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(s.trim()))
-        .map(|&(_, d)| d)
+/// Every `-d` word, as a refusal lists them: the vendor's words in the vendor's order, then
+/// OpenNRT's (`fp8e4`, `fp8e3`, `fp8e5`).
+pub fn words() -> Vec<&'static str> {
+    let rows = TYPES.iter().map(|d| d.names());
+    rows.clone()
+        .filter_map(|r| r.nccom)
+        .chain(rows.filter_map(|r| r.nccom_extra))
+        .collect()
 }
 
-/// The name printed in the type column and the JSON report: the first name [`NAMES`] gives the
-/// type, so `fp8e4` prints as the vendor's `fp8`.
+/// The name printed in the type column and the JSON report ([`Dtype::nccom_name`]: `fp8` for
+/// E4M3); `?` for a type `-d` does not name.
 pub fn name(d: Dtype) -> &'static str {
-    NAMES
-        .iter()
-        .find(|&&(_, t)| t == d)
-        .map_or("?", |&(n, _)| n)
+    d.nccom_name().unwrap_or("?")
 }
 
-/// Bytes per element (every type of [`NAMES`] has a size).
+/// Bytes per element (every type of [`TYPES`] has a size).
 pub fn size(d: Dtype) -> u64 {
     d.size_bytes().unwrap_or(1) as u64
 }

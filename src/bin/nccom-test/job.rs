@@ -105,12 +105,13 @@ impl Job {
 
     /// The operation.
     pub fn op_kind(&self) -> Result<Op, String> {
-        Op::parse(&self.op).ok_or_else(|| format!("bad job: unknown op {:?}", self.op))
+        Op::from_nccom_word(&self.op).ok_or_else(|| format!("bad job: unknown op {:?}", self.op))
     }
 
     /// The element type.
     pub fn element_type(&self) -> Result<Dtype, String> {
-        dtypes::parse(&self.dtype).ok_or_else(|| format!("bad job: unknown type {:?}", self.dtype))
+        Dtype::from_nccom_name(&self.dtype)
+            .ok_or_else(|| format!("bad job: unknown type {:?}", self.dtype))
     }
 
     /// The check mode.

@@ -21,7 +21,7 @@
 use std::path::Path;
 
 use opennrt::lower::request::A2avMeta;
-use opennrt::neff::build::{BuildOp, BuildSpec};
+use opennrt::neff::build::BuildSpec;
 use serde::Deserialize;
 
 use crate::ops::Op;
@@ -54,8 +54,8 @@ const FLAG: &str = "--variable-size-op-metadata";
 /// builder's (`BuildSpec::uniform_metadata`), the same on every rank.
 pub fn uniform(op: Op, g: u32, count: u64) -> Vec<Rows> {
     let b = match op {
-        Op::AllGatherV => BuildOp::AllGatherV,
-        _ => BuildOp::AllToAllV,
+        Op::AllGatherV => Op::AllGatherV,
+        _ => Op::AllToAllV,
     };
     let rows = BuildSpec::new(b, g, count, opennrt::isa::enums::Dtype::Uint8)
         .uniform_metadata()
@@ -103,7 +103,7 @@ pub fn parse(text: &str, op: Op, g: u32) -> Result<Vec<Rows>, String> {
                 return Err(format!(
                     "entry {k}: {name} has {} entries; {} on groups of {n} needs {want}",
                     l.len(),
-                    op.name()
+                    op.nccom_name()
                 ));
             }
             // The device reads uint32 entries (`metadata0`); a larger value cannot be written.

@@ -4,7 +4,7 @@
 //! variable-size ops).
 
 use opennrt::isa::enums::Dtype;
-use opennrt::neff::build::{BuildOp, BuildSpec};
+use opennrt::neff::build::BuildSpec;
 
 use crate::ops::Op;
 
@@ -38,34 +38,18 @@ pub struct Built {
     pub out_bytes: u64,
 }
 
-/// The builder's op of an nccom-test op (`None`: the builder writes no such collective).
-pub fn build_op(op: Op) -> Option<BuildOp> {
-    Some(match op {
-        Op::AllReduce => BuildOp::AllReduce,
-        Op::AllGather => BuildOp::AllGather,
-        Op::ReduceScatter => BuildOp::ReduceScatter,
-        Op::AllToAll => BuildOp::AllToAll,
-        Op::Permute => BuildOp::Permute,
-        Op::SendRecv => BuildOp::SendRecv,
-        Op::AllToAllV => BuildOp::AllToAllV,
-        Op::AllGatherV => BuildOp::AllGatherV,
-    })
-}
-
 /// The builder's spec of `spec`.
-pub fn build_spec(spec: &NeffSpec) -> Result<BuildSpec, String> {
-    let op = build_op(spec.op)
-        .ok_or_else(|| format!("the NEFF builder writes no {}", spec.op.name()))?;
-    let mut b = BuildSpec::new(op, spec.ranks, spec.count, spec.dtype);
+pub fn build_spec(spec: &NeffSpec) -> BuildSpec {
+    let mut b = BuildSpec::new(spec.op, spec.ranks, spec.count, spec.dtype);
     b.ops = spec.ops;
     b.replica_groups = spec.groups.clone().map(|g| vec![g]);
     b.pairs = spec.pairs.clone();
-    Ok(b)
+    b
 }
 
 /// The NEFF's bytes and var sizes, or the builder's refusal.
 pub fn build(spec: &NeffSpec) -> Result<Built, String> {
-    let b = build_spec(spec)?;
+    let b = build_spec(spec);
     let bytes = opennrt::neff::build::build(&b).map_err(|e| e.message().to_string())?;
     Ok(Built {
         bytes,

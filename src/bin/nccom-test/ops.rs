@@ -10,73 +10,40 @@
 //! all-gather (in = one block, out = `R`); permute and sendrecv one rank's buffer (one block).
 //! For the variable-size ops the buffers are what the size says whatever their table moves,
 //! so algbw is size(B) over the time, as for their fixed-size twins. So a size
-//! holds [`Op::size_blocks`] per-rank blocks of `count` elements, and a size that does not
+//! holds [`Sizes::size_blocks`] per-rank blocks of `count` elements, and a size that does not
 //! split evenly is rounded down to a whole number of elements per block (`-d fp32 -b 1023` is
 //! 1020 bytes for all-reduce; 1016 for all-gather on 8 ranks); the printed size(B) is the
 //! rounded one. `g` below is the group size: the rank count, or a custom replica group's size.
 //!
-//! **busbw** = algbw × [`Op::busbw_factor`]: all-reduce 2(g−1)/g; all-gather, reduce-scatter,
+//! **busbw** = algbw × [`Sizes::busbw_factor`]: all-reduce 2(g−1)/g; all-gather, reduce-scatter,
 //! all-to-all(-v) (g−1)/g; sendrecv and permute 1 (the vendor's factors).
 
 use opennrt::lower::request::CollectiveOp;
 
-/// An nccom-test operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    /// `all_reduce`, `allr`.
-    AllReduce,
-    /// `all_gather`, `allg`.
-    AllGather,
-    /// `all_gatherv`, `allgv`: all-gather with a window per rank ([`crate::metadata`]).
-    AllGatherV,
-    /// `reduce_scatter`, `redsct`.
-    ReduceScatter,
-    /// `sendrecv`: every rank sends to its ring successor.
-    SendRecv,
-    /// `alltoall`.
-    AllToAll,
-    /// `alltoallv`: all-to-all with per-peer counts ([`crate::metadata`]).
-    AllToAllV,
-    /// `permute`: explicit source → target pairs (default r → r+1).
-    Permute,
-}
+/// An nccom-test operation: the builder's op, whose NEFF each size runs. Its words are the
+/// `nccom` column of [`opennrt::neff::build::BUILD_OP_NAMES`]: parse one with
+/// [`Op::from_nccom_word`], print one with [`Op::nccom_name`] (not `name`, the builder's
+/// canonical spelling).
+pub use opennrt::neff::build::BuildOp as Op;
 
-/// Every operation word and its op (long names first, the usage text lists them).
-pub const WORDS: &[(&str, Op)] = &[
-    ("all_reduce", Op::AllReduce),
-    ("allr", Op::AllReduce),
-    ("all_gather", Op::AllGather),
-    ("allg", Op::AllGather),
-    ("all_gatherv", Op::AllGatherV),
-    ("allgv", Op::AllGatherV),
-    ("reduce_scatter", Op::ReduceScatter),
-    ("redsct", Op::ReduceScatter),
-    ("sendrecv", Op::SendRecv),
-    ("alltoall", Op::AllToAll),
-    ("alltoallv", Op::AllToAllV),
-    ("permute", Op::Permute),
-];
-
-impl Op {
-    /// The op of an operation word (case-insensitive), `None` for another word.
-    pub fn parse(w: &str) -> Option<Op> {
-        WORDS
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(w))
-            .map(|&(_, o)| o)
-    }
-
-    /// The long name (messages, the worker's job).
-    pub fn name(self) -> &'static str {
-        WORDS
-            .iter()
-            .find(|&&(_, o)| o == self)
-            .map_or("?", |&(n, _)| n)
-    }
-
+/// What an op's size means to nccom-test (see the module doc), and the request the lowering
+/// sees for it.
+pub trait Sizes: Copy {
     /// The collective the lowering sees for this op (the request `--show-algorithm` selects
     /// for; sendrecv is the implicit permute of docs/neff.md §2).
-    pub fn collective(self) -> CollectiveOp {
+    fn collective(self) -> CollectiveOp;
+    /// Per-rank blocks of `count` elements in one size(B) (see the module doc).
+    fn size_blocks(self, g: u32) -> u64;
+    /// Blocks in one rank's input tensor.
+    fn in_blocks(self, g: u32) -> u64;
+    /// Blocks in one rank's output tensor.
+    fn out_blocks(self, g: u32) -> u64;
+    /// busbw / algbw for a group of `g` ranks (the vendor's factors; 0 ranks count as 1).
+    fn busbw_factor(self, g: u32) -> f64;
+}
+
+impl Sizes for Op {
+    fn collective(self) -> CollectiveOp {
         match self {
             Op::AllReduce => CollectiveOp::AllReduce,
             Op::AllGather | Op::AllGatherV => CollectiveOp::AllGather,
@@ -88,42 +55,30 @@ impl Op {
         }
     }
 
-    /// It combines the ranks' data (needs a type the CCE reduces).
-    pub fn is_reducing(self) -> bool {
-        matches!(self, Op::AllReduce | Op::ReduceScatter)
-    }
-
-    /// A variable-size op: its NEFF has a `metadata0` input, the table.
-    pub fn is_variable(self) -> bool {
-        matches!(self, Op::AllToAllV | Op::AllGatherV)
-    }
-
-    /// Per-rank blocks of `count` elements in one size(B) (see the module doc).
-    pub fn size_blocks(self, g: u32) -> u64 {
+    fn size_blocks(self, g: u32) -> u64 {
         match self {
             Op::AllReduce | Op::Permute | Op::SendRecv => 1,
             _ => u64::from(g),
         }
     }
 
-    /// Blocks in one rank's input tensor.
-    pub fn in_blocks(self, g: u32) -> u64 {
-        match self {
-            Op::ReduceScatter | Op::AllToAll | Op::AllToAllV => u64::from(g),
-            _ => 1,
+    fn in_blocks(self, g: u32) -> u64 {
+        if self.input_spans_ranks() {
+            u64::from(g)
+        } else {
+            1
         }
     }
 
-    /// Blocks in one rank's output tensor.
-    pub fn out_blocks(self, g: u32) -> u64 {
-        match self {
-            Op::AllGather | Op::AllGatherV | Op::AllToAll | Op::AllToAllV => u64::from(g),
-            _ => 1,
+    fn out_blocks(self, g: u32) -> u64 {
+        if self.output_spans_ranks() {
+            u64::from(g)
+        } else {
+            1
         }
     }
 
-    /// busbw / algbw for a group of `g` ranks (the vendor's factors; 0 ranks count as 1).
-    pub fn busbw_factor(self, g: u32) -> f64 {
+    fn busbw_factor(self, g: u32) -> f64 {
         let r = f64::from(g.max(1));
         match self {
             Op::AllReduce => 2.0 * (r - 1.0) / r,

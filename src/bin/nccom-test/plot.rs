@@ -32,9 +32,9 @@ pub fn write(s: &Setup, rows: &[Row]) -> Result<(), String> {
     let path = path.to_str().ok_or("the path is not UTF-8")?;
     let o = &s.opts;
     let curve = opennrt::plot::Curve {
-        name: format!("{} on {} ranks", o.op.name(), o.ranks),
+        name: format!("{} on {} ranks", o.op.nccom_name(), o.ranks),
         points: rows.iter().map(|r| (r.size, r.busbw)).collect(),
     };
-    let title = format!("nccom-test: {} on {} ranks", o.op.name(), o.ranks);
+    let title = format!("nccom-test: {} on {} ranks", o.op.nccom_name(), o.ranks);
     opennrt::plot::busbw_svg(path, &title, &[curve])
 }

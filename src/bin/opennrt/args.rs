@@ -157,51 +157,27 @@ pub fn fail(cmd: &str, msg: &str) -> ! {
     std::process::exit(2)
 }
 
-/// Operation names accepted on the command line (shared with the case matrix).
-pub use opennrt::lower::cases::OP_NAMES as OPS;
-
-/// Parse an operation name.
+/// Parse an operation name ([`CollectiveOp::parse`]).
 pub fn op(cmd: &str, s: &str) -> CollectiveOp {
-    OPS.iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(s))
-        .map(|&(_, o)| o)
-        .unwrap_or_else(|| {
-            let names: Vec<_> = OPS.iter().map(|(n, _)| *n).collect();
-            fail(
-                cmd,
-                &format!("unknown --op {s:?}; use one of {}", names.join(", ")),
-            )
-        })
+    CollectiveOp::parse(s).unwrap_or_else(|| {
+        let names: Vec<_> = CollectiveOp::listed().map(CollectiveOp::name).collect();
+        fail(
+            cmd,
+            &format!("unknown --op {s:?}; use one of {}", names.join(", ")),
+        )
+    })
 }
 
-/// The command-line name of an operation.
-pub use opennrt::lower::cases::op_name;
-
-/// Dtype names accepted on the command line (shared with the case matrix); the short FP8
-/// names `fp8_e3`, `fp8_e4`, `fp8_e5` are accepted too.
-pub use opennrt::lower::cases::DTYPE_NAMES as DTYPES;
-
-/// Short FP8 aliases.
-const DTYPE_ALIASES: &[(&str, Dtype)] = &[
-    ("fp8_e3", Dtype::Fp8E3),
-    ("fp8_e4", Dtype::Fp8E4),
-    ("fp8_e5", Dtype::Fp8E5),
-];
-
-/// Parse a dtype name.
+/// Parse a dtype name ([`Dtype::from_short_name`]: the short names and the short FP8 aliases
+/// `fp8_e3`, `fp8_e4`, `fp8_e5`).
 pub fn dtype(cmd: &str, s: &str) -> Dtype {
-    DTYPES
-        .iter()
-        .chain(DTYPE_ALIASES)
-        .find(|(n, _)| n.eq_ignore_ascii_case(s))
-        .map(|&(_, d)| d)
-        .unwrap_or_else(|| {
-            let names: Vec<_> = DTYPES.iter().map(|(n, _)| *n).collect();
-            fail(
-                cmd,
-                &format!("unknown --dtype {s:?}; use one of {}", names.join(", ")),
-            )
-        })
+    Dtype::from_short_name(s).unwrap_or_else(|| {
+        let names: Vec<_> = Dtype::short_names().collect();
+        fail(
+            cmd,
+            &format!("unknown --dtype {s:?}; use one of {}", names.join(", ")),
+        )
+    })
 }
 
 /// Parse a reduce-op name.
@@ -227,6 +203,3 @@ pub fn num<T: std::str::FromStr>(cmd: &str, flag: &str, s: &str) -> T {
     };
     parsed.unwrap_or_else(|| fail(cmd, &format!("{flag} {s:?} is not a valid number")))
 }
-
-/// The command-line name of a dtype.
-pub use opennrt::lower::cases::dtype_name;

@@ -339,10 +339,10 @@ fn draw_svg(p: &Program, cfg: &LowerConfig, path: &str) -> Result<(), String> {
         .map_or("-", |en| en.algorithm.name());
     let title = format!(
         "{} on {} ranks, {} x {}, {alg}: {} sends, {} semaphore waits (from the emitted descriptors)",
-        args::op_name(p.request.op),
+        p.request.op.name(),
         p.ranks.len(),
         p.request.count,
-        args::dtype_name(p.request.dtype),
+        p.request.dtype.short_name(),
         pic.arrows.len(),
         pic.waits.len()
     );

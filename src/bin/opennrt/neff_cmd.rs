@@ -175,7 +175,7 @@ fn build_cmd(a: &[String]) -> i32 {
          output {} B per rank",
         file.len(),
         op.name(),
-        args::dtype_name(dtype),
+        dtype.short_name(),
         spec.ops,
         if spec.ops == 1 { "" } else { "s" },
         spec.input_bytes(),

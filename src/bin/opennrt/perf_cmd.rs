@@ -217,8 +217,8 @@ fn parse(a: &[String]) -> Opts {
             &format!(
                 "{} of {} is not supported: the CCE has no integer datapath (docs/contract/device.md §11.1); \
                  the compiler converts integer reductions to FP32, so use --dtype fp32",
-                args::op_name(op),
-                args::dtype_name(dtype)
+                op.name(),
+                dtype.short_name()
             ),
         );
     }
@@ -332,9 +332,9 @@ pub fn perf_cmd(a: &[String]) -> i32 {
     let mem = memcpy_bw();
     println!(
         "# opennrt perf: {} on {} simulated ranks, {} {redop}, {} iteration(s) per size (median), check {}",
-        args::op_name(s.op),
+        s.op.name(),
         s.n,
-        args::dtype_name(s.dtype),
+        s.dtype.short_name(),
         s.iters,
         if s.check { "on" } else { "off" }
     );
@@ -343,7 +343,7 @@ pub fn perf_cmd(a: &[String]) -> i32 {
         mem / 1e9
     );
     if !in_place {
-        println!("# {}: no in-place variant (no data)", args::op_name(s.op));
+        println!("# {}: no in-place variant (no data)", s.op.name());
     }
     match s.op {
         CollectiveOp::AllToAllV => println!(
@@ -420,7 +420,7 @@ pub fn perf_cmd(a: &[String]) -> i32 {
             "{:>12} {:>12} {:>9} {:>6} | {} | {}",
             size,
             count * perf_run::blocks(s.op, s.n),
-            args::dtype_name(s.dtype),
+            s.dtype.short_name(),
             redop,
             half(&halves[0], factor),
             half(&halves[1], factor)
@@ -462,9 +462,9 @@ pub fn perf_cmd(a: &[String]) -> i32 {
             .collect();
         let title = format!(
             "opennrt perf: {} on {} ranks, {}",
-            args::op_name(s.op),
+            s.op.name(),
             s.n,
-            args::dtype_name(s.dtype)
+            s.dtype.short_name()
         );
         if let Err(e) = opennrt::plot::busbw_svg(path, &title, &curves) {
             eprintln!("opennrt perf: --plot {e}");

@@ -26,9 +26,9 @@ use std::time::Duration;
 
 use opennrt::launch::{self, core_range, Strays, Watch, Worker, GRACE};
 
-use crate::args::{self, fail};
+use crate::args::fail;
 use crate::perf_cmd::{self, Opts};
-use crate::perf_rank::{cc_op_of, RankJob, SizeLine};
+use crate::perf_rank::{RankJob, SizeLine};
 use crate::perf_run::{self, Measured};
 
 /// One mode's outcome: the report lines of its processes and what went wrong.
@@ -134,13 +134,13 @@ fn measured(
 pub fn perf_procs(o: &Opts, procs: u32, deadline: Duration) -> i32 {
     let c = "perf";
     let s = &o.setup;
-    if cc_op_of(s.op).is_none() {
+    if s.op.nrt_cc_op().is_none() {
         fail(
             c,
             &format!(
                 "--procs runs through the C API, whose collectives (nrt_cc_op_type_t) are \
                  all_reduce, all_gather and reduce_scatter; {} is not one of them",
-                args::op_name(s.op)
+                s.op.name()
             ),
         );
     }
@@ -172,9 +172,9 @@ pub fn perf_procs(o: &Opts, procs: u32, deadline: Duration) -> i32 {
     println!(
         "# opennrt perf --procs {procs}: {} on {} ranks through the C API, {} {redop}, {} \
          iteration(s) per size (median of global rank 0's schedule-to-completion), check {}",
-        args::op_name(s.op),
+        s.op.name(),
         s.n,
-        args::dtype_name(s.dtype),
+        s.dtype.short_name(),
         s.iters,
         if s.check { "on" } else { "off" }
     );
@@ -249,7 +249,7 @@ pub fn perf_procs(o: &Opts, procs: u32, deadline: Duration) -> i32 {
             "{:>12} {:>12} {:>9} {:>6} | {} | {} | {:>6}",
             size,
             count * perf_run::blocks(s.op, s.n),
-            args::dtype_name(s.dtype),
+            s.dtype.short_name(),
             redop,
             perf_cmd::half(&m1, factor),
             perf_cmd::half(&mp, factor),

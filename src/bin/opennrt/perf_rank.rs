@@ -33,7 +33,7 @@ use std::time::Instant;
 use opennrt::abi;
 use opennrt::abi::status::{nrt_status, NRT_STATUS};
 use opennrt::abi::types::{
-    nrt_cc_comm_t, nrt_cc_context_t, nrt_cc_op_type_t, nrt_framework_type_t, nrt_tensor_list_t,
+    nrt_cc_comm_t, nrt_cc_context_t, nrt_framework_type_t, nrt_tensor_list_t,
     nrt_tensor_placement_t, nrt_tensor_t, nrta_seq_t,
 };
 use opennrt::isa::enums::Dtype;
@@ -85,16 +85,6 @@ pub struct SizeLine {
 
 const CMD: &str = "perf-rank";
 
-/// The collectives the C API's `nrt_cc_op_type_t` names (docs/contract/abi.md §2.2).
-pub fn cc_op_of(op: CollectiveOp) -> Option<nrt_cc_op_type_t> {
-    match op {
-        CollectiveOp::AllGather => Some(nrt_cc_op_type_t::NRT_CC_ALLGATHER),
-        CollectiveOp::AllReduce => Some(nrt_cc_op_type_t::NRT_CC_ALLREDUCE),
-        CollectiveOp::ReduceScatter => Some(nrt_cc_op_type_t::NRT_CC_REDUCESCATTER),
-        _ => None,
-    }
-}
-
 impl RankJob {
     /// Ranks per process.
     pub fn per_proc(&self) -> u32 {
@@ -107,7 +97,7 @@ impl RankJob {
         let mut v = vec![
             CMD.to_string(),
             "--op".into(),
-            args::op_name(self.op).to_string(),
+            self.op.name().to_string(),
             "--ranks".into(),
             self.n.to_string(),
             "--procs".into(),
@@ -115,7 +105,7 @@ impl RankJob {
             "--proc".into(),
             self.proc_index.to_string(),
             "--dtype".into(),
-            args::dtype_name(self.dtype).to_string(),
+            self.dtype.short_name().to_string(),
             "--redop".into(),
             format!("{:?}", self.redop).to_lowercase(),
             "--counts".into(),
@@ -184,7 +174,7 @@ impl RankJob {
         if j.n == 0 || j.procs == 0 || j.n % j.procs != 0 || j.proc_index >= j.procs {
             fail(CMD, "--ranks, --procs and --proc do not describe a job");
         }
-        if cc_op_of(j.op).is_none() {
+        if j.op.nrt_cc_op().is_none() {
             fail(
                 CMD,
                 "only all_reduce, all_gather and reduce_scatter have a C API op",
@@ -351,7 +341,7 @@ fn run_rank(
     out_b: usize,
 ) -> Result<(Vec<f64>, Vec<u8>), String> {
     let gid = j.proc_index * j.per_proc() + vnc;
-    let cc_op = cc_op_of(j.op).expect("checked at parse") as u32;
+    let cc_op = j.op.nrt_cc_op().expect("checked at parse");
     let redop = match j.redop {
         ReduceOp::Add => nrt_op::ADD,
         ReduceOp::Max => nrt_op::MAX,

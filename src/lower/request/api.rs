@@ -19,7 +19,7 @@
 //! * Operands are left unnamed: the tensors are bound at schedule time, so preparing the same
 //!   op on the same communicator twice gives equal requests (the signature cache relies on it).
 
-use super::{nrt_cc_op, CollectiveOp, CollectiveRequest, IoForm, ReduceOp};
+use super::{CollectiveOp, CollectiveRequest, IoForm, ReduceOp};
 use crate::error::{Error, Result};
 use crate::isa::enums::Dtype;
 
@@ -90,16 +90,11 @@ impl ApiComm {
 }
 
 fn cc_op_of(cc_op: u32) -> Result<CollectiveOp> {
-    Ok(match cc_op {
-        nrt_cc_op::ALLGATHER => CollectiveOp::AllGather,
-        nrt_cc_op::ALLREDUCE => CollectiveOp::AllReduce,
-        nrt_cc_op::REDUCESCATTER => CollectiveOp::ReduceScatter,
-        v => {
-            return Err(Error::invalid(format!(
-                "cc_op (nrt_cc_op_type_t) = {v} is not a collective: valid values are \
-                 NRT_CC_ALLGATHER 0, NRT_CC_ALLREDUCE 1, NRT_CC_REDUCESCATTER 2"
-            )))
-        }
+    CollectiveOp::from_nrt_cc_op(cc_op).ok_or_else(|| {
+        Error::invalid(format!(
+            "cc_op (nrt_cc_op_type_t) = {cc_op} is not a collective: valid values are \
+             NRT_CC_ALLGATHER 0, NRT_CC_ALLREDUCE 1, NRT_CC_REDUCESCATTER 2"
+        ))
     })
 }
 
@@ -114,7 +109,7 @@ pub fn dtype_of(v: u32, op: CollectiveOp) -> Result<Dtype> {
                 "dtype (nrt_dtype_t) = {v} is not a valid nrt_dtype_t (values 1..=15)"
             ))
         })?;
-    let what = op_name(op);
+    let what = op.label();
     let why = if d == Dtype::Invalid {
         "NRT_DTYPE_UNKNOWN (0) is not a data type".to_string()
     } else if op.is_reducing() && d.is_integer() {
@@ -138,15 +133,6 @@ pub fn dtype_of(v: u32, op: CollectiveOp) -> Result<Dtype> {
         return Ok(d);
     };
     Err(Error::invalid(format!("dtype (nrt_dtype_t) = {v}: {why}")))
-}
-
-fn op_name(op: CollectiveOp) -> &'static str {
-    match op {
-        CollectiveOp::AllGather => "all-gather",
-        CollectiveOp::AllReduce => "all-reduce",
-        CollectiveOp::ReduceScatter => "reduce-scatter",
-        _ => "this collective",
-    }
 }
 
 /// Byte sizes → elements, each a whole number of elements.
@@ -184,7 +170,7 @@ impl CollectiveRequest {
         let cop = cc_op_of(cc_op)?;
         let d = dtype_of(dtype, cop)?;
         let reduce = if cop.is_reducing() {
-            Some(ReduceOp::from_nrt_op(op, op_name(cop))?)
+            Some(ReduceOp::from_nrt_op(op, cop.label())?)
         } else {
             None
         };
@@ -193,7 +179,7 @@ impl CollectiveRequest {
         let esize = d.size_bytes().expect("dtype_of rejects INVALID") as u64;
         let ins = elems("inputs", inputs, esize, d)?;
         let outs = elems("outputs", outputs, esize, d)?;
-        let what = op_name(cop);
+        let what = cop.label();
         let list_err = |msg: String| Err(Error::invalid(format!("{what}: {msg}")));
         if ins.is_empty() || outs.is_empty() {
             return list_err(format!(

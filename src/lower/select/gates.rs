@@ -116,21 +116,10 @@ fn all(conds: Vec<Cond>) -> Gate {
     }
 }
 
-/// Spelling of an op in reasons.
+/// Spelling of an op in reasons: its [`CollectiveOp::label`], under the name the selector's and
+/// the pipeline's messages call.
 pub fn op_name(op: CollectiveOp) -> &'static str {
-    match op {
-        CollectiveOp::AllReduce => "all-reduce",
-        CollectiveOp::AllGather => "all-gather",
-        CollectiveOp::ReduceScatter => "reduce-scatter",
-        CollectiveOp::AllToAll => "all-to-all",
-        CollectiveOp::AllToAllV => "all-to-all-v",
-        CollectiveOp::Permute => "permute",
-        CollectiveOp::PermuteImplicit => "permute-implicit",
-        CollectiveOp::PermuteReduceImplicit => "permute-reduce-implicit",
-        CollectiveOp::Send => "send",
-        CollectiveOp::Recv => "recv",
-        CollectiveOp::Barrier => "barrier",
-    }
+    op.label()
 }
 
 fn is_ring_family(op: CollectiveOp) -> bool {

@@ -666,3 +666,18 @@ fn variable_size_ops_tables_and_bounds() {
     let fits = BuildSpec::new(BuildOp::AllGatherV, 2, 1 << 31, Dtype::Uint8);
     assert!(build(&fits).is_err(), "its output is 2^32 elements");
 }
+
+/// The op table is indexed by the variant; nccom-test's words are its own (no canonical name
+/// that is not also the vendor's).
+#[test]
+fn op_table_rows_sit_at_their_variant() {
+    for (i, r) in BUILD_OP_NAMES.iter().enumerate() {
+        assert_eq!(r.op as usize, i, "{:?}", r.op);
+        assert_eq!(BuildOp::ALL[i], r.op);
+    }
+    assert_eq!(BuildOp::from_nccom_word("ALLR"), Some(BuildOp::AllReduce));
+    assert_eq!(BuildOp::from_nccom_word("all_to_all"), None);
+    assert_eq!(BuildOp::from_nccom_word(" allr"), None);
+    assert_eq!(BuildOp::AllGatherV.nccom_name(), "all_gatherv");
+    assert_eq!(BuildOp::SendRecv.nccom_name(), "sendrecv");
+}

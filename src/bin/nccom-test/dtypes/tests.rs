@@ -3,6 +3,7 @@ use super::*;
 /// The vendor's names, `fp8` meaning E4M3, and the printed name of each.
 #[test]
 fn names_parse_and_print_as_the_vendor_spells_them() {
+    let parse = Dtype::from_nccom_name;
     assert_eq!(parse("uint8"), Some(Dtype::Uint8));
     assert_eq!(parse("FP32"), Some(Dtype::Fp32));
     assert_eq!(parse("fp8"), Some(Dtype::Fp8E4));
@@ -12,8 +13,19 @@ fn names_parse_and_print_as_the_vendor_spells_them() {
     assert_eq!(name(Dtype::Fp8E4), "fp8");
     assert_eq!(name(Dtype::Bf16), "bf16");
     assert_eq!(name(Dtype::Int32), "int32");
-    for &(n, d) in NAMES {
-        assert_eq!(parse(n), Some(d));
+    assert_eq!(
+        words().join(", "),
+        "uint8, int8, fp8, uint16, int16, fp16, bf16, uint32, int32, fp32, fp8e4, fp8e3, fp8e5"
+    );
+    for w in words() {
+        assert!(parse(w).is_some_and(|d| TYPES.contains(&d)), "{w}");
+    }
+    for d in TYPES {
+        assert_eq!(parse(name(d)), Some(d));
+    }
+    for r in opennrt::dtype::DTYPE_NAMES {
+        let named = r.nccom.is_some() || r.nccom_extra.is_some();
+        assert_eq!(named, TYPES.contains(&r.dtype), "{:?}", r.dtype);
     }
 }
 
@@ -31,7 +43,7 @@ fn sizes_masks_and_eps() {
 /// Quarter steps in [-2, 2] (the check's random values) survive every float type exactly.
 #[test]
 fn small_quarter_values_round_trip_exactly() {
-    for &(_, d) in NAMES.iter().filter(|(_, d)| is_float(*d)) {
+    for d in TYPES.into_iter().filter(|&d| is_float(d)) {
         for k in -8..=8 {
             let v = f64::from(k) / 4.0;
             let b = encode_float(d, v).unwrap();

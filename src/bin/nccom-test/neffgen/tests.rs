@@ -1,4 +1,5 @@
 use super::*;
+use crate::ops::Sizes;
 
 fn spec(op: Op) -> NeffSpec {
     NeffSpec {
@@ -36,7 +37,7 @@ fn groups_pairs_and_ops_reach_the_builder() {
     s.ops = 3;
     s.groups = Some(vec![vec![0, 2], vec![1, 3]]);
     s.pairs = Some(vec![(0, 2), (2, 0)]);
-    let b = build_spec(&s).unwrap();
+    let b = build_spec(&s);
     assert_eq!(b.ops, 3);
     assert_eq!(b.replica_groups, Some(vec![vec![vec![0, 2], vec![1, 3]]]));
     assert_eq!(b.group_size(), 2);

@@ -8,5 +8,5 @@ fn sizes_and_ratios_print_plainly() {
     assert_eq!(human(24), "24 B");
     assert_eq!(ratio(Some(2.0), Some(1.0)), "0.500");
     assert_eq!(ratio(None, Some(1.0)), "N/A");
-    assert!(cc_op_of(CollectiveOp::Permute).is_none());
+    assert!(CollectiveOp::Permute.nrt_cc_op().is_none());
 }

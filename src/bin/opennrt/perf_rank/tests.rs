@@ -97,14 +97,3 @@ fn each_process_checks_its_own_ranks_by_global_id() {
         assert_eq!(check(&one, &req, Some(ins), bad).unwrap().0, 1);
     }
 }
-
-#[test]
-fn only_the_c_api_ops_map() {
-    assert_eq!(cc_op_of(CollectiveOp::AllReduce).map(|o| o as u32), Some(1));
-    assert_eq!(cc_op_of(CollectiveOp::AllGather).map(|o| o as u32), Some(0));
-    assert_eq!(
-        cc_op_of(CollectiveOp::ReduceScatter).map(|o| o as u32),
-        Some(2)
-    );
-    assert!(cc_op_of(CollectiveOp::AllToAll).is_none());
-}

@@ -1,6 +1,6 @@
 use super::*;
 use crate::abi::types::{nrt_cc_op_type_t, nrt_dtype_t, nrt_op_type_t};
-use crate::lower::request::nrt_op;
+use crate::lower::request::{nrt_cc_op, nrt_op};
 
 fn comm(rank: u32) -> ApiComm {
     ApiComm {
