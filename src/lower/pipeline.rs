@@ -101,15 +101,6 @@ impl LowerConfig {
             Some(e) => e,
         }
     }
-
-    /// A string that differs whenever the configuration would change the program (the cache
-    /// key's second half).
-    pub fn key(&self) -> String {
-        format!(
-            "{:?}|{:?}|{}|{:?}",
-            self.topology, self.select, self.channels, self.chunk_elems
-        )
-    }
 }
 
 /// Marks a chunk size given in bytes (from the environment) rather than elements.
@@ -310,22 +301,6 @@ pub fn lower(req: &CollectiveRequest, cfg: &LowerConfig) -> Result<Program> {
         request: req.clone(),
         selection: sel.reasons,
         ranks,
-    })
-}
-
-/// [`lower`] through the signature cache (issue item 8; docs/contract/abi.md §5.7): the same
-/// request on the same configuration reuses the prepared program. The caller's own rank is not part
-/// of the key (programs cover every rank), and the stored program carries rank 0.
-pub fn lower_cached(
-    req: &CollectiveRequest,
-    cfg: &LowerConfig,
-    cache: &crate::lower::cache::SignatureCache,
-) -> Result<std::sync::Arc<Program>> {
-    let sig = crate::lower::cache::Signature::of(req, &cfg.key());
-    cache.get_or_insert_with(&sig, || {
-        let mut r = req.clone();
-        r.rank = 0;
-        lower(&r, cfg)
     })
 }
 
