@@ -33,8 +33,37 @@ pub struct LowerConfig {
     pub select: SelectConfig,
     /// Ring channels per leg.
     pub channels: u8,
-    /// Chunk elements; `None` derives it from the 2 MiB default and the dtype.
-    pub chunk_elems: Option<u64>,
+    /// How large a chunk is (elements are known only with the request's dtype).
+    pub chunk: ChunkSize,
+}
+
+/// A chunk size as it was given. The environment gives bytes and the tests and
+/// `opennrt lower --chunk` give elements, while the dtype that turns one into the other is
+/// known only per request ([`ChunkSize::elems`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ChunkSize {
+    /// 2 MiB worth of the request's dtype ([`default_chunk_elems`]): nothing was given.
+    #[default]
+    Default,
+    /// Exactly this many elements, taken as given (the composers refuse an odd or zero one).
+    Elems(u64),
+    /// This many bytes (`NEURON_RT_CC_CHUNK_SIZE`), rounded down to a whole number of
+    /// [`CHUNK_ALIGN_ELEMS`] elements, at least one such group.
+    Bytes(u64),
+}
+
+impl ChunkSize {
+    /// Chunk elements for a dtype of `elem_bytes` bytes.
+    pub fn elems(self, elem_bytes: u64) -> u64 {
+        match self {
+            ChunkSize::Default => default_chunk_elems(elem_bytes),
+            ChunkSize::Elems(e) => e,
+            ChunkSize::Bytes(b) => {
+                let e = b / elem_bytes.max(1);
+                (e / CHUNK_ALIGN_ELEMS * CHUNK_ALIGN_ELEMS).max(CHUNK_ALIGN_ELEMS)
+            }
+        }
+    }
 }
 
 impl LowerConfig {
@@ -44,7 +73,7 @@ impl LowerConfig {
             topology: Topology::for_world(world)?,
             select: SelectConfig::default(),
             channels: DEFAULT_CHANNELS,
-            chunk_elems: None,
+            chunk: ChunkSize::Default,
         })
     }
 
@@ -68,10 +97,10 @@ impl LowerConfig {
                     )
                 })?,
         };
-        let chunk_bytes =
-            match get("NEURON_RT_CC_CHUNK_SIZE") {
-                None => None,
-                Some(v) => Some(v.trim().parse::<u64>().ok().filter(|b| *b > 0).ok_or_else(
+        let chunk = match get("NEURON_RT_CC_CHUNK_SIZE") {
+            None => ChunkSize::Default,
+            Some(v) => {
+                ChunkSize::Bytes(v.trim().parse::<u64>().ok().filter(|b| *b > 0).ok_or_else(
                     || {
                         Error::bad_variable(
                             "NEURON_RT_CC_CHUNK_SIZE",
@@ -79,32 +108,17 @@ impl LowerConfig {
                             "must be a positive number of bytes",
                         )
                     },
-                )?),
-            };
+                )?)
+            }
+        };
         Ok(LowerConfig {
             topology: Topology::from_lookup(get, world)?,
             select: SelectConfig::from_lookup(get)?,
             channels,
-            // Bytes are turned into elements per request (the dtype is not known here).
-            chunk_elems: chunk_bytes.map(|b| b | CHUNK_BYTES_TAG),
+            chunk,
         })
     }
-
-    /// Chunk elements for a dtype of `elem_bytes` bytes.
-    pub fn chunk_for(&self, elem_bytes: u64) -> u64 {
-        match self.chunk_elems {
-            None => default_chunk_elems(elem_bytes),
-            Some(v) if v & CHUNK_BYTES_TAG != 0 => {
-                let e = (v & !CHUNK_BYTES_TAG) / elem_bytes.max(1);
-                (e / CHUNK_ALIGN_ELEMS * CHUNK_ALIGN_ELEMS).max(CHUNK_ALIGN_ELEMS)
-            }
-            Some(e) => e,
-        }
-    }
 }
-
-/// Marks a chunk size given in bytes (from the environment) rather than elements.
-const CHUNK_BYTES_TAG: u64 = 1 << 63;
 
 /// Channel c is driven by TOP_SP `c mod 2` of the rank's logical core: every configuration
 /// gives a logical core at least 2 TOP_SPs (v3/v4 LNC 1: 2; v2: 3). OpenNRT's choice; the
@@ -224,7 +238,7 @@ pub fn lower(req: &CollectiveRequest, cfg: &LowerConfig) -> Result<Program> {
         return Err(Error::invalid("the replica group is empty"));
     }
     let sel = select(req, &cfg.topology, &cfg.select)?;
-    let chunk = cfg.chunk_for(req.dtype.size_bytes().unwrap_or(1) as u64);
+    let chunk = cfg.chunk.elems(req.dtype.size_bytes().unwrap_or(1) as u64);
     let mut ranks: Vec<RankProgram> = (0..n)
         .map(|rank| RankProgram {
             rank,

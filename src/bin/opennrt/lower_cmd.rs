@@ -7,7 +7,7 @@ use opennrt::isa::ccop::{SpadCtrlEntry, SPAD_SLOT_CONTINUE_MARK};
 use opennrt::isa::enums::Dtype;
 use opennrt::lower::cases::{self, Lowered};
 use opennrt::lower::emit::{decode_back, emit};
-use opennrt::lower::pipeline::{address_map, lower, LowerConfig};
+use opennrt::lower::pipeline::{address_map, lower, ChunkSize, LowerConfig};
 use opennrt::lower::program::{Algorithm, Program};
 use opennrt::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
 use opennrt::lower::topology::Topology;
@@ -221,8 +221,8 @@ fn build(a: &[(&str, String)]) -> (CollectiveRequest, LowerConfig, Show) {
         let bytes = e.saturating_mul(dtype.size_bytes().unwrap_or(1) as u64);
         vars.push(("NEURON_RT_CC_CHUNK_SIZE", bytes.to_string()));
     }
-    if chunk.is_some() {
-        cfg.chunk_elems = chunk;
+    if let Some(e) = chunk {
+        cfg.chunk = ChunkSize::Elems(e);
     }
     (req, cfg, show)
 }
