@@ -18,7 +18,7 @@ use crate::lower::compose::{
 };
 use crate::lower::program::{sem_id, Algorithm, Buf, Program, RankProgram};
 use crate::lower::request::{CollectiveOp, CollectiveRequest};
-use crate::lower::select::{select, LegPlan, SelectConfig, Selection};
+use crate::lower::select::{select, LegPlan, LegRole, SelectConfig, Selection};
 use crate::lower::topology::Topology;
 
 /// Default ring channels per leg.
@@ -222,10 +222,12 @@ pub fn a2av_layout(req: &CollectiveRequest) -> Result<mesh_a2a::A2avLayout> {
     mesh_a2a::A2avLayout::from_table(table, req.rank_n())
 }
 
-fn leg_alg(sel: &Selection, prefix: &str, op: CollectiveOp) -> Algorithm {
+/// The algorithm selection chose for the HIER leg spanning `role` that does `op` (ring when the
+/// op has no such leg).
+fn leg_alg(sel: &Selection, role: LegRole, op: CollectiveOp) -> Algorithm {
     sel.legs
         .iter()
-        .find(|l| l.name.starts_with(prefix) && l.op == op)
+        .find(|l| l.role == role && l.op == op)
         .map(|l| l.algorithm)
         .unwrap_or(Algorithm::Ring)
 }
@@ -275,11 +277,11 @@ pub fn lower(req: &CollectiveRequest, cfg: &LowerConfig) -> Result<Program> {
             node_n: shape.node_n,
             local_rank_n: l,
             algs: HierAlgs {
-                intra_allg: leg_alg(&sel, "intra", CollectiveOp::AllGather),
-                intra_redsct: leg_alg(&sel, "intra", CollectiveOp::ReduceScatter),
-                inter_allr: leg_alg(&sel, "inter", CollectiveOp::AllReduce),
-                inter_allg: leg_alg(&sel, "inter", CollectiveOp::AllGather),
-                inter_redsct: leg_alg(&sel, "inter", CollectiveOp::ReduceScatter),
+                intra_allg: leg_alg(&sel, LegRole::Intra, CollectiveOp::AllGather),
+                intra_redsct: leg_alg(&sel, LegRole::Intra, CollectiveOp::ReduceScatter),
+                inter_allr: leg_alg(&sel, LegRole::Inter, CollectiveOp::AllReduce),
+                inter_allg: leg_alg(&sel, LegRole::Inter, CollectiveOp::AllGather),
+                inter_redsct: leg_alg(&sel, LegRole::Inter, CollectiveOp::ReduceScatter),
             },
             intra_channels: cfg.channels,
             inter_channels: cfg.channels,
