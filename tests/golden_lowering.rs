@@ -24,7 +24,7 @@ mod spec;
 use opennrt::isa::enums::Dtype;
 use opennrt::lower::addrmap::AddressMap;
 use opennrt::lower::emit::{decode_back, emit, EmittedProgram};
-use opennrt::lower::pipeline::{address_map, lower, LowerConfig};
+use opennrt::lower::pipeline::{address_map, lower, ChunkSize, LowerConfig};
 use opennrt::lower::program::{Algorithm, Half, Primitive, Program, RingShape};
 use opennrt::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
 use opennrt::lower::select::SelectConfig;
@@ -51,7 +51,7 @@ fn lower_case(op: CollectiveOp, group: &[u32], count: u64) -> Lowered {
             ..SelectConfig::default()
         },
         channels: 1,
-        chunk_elems: Some(64),
+        chunk: ChunkSize::Elems(64),
     };
     let p = lower(&req, &cfg).expect("lower");
     verify(&p).unwrap_or_else(|e| panic!("verify: {e:?}"));

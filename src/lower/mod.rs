@@ -13,7 +13,6 @@
 
 pub mod addrmap;
 pub mod barrier_cfg;
-pub mod cache;
 pub mod cases;
 pub mod compose;
 pub mod emit;

@@ -18,7 +18,7 @@ use crate::lower::compose::{
 };
 use crate::lower::program::{sem_id, Algorithm, Buf, Program, RankProgram};
 use crate::lower::request::{CollectiveOp, CollectiveRequest};
-use crate::lower::select::{select, LegPlan, SelectConfig, Selection};
+use crate::lower::select::{select, LegPlan, LegRole, SelectConfig, Selection};
 use crate::lower::topology::Topology;
 
 /// Default ring channels per leg.
@@ -33,8 +33,37 @@ pub struct LowerConfig {
     pub select: SelectConfig,
     /// Ring channels per leg.
     pub channels: u8,
-    /// Chunk elements; `None` derives it from the 2 MiB default and the dtype.
-    pub chunk_elems: Option<u64>,
+    /// How large a chunk is (elements are known only with the request's dtype).
+    pub chunk: ChunkSize,
+}
+
+/// A chunk size as it was given. The environment gives bytes and the tests and
+/// `opennrt lower --chunk` give elements, while the dtype that turns one into the other is
+/// known only per request ([`ChunkSize::elems`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ChunkSize {
+    /// 2 MiB worth of the request's dtype ([`default_chunk_elems`]): nothing was given.
+    #[default]
+    Default,
+    /// Exactly this many elements, taken as given (the composers refuse an odd or zero one).
+    Elems(u64),
+    /// This many bytes (`NEURON_RT_CC_CHUNK_SIZE`), rounded down to a whole number of
+    /// [`CHUNK_ALIGN_ELEMS`] elements, at least one such group.
+    Bytes(u64),
+}
+
+impl ChunkSize {
+    /// Chunk elements for a dtype of `elem_bytes` bytes.
+    pub fn elems(self, elem_bytes: u64) -> u64 {
+        match self {
+            ChunkSize::Default => default_chunk_elems(elem_bytes),
+            ChunkSize::Elems(e) => e,
+            ChunkSize::Bytes(b) => {
+                let e = b / elem_bytes.max(1);
+                (e / CHUNK_ALIGN_ELEMS * CHUNK_ALIGN_ELEMS).max(CHUNK_ALIGN_ELEMS)
+            }
+        }
+    }
 }
 
 impl LowerConfig {
@@ -44,7 +73,7 @@ impl LowerConfig {
             topology: Topology::for_world(world)?,
             select: SelectConfig::default(),
             channels: DEFAULT_CHANNELS,
-            chunk_elems: None,
+            chunk: ChunkSize::Default,
         })
     }
 
@@ -68,10 +97,10 @@ impl LowerConfig {
                     )
                 })?,
         };
-        let chunk_bytes =
-            match get("NEURON_RT_CC_CHUNK_SIZE") {
-                None => None,
-                Some(v) => Some(v.trim().parse::<u64>().ok().filter(|b| *b > 0).ok_or_else(
+        let chunk = match get("NEURON_RT_CC_CHUNK_SIZE") {
+            None => ChunkSize::Default,
+            Some(v) => {
+                ChunkSize::Bytes(v.trim().parse::<u64>().ok().filter(|b| *b > 0).ok_or_else(
                     || {
                         Error::bad_variable(
                             "NEURON_RT_CC_CHUNK_SIZE",
@@ -79,41 +108,17 @@ impl LowerConfig {
                             "must be a positive number of bytes",
                         )
                     },
-                )?),
-            };
+                )?)
+            }
+        };
         Ok(LowerConfig {
             topology: Topology::from_lookup(get, world)?,
             select: SelectConfig::from_lookup(get)?,
             channels,
-            // Bytes are turned into elements per request (the dtype is not known here).
-            chunk_elems: chunk_bytes.map(|b| b | CHUNK_BYTES_TAG),
+            chunk,
         })
     }
-
-    /// Chunk elements for a dtype of `elem_bytes` bytes.
-    pub fn chunk_for(&self, elem_bytes: u64) -> u64 {
-        match self.chunk_elems {
-            None => default_chunk_elems(elem_bytes),
-            Some(v) if v & CHUNK_BYTES_TAG != 0 => {
-                let e = (v & !CHUNK_BYTES_TAG) / elem_bytes.max(1);
-                (e / CHUNK_ALIGN_ELEMS * CHUNK_ALIGN_ELEMS).max(CHUNK_ALIGN_ELEMS)
-            }
-            Some(e) => e,
-        }
-    }
-
-    /// A string that differs whenever the configuration would change the program (the cache
-    /// key's second half).
-    pub fn key(&self) -> String {
-        format!(
-            "{:?}|{:?}|{}|{:?}",
-            self.topology, self.select, self.channels, self.chunk_elems
-        )
-    }
 }
-
-/// Marks a chunk size given in bytes (from the environment) rather than elements.
-const CHUNK_BYTES_TAG: u64 = 1 << 63;
 
 /// Channel c is driven by TOP_SP `c mod 2` of the rank's logical core: every configuration
 /// gives a logical core at least 2 TOP_SPs (v3/v4 LNC 1: 2; v2: 3). OpenNRT's choice; the
@@ -217,10 +222,12 @@ pub fn a2av_layout(req: &CollectiveRequest) -> Result<mesh_a2a::A2avLayout> {
     mesh_a2a::A2avLayout::from_table(table, req.rank_n())
 }
 
-fn leg_alg(sel: &Selection, prefix: &str, op: CollectiveOp) -> Algorithm {
+/// The algorithm selection chose for the HIER leg spanning `role` that does `op` (ring when the
+/// op has no such leg).
+fn leg_alg(sel: &Selection, role: LegRole, op: CollectiveOp) -> Algorithm {
     sel.legs
         .iter()
-        .find(|l| l.name.starts_with(prefix) && l.op == op)
+        .find(|l| l.role == role && l.op == op)
         .map(|l| l.algorithm)
         .unwrap_or(Algorithm::Ring)
 }
@@ -233,7 +240,7 @@ pub fn lower(req: &CollectiveRequest, cfg: &LowerConfig) -> Result<Program> {
         return Err(Error::invalid("the replica group is empty"));
     }
     let sel = select(req, &cfg.topology, &cfg.select)?;
-    let chunk = cfg.chunk_for(req.dtype.size_bytes().unwrap_or(1) as u64);
+    let chunk = cfg.chunk.elems(req.dtype.size_bytes().unwrap_or(1) as u64);
     let mut ranks: Vec<RankProgram> = (0..n)
         .map(|rank| RankProgram {
             rank,
@@ -270,11 +277,11 @@ pub fn lower(req: &CollectiveRequest, cfg: &LowerConfig) -> Result<Program> {
             node_n: shape.node_n,
             local_rank_n: l,
             algs: HierAlgs {
-                intra_allg: leg_alg(&sel, "intra", CollectiveOp::AllGather),
-                intra_redsct: leg_alg(&sel, "intra", CollectiveOp::ReduceScatter),
-                inter_allr: leg_alg(&sel, "inter", CollectiveOp::AllReduce),
-                inter_allg: leg_alg(&sel, "inter", CollectiveOp::AllGather),
-                inter_redsct: leg_alg(&sel, "inter", CollectiveOp::ReduceScatter),
+                intra_allg: leg_alg(&sel, LegRole::Intra, CollectiveOp::AllGather),
+                intra_redsct: leg_alg(&sel, LegRole::Intra, CollectiveOp::ReduceScatter),
+                inter_allr: leg_alg(&sel, LegRole::Inter, CollectiveOp::AllReduce),
+                inter_allg: leg_alg(&sel, LegRole::Inter, CollectiveOp::AllGather),
+                inter_redsct: leg_alg(&sel, LegRole::Inter, CollectiveOp::ReduceScatter),
             },
             intra_channels: cfg.channels,
             inter_channels: cfg.channels,
@@ -310,22 +317,6 @@ pub fn lower(req: &CollectiveRequest, cfg: &LowerConfig) -> Result<Program> {
         request: req.clone(),
         selection: sel.reasons,
         ranks,
-    })
-}
-
-/// [`lower`] through the signature cache (issue item 8; docs/contract/abi.md §5.7): the same
-/// request on the same configuration reuses the prepared program. The caller's own rank is not part
-/// of the key (programs cover every rank), and the stored program carries rank 0.
-pub fn lower_cached(
-    req: &CollectiveRequest,
-    cfg: &LowerConfig,
-    cache: &crate::lower::cache::SignatureCache,
-) -> Result<std::sync::Arc<Program>> {
-    let sig = crate::lower::cache::Signature::of(req, &cfg.key());
-    cache.get_or_insert_with(&sig, || {
-        let mut r = req.clone();
-        r.rank = 0;
-        lower(&r, cfg)
     })
 }
 

@@ -140,11 +140,25 @@ impl SelectConfig {
     }
 }
 
+/// Which ranks a leg spans: what the lowering tells the legs of a hierarchical op apart by
+/// (their names are for people: reasons, logs, the IR's `leg`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LegRole {
+    /// The whole group (a flat collective's only leg).
+    Flat,
+    /// The ranks of one node (a HIER leg; docs/contract/lowering.md §4.7).
+    Intra,
+    /// One rank per node, across the nodes (a HIER leg).
+    Inter,
+}
+
 /// One leg of the chosen plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LegPlan {
     /// What the leg does, e.g. "intra reduce-scatter" (a flat collective: the op's name).
     pub name: String,
+    /// Which ranks it spans.
+    pub role: LegRole,
     /// The leg's operation.
     pub op: CollectiveOp,
     /// The algorithm composing it.
@@ -331,6 +345,7 @@ pub fn select(req: &CollectiveRequest, topo: &Topology, cfg: &SelectConfig) -> R
     } else {
         vec![LegPlan {
             name: op_name(req.op).to_string(),
+            role: LegRole::Flat,
             op: req.op,
             algorithm,
             mesh_sub_type: (algorithm == Algorithm::Mesh)
@@ -340,7 +355,11 @@ pub fn select(req: &CollectiveRequest, topo: &Topology, cfg: &SelectConfig) -> R
         }]
     };
     for leg in &legs {
-        let inter = leg.name.starts_with("inter") || (legs.len() == 1 && shape.is_inter());
+        let inter = match leg.role {
+            LegRole::Inter => true,
+            LegRole::Intra => false,
+            LegRole::Flat => shape.is_inter(),
+        };
         check_legal(leg.op, leg.algorithm, inter)?;
     }
     let mesh_sub_type = if algorithm == Algorithm::Mesh {
@@ -388,10 +407,11 @@ fn hier_legs(
         ..ctx.clone()
     };
     use CollectiveOp::{AllGather as AG, AllReduce as AR, ReduceScatter as RS};
-    let plan: &[(bool, CollectiveOp)] = match op {
-        AR => &[(false, RS), (true, AR), (false, AG)],
-        RS => &[(false, RS), (true, RS)],
-        AG => &[(true, AG), (false, AG)],
+    use LegRole::{Inter, Intra};
+    let plan: &[(LegRole, CollectiveOp)] = match op {
+        AR => &[(Intra, RS), (Inter, AR), (Intra, AG)],
+        RS => &[(Intra, RS), (Inter, RS)],
+        AG => &[(Inter, AG), (Intra, AG)],
         other => {
             return Err(Error::invalid(format!(
                 "{} has no hierarchical form",
@@ -400,7 +420,8 @@ fn hier_legs(
         }
     };
     plan.iter()
-        .map(|&(is_inter, leg_op)| {
+        .map(|&(role, leg_op)| {
+            let is_inter = role == Inter;
             let base = if is_inter { &inter } else { &intra };
             let leg_ctx = GateCtx {
                 op: leg_op,
@@ -414,6 +435,7 @@ fn hier_legs(
                     if is_inter { "inter" } else { "intra" },
                     op_name(leg_op)
                 ),
+                role,
                 op: leg_op,
                 algorithm,
                 mesh_sub_type: (algorithm == Algorithm::Mesh)

@@ -199,7 +199,10 @@ pub fn prepare_for_topology(
     prepare_in(&config, lowering, req, world, forced)
 }
 
-fn prepare_in(
+/// [`prepare_with`] under the lowering variables `lowering` (the configuration's, or a copy
+/// with values the runtime derived): the one way into the program cache. Public so that
+/// `opennrt lower --bench` times the cache every prepare goes through, not a model of it.
+pub fn prepare_in(
     config: &crate::runtime::config::Config,
     lowering: Arc<crate::runtime::config::LoweringEnv>,
     req: &CollectiveRequest,

@@ -49,7 +49,8 @@ pub struct Config {
     /// (`runtime::multi_process::run`), even without a job.
     pub shared_device: bool,
     /// `OPENNRT_TEST_KILL_IN_RUN`: the global id whose process kills itself inside its first
-    /// shared-device collective (fault injection for tests).
+    /// shared-device collective (fault injection for tests, armed by `nrt_init` in
+    /// `runtime::fault_injection`).
     pub kill_in_run: Option<u32>,
     /// `OPENNRT_RESIDENT_BUDGET`: most bytes the resident machines of the process's prepared
     /// collectives keep loaded between runs (`runtime::resident`); see [`resident_budget`].
@@ -260,7 +261,7 @@ impl Config {
                 .unwrap_or(false),
             kill_in_run: number(
                 &get,
-                crate::runtime::multi_process::run::KILL_IN_RUN_ENV,
+                crate::runtime::fault_injection::KILL_IN_RUN_ENV,
                 "a global rank id",
             )?,
             resident_budget: resident_budget(get(RESIDENT_BUDGET_ENV), physical_memory())?,

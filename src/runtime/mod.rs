@@ -22,12 +22,14 @@
 //! * [`sys_trace`] — the system trace's recorder: start/stop events of what the device runs.
 //! * [`sendrecv`] — point-to-point tensors between cores of any processes and hosts.
 //! * [`xu`] — execution units: async request queues, sequence ids, completion and eventfds.
+//! * [`fault_injection`] — faults the C multi-process tests ask for (`OPENNRT_TEST_KILL_IN_RUN`).
 
 pub mod collective;
 pub mod collective_api;
 pub mod collective_io;
 pub mod comm;
 pub mod config;
+pub mod fault_injection;
 pub mod firmware;
 pub mod host_collective;
 pub mod log;

@@ -37,6 +37,7 @@ pub fn init(framework: u32, fw_version: &str, fal_version: &str) -> Result<()> {
         let carrier = Arc::new(Carrier::load(&config.ncfw_path)?);
         crate::device::settings::apply(&config.device);
         crate::runtime::multi_process::segment::set_waits(config.waits);
+        crate::runtime::fault_injection::arm(&config);
         crate::device::settings::set_carrier(Some(carrier.clone()));
         crate::log_info!(
             "nrt_init",
@@ -85,6 +86,7 @@ pub fn close(abi_teardown: impl FnOnce()) {
         abi_teardown();
         RUNTIME.write().take();
         crate::device::settings::set_carrier(None);
+        crate::runtime::fault_injection::disarm();
         VISIBLE_CORES.store(0, std::sync::atomic::Ordering::Release);
     });
 }

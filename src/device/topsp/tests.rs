@@ -534,7 +534,7 @@ fn real_images_chain_between_topsps() {
         0,
     );
     let mut lc = LowerConfig::for_world(2).unwrap();
-    lc.chunk_elems = Some(1024);
+    lc.chunk = crate::lower::pipeline::ChunkSize::Elems(1024);
     lc.select.forced = Some(crate::lower::program::Algorithm::Ring);
     let p = lower(&req, &lc).unwrap();
     let map = address_map(&p, &lc.topology).unwrap();

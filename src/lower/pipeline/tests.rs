@@ -48,3 +48,33 @@ fn all_to_all_v_needs_its_table() {
     let e = mesh_a2a::A2avLayout::from_table(&t, 2).unwrap_err();
     assert!(e.message().contains("send_displs is not 2 × 2"), "{e}");
 }
+
+/// The environment's chunk size is bytes, turned into whole 32-element groups per dtype; one
+/// given in elements is taken as given, whatever its bits (no tag bit to collide with).
+#[test]
+fn chunk_sizes_keep_their_unit() {
+    let from = |v: Option<&str>| {
+        LowerConfig::from_lookup(
+            |k| {
+                (k == "NEURON_RT_CC_CHUNK_SIZE")
+                    .then(|| v.map(String::from))
+                    .flatten()
+            },
+            2,
+        )
+        .unwrap()
+        .chunk
+    };
+    assert_eq!(from(None), ChunkSize::Default);
+    assert_eq!(from(Some("1000")), ChunkSize::Bytes(1000));
+    assert!(
+        LowerConfig::from_lookup(|k| (k == "NEURON_RT_CC_CHUNK_SIZE").then(|| "0".into()), 2)
+            .is_err()
+    );
+    assert_eq!(ChunkSize::Default.elems(2), 1 << 20);
+    assert_eq!(ChunkSize::Bytes(1000).elems(2), 480);
+    assert_eq!(ChunkSize::Bytes(1000).elems(4), 224);
+    assert_eq!(ChunkSize::Bytes(10).elems(4), CHUNK_ALIGN_ELEMS);
+    assert_eq!(ChunkSize::Elems(100).elems(4), 100);
+    assert_eq!(ChunkSize::Elems(1 << 63 | 64).elems(2), 1 << 63 | 64);
+}

@@ -17,7 +17,8 @@
 //! * In-place (`same_tensor`) means input and output start at the same byte; it is refused with
 //!   the list forms, where "the same tensor" has no single meaning.
 //! * Operands are left unnamed: the tensors are bound at schedule time, so preparing the same
-//!   op on the same communicator twice gives equal requests (the signature cache relies on it).
+//!   op on the same communicator twice gives equal requests (the program cache of
+//!   `runtime::collective` relies on it).
 
 use super::{CollectiveOp, CollectiveRequest, IoForm, ReduceOp};
 use crate::error::{Error, Result};

@@ -63,8 +63,8 @@ fn trn2_single_node_small_is_mesh_large_is_kangaring_or_ring() {
     assert_eq!(s.legs.len(), 1);
     assert_eq!(s.legs[0].groups, vec![range(0, 8)]);
     assert_eq!(
-        (s.legs[0].name.as_str(), s.legs[0].op),
-        ("all-reduce", AllReduce)
+        (s.legs[0].name.as_str(), s.legs[0].role, s.legs[0].op),
+        ("all-reduce", LegRole::Flat, AllReduce)
     );
     let s = sel(AllReduce, range(0, 8), LARGE, "trn2.48xlarge", &auto());
     assert_eq!((s.algorithm, s.mesh_sub_type), (Kangaring, None));
@@ -221,14 +221,15 @@ fn hier_all_reduce_decomposes_into_three_legs() {
     let names: Vec<_> = s
         .legs
         .iter()
-        .map(|l| (l.name.as_str(), l.op, l.algorithm))
+        .map(|l| (l.name.as_str(), l.role, l.op, l.algorithm))
         .collect();
+    use LegRole::{Inter, Intra};
     assert_eq!(
         names,
         vec![
-            ("intra reduce-scatter", ReduceScatter, Kangaring),
-            ("inter all-reduce", AllReduce, SingleCycleRing),
-            ("intra all-gather", AllGather, Kangaring),
+            ("intra reduce-scatter", Intra, ReduceScatter, Kangaring),
+            ("inter all-reduce", Inter, AllReduce, SingleCycleRing),
+            ("intra all-gather", Intra, AllGather, Kangaring),
         ]
     );
     assert_eq!(s.legs[0].groups, vec![range(0, 64), range(64, 128)]);
@@ -250,8 +251,14 @@ fn hier_leg_order_per_op() {
     let t = "trn1.32xlarge:nodes=2";
     let s = sel(AllGather, range(0, 64), LARGE, t, &auto());
     assert_eq!(s.algorithm, Hier);
-    let names: Vec<_> = s.legs.iter().map(|l| l.name.as_str()).collect();
-    assert_eq!(names, ["inter all-gather", "intra all-gather"]);
+    let names: Vec<_> = s.legs.iter().map(|l| (l.name.as_str(), l.role)).collect();
+    assert_eq!(
+        names,
+        [
+            ("inter all-gather", LegRole::Inter),
+            ("intra all-gather", LegRole::Intra)
+        ]
+    );
     assert_eq!(s.legs[0].groups.len(), 32);
     let s = sel(ReduceScatter, range(0, 64), LARGE, t, &auto());
     let names: Vec<_> = s.legs.iter().map(|l| l.name.as_str()).collect();
@@ -298,7 +305,7 @@ fn hier_legs_use_slice_sizes_and_never_kangaring_inter() {
             for count in [0, 1, SMALL, LARGE] {
                 let s = select(&req(op, range(0, n), count), &tp, &auto()).unwrap();
                 for leg in &s.legs {
-                    if leg.name.starts_with("inter") {
+                    if leg.role == LegRole::Inter {
                         assert_ne!(leg.algorithm, Kangaring, "{t} {op:?} {count}");
                         assert_ne!(leg.algorithm, IntraRdh);
                     }

@@ -102,37 +102,13 @@ use crate::isa::memmap::CONST_WORDS;
 use crate::lower::program::Buf;
 use crate::lower::request::CollectiveRequest;
 use crate::runtime::collective::{check_requests, Arrival, Lowered};
+use crate::runtime::fault_injection;
 use crate::runtime::machine::{byte_bases, new_machine, topsp_agent, TopspAgent};
 use crate::runtime::multi_process::shm::{self, Segment};
 use crate::runtime::rendezvous::{GroupKey, Rendezvous};
 
 /// The variable that sends every multi-rank collective through shared segments.
 pub const SHARED_DEVICE_ENV: &str = "OPENNRT_SHARED_DEVICE";
-
-/// Fault injection for the multi-process tests: the process holding this global id SIGKILLs
-/// itself inside its first `nrta_cc_*` collective (not a barrier) on the shared device, after
-/// the go meeting, once every peer's executor is stepping (so each has mapped every segment)
-/// and before its own TOP_SPs step — so its peers are mid-collective, waiting on semaphores
-/// only it would raise.
-pub const KILL_IN_RUN_ENV: &str = "OPENNRT_TEST_KILL_IN_RUN";
-
-fn kill_in_run(kind: &str, gid: u32, peers: &SegPeers) {
-    let chosen = crate::runtime::process::config().is_ok_and(|c| c.kill_in_run == Some(gid));
-    if kind == "cc" && chosen {
-        if !peers.others_started(Duration::from_secs(10)) {
-            crate::log_warn!(
-                "cc",
-                "{KILL_IN_RUN_ENV}={gid}: peers not all stepping after 10 s"
-            );
-        }
-        crate::log_warn!(
-            "cc",
-            "{KILL_IN_RUN_ENV}={gid}: killing this process inside the run"
-        );
-        // SAFETY: raising a signal in our own process.
-        unsafe { libc::raise(libc::SIGKILL) };
-    }
-}
 
 /// What a rank brings to the go meeting.
 #[derive(Debug, Clone)]
@@ -1168,7 +1144,9 @@ fn attempt(key: &GroupKey, instance: u64, a: &Arrival, at: Arrived) -> Result<At
         let in_place = bound[r as usize].is_some();
         let (mut m, built) = build(key, &l, r, lays, peers.segments(), bound, peers.clone())?;
         clock.mark("map+build");
-        kill_in_run(key.kind, gid, peers);
+        if fault_injection::kills_in_run(gid) && key.kind == "cc" {
+            fault_injection::kill_in_run(gid, |max| peers.others_started(max));
+        }
         let started = std::time::Instant::now();
         m.run()
             .map_err(|e| match silent_remote(&names, peers, started.elapsed()) {

@@ -274,7 +274,7 @@ fn sizes_and_list_forms() {
 }
 
 /// Two prepares of the same op on the same communicator give equal requests, whatever the
-/// rank (apart from `rank` itself): the signature cache keys on that.
+/// rank (apart from `rank` itself): the program cache of `runtime::collective` keys on that.
 #[test]
 fn requests_differ_only_by_rank_across_ranks() {
     let a = api(&comm(0), &[64], &[64], BF16, 0, AR).unwrap();
