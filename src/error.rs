@@ -1,8 +1,9 @@
 //! The core's error type.
 //!
 //! Every fallible function of the core returns [`Result`]. An [`Error`] says *what kind* of
-//! failure it is (which decides the vendor status code, mapped exactly once at the C boundary in
-//! `abi::boundary`; [`ErrorKind::status_name`] names it) and carries a human-readable message
+//! failure it is (which decides the vendor status code: [`ErrorKind::status`], returned to C
+//! exactly once, at the boundary in `abi::boundary`, or written to a request's `exec_ret` by
+//! `runtime::xu`) and carries a human-readable message
 //! that names what was wrong: the argument, the field, the byte offset, the rank or step, and
 //! what was expected. The message is what lands in the log line under `NEURON_RT_LOG_LEVEL`.
 //!
@@ -12,8 +13,10 @@
 
 use std::fmt;
 
+use crate::status::nrt_status;
+
 /// The failure classes the core distinguishes. Each maps to one `NRT_STATUS` value
-/// (see `abi::boundary::status_of`); the numbers are the vendor's (docs/contract/abi.md §2.1).
+/// ([`ErrorKind::status`]); the numbers are the vendor's (docs/contract/abi.md §2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
     /// Generic failure (`NRT_FAILURE` 1), also "incompatible runtime state" in a forked child.
@@ -55,28 +58,34 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    /// The name of the `NRT_STATUS` this kind maps to (`abi::boundary::status_of` has the
-    /// numbers; a test checks that the two agree for every kind).
-    pub fn status_name(self) -> &'static str {
+    /// The one mapping from the core's error classes to the vendor's status codes.
+    pub fn status(self) -> nrt_status {
+        use nrt_status::*;
         use ErrorKind::*;
         match self {
-            Failure | NotImplemented => "NRT_FAILURE",
-            Invalid => "NRT_INVALID",
-            InvalidHandle => "NRT_INVALID_HANDLE",
-            Resource => "NRT_RESOURCE",
-            Timeout => "NRT_TIMEOUT",
-            QueueFull => "NRT_QUEUE_FULL",
-            NotEnoughCores => "NRT_LOAD_NOT_ENOUGH_NC",
-            UnsupportedNeffVersion => "NRT_UNSUPPORTED_NEFF_VERSION",
-            HostAlloc => "NRT_FAIL_HOST_MEM_ALLOC",
-            Uninitialized => "NRT_UNINITIALIZED",
-            Closed => "NRT_CLOSED",
-            ExecBadInput => "NRT_EXEC_BAD_INPUT",
-            CollectivesHang => "NRT_EXEC_HW_ERR_COLLECTIVES",
-            DmaAbort => "NRT_EXEC_HW_ERR_DMA_ABORT",
-            ExecUnitUnrecoverable => "NRT_EXEC_UNIT_UNRECOVERABLE",
-            NetworkProxy => "NRT_NETWORK_PROXY_FAILURE",
+            Failure | NotImplemented => NRT_FAILURE,
+            Invalid => NRT_INVALID,
+            InvalidHandle => NRT_INVALID_HANDLE,
+            Resource => NRT_RESOURCE,
+            Timeout => NRT_TIMEOUT,
+            QueueFull => NRT_QUEUE_FULL,
+            NotEnoughCores => NRT_LOAD_NOT_ENOUGH_NC,
+            UnsupportedNeffVersion => NRT_UNSUPPORTED_NEFF_VERSION,
+            HostAlloc => NRT_FAIL_HOST_MEM_ALLOC,
+            Uninitialized => NRT_UNINITIALIZED,
+            Closed => NRT_CLOSED,
+            ExecBadInput => NRT_EXEC_BAD_INPUT,
+            CollectivesHang => NRT_EXEC_HW_ERR_COLLECTIVES,
+            DmaAbort => NRT_EXEC_HW_ERR_DMA_ABORT,
+            ExecUnitUnrecoverable => NRT_EXEC_UNIT_UNRECOVERABLE,
+            NetworkProxy => NRT_NETWORK_PROXY_FAILURE,
         }
+    }
+
+    /// The name of the `NRT_STATUS` this kind maps to (from the one table of names,
+    /// [`nrt_status::ALL`]).
+    pub fn status_name(self) -> &'static str {
+        self.status().name()
     }
 
     /// Every kind, in declaration order (tests that must cover each kind, the wire codec).
@@ -224,6 +233,10 @@ impl Error {
     pub fn with_actual(mut self, actual: impl fmt::Display) -> Self {
         self.fields_mut().actual = Some(actual.to_string());
         self
+    }
+    /// The `NRT_STATUS` this error becomes at the C boundary (or in a request's `exec_ret`).
+    pub fn status(&self) -> nrt_status {
+        self.kind.status()
     }
     /// The name of the `NRT_STATUS` this error becomes at the C boundary.
     pub fn status_name(&self) -> &'static str {

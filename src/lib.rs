@@ -11,6 +11,8 @@
 //! * [`runtime`] — process state (init guard), configuration, logging, tensors, execution
 //!   units, collectives prepared and run (one process or, under `runtime::multi_process`,
 //!   one rank per process), the resident machines, NEFF models (load, lower, execute).
+//! * [`status`] — the vendor's status codes (`NRT_STATUS`) with their names, in one table; an
+//!   [`ErrorKind`] knows its status.
 //! * [`lower`] — the lowering core: request → topology → algorithm selection → composition
 //!   (`lower::compose`, one file per algorithm; cost index in docs/algorithms.md) → program IR
 //!   → symbolic verification → emission of descriptors, cc_op tables and semaphore wiring.
@@ -53,6 +55,7 @@ pub mod net;
 pub mod plot;
 pub mod progress;
 pub mod runtime;
+pub mod status;
 pub mod testdata;
 
 pub use error::{Error, ErrorKind, Result};

@@ -30,27 +30,10 @@ pub enum Guard {
     None,
 }
 
-/// The one mapping from the core's error classes to vendor status codes.
+/// The status an error returns to C: the kind's own ([`ErrorKind::status`], the one mapping,
+/// in the core). Every entry point returns errors through here.
 pub fn status_of(e: &Error) -> nrt_status {
-    use nrt_status::*;
-    match e.kind() {
-        ErrorKind::Failure | ErrorKind::NotImplemented => NRT_FAILURE,
-        ErrorKind::Invalid => NRT_INVALID,
-        ErrorKind::InvalidHandle => NRT_INVALID_HANDLE,
-        ErrorKind::Resource => NRT_RESOURCE,
-        ErrorKind::Timeout => NRT_TIMEOUT,
-        ErrorKind::QueueFull => NRT_QUEUE_FULL,
-        ErrorKind::NotEnoughCores => NRT_LOAD_NOT_ENOUGH_NC,
-        ErrorKind::UnsupportedNeffVersion => NRT_UNSUPPORTED_NEFF_VERSION,
-        ErrorKind::HostAlloc => NRT_FAIL_HOST_MEM_ALLOC,
-        ErrorKind::Uninitialized => NRT_UNINITIALIZED,
-        ErrorKind::Closed => NRT_CLOSED,
-        ErrorKind::ExecBadInput => NRT_EXEC_BAD_INPUT,
-        ErrorKind::CollectivesHang => NRT_EXEC_HW_ERR_COLLECTIVES,
-        ErrorKind::DmaAbort => NRT_EXEC_HW_ERR_DMA_ABORT,
-        ErrorKind::ExecUnitUnrecoverable => NRT_EXEC_UNIT_UNRECOVERABLE,
-        ErrorKind::NetworkProxy => NRT_NETWORK_PROXY_FAILURE,
-    }
+    e.status()
 }
 
 fn report(name: &str, e: &Error) {

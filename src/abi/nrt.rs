@@ -107,48 +107,9 @@ pub extern "C" fn nrt_get_status_as_str(status: RawStatus) -> *const c_char {
     })
 }
 
+/// The name of `status` from the one table of names (`crate::status`).
 fn status_name(status: RawStatus) -> &'static std::ffi::CStr {
-    macro_rules! names {
-        ($($n:ident),*) => {
-            match status {
-                $(x if x == nrt_status::$n as i32 => {
-                    // SAFETY: the literal is NUL-terminated by construction.
-                    unsafe { std::ffi::CStr::from_bytes_with_nul_unchecked(concat!(stringify!($n), "\0").as_bytes()) }
-                })*
-                _ => c"NRT_UNKNOWN_STATUS",
-            }
-        };
-    }
-    names!(
-        NRT_SUCCESS,
-        NRT_FAILURE,
-        NRT_INVALID,
-        NRT_INVALID_HANDLE,
-        NRT_RESOURCE,
-        NRT_TIMEOUT,
-        NRT_HW_ERROR,
-        NRT_QUEUE_FULL,
-        NRT_LOAD_NOT_ENOUGH_NC,
-        NRT_UNSUPPORTED_NEFF_VERSION,
-        NRT_FAIL_HOST_MEM_ALLOC,
-        NRT_UNINITIALIZED,
-        NRT_CLOSED,
-        NRT_QUEUE_EMPTY,
-        NRT_EXEC_UNIT_UNRECOVERABLE,
-        NRT_EXEC_BAD_INPUT,
-        NRT_EXEC_COMPLETED_WITH_NUM_ERR,
-        NRT_EXEC_COMPLETED_WITH_ERR,
-        NRT_EXEC_NC_BUSY,
-        NRT_EXEC_OOB,
-        NRT_COLL_PENDING,
-        NRT_EXEC_HW_ERR_COLLECTIVES,
-        NRT_EXEC_HW_ERR_HBM_UE,
-        NRT_EXEC_HW_ERR_NC_UE,
-        NRT_EXEC_HW_ERR_DMA_ABORT,
-        NRT_EXEC_SW_NQ_OVERFLOW,
-        NRT_EXEC_HW_ERR_REPAIRABLE_HBM_UE,
-        NRT_NETWORK_PROXY_FAILURE
-    )
+    nrt_status::from_raw(status).map_or(c"NRT_UNKNOWN_STATUS", nrt_status::c_name)
 }
 
 fn write_count(

@@ -287,7 +287,7 @@ impl Span {
     /// Record the stop of this run with the status of its result.
     pub fn end<T>(mut self, result: &Result<T>) {
         let status = match result {
-            Ok(_) => "NRT_SUCCESS",
+            Ok(_) => crate::status::nrt_status::NRT_SUCCESS.name(),
             Err(e) => e.status_name(),
         };
         self.record_stop(Some(status), None);
@@ -324,7 +324,7 @@ impl Span {
 impl Drop for Span {
     fn drop(&mut self) {
         if !self.done {
-            self.record_stop(Some("NRT_FAILURE"), None);
+            self.record_stop(Some(crate::status::nrt_status::NRT_FAILURE.name()), None);
         }
     }
 }

@@ -6,7 +6,7 @@ fn status_strings_cover_all_28() {
         let p = nrt_get_status_as_str(s as i32);
         // SAFETY: the function returns static NUL-terminated strings.
         let got = unsafe { std::ffi::CStr::from_ptr(p) }.to_str().unwrap();
-        assert_eq!(got, name);
+        assert_eq!(got, name.to_str().unwrap());
     }
     // SAFETY: as above.
     let unknown = unsafe { std::ffi::CStr::from_ptr(nrt_get_status_as_str(8)) };
