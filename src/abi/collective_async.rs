@@ -15,7 +15,7 @@
 use std::ffi::c_int;
 
 use crate::abi::args::tensor_of;
-use crate::abi::boundary::{self, in_ref, out_param, status_of, Guard};
+use crate::abi::boundary::{self, in_ref, out_param, Guard};
 use crate::abi::handle::{self, Opaque};
 use crate::abi::types::*;
 use crate::error::{Error, Result};
@@ -179,7 +179,7 @@ pub unsafe extern "C" fn nrta_cc_schedule(
         let p = ctx.prepared.lock().take().ok_or_else(|| {
             Error::invalid_handle("*cc_ctx was already scheduled (nrta_cc_schedule consumes it)")
         })?;
-        let seq = match collective_api::schedule(p, queue, ExecRet(exec_ret.cast()), |e| status_of(e) as i32) {
+        let seq = match collective_api::schedule(p, queue, ExecRet(exec_ret.cast())) {
             Ok(s) => s,
             Err((e, p)) => {
                 *ctx.prepared.lock() = Some(*p);

@@ -82,17 +82,13 @@ pub(crate) unsafe fn schedule(
     // SAFETY: as above.
     let outputs = unsafe { tensor_set_members(output, "output") }?;
     let lnc = m.vnc();
-    let job = Box::new(move || match m.execute(&inputs, &outputs) {
-        Ok(()) => {
-            for (_, t) in &outputs {
-                t.complete_output();
-            }
-            0
+    let job = Box::new(move || {
+        m.execute(&inputs, &outputs)
+            .inspect_err(|e| crate::log_error!("nrta_execute_schedule", "{e}"))?;
+        for (_, t) in &outputs {
+            t.complete_output();
         }
-        Err(e) => {
-            crate::log_error!("nrta_execute_schedule", "{e}");
-            crate::abi::boundary::status_of(&e) as i32
-        }
+        Ok(())
     });
     let seq = crate::runtime::xu::submit(
         lnc,

@@ -13,7 +13,7 @@
 use std::ffi::{c_int, c_void};
 
 use crate::abi::args::{index_arg, tensor_of};
-use crate::abi::boundary::{out_param, status_of};
+use crate::abi::boundary::out_param;
 use crate::abi::types::*;
 use crate::error::{Error, Result};
 use crate::runtime::tensor::{Placement, Tensor};
@@ -44,13 +44,7 @@ unsafe fn submit(
         // SAFETY: `req_sequence` is NULL (refused by out_param) or writable, as # Safety requires.
         Some(unsafe { out_param(req_sequence, "req_sequence") }?)
     };
-    let body = Box::new(move || match job() {
-        Ok(()) => 0,
-        Err(e) => {
-            crate::log_error!("nrta_tensor", "{e}");
-            status_of(&e) as i32
-        }
-    });
+    let body = Box::new(move || job().inspect_err(|e| crate::log_error!("nrta_tensor", "{e}")));
     let seq = xu::submit(lnc, XuType::TensorOp, queue, ExecRet(exec_ret.cast()), body)?;
     if let Some(o) = seq_out {
         o.write(seq);

@@ -61,10 +61,6 @@ impl Prepared {
 /// lowering's own view of those fields.
 pub use crate::lower::request::api::ApiComm as CommArgs;
 
-/// Maps a core error to the `NRT_STATUS` number written to `exec_ret` (the ABI's
-/// `boundary::status_of`: the runtime may not import the ABI, docs/design.md §3).
-pub type StatusOf = fn(&Error) -> i32;
-
 /// `nrta_cc_prepare` past its C arguments: `cc_op` is the raw `nrt_cc_op_type_t`, `dtype` and
 /// `op` the raw `nrt_dtype_t` / `nrt_op_type_t`.
 pub fn prepare(
@@ -139,7 +135,6 @@ pub fn schedule(
     p: Prepared,
     queue: u32,
     exec_ret: ExecRet,
-    status_of: StatusOf,
 ) -> std::result::Result<u64, (Error, Box<Prepared>)> {
     let key = GroupKey {
         kind: "cc",
@@ -152,7 +147,7 @@ pub fn schedule(
         match xu::begin_inline(lnc, XuType::Collectives, queue, exec_ret) {
             Ok(Some((request, seq))) => {
                 let ticket = collective::meetings().ticket(&key, rank);
-                let end = traced_end(&p, lnc, status_of);
+                let end = traced_end(&p, lnc);
                 let arrival = arrival(p);
                 match here {
                     // The last rank to arrive runs it here (module doc).
@@ -177,7 +172,7 @@ pub fn schedule(
     let job_key = key.clone();
     let job = Box::new(move || {
         let Some(p) = job_payload.lock().take() else {
-            return status_of(&Error::failure("collective context vanished"));
+            return Err(Error::failure("collective context vanished"));
         };
         let name = op_name(&p);
         let r = sys_trace::record(
@@ -186,7 +181,7 @@ pub fn schedule(
             || name,
             || collective::run(&job_key, ticket, arrival(p)),
         );
-        status(r, rank, status_of)
+        logged(r, rank)
     });
     match xu::submit(lnc, XuType::Collectives, queue, exec_ret, job) {
         Ok(seq) => Ok(seq),
@@ -209,15 +204,15 @@ fn bytes_of(p: &Prepared) -> u64 {
 }
 
 /// What ends a rank's collective run off the worker: its trace span closes, and its result
-/// becomes the request's status.
-fn traced_end(p: &Prepared, lnc: u32, status_of: StatusOf) -> impl FnOnce(Result<()>) -> i32 {
+/// (logged if an error) becomes the request's.
+fn traced_end(p: &Prepared, lnc: u32) -> impl FnOnce(Result<()>) -> Result<()> {
     let rank = p.req.rank;
     let span = sys_trace::begin(sys_trace::CC_EXEC, lnc, || op_name(p));
     move |r: Result<()>| {
         if let Some(s) = span {
             s.end(&r);
         }
-        status(r, rank, status_of)
+        logged(r, rank)
     }
 }
 
@@ -231,7 +226,7 @@ fn begin_shared(
     ticket: u64,
     arrival: Arrival,
     request: xu::InlineRequest,
-    end: impl FnOnce(Result<()>) -> i32 + Send + 'static,
+    end: impl FnOnce(Result<()>) -> Result<()> + Send + 'static,
 ) {
     let pending = match crate::runtime::multi_process::run::begin(key, ticket, arrival) {
         Ok(pending) => pending,
@@ -260,13 +255,8 @@ fn arrival(p: Prepared) -> Arrival {
     }
 }
 
-/// The `NRT_STATUS` of a finished collective (an error is logged once, here).
-fn status(r: Result<()>, rank: u32, status_of: StatusOf) -> i32 {
-    match r {
-        Ok(()) => 0,
-        Err(e) => {
-            crate::log_error!("nrta_cc_schedule", "rank {rank}: {e}");
-            status_of(&e)
-        }
-    }
+/// The result of a finished collective, its error logged once, here (the XU writes its
+/// status to `exec_ret`).
+fn logged(r: Result<()>, rank: u32) -> Result<()> {
+    r.inspect_err(|e| crate::log_error!("nrta_cc_schedule", "rank {rank}: {e}"))
 }

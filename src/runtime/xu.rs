@@ -13,19 +13,20 @@
 //! A request's life (§5.4): [`submit`] checks the core and queue, refuses a dead XU
 //! (`ExecUnitUnrecoverable`) or a full compute queue (`QueueFull`), spawns the worker on first
 //! use, assigns the next counter (first 1) and returns the encoded [`nrta_seq_t`](encode_seq).
-//! The worker runs the [`Job`], writes the job's status to the caller's `exec_ret` (if
+//! The worker runs the [`Job`], writes the status of its result to the caller's `exec_ret` (if
 //! non-null), *then* advances the XU's completed counter, *then* signals the registered
 //! eventfds. So a caller that sees a request complete (by [`is_completed`], [`last_completed`] or
 //! an eventfd) also sees its status.
 //!
-//! Status numbers: the runtime may not import `abi` (docs/design.md §3: `abi → runtime`), so a
-//! [`Job`] returns its `NRT_STATUS` as an `i32` itself; the closures are built in the ABI layer,
-//! which maps the core's `Error` with `abi::boundary::status_of`. The one status this module writes
-//! on its own is `NRT_EXEC_UNIT_UNRECOVERABLE` (101, docs/contract/abi.md §2.1) for a job that
-//! panicked and for the requests queued behind it.
+//! Status numbers: a [`Job`] returns the core's `Result`; this module turns it into the number
+//! written to `exec_ret`, with the core's one mapping ([`Error::status`], `crate::status`), as the
+//! C boundary does for a call's own status. The one status that is not a job's result is
+//! `NRT_EXEC_UNIT_UNRECOVERABLE` (docs/contract/abi.md §2.1), for a job that panicked and for the
+//! requests queued behind it.
 //!
 //! Dead XU: a panicking job is caught on the worker; its XU is marked dead, the job and every
-//! request still queued behind it complete with status 101 (so nothing waiting on them hangs),
+//! request still queued behind it complete with `NRT_EXEC_UNIT_UNRECOVERABLE` (so nothing waiting
+//! on them hangs),
 //! the worker exits, and every later [`submit`] to that XU fails with `ExecUnitUnrecoverable`
 //! until [`shutdown`] (`nrt_close`) forgets it ("restart required", §3.6).
 //!
@@ -47,6 +48,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::runtime::process;
+use crate::status::nrt_status;
 
 /// The GEN-B execution-unit types with their `nrta_xu_t` numbers (docs/contract/abi.md §2.2,
 /// docs/design.md §2.4).
@@ -114,10 +116,24 @@ impl ExecRet {
     }
 }
 
-/// A request body: runs on the XU's worker thread; the returned `NRT_STATUS` number (0 for
-/// success) is written to the request's `exec_ret`. The ABI layer builds these closures and maps
-/// `Error`s with `abi::boundary::status_of` inside them (see the module doc).
-pub type Job = Box<dyn FnOnce() -> i32 + Send + 'static>;
+/// A request body: runs on the XU's worker thread; the status of its result ([`exec_ret_of`])
+/// is written to the request's `exec_ret`. A job logs its own error (it knows what it was
+/// doing); the XU only writes the status.
+pub type Job = Box<dyn FnOnce() -> Result<()> + Send + 'static>;
+
+/// The `NRT_STATUS` number a request's result writes to its `exec_ret`: `NRT_SUCCESS`, or the
+/// error's status (the core's one mapping, [`Error::status`]).
+pub fn exec_ret_of(result: &Result<()>) -> i32 {
+    match result {
+        Ok(()) => nrt_status::NRT_SUCCESS.code(),
+        Err(e) => e.status().code(),
+    }
+}
+
+/// The `exec_ret` of a request whose job panicked, and of every request queued behind it.
+fn unrecoverable() -> i32 {
+    nrt_status::NRT_EXEC_UNIT_UNRECOVERABLE.code()
+}
 
 /// Bits of the per-XU counter in an `nrta_seq_t` (docs/contract/abi.md §2.3, §5.5).
 pub const SEQ_COUNTER_BITS: u32 = 48;
@@ -133,8 +149,6 @@ const MAX_ENCODABLE_LNC: u32 = 0xFF;
 pub const COMPUTE_MAX_QUEUED_ENV: &str = "NEURON_RT_XU_COMPUTE_MAX_QUEUED_REQUESTS";
 /// Its default (docs/contract/abi.md §5.4, confidence M).
 pub const DEFAULT_COMPUTE_MAX_QUEUED: u64 = 8;
-/// `NRT_EXEC_UNIT_UNRECOVERABLE` (docs/contract/abi.md §2.1), written for requests of a dead XU.
-const STATUS_EXEC_UNIT_UNRECOVERABLE: i32 = 101;
 
 /// The depth limit of the compute queue from `get` (the environment in production): requests
 /// submitted and not yet completed, the running one included (Choice: counting outstanding rather
@@ -392,11 +406,11 @@ impl std::fmt::Debug for InlineRequest {
 }
 
 impl InlineRequest {
-    /// Write `status` to the request's `exec_ret`, then complete it (the order of [`submit`]'s
-    /// worker: a caller that sees it complete also sees its status) and let the worker go on
-    /// with what was queued behind it.
-    pub fn complete(mut self, status: i32) {
-        self.finish(status);
+    /// Write the status of `result` to the request's `exec_ret`, then complete it (the order of
+    /// [`submit`]'s worker: a caller that sees it complete also sees its status) and let the
+    /// worker go on with what was queued behind it.
+    pub fn complete(mut self, result: Result<()>) {
+        self.finish(exec_ret_of(&result));
     }
 
     /// Give the rest of the request to the XU's worker: `job` runs first, before anything
@@ -415,8 +429,8 @@ impl InlineRequest {
                 self.counter
             );
             self.unit = Some(unit);
-            let status =
-                catch_unwind(AssertUnwindSafe(job)).unwrap_or(STATUS_EXEC_UNIT_UNRECOVERABLE);
+            let status = catch_unwind(AssertUnwindSafe(job))
+                .map_or_else(|_| unrecoverable(), |r| exec_ret_of(&r));
             self.finish(status);
             return;
         }
@@ -453,7 +467,7 @@ impl Drop for InlineRequest {
                 "request {} was dropped without completing; it completes with NRT_EXEC_UNIT_UNRECOVERABLE",
                 self.counter
             );
-            self.finish(STATUS_EXEC_UNIT_UNRECOVERABLE);
+            self.finish(unrecoverable());
         }
     }
 }
@@ -542,7 +556,9 @@ fn serve(unit: Arc<Xu>) {
             XuType::Compute | XuType::Collectives => None,
         };
         let outcome = catch_unwind(AssertUnwindSafe(req.job));
-        let status = *outcome.as_ref().unwrap_or(&STATUS_EXEC_UNIT_UNRECOVERABLE);
+        let status = outcome
+            .as_ref()
+            .map_or_else(|_| unrecoverable(), exec_ret_of);
         if let Some(s) = span {
             s.end_exec_ret(status);
         }
@@ -564,7 +580,7 @@ fn serve(unit: Arc<Xu>) {
             );
             st.dead = true;
             while let Some(r) = st.pending.pop_front() {
-                r.exec_ret.store(STATUS_EXEC_UNIT_UNRECOVERABLE);
+                r.exec_ret.store(unrecoverable());
                 complete(&mut st, unit.id, r.counter);
             }
         }

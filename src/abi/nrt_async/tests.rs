@@ -79,10 +79,14 @@ fn completion_queries_and_eventfds_follow_spec_5_4_to_5_6() {
         assert_eq!(nrta_event_register_xu_completion(0, 0, 2, fd) as i32, 2);
         assert_eq!(nrta_event_register_seq_id_completion(1, -2) as i32, 2);
         let mut status: i32 = -7;
-        let s = xu::submit(0, XuType::TensorOp, 1, ExecRet(&mut status), Box::new(|| 5)).unwrap();
+        let job: xu::Job = Box::new(|| Err(crate::Error::new(crate::ErrorKind::Timeout, "late")));
+        let s = xu::submit(0, XuType::TensorOp, 1, ExecRet(&mut status), job).unwrap();
         assert_eq!(s, encode_seq(0, XuType::TensorOp, 1, 1));
         xu::drain_all();
-        assert_eq!(status, 5, "the job's status lands in exec_ret");
+        assert_eq!(
+            status, 5,
+            "the job's status (NRT_TIMEOUT) lands in exec_ret"
+        );
         assert!(eventfd_counter(fd).is_some_and(|v| v >= 1));
         // SAFETY: out-parameters are live locals.
         unsafe {

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// A guard against a hang if a test's job never gets its message: the job then fails (status 1)
-/// and the test's status assertion names it. Not a timing assertion — it never fires when the
+/// A guard against a hang if a test's job never gets its message: the job then fails
+/// (`NRT_FAILURE`) and the test's status assertion names it. Not a timing assertion — it never fires when the
 /// code works.
 const NO_HANG: Duration = Duration::from_secs(60);
 
@@ -41,14 +41,19 @@ impl Slot {
     }
 }
 
-/// A job that waits for one message on the returned sender, then returns `status`.
-fn gated(status: i32) -> (mpsc::Sender<()>, Job) {
+/// A job that waits for one message on the returned sender, then returns `result`.
+fn gated(result: Result<()>) -> (mpsc::Sender<()>, Job) {
     let (tx, rx) = mpsc::channel::<()>();
     let job: Job = Box::new(move || match rx.recv_timeout(NO_HANG) {
-        Ok(()) => status,
-        Err(_) => 1,
+        Ok(()) => result,
+        Err(_) => Err(Error::failure("the gate never opened")),
     });
     (tx, job)
+}
+
+/// A failure of `kind`, and the `exec_ret` it writes: the kind's status number.
+fn failing(kind: ErrorKind) -> (Result<()>, i32) {
+    (Err(Error::new(kind, "test")), kind.status().code())
 }
 
 fn eventfd() -> i32 {
@@ -135,6 +140,14 @@ fn compute_queue_limit_from_environment() {
     }
 }
 
+/// Request `i`'s result: success, or a failure of each kind in turn.
+fn outcome(i: usize) -> Result<()> {
+    match i % (ErrorKind::ALL.len() + 1) {
+        0 => Ok(()),
+        k => Err(Error::new(ErrorKind::ALL[k - 1], format!("request {i}"))),
+    }
+}
+
 #[test]
 fn fifo_order_sequence_and_exec_ret_per_request() {
     fresh(|| {
@@ -145,7 +158,7 @@ fn fifo_order_sequence_and_exec_ret_per_request() {
             let order = order.clone();
             let job: Job = Box::new(move || {
                 order.lock().push(i);
-                1000 + i as i32
+                outcome(i)
             });
             seqs.push(submit(0, XuType::TensorOp, 1, slot.ret(), job).unwrap());
         }
@@ -157,7 +170,7 @@ fn fifo_order_sequence_and_exec_ret_per_request() {
         drain_all();
         assert_eq!(*order.lock(), (0..20).collect::<Vec<_>>());
         for (i, slot) in slots.iter().enumerate() {
-            assert_eq!(slot.get(), 1000 + i as i32);
+            assert_eq!(slot.get(), exec_ret_of(&outcome(i)), "request {i}");
         }
         assert!(seqs.iter().all(|&s| is_completed(s).unwrap()));
         assert_eq!(last_completed(0, XuType::TensorOp, 1).unwrap(), seqs[19]);
@@ -176,9 +189,10 @@ fn different_xus_run_concurrently_and_name_their_threads() {
         let a_name = a_thread.clone();
         let a: Job = Box::new(move || {
             *a_name.lock() = std::thread::current().name().map(String::from);
-            rx.recv_timeout(NO_HANG).map_or(1, |()| 0)
+            rx.recv_timeout(NO_HANG)
+                .map_err(|_| Error::failure("B never sent"))
         });
-        let b: Job = Box::new(move || tx.send(()).map_or(1, |()| 0));
+        let b: Job = Box::new(move || tx.send(()).map_err(|_| Error::failure("A is gone")));
         let sa = submit(0, XuType::Collectives, 0, a_slot.ret(), a).unwrap();
         let sb = submit(lnc_b, XuType::Collectives, queue_b, b_slot.ret(), b).unwrap();
         drain_all();
@@ -192,7 +206,8 @@ fn different_xus_run_concurrently_and_name_their_threads() {
 fn exec_ret_is_written_at_completion_not_before() {
     fresh(|| {
         let slot = Slot::new();
-        let (tx, job) = gated(42);
+        let (result, want) = failing(ErrorKind::Timeout);
+        let (tx, job) = gated(result);
         let before = last_completed(0, XuType::Compute, 0).unwrap();
         assert_eq!(
             before,
@@ -207,15 +222,15 @@ fn exec_ret_is_written_at_completion_not_before() {
         assert_eq!(slot.get(), -7);
         tx.send(()).unwrap();
         drain_all();
-        assert_eq!(slot.get(), 42);
+        assert_eq!(slot.get(), want);
         assert!(is_completed(seq).unwrap());
         assert_eq!(last_completed(0, XuType::Compute, 0).unwrap(), seq);
         // A misaligned exec_ret is refused before anything is queued.
         let odd = ExecRet(slot.0.as_ptr().cast::<u8>().wrapping_add(1).cast());
-        let e = submit(0, XuType::Compute, 0, odd, Box::new(|| 0)).unwrap_err();
+        let e = submit(0, XuType::Compute, 0, odd, Box::new(|| Ok(()))).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Invalid);
         // A null exec_ret is allowed.
-        let s2 = submit(0, XuType::Compute, 0, ExecRet::NONE, Box::new(|| 0)).unwrap();
+        let s2 = submit(0, XuType::Compute, 0, ExecRet::NONE, Box::new(|| Ok(()))).unwrap();
         drain_all();
         assert_eq!(last_completed(0, XuType::Compute, 0).unwrap(), s2);
     });
@@ -236,12 +251,12 @@ fn queue_and_core_ranges_are_invalid_beyond_spec_3_6() {
             let kind = |r: Result<u64>| r.unwrap_err().kind();
             assert_eq!(kind(last_completed(0, t, queues)), ErrorKind::Invalid);
             assert_eq!(
-                kind(submit(0, t, queues, ExecRet::NONE, Box::new(|| 0))),
+                kind(submit(0, t, queues, ExecRet::NONE, Box::new(|| Ok(())))),
                 ErrorKind::Invalid
             );
             assert_eq!(kind(last_completed(n, t, 0)), ErrorKind::Invalid);
             assert_eq!(
-                kind(submit(n, t, 0, ExecRet::NONE, Box::new(|| 0))),
+                kind(submit(n, t, 0, ExecRet::NONE, Box::new(|| Ok(())))),
                 ErrorKind::Invalid
             );
             assert!(register_xu_fd(n, t, 0, -1).is_err());
@@ -279,32 +294,39 @@ fn compute_queue_full_at_its_depth_then_accepts_after_completion() {
         let depth = crate::runtime::process::config()
             .unwrap()
             .compute_queue_limit;
-        let (tx, first) = gated(0);
+        let (tx, first) = gated(Ok(()));
         submit(0, XuType::Compute, 0, ExecRet::NONE, first).unwrap();
         for _ in 1..depth {
-            submit(0, XuType::Compute, 0, ExecRet::NONE, Box::new(|| 0)).unwrap();
+            submit(0, XuType::Compute, 0, ExecRet::NONE, Box::new(|| Ok(()))).unwrap();
         }
         let ran = Arc::new(AtomicBool::new(false));
         let r = ran.clone();
         let over: Job = Box::new(move || {
             r.store(true, Ordering::SeqCst);
-            0
+            Ok(())
         });
         let e = submit(0, XuType::Compute, 0, ExecRet::NONE, over).unwrap_err();
         assert_eq!(e.status_name(), "NRT_QUEUE_FULL", "{e:?}");
         assert_eq!(e.fields().expected, Some(depth.to_string()), "the limit");
         // Tensor-op and collectives queues are unbounded (docs/contract/abi.md §5.4): 2 × depth
         // queue fine.
-        let (tx2, blocker) = gated(0);
+        let (tx2, blocker) = gated(Ok(()));
         submit(0, XuType::Collectives, 0, ExecRet::NONE, blocker).unwrap();
         for _ in 0..2 * depth {
-            submit(0, XuType::Collectives, 0, ExecRet::NONE, Box::new(|| 0)).unwrap();
+            submit(
+                0,
+                XuType::Collectives,
+                0,
+                ExecRet::NONE,
+                Box::new(|| Ok(())),
+            )
+            .unwrap();
         }
         tx.send(()).unwrap();
         tx2.send(()).unwrap();
         drain_all();
         assert!(!ran.load(Ordering::SeqCst), "a refused job never runs");
-        let s = submit(0, XuType::Compute, 0, ExecRet::NONE, Box::new(|| 0)).unwrap();
+        let s = submit(0, XuType::Compute, 0, ExecRet::NONE, Box::new(|| Ok(()))).unwrap();
         assert_eq!(
             s & SEQ_COUNTER_MASK,
             depth + 1,
@@ -327,7 +349,7 @@ fn a_panicking_job_kills_its_xu_only_until_shutdown() {
         let r = ran.clone();
         let behind: Job = Box::new(move || {
             r.store(true, Ordering::SeqCst);
-            0
+            Ok(())
         });
         let s1 = submit(0, XuType::TensorOp, 0, dead_slot.ret(), boom).unwrap();
         let s2 = submit(0, XuType::TensorOp, 0, behind_slot.ret(), behind).unwrap();
@@ -336,16 +358,17 @@ fn a_panicking_job_kills_its_xu_only_until_shutdown() {
         // Both complete (nothing hangs) with NRT_EXEC_UNIT_UNRECOVERABLE (101, docs/contract/abi.md
         // §2.1).
         assert_eq!((dead_slot.get(), behind_slot.get()), (101, 101));
+        assert_eq!(unrecoverable(), 101);
         assert!(
             !ran.load(Ordering::SeqCst),
             "queued behind a dead job: never run"
         );
         assert!(is_completed(s1).unwrap() && is_completed(s2).unwrap());
-        let e = submit(0, XuType::TensorOp, 0, ExecRet::NONE, Box::new(|| 0)).unwrap_err();
+        let e = submit(0, XuType::TensorOp, 0, ExecRet::NONE, Box::new(|| Ok(()))).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::ExecUnitUnrecoverable);
         // Another queue of the same core is unaffected.
         let slot = Slot::new();
-        submit(0, XuType::TensorOp, 1, slot.ret(), Box::new(|| 0)).unwrap();
+        submit(0, XuType::TensorOp, 1, slot.ret(), Box::new(|| Ok(()))).unwrap();
         drain_all();
         assert_eq!(slot.get(), 0);
         // nrt_close (shutdown) forgets it: counters restart at 1 and the XU works again.
@@ -354,7 +377,7 @@ fn a_panicking_job_kills_its_xu_only_until_shutdown() {
             last_completed(0, XuType::TensorOp, 0).unwrap(),
             encode_seq(0, XuType::TensorOp, 0, 0)
         );
-        let s = submit(0, XuType::TensorOp, 0, ExecRet::NONE, Box::new(|| 0)).unwrap();
+        let s = submit(0, XuType::TensorOp, 0, ExecRet::NONE, Box::new(|| Ok(()))).unwrap();
         assert_eq!(s, encode_seq(0, XuType::TensorOp, 0, 1));
         drain_all();
         assert!(is_completed(s).unwrap());
@@ -368,7 +391,14 @@ fn xu_eventfd_is_signalled_per_completion_until_deregistered() {
         register_xu_fd(0, XuType::Collectives, 2, fd).unwrap();
         assert_eq!(read_fd(fd), None, "registration alone does not signal");
         for _ in 0..3 {
-            submit(0, XuType::Collectives, 2, ExecRet::NONE, Box::new(|| 0)).unwrap();
+            submit(
+                0,
+                XuType::Collectives,
+                2,
+                ExecRet::NONE,
+                Box::new(|| Ok(())),
+            )
+            .unwrap();
         }
         drain_all();
         let v = read_fd(fd).expect("signalled");
@@ -378,7 +408,14 @@ fn xu_eventfd_is_signalled_per_completion_until_deregistered() {
         );
         // Deregistered: further completions leave the counter at 0.
         register_xu_fd(0, XuType::Collectives, 2, -1).unwrap();
-        submit(0, XuType::Collectives, 2, ExecRet::NONE, Box::new(|| 0)).unwrap();
+        submit(
+            0,
+            XuType::Collectives,
+            2,
+            ExecRet::NONE,
+            Box::new(|| Ok(())),
+        )
+        .unwrap();
         drain_all();
         assert_eq!(read_fd(fd), None);
         close_fd(fd);
@@ -389,9 +426,9 @@ fn xu_eventfd_is_signalled_per_completion_until_deregistered() {
 fn seq_eventfd_fires_once_at_completion_or_at_once_if_already_complete() {
     fresh(|| {
         let fd = eventfd();
-        let (tx, job) = gated(0);
+        let (tx, job) = gated(Ok(()));
         let seq = submit(0, XuType::TensorOp, 0, ExecRet::NONE, job).unwrap();
-        let next = submit(0, XuType::TensorOp, 0, ExecRet::NONE, Box::new(|| 0)).unwrap();
+        let next = submit(0, XuType::TensorOp, 0, ExecRet::NONE, Box::new(|| Ok(()))).unwrap();
         register_seq_fd(seq, fd).unwrap();
         assert_eq!(read_fd(fd), None, "the job is still blocked");
         tx.send(()).unwrap();
@@ -410,7 +447,7 @@ fn seq_eventfd_fires_once_at_completion_or_at_once_if_already_complete() {
 fn seq_eventfd_deregistered_with_minus_one_is_never_written() {
     fresh(|| {
         let fd = eventfd();
-        let (tx, job) = gated(0);
+        let (tx, job) = gated(Ok(()));
         let seq = submit(0, XuType::Compute, 0, ExecRet::NONE, job).unwrap();
         register_seq_fd(seq, fd).unwrap();
         register_seq_fd(seq, -1).unwrap();
@@ -457,6 +494,8 @@ fn a_handed_over_request_runs_first_on_the_worker_and_keeps_fifo_order() {
     fresh(|| {
         let order = Arc::new(Mutex::new(Vec::new()));
         let (a, b) = (Slot::new(), Slot::new());
+        let (first_result, first_ret) = failing(ErrorKind::CollectivesHang);
+        let (behind_result, behind_ret) = failing(ErrorKind::DmaAbort);
         let (request, first) = begin_inline(0, XuType::Collectives, 2, a.ret())
             .unwrap()
             .expect("an idle XU lends its next request");
@@ -469,12 +508,12 @@ fn a_handed_over_request_runs_first_on_the_worker_and_keeps_fifo_order() {
             b.ret(),
             Box::new(move || {
                 o.lock().push("behind");
-                22
+                behind_result
             }),
         )
         .unwrap();
         assert!(!is_completed(first).unwrap() && !is_completed(behind).unwrap());
-        let (go, gate) = gated(11);
+        let (go, gate) = gated(first_result);
         let o = order.clone();
         request.hand_over(Box::new(move || {
             let name = std::thread::current().name().map(str::to_string);
@@ -491,7 +530,7 @@ fn a_handed_over_request_runs_first_on_the_worker_and_keeps_fifo_order() {
         go.send(()).unwrap();
         drain_all();
         assert_eq!(*order.lock(), vec!["handed over, on the worker", "behind"]);
-        assert_eq!((a.get(), b.get()), (11, 22));
+        assert_eq!((a.get(), b.get()), (first_ret, behind_ret));
         assert!(is_completed(first).unwrap() && is_completed(behind).unwrap());
         assert_eq!(last_completed(0, XuType::Collectives, 2).unwrap(), behind);
     });
