@@ -48,7 +48,6 @@ pub mod sendrecv;
 pub mod status;
 pub mod sys_trace;
 pub mod tensor;
-pub mod tensor_async;
 pub mod tensor_set;
 pub mod types;
 

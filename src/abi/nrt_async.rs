@@ -4,8 +4,9 @@
 //! functions, `nrta_xu_t` numbered TENSOR_OP 0 / COMPUTE 1 / COLLECTIVES 2, and the 2.32
 //! event-fd registration pair.
 //!
-//! The tensor transfers run on the tensor-op XUs (`abi::tensor_async`), the collectives on the
-//! collectives XUs (`abi::collective_async`). `nrta_execute_schedule` queues a model's execution on
+//! Each `nrta_*` entry checks its pointers and handles and makes one runtime call: the tensor
+//! transfers run on the tensor-op XUs (`runtime::tensor::ops`), the collectives on the
+//! collectives XUs (`abi::collective_async`, over `runtime::collective_api`). `nrta_execute_schedule` queues a model's execution on
 //! the compute XU of its core (`abi::model::schedule`).
 //!
 //! Completion (`nrta_is_completed`, `nrta_get_sequence`, the two `nrta_event_register_*`) is
@@ -16,11 +17,48 @@
 
 use std::ffi::{c_int, c_void};
 
-use crate::abi::args::index_arg;
-use crate::abi::boundary::{out_param, Guard};
+use std::mem::MaybeUninit;
+
+use crate::abi::args::{index_arg, tensor_of};
+use crate::abi::boundary::{exec_ret_arg, out_param, Guard};
 use crate::abi::types::*;
 use crate::abi_entry;
-use crate::runtime::xu::{self, XuType};
+use crate::error::{Error, Result};
+use crate::runtime::tensor::ops::{self, Queue};
+use crate::runtime::xu::{self, ExecRet, XuType};
+
+/// The optional `req_sequence` of a schedule call: NULL (not wanted) or checked for alignment,
+/// to be written on success.
+///
+/// # Safety
+/// `req_sequence` must be NULL or writable.
+unsafe fn seq_out<'a>(
+    req_sequence: *mut nrta_seq_t,
+) -> Result<Option<&'a mut MaybeUninit<nrta_seq_t>>> {
+    if req_sequence.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-NULL and writable, as # Safety requires.
+    unsafe { out_param(req_sequence, "req_sequence") }.map(Some)
+}
+
+/// The queue arguments of a tensor-op call: `exec_ret` (NULL refused), `lnc_idx`, `queue`.
+fn tensor_queue(lnc_idx: c_int, queue: c_int, exec_ret: *mut NRT_STATUS) -> Result<Queue> {
+    exec_ret_arg(exec_ret)?;
+    Ok(Queue {
+        lnc: index_arg(lnc_idx, "lnc_idx")?,
+        queue: index_arg(queue, "queue")?,
+        exec_ret: ExecRet(exec_ret.cast()),
+    })
+}
+
+/// A caller's buffer of `size` bytes: NULL only when `size` is 0.
+fn host_buf<T>(p: *const T, size: u64) -> Result<()> {
+    if p.is_null() && size > 0 {
+        return Err(Error::invalid("buf is NULL"));
+    }
+    Ok(())
+}
 
 /// Queue a write of `size` bytes from `buf` into `tensor` at `offset` on the tensor-op
 /// execution unit `queue` (0–1) of logical core `lnc_idx`. The return value is the enqueue
@@ -34,7 +72,6 @@ use crate::runtime::xu::{self, XuType};
 /// # Safety
 /// `buf` must stay readable for `size` bytes and `exec_ret` writable until completion;
 /// `tensor` must be a live tensor; `req_sequence` NULL or writable.
-#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn nrta_tensor_write(
     tensor: *mut nrt_tensor_t,
     buf: *const c_void,
@@ -46,13 +83,18 @@ pub unsafe extern "C" fn nrta_tensor_write(
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrta_tensor_write", Guard::Lifecycle, {
-        // SAFETY: every pointer carries this function's # Safety guarantees, the contract
-        // tensor_async::write requires.
-        unsafe {
-            crate::abi::tensor_async::write(
-                tensor, buf, offset, size, lnc_idx, queue, exec_ret, req_sequence,
-            )
+        // SAFETY: looked up in the handle table.
+        let t = unsafe { tensor_of(tensor, "tensor") }?;
+        host_buf(buf, size)?;
+        let at = tensor_queue(lnc_idx, queue, exec_ret)?;
+        // SAFETY: NULL or writable (# Safety).
+        let seq_out = unsafe { seq_out(req_sequence) }?;
+        // SAFETY: `buf` stays readable for `size` bytes until completion (# Safety).
+        let seq = unsafe { ops::write(t, offset, size, buf.cast(), at) }?;
+        if let Some(o) = seq_out {
+            o.write(seq);
         }
+        Ok(())
     })
 }
 
@@ -64,7 +106,6 @@ pub unsafe extern "C" fn nrta_tensor_write(
 /// # Safety
 /// `buf` must stay writable for `size` bytes and `exec_ret` until completion; `tensor` must be
 /// a live tensor; `req_sequence` NULL or writable.
-#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn nrta_tensor_read(
     buf: *mut c_void,
     tensor: *mut nrt_tensor_t,
@@ -76,13 +117,18 @@ pub unsafe extern "C" fn nrta_tensor_read(
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrta_tensor_read", Guard::Lifecycle, {
-        // SAFETY: every pointer carries this function's # Safety guarantees, the contract
-        // tensor_async::read requires.
-        unsafe {
-            crate::abi::tensor_async::read(
-                buf, tensor, offset, size, lnc_idx, queue, exec_ret, req_sequence,
-            )
+        // SAFETY: looked up in the handle table.
+        let t = unsafe { tensor_of(tensor, "tensor") }?;
+        host_buf(buf, size)?;
+        let at = tensor_queue(lnc_idx, queue, exec_ret)?;
+        // SAFETY: NULL or writable (# Safety).
+        let seq_out = unsafe { seq_out(req_sequence) }?;
+        // SAFETY: `buf` stays writable for `size` bytes until completion (# Safety).
+        let seq = unsafe { ops::read(t, offset, size, buf.cast(), at) }?;
+        if let Some(o) = seq_out {
+            o.write(seq);
         }
+        Ok(())
     })
 }
 
@@ -94,7 +140,6 @@ pub unsafe extern "C" fn nrta_tensor_read(
 /// # Safety
 /// `src` and `dst` must be live tensors; `exec_ret` writable until completion; `req_sequence`
 /// NULL or writable.
-#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn nrta_tensor_copy(
     src: *mut nrt_tensor_t,
     src_offset: u64,
@@ -107,13 +152,18 @@ pub unsafe extern "C" fn nrta_tensor_copy(
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrta_tensor_copy", Guard::Lifecycle, {
-        // SAFETY: every pointer carries this function's # Safety guarantees, the contract
-        // tensor_async::copy requires.
-        unsafe {
-            crate::abi::tensor_async::copy(
-                src, src_offset, dst, dst_offset, size, lnc_idx, queue, exec_ret, req_sequence,
-            )
+        // SAFETY: looked up in the handle table.
+        let s = unsafe { tensor_of(src, "src") }?;
+        // SAFETY: looked up in the handle table.
+        let d = unsafe { tensor_of(dst, "dst") }?;
+        let at = tensor_queue(lnc_idx, queue, exec_ret)?;
+        // SAFETY: NULL or writable (# Safety).
+        let seq_out = unsafe { seq_out(req_sequence) }?;
+        let seq = ops::copy(s, src_offset, d, dst_offset, size, at)?;
+        if let Some(o) = seq_out {
+            o.write(seq);
         }
+        Ok(())
     })
 }
 

@@ -35,6 +35,8 @@
 //! the tensor as an output since the last reset ([`Tensor::complete_output`], for the model
 //! executor to call), and a check waits for it honestly: `expected == 0` succeeds at once, a
 //! count that is never reached times out.
+//!
+//! The async API's transfers (`nrta_tensor_*`) are queued on the execution units by [`ops`].
 
 use std::alloc::Layout;
 use std::collections::BTreeMap;
@@ -695,6 +697,8 @@ pub unsafe fn memcpy_to_device(dest: *mut u8, src: *const u8, size: u64) -> Resu
     }
     Ok(())
 }
+
+pub mod ops;
 
 #[cfg(test)]
 mod tests;
