@@ -1,9 +1,9 @@
 //! Argument checks and result writers shared by the entry files of [`abi`](super).
 //!
 //! **What belongs here:** a helper that more than one entry file uses to check or convert a C
-//! argument or to write a result: a logical-core or queue index, the tensor and tensor-set
-//! handles other families take as arguments (and the objects behind those handles, which the
-//! check reads), the in/out slot of a free function, the probe-then-fill struct writer. Entry
+//! argument or to write a result: a logical-core or queue index, the tensor, tensor-set and
+//! model handles other families take as arguments (and the objects behind those handles, which
+//! the check reads), the in/out slot of a free function, the probe-then-fill struct writer. Entry
 //! files import argument handling from here and from [`boundary`](super::boundary), never from
 //! one another: these helpers used to sit in the entry file that first needed them (`nrt`,
 //! `nrt_async`, `model`, `tensor`, `tensor_set`), and those files imported each other in a
@@ -24,6 +24,7 @@ use crate::abi::boundary::in_ref;
 use crate::abi::handle::{self, Opaque};
 use crate::abi::types::*;
 use crate::error::{Error, Result};
+use crate::runtime::model::Model;
 use crate::runtime::process;
 use crate::runtime::tensor::Tensor;
 
@@ -161,6 +162,33 @@ pub(crate) unsafe fn tensor_set_members(
             Ok((name, t))
         })
         .collect()
+}
+
+/// The object behind `nrt_model_t *`. The model entries ([`model`](super::model)) create and
+/// free it; `nrta_execute_schedule` reads it through [`model_of`].
+#[derive(Debug)]
+pub(super) struct ModelObject {
+    /// Shared with the compute XU's queued executions (`nrta_execute_schedule`), so an unload
+    /// while one is queued frees the model only after it ran.
+    pub(super) model: std::sync::Arc<Model>,
+}
+
+impl Opaque for ModelObject {
+    type Handle = nrt_model_t;
+    const KIND: &'static str = "model";
+    const PER_INIT: bool = true;
+}
+
+/// The model behind a handle.
+///
+/// # Safety
+/// `h` is NULL or a handle; no other thread unloads it meanwhile (the caller's contract).
+pub(crate) unsafe fn model_of<'a>(
+    h: *const nrt_model_t,
+    what: &str,
+) -> Result<&'a std::sync::Arc<Model>> {
+    // SAFETY: handle::get checks `h` against the live table before any dereference.
+    Ok(&unsafe { handle::get::<ModelObject>(h, what) }?.model)
 }
 
 #[cfg(test)]

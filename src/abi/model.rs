@@ -12,93 +12,19 @@ use std::ffi::c_void;
 
 use parking_lot::Mutex;
 
-use crate::abi::args::{fill_prefix, index_arg, tensor_set_members, visible_core};
+use crate::abi::args::{fill_prefix, model_of, tensor_set_members, visible_core, ModelObject};
 use crate::abi::boundary::{not_implemented, out_param, Guard};
-use crate::abi::handle::{self, Opaque};
+use crate::abi::handle;
 use crate::abi::types::*;
 use crate::abi_entry;
 use crate::error::{Error, ErrorKind, Result};
 use crate::isa::enums::Dtype;
 use crate::runtime::model::{LoadArgs, Model};
 
-/// The object behind `nrt_model_t *`.
-#[derive(Debug)]
-struct ModelObject {
-    /// Shared with the compute XU's queued executions (`nrta_execute_schedule`), so an unload
-    /// while one is queued frees the model only after it ran.
-    model: std::sync::Arc<Model>,
-}
-
-impl Opaque for ModelObject {
-    type Handle = nrt_model_t;
-    const KIND: &'static str = "model";
-    const PER_INIT: bool = true;
-}
-
 /// `p` must not be NULL (`NRT_INVALID`, naming `what`).
 fn given<T>(p: *const T, what: &str) -> Result<()> {
     if p.is_null() {
         return Err(Error::invalid(format!("{what} is NULL")));
-    }
-    Ok(())
-}
-
-/// The model behind a handle.
-///
-/// # Safety
-/// `h` is NULL or a handle; no other thread unloads it meanwhile (the caller's contract).
-unsafe fn model_of<'a>(h: *const nrt_model_t, what: &str) -> Result<&'a std::sync::Arc<Model>> {
-    // SAFETY: handle::get checks `h` against the live table before any dereference.
-    Ok(&unsafe { handle::get::<ModelObject>(h, what) }?.model)
-}
-
-/// `nrta_execute_schedule`'s body: resolve the model and both sets now, and queue one
-/// execution on the compute XU (queue 0) of the model's core.
-///
-/// # Safety
-/// As for `nrta_execute_schedule`.
-pub(crate) unsafe fn schedule(
-    model: *const nrt_model_t,
-    input: *const nrt_tensor_set_t,
-    output: *const nrt_tensor_set_t,
-    queue: std::ffi::c_int,
-    exec_ret: *mut NRT_STATUS,
-    req_sequence: *mut nrta_seq_t,
-) -> Result<()> {
-    crate::abi::boundary::exec_ret_arg(exec_ret)?;
-    given(input, "input")?;
-    given(output, "output")?;
-    let queue = index_arg(queue, "queue")?;
-    let seq_out = if req_sequence.is_null() {
-        None
-    } else {
-        // SAFETY: NULL (excluded above) or writable per the caller's contract.
-        Some(unsafe { out_param(req_sequence, "req_sequence") }?)
-    };
-    // SAFETY: forwarded; every handle is checked against the live table.
-    let m = unsafe { model_of(model, "model") }?.clone();
-    // SAFETY: as above.
-    let inputs = unsafe { tensor_set_members(input, "input") }?;
-    // SAFETY: as above.
-    let outputs = unsafe { tensor_set_members(output, "output") }?;
-    let lnc = m.vnc();
-    let job = Box::new(move || {
-        m.execute(&inputs, &outputs)
-            .inspect_err(|e| crate::log_error!("nrta_execute_schedule", "{e}"))?;
-        for (_, t) in &outputs {
-            t.complete_output();
-        }
-        Ok(())
-    });
-    let seq = crate::runtime::xu::submit(
-        lnc,
-        crate::runtime::xu::XuType::Compute,
-        queue,
-        crate::runtime::xu::ExecRet(exec_ret.cast()),
-        job,
-    )?;
-    if let Some(o) = seq_out {
-        o.write(seq);
     }
     Ok(())
 }
@@ -196,7 +122,6 @@ pub unsafe extern "C" fn nrt_load(
 ///
 /// # Safety
 /// As for `nrt_load`.
-#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn nrt_load_collectives(
     neff_bytes: *const c_void,
     size: usize,
@@ -230,16 +155,15 @@ pub unsafe extern "C" fn nrt_unload(model: *mut nrt_model_t) -> NRT_STATUS {
     })
 }
 
-/// Run `model` `times` times with the sets' tensors.
+/// The model and the sets' members of `nrt_execute` / `nrt_execute_repeat`, checked.
 ///
 /// # Safety
 /// As for `nrt_execute`.
-unsafe fn execute(
+unsafe fn execute_args<'a>(
     model: *const nrt_model_t,
     input_set: *const nrt_tensor_set_t,
     output_set: *const nrt_tensor_set_t,
-    times: u32,
-) -> Result<()> {
+) -> Result<(&'a std::sync::Arc<Model>, Members, Members)> {
     given(input_set, "input_set")?;
     given(output_set, "output_set")?;
     // SAFETY: forwarded; each handle is checked against the live table.
@@ -248,14 +172,11 @@ unsafe fn execute(
     let inputs = unsafe { tensor_set_members(input_set, "input_set") }?;
     // SAFETY: as above.
     let outputs = unsafe { tensor_set_members(output_set, "output_set") }?;
-    for _ in 0..times {
-        m.execute(&inputs, &outputs)?;
-    }
-    for (_, t) in &outputs {
-        t.complete_output();
-    }
-    Ok(())
+    Ok((m, inputs, outputs))
 }
+
+/// A tensor set's members, by name.
+type Members = Vec<(String, crate::runtime::tensor::Tensor)>;
 
 /// Run the model once, synchronously, binding its inputs and outputs by name from the two
 /// tensor sets.
@@ -276,7 +197,8 @@ pub unsafe extern "C" fn nrt_execute(
 ) -> NRT_STATUS {
     abi_entry!(status "nrt_execute", Guard::Lifecycle, {
         // SAFETY: forwarded from this function's contract.
-        unsafe { execute(model, input_set, output_set, 1) }
+        let (m, inputs, outputs) = unsafe { execute_args(model, input_set, output_set) }?;
+        m.execute_repeat(&inputs, &outputs, 1)
     })
 }
 
@@ -298,7 +220,8 @@ pub unsafe extern "C" fn nrt_execute_repeat(
             Error::invalid(format!("repeat_count {repeat_count}: at least one execution"))
         })?;
         // SAFETY: forwarded from this function's contract.
-        unsafe { execute(model, input_set, output_set, times) }
+        let (m, inputs, outputs) = unsafe { execute_args(model, input_set, output_set) }?;
+        m.execute_repeat(&inputs, &outputs, times)
     })
 }
 

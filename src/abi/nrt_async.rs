@@ -6,8 +6,9 @@
 //!
 //! Each `nrta_*` entry checks its pointers and handles and makes one runtime call: the tensor
 //! transfers run on the tensor-op XUs (`runtime::tensor::ops`), the collectives on the
-//! collectives XUs (`abi::collective_async`, over `runtime::collective_api`). `nrta_execute_schedule` queues a model's execution on
-//! the compute XU of its core (`abi::model::schedule`).
+//! collectives XUs (`abi::collective_async`, over `runtime::collective_api`), and
+//! `nrta_execute_schedule` queues a model's execution on the compute XU of its core
+//! (`runtime::model::schedule`).
 //!
 //! Completion (`nrta_is_completed`, `nrta_get_sequence`, the two `nrta_event_register_*`) is
 //! implemented over the execution units of [`crate::runtime::xu`]. The implicit-async interlock of
@@ -19,8 +20,8 @@ use std::ffi::{c_int, c_void};
 
 use std::mem::MaybeUninit;
 
-use crate::abi::args::{index_arg, tensor_of};
-use crate::abi::boundary::{exec_ret_arg, out_param, Guard};
+use crate::abi::args::{index_arg, model_of, tensor_of, tensor_set_members};
+use crate::abi::boundary::{exec_ret_arg, non_null, out_param, Guard};
 use crate::abi::types::*;
 use crate::abi_entry;
 use crate::error::{Error, Result};
@@ -187,8 +188,23 @@ pub unsafe extern "C" fn nrta_execute_schedule(
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
     abi_entry!(status "nrta_execute_schedule", Guard::Lifecycle, {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { crate::abi::model::schedule(model, input, output, queue, exec_ret, req_sequence) }
+        exec_ret_arg(exec_ret)?;
+        non_null(input, "input")?;
+        non_null(output, "output")?;
+        let queue = index_arg(queue, "queue")?;
+        // SAFETY: NULL or writable (# Safety).
+        let seq_out = unsafe { seq_out(req_sequence) }?;
+        // SAFETY: every handle is checked against the live table before use.
+        let m = unsafe { model_of(model, "model") }?.clone();
+        // SAFETY: as above.
+        let inputs = unsafe { tensor_set_members(input, "input") }?;
+        // SAFETY: as above.
+        let outputs = unsafe { tensor_set_members(output, "output") }?;
+        let seq = crate::runtime::model::schedule(m, inputs, outputs, queue, ExecRet(exec_ret.cast()))?;
+        if let Some(o) = seq_out {
+            o.write(seq);
+        }
+        Ok(())
     })
 }
 

@@ -15,7 +15,9 @@
 //! or wrong-sized tensor is `NRT_INVALID` naming the var), checks once per model that every rank
 //! of each replica group carries the same collective sequence ([`signature`]), and runs the
 //! collectives in stream order on the software device, each meeting its group's other ranks
-//! (in this process, or in others through `runtime::multi_process`).
+//! (in this process, or in others through `runtime::multi_process`). The user's calls, with
+//! their repeat count and output completions, are in the `execute` child module
+//! ([`Model::execute_repeat`], [`schedule`]).
 //!
 //! Choices:
 //! * `vnc = -1` is the first visible core holding no model, else core 0 (the vendor loads
@@ -48,9 +50,11 @@ use crate::runtime::sys_trace;
 use crate::runtime::tensor::{Placement as TensorPlacement, Tensor};
 
 mod a2av;
+mod execute;
 mod io;
 pub mod signature;
 
+pub use execute::schedule;
 use io::{NeffIo, Part};
 
 /// How a model is loaded.
