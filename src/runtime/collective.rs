@@ -8,6 +8,8 @@
 //!   lowering variables as `nrt_init` read them (the vendor's "context caching", docs/contract/abi.md §5.7). A cache
 //!   miss also runs the symbolic verifier on the program (docs/design.md §2.2);
 //!   `OPENNRT_CC_VERIFY=0` skips it.
+//! * [`run_user`]: the one entry of every collective a user asked for (a NEFF's, one scheduled
+//!   with `nrta_cc_schedule`); [`run`] for the runtime's own (the `nrt_barrier` all-reduce).
 //! * [`run`]: one rank's arrival at the k-th collective of its group (`runtime::rendezvous`).
 //!   The last rank to arrive checks that every rank prepared the same collective (op, dtype,
 //!   count, group, in place, reduce op — a mismatch is an error on every rank naming both
@@ -334,10 +336,82 @@ pub fn meetings() -> &'static Rendezvous<Arrival, ()> {
     &MEETINGS
 }
 
+/// How the caller of [`run_user`] takes its rank's result.
+pub enum Wait {
+    /// The caller blocks until the collective ran on every rank, and [`run_user`] returns the
+    /// rank's result (a NEFF's execution, an execution unit's worker).
+    Block,
+    /// The caller must not wait for its peers (an `nrta_cc_schedule` that runs its request on
+    /// its own thread): the result goes to the [`Finish`], from whichever thread ends the run.
+    NoWait(Box<dyn Finish>),
+}
+
+impl std::fmt::Debug for Wait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Wait::Block => "Block",
+            Wait::NoWait(_) => "NoWait",
+        })
+    }
+}
+
+/// Where the result of a [`Wait::NoWait`] collective goes.
+pub trait Finish: Send {
+    /// The rank's result: the collective ran (or failed). Called exactly once, unless
+    /// [`Finish::defer`] is.
+    fn done(self: Box<Self>, result: Result<()>);
+    /// The rest of the rank's run must wait for peers in other processes: `rest` is to run on a
+    /// thread that may wait (the XU's worker), its result being the rank's.
+    fn defer(self: Box<Self>, rest: Box<dyn FnOnce() -> Result<()> + Send>);
+}
+
+/// Run a collective a user asked for: rank `arrival.req.rank`'s arrival at collective
+/// `instance` of `key`. With [`Wait::Block`] this returns the rank's result; with
+/// [`Wait::NoWait`] it returns `Ok(())` and the result goes to the [`Finish`] (possibly before
+/// this returns, when this rank is the last to arrive and runs the collective here).
+///
+/// The one place a user's collective runs: a NEFF's collectives (`runtime::model`) and those
+/// scheduled with `nrta_cc_schedule` (`runtime::collective_api`) all come here, and only they:
+/// the runtime's own collectives (the `nrt_barrier` all-reduce, the NEFF sequence check and
+/// all-to-all-v table exchanges of `runtime::model::signature`) call [`run`]. So a switch that
+/// acts on user collectives only (such as the vendor's `NEURON_RT_DBG_CC_NOP`) goes here.
+pub fn run_user(key: &GroupKey, instance: u64, arrival: Arrival, wait: Wait) -> Result<()> {
+    match wait {
+        Wait::Block => run(key, instance, arrival),
+        Wait::NoWait(finish) => {
+            start(key, instance, arrival, finish);
+            Ok(())
+        }
+    }
+}
+
+/// [`run_user`] without waiting. In this process the rank arrives at its meeting and the last
+/// to arrive runs the collective on its own thread ([`arrive_here`]). Across processes
+/// (docs/design.md §2.10) the rank loads and arrives (`multi_process::run::begin`); if every peer
+/// arrives within a short wait it runs here, otherwise the rest is deferred to a thread that may
+/// wait. The caller never waits for a peer that has not arrived, so a program that schedules on
+/// two groups (two queues) before it waits on either cannot deadlock here.
+fn start(key: &GroupKey, instance: u64, arrival: Arrival, finish: Box<dyn Finish>) {
+    if !crate::runtime::multi_process::run::wanted(&key.group) {
+        return arrive_here(key, instance, arrival, Box::new(move |r| finish.done(r)));
+    }
+    let pending = match crate::runtime::multi_process::run::begin(key, instance, arrival) {
+        Ok(pending) => pending,
+        Err(e) => return finish.done(Err(e)),
+    };
+    // The wait every shared-device waiter starts with (spin, then yield): bounded.
+    use crate::runtime::multi_process::segment::{oversubscribed, spin_then_yield};
+    if spin_then_yield(oversubscribed(key.group.len()), || pending.met()) {
+        return finish.done(pending.finish());
+    }
+    finish.defer(Box::new(move || pending.finish()));
+}
+
 /// Arrive at collective `instance` of `key` and wait until it has run on every rank: in a
 /// multi-process job each rank runs its own part on shared device segments
 /// (`runtime::multi_process::run`); otherwise all ranks meet here and run in one machine
-/// ([`meet_here`]).
+/// ([`meet_here`]). The runtime's own collectives call this directly; a user's go through
+/// [`run_user`].
 pub fn run(key: &GroupKey, instance: u64, arrival: Arrival) -> Result<()> {
     if crate::runtime::multi_process::run::wanted(&key.group) {
         return crate::runtime::multi_process::run::run(key, instance, arrival);

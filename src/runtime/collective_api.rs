@@ -17,9 +17,13 @@
 //!   - **on the caller's thread, then maybe the worker** when the ranks run in several
 //!     processes (`runtime::multi_process::run`), the XU is idle and the collective is small
 //!     ([`INLINE_MAX_BYTES`]): the rank loads and arrives here, waits briefly for its peers,
-//!     and runs here if all arrived; otherwise the XU's worker finishes it (`begin_shared`).
+//!     and runs here if all arrived; otherwise the XU's worker finishes it.
 //!   - **on the XU's worker** otherwise (the XU has work queued — FIFO order — or a large
 //!     collective across processes): the worker meets the other ranks, runs, completes.
+//!
+//!   Every way runs the collective through `runtime::collective::run_user`, the one entry of
+//!   user collectives: without waiting ([`Wait::NoWait`], the request being the [`Finish`])
+//!   on the caller's thread, blocking on the worker.
 //!
 //! Choice: the vendor prepares on a background worker; OpenNRT prepares in the call, so a bad
 //! argument or a lowering refusal is the call's own status instead of a later `exec_ret`.
@@ -31,7 +35,7 @@ use parking_lot::Mutex;
 use crate::error::{Error, Result};
 use crate::lower::request::api::ApiComm;
 use crate::lower::request::{nrt_cc_op, CollectiveRequest};
-use crate::runtime::collective::{self, Arrival, Lowered};
+use crate::runtime::collective::{self, Arrival, Finish, Lowered, Wait};
 use crate::runtime::collective_io::TensorIo;
 use crate::runtime::comm::{self, Slot};
 use crate::runtime::rendezvous::GroupKey;
@@ -148,17 +152,9 @@ pub fn schedule(
             Ok(Some((request, seq))) => {
                 let ticket = collective::meetings().ticket(&key, rank);
                 let end = traced_end(&p, lnc);
-                let arrival = arrival(p);
-                match here {
-                    // The last rank to arrive runs it here (module doc).
-                    true => collective::arrive_here(
-                        &key,
-                        ticket,
-                        arrival,
-                        Box::new(move |r: Result<()>| request.complete(end(r))),
-                    ),
-                    false => begin_shared(&key, ticket, arrival, request, end),
-                }
+                let inline = Box::new(Inline { request, end });
+                // With NoWait the result goes to `inline` (the request), never back here.
+                let _started = collective::run_user(&key, ticket, arrival(p), Wait::NoWait(inline));
                 return Ok(seq);
             }
             Ok(None) => {}
@@ -179,7 +175,7 @@ pub fn schedule(
             sys_trace::CC_EXEC,
             lnc,
             || name,
-            || collective::run(&job_key, ticket, arrival(p)),
+            || collective::run_user(&job_key, ticket, arrival(p), Wait::Block),
         );
         logged(r, rank)
     });
@@ -194,7 +190,7 @@ pub fn schedule(
 }
 
 /// The largest collective (input plus output bytes of this rank) whose rank in several
-/// processes starts on the caller's thread (`begin_shared`). Choice: 1 MiB. Below it the
+/// processes starts on the caller's thread ([`Wait::NoWait`]). Choice: 1 MiB. Below it the
 /// thread hand-off is most of the time; above it the run is, and `nrta_cc_schedule` should
 /// return at once so that the caller overlaps it with its own work.
 pub const INLINE_MAX_BYTES: u64 = 1 << 20;
@@ -216,28 +212,22 @@ fn traced_end(p: &Prepared, lnc: u32) -> impl FnOnce(Result<()>) -> Result<()> {
     }
 }
 
-/// A rank of a collective in several processes, on the caller's thread (docs/design.md
-/// §2.10): load and arrive without waiting (`multi_process::run::begin`); if every peer has
-/// arrived within a short wait, run here and complete the request; otherwise hand the rest to
-/// the XU's worker. The caller never waits for a peer that has not arrived, so a program that
-/// schedules on two groups (two queues) before it waits on either cannot deadlock here.
-fn begin_shared(
-    key: &GroupKey,
-    ticket: u64,
-    arrival: Arrival,
+/// A request run on the caller's thread ([`xu::begin_inline`]) as the [`Finish`] of its
+/// collective: the result ends the run (`end`: trace span, log) and completes the request; the
+/// rest of a run that must wait for peers goes to the XU's worker.
+struct Inline<E> {
     request: xu::InlineRequest,
-    end: impl FnOnce(Result<()>) -> Result<()> + Send + 'static,
-) {
-    let pending = match crate::runtime::multi_process::run::begin(key, ticket, arrival) {
-        Ok(pending) => pending,
-        Err(e) => return request.complete(end(Err(e))),
-    };
-    // The wait every shared-device waiter starts with (spin, then yield): bounded.
-    use crate::runtime::multi_process::segment::{oversubscribed, spin_then_yield};
-    if spin_then_yield(oversubscribed(key.group.len()), || pending.met()) {
-        return request.complete(end(pending.finish()));
+    end: E,
+}
+
+impl<E: FnOnce(Result<()>) -> Result<()> + Send + 'static> Finish for Inline<E> {
+    fn done(self: Box<Self>, result: Result<()>) {
+        self.request.complete((self.end)(result));
     }
-    request.hand_over(Box::new(move || end(pending.finish())));
+    fn defer(self: Box<Self>, rest: Box<dyn FnOnce() -> Result<()> + Send>) {
+        let Inline { request, end } = *self;
+        request.hand_over(Box::new(move || end(rest())));
+    }
 }
 
 /// The name a collective's trace events carry: its operation.

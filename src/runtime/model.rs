@@ -466,7 +466,7 @@ impl Model {
                 sys_trace::CC_EXEC,
                 self.vnc,
                 || format!("{:?}", req.op),
-                || collective::run(&key, ticket, arrival),
+                || collective::run_user(&key, ticket, arrival, collective::Wait::Block),
             )
             .map_err(at)?;
             if let Some((b, t)) = meta {

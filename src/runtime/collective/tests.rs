@@ -89,3 +89,53 @@ fn a_count_mismatch_fails_every_rank_naming_both_counts() {
         );
     }
 }
+
+/// A [`Finish`] that reports rank `.1`'s result on a channel.
+struct Report(std::sync::mpsc::Sender<(u32, Result<()>)>, u32);
+
+impl Finish for Report {
+    fn done(self: Box<Self>, result: Result<()>) {
+        self.0.send((self.1, result)).unwrap();
+    }
+    fn defer(self: Box<Self>, rest: Box<dyn FnOnce() -> Result<()> + Send>) {
+        std::thread::spawn(move || self.done(rest()));
+    }
+}
+
+/// Without waiting, one thread can arrive for every rank of a group: nobody blocks, the last
+/// arrival runs the collective and every rank's result reaches its `Finish`.
+#[test]
+fn a_user_collective_without_waiting_reports_every_rank_through_its_finish() {
+    let rs = reqs(CollectiveOp::AllReduce, Dtype::Fp32, 100, 3);
+    let inputs = verifiable::inputs(&rs[0]).unwrap();
+    let key = GroupKey {
+        kind: "cc-test-nowait",
+        slot: 1,
+        group: rs[0].group.clone(),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut outs = Vec::new();
+    for (req, input) in rs.iter().cloned().zip(inputs.clone()) {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        outs.push(out.clone());
+        let arrival = Arrival {
+            lowered: prepare(&req, 3).unwrap(),
+            io: Box::new(VecIo { input, output: out }),
+            req,
+        };
+        let rank = arrival.req.rank;
+        let t = meetings().ticket(&key, rank);
+        let finish = Box::new(Report(tx.clone(), rank));
+        run_user(&key, t, arrival, Wait::NoWait(finish)).unwrap();
+    }
+    let mut results: Vec<(u32, Result<()>)> = (0..3)
+        .map(|_| rx.recv_timeout(std::time::Duration::from_secs(60)).unwrap())
+        .collect();
+    results.sort_by_key(|(r, _)| *r);
+    for (r, res) in &results {
+        assert!(res.is_ok(), "rank {r}: {res:?}");
+    }
+    let outs: Vec<Vec<u8>> = outs.iter().map(|o| o.lock().clone()).collect();
+    let c = verifiable::check(&rs[0], &inputs, &outs).unwrap();
+    assert_eq!(c.wrong, 0, "{:?}", c.first);
+}
