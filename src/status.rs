@@ -14,6 +14,9 @@
 
 use std::ffi::CStr;
 
+/// The name of a number that is no status (`nrt_get_status_as_str`).
+const UNKNOWN: &CStr = c"NRT_UNKNOWN_STATUS";
+
 /// Status codes (docs/contract/abi.md §2.1). Values 8 and 12 are unused.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -146,13 +149,24 @@ impl nrt_status {
         Self::ALL
             .iter()
             .find(|(s, _)| *s == self)
-            .map_or(c"NRT_UNKNOWN_STATUS", |(_, n)| n)
+            .map_or(UNKNOWN, |(_, n)| n)
     }
 
     /// The vendor's name (`"NRT_INVALID"`).
     pub fn name(self) -> &'static str {
         // Every name of the table is ASCII (tested), so this never falls back.
-        self.c_name().to_str().unwrap_or("NRT_UNKNOWN_STATUS")
+        self.c_name().to_str().unwrap_or_default()
+    }
+
+    /// The name of the status numbered `v`, `"NRT_UNKNOWN_STATUS"` for a number that is none
+    /// (what `nrt_get_status_as_str` returns).
+    pub fn c_name_of(v: i32) -> &'static CStr {
+        Self::from_raw(v).map_or(UNKNOWN, Self::c_name)
+    }
+
+    /// `"NRT_UNKNOWN_STATUS"`, the name of a number that is no status.
+    pub fn unknown_c_name() -> &'static CStr {
+        UNKNOWN
     }
 }
 

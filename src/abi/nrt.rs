@@ -102,14 +102,9 @@ pub unsafe extern "C" fn nrt_get_version(ver: *mut nrt_version_t, size: usize) -
 /// The name of a status code as a static string (never NULL; unknown values give
 /// `"NRT_UNKNOWN_STATUS"`).
 pub extern "C" fn nrt_get_status_as_str(status: RawStatus) -> *const c_char {
-    abi_entry!(value "nrt_get_status_as_str", Guard::None, c"NRT_UNKNOWN_STATUS".as_ptr(), {
-        Ok(status_name(status).as_ptr())
+    abi_entry!(value "nrt_get_status_as_str", Guard::None, nrt_status::unknown_c_name().as_ptr(), {
+        Ok(nrt_status::c_name_of(status).as_ptr())
     })
-}
-
-/// The name of `status` from the one table of names (`crate::status`).
-fn status_name(status: RawStatus) -> &'static std::ffi::CStr {
-    nrt_status::from_raw(status).map_or(c"NRT_UNKNOWN_STATUS", nrt_status::c_name)
 }
 
 fn write_count(

@@ -14,5 +14,7 @@ fn the_table_names_every_status_once_in_value_order() {
     }
     for unused in [-1, 8, 12, 16, 100, 1001, 1207] {
         assert_eq!(nrt_status::from_raw(unused), None, "{unused}");
+        assert_eq!(nrt_status::c_name_of(unused), c"NRT_UNKNOWN_STATUS");
     }
+    assert_eq!(nrt_status::c_name_of(101), c"NRT_EXEC_UNIT_UNRECOVERABLE");
 }
