@@ -1,6 +1,8 @@
-//! The C boundary (docs/design.md §4): one entry macro for every exported function.
+//! The C boundary (docs/design.md §4): one entry wrapper for every exported function.
 //!
-//! [`abi_entry!`](crate::abi_entry) wraps a function body so that:
+//! [`enter`] (through its forms [`enter_status`], [`enter_code`], [`enter_value`] and
+//! [`enter_void`], which take the body as a closure that rustfmt formats) wraps a function body
+//! so that:
 //!
 //! * a panic never crosses into C: it is caught, logged at ERROR and becomes `NRT_FAILURE`
 //!   (or the function's failure value);
@@ -62,8 +64,9 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Run `body` as the entry point `name`; on error return `on_error(&err)`. Use through
-/// [`abi_entry!`](crate::abi_entry).
+/// Run `body` as the entry point `name`; on error return `on_error(&err)`. Entry points use
+/// one of its four forms — [`enter_status`], [`enter_code`], [`enter_value`], [`enter_void`] —
+/// with the body as a closure, so rustfmt formats every body.
 pub fn enter<T>(
     name: &'static str,
     guard: Guard,
@@ -108,36 +111,30 @@ pub fn enter_status(
     })
 }
 
-/// Wrap the body of an exported function. Four forms:
-///
-/// ```ignore
-/// abi_entry!(status "nrt_x", Guard::Lifecycle, { ...; Ok(()) })        // -> NRT_STATUS
-/// abi_entry!(value "nrt_y", Guard::Lifecycle, null_mut(), { Ok(p) })   // -> T, fallback on error
-/// abi_entry!(void "nrt_z", Guard::Lifecycle, { ...; Ok(()) })          // -> ()
-/// abi_entry!(code "nrt_w", Guard::Lifecycle, { ...; Ok(NRT_QUEUE_EMPTY) }) // -> NRT_STATUS
-/// ```
-///
-/// `code` is for a non-zero status that is an expected answer rather than an error (e.g. "no
-/// event yet"): it is returned as is and not logged as a failure; `Err` still maps and logs.
-#[macro_export]
-macro_rules! abi_entry {
-    (status $name:literal, $guard:expr, $body:block) => {
-        $crate::abi::boundary::enter_status($name, $guard, || -> $crate::Result<()> { $body })
-    };
-    (code $name:literal, $guard:expr, $body:block) => {
-        $crate::abi::boundary::enter(
-            $name,
-            $guard,
-            |e| $crate::abi::boundary::status_of(e),
-            || -> $crate::Result<$crate::abi::types::NRT_STATUS> { $body },
-        )
-    };
-    (value $name:literal, $guard:expr, $fallback:expr, $body:block) => {
-        $crate::abi::boundary::enter($name, $guard, |_| $fallback, || $body)
-    };
-    (void $name:literal, $guard:expr, $body:block) => {
-        $crate::abi::boundary::enter($name, $guard, |_| (), || -> $crate::Result<()> { $body })
-    };
+/// [`enter`] for a function that returns nothing (`void`).
+pub fn enter_void(name: &'static str, guard: Guard, body: impl FnOnce() -> Result<()>) {
+    enter(name, guard, |_| (), body)
+}
+
+/// [`enter`] for a function whose non-zero status can be an expected answer rather than an
+/// error (e.g. "no event yet"): `Ok(status)` is returned as is and not logged as a failure;
+/// `Err` still maps and logs.
+pub fn enter_code(
+    name: &'static str,
+    guard: Guard,
+    body: impl FnOnce() -> Result<nrt_status>,
+) -> nrt_status {
+    enter(name, guard, status_of, body)
+}
+
+/// [`enter`] for a function that returns a value: `fallback` on error.
+pub fn enter_value<T>(
+    name: &'static str,
+    guard: Guard,
+    fallback: T,
+    body: impl FnOnce() -> Result<T>,
+) -> T {
+    enter(name, guard, |_| fallback, body)
 }
 
 /// The standard body of an entry point that a later issue implements.

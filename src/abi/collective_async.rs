@@ -12,6 +12,7 @@
 //! runs the collective on the caller's thread or queues it on the collectives XU `queue` of the
 //! core, and later writes the status to `*exec_ret` and completes the sequence number.
 
+use crate::abi::boundary::enter_status;
 use std::ffi::c_int;
 
 use crate::abi::args::tensor_of;
@@ -90,7 +91,7 @@ pub unsafe extern "C" fn nrta_cc_prepare(
     cc_op: RawCcOpType,
     cc_ctx: *mut *mut nrt_cc_context_t,
 ) -> NRT_STATUS {
-    crate::abi_entry!(status "nrta_cc_prepare", Guard::Lifecycle, {
+    enter_status("nrta_cc_prepare", Guard::Lifecycle, || {
         // SAFETY: `comm` is NULL (refused by the helper) or valid for reads (# Safety).
         let c = unsafe { in_ref(comm, "comm") }?;
         // SAFETY: `cc_ctx` is NULL (refused) or writable (# Safety).
@@ -148,7 +149,7 @@ pub unsafe extern "C" fn nrta_cc_schedule(
     exec_ret: *mut NRT_STATUS,
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
-    crate::abi_entry!(status "nrta_cc_schedule", Guard::Lifecycle, {
+    enter_status("nrta_cc_schedule", Guard::Lifecycle, || {
         // SAFETY: `cc_ctx` is NULL (refused by out_param) or writable, as # Safety requires.
         let slot = unsafe { out_param(cc_ctx, "cc_ctx") }?;
         crate::abi::boundary::exec_ret_arg(exec_ret)?;

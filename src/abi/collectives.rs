@@ -6,12 +6,12 @@
 //! processes are the multi-process issue (6): until then a world whose ranks are not all in
 //! this process ends its collectives with `NRT_TIMEOUT` naming the ranks that never came.
 
+use crate::abi::boundary::enter_status;
 use std::ffi::c_void;
 
 use crate::abi::args::visible_core;
 use crate::abi::boundary::Guard;
 use crate::abi::types::*;
-use crate::abi_entry;
 use crate::error::Error;
 use crate::runtime::comm::{self, Slot};
 use crate::runtime::{host_collective, process};
@@ -38,9 +38,16 @@ pub extern "C" fn nrt_build_global_comm(
     g_device_id: u32,
     g_device_count: u32,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_build_global_comm", Guard::Lifecycle, {
+    enter_status("nrt_build_global_comm", Guard::Lifecycle, || {
         let v = visible_core(i64::from(vnc), "vnc")?;
-        comm::join(Slot::Neff, v, g_device_id, g_device_count, visible()?, root_comm_id())
+        comm::join(
+            Slot::Neff,
+            v,
+            g_device_id,
+            g_device_count,
+            visible()?,
+            root_comm_id(),
+        )
     })
 }
 
@@ -55,9 +62,16 @@ pub extern "C" fn nrt_cc_global_comm_init(
     g_device_id: u32,
     g_device_count: u32,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_cc_global_comm_init", Guard::Lifecycle, {
+    enter_status("nrt_cc_global_comm_init", Guard::Lifecycle, || {
         let v = visible_core(i64::from(vnc), "vnc")?;
-        comm::join(Slot::HostCc, v, g_device_id, g_device_count, visible()?, root_comm_id())
+        comm::join(
+            Slot::HostCc,
+            v,
+            g_device_id,
+            g_device_count,
+            visible()?,
+            root_comm_id(),
+        )
     })
 }
 
@@ -69,13 +83,16 @@ pub extern "C" fn nrt_cc_global_comm_init(
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID` for a stream id above 3; `NRT_UNINITIALIZED` before `nrt_init`.
 pub extern "C" fn nrt_cc_create_stream(stream_id: u32) -> NRT_STATUS {
-    abi_entry!(status "nrt_cc_create_stream", Guard::Lifecycle, {
+    enter_status("nrt_cc_create_stream", Guard::Lifecycle, || {
         if stream_id > 3 {
             return Err(Error::invalid(format!(
                 "stream_id {stream_id}: collective streams are 0..=3"
             )));
         }
-        crate::log_info!("nrt_cc_create_stream", "host-driven collectives on stream {stream_id}");
+        crate::log_info!(
+            "nrt_cc_create_stream",
+            "host-driven collectives on stream {stream_id}"
+        );
         Ok(())
     })
 }
@@ -90,9 +107,11 @@ pub extern "C" fn nrt_cc_create_stream(stream_id: u32) -> NRT_STATUS {
 /// within `NEURON_RT_EXEC_TIMEOUT`; `NRT_FAILURE` when the barrier's collective failed to build
 /// (sticky for the core) or returned a wrong value; `NRT_UNINITIALIZED` before `nrt_init`.
 pub extern "C" fn nrt_barrier(vnc: i32, g_device_id: u32, g_device_count: u32) -> NRT_STATUS {
-    abi_entry!(status "nrt_barrier", Guard::Lifecycle, {
+    enter_status("nrt_barrier", Guard::Lifecycle, || {
         if vnc >= 256 {
-            return Err(Error::invalid(format!("nrt_barrier: vnc {vnc} is not below 256")));
+            return Err(Error::invalid(format!(
+                "nrt_barrier: vnc {vnc} is not below 256"
+            )));
         }
         let v = visible_core(i64::from(vnc), "vnc")?;
         host_collective::barrier(v, g_device_id, g_device_count, visible()?)
@@ -120,7 +139,7 @@ pub unsafe extern "C" fn nrt_all_gather(
     input: *mut c_void,
     output: *mut c_void,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_all_gather", Guard::Lifecycle, {
+    enter_status("nrt_all_gather", Guard::Lifecycle, || {
         let v = visible_core(i64::from(vnc), "vnc")?;
         let size = rank_input_size as usize;
         let total = size.checked_mul(g_device_count as usize).ok_or_else(|| {
@@ -131,7 +150,10 @@ pub unsafe extern "C" fn nrt_all_gather(
         if total > 0 && output.is_null() {
             return Err(Error::invalid("output is NULL"));
         }
-        if total > 0 && (output as usize) < (input as usize) + size && (input as usize) < (output as usize) + total {
+        if total > 0
+            && (output as usize) < (input as usize) + size
+            && (input as usize) < (output as usize) + total
+        {
             return Err(Error::invalid("output overlaps input"));
         }
         let out: &mut [u8] = if total == 0 {

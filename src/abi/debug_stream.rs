@@ -12,6 +12,7 @@
 //!   closes a descriptor handed out by `connect`; any other value is logged and ignored, so the
 //!   library never closes a descriptor it does not own.
 
+use crate::abi::boundary::{enter_code, enter_status, enter_void};
 use std::collections::BTreeSet;
 use std::ffi::{c_int, c_void};
 
@@ -20,7 +21,6 @@ use parking_lot::Mutex;
 use crate::abi::args::visible_core;
 use crate::abi::boundary::{out_param, Guard};
 use crate::abi::types::*;
-use crate::abi_entry;
 use crate::error::Error;
 
 /// Descriptors handed out by `nrt_debug_client_connect` and not yet closed.
@@ -49,7 +49,7 @@ pub unsafe extern "C" fn nrt_debug_client_connect(
     logical_nc_idx: i32,
     stream_fd: *mut c_int,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_debug_client_connect", Guard::Lifecycle, {
+    enter_status("nrt_debug_client_connect", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(stream_fd, "stream_fd") }?;
         visible_core(logical_nc_idx.into(), "logical_nc_idx")?;
@@ -74,7 +74,7 @@ pub unsafe extern "C" fn nrt_debug_client_connect(
 /// Close a stream opened by `nrt_debug_client_connect`. Works in any state; a descriptor this
 /// library did not hand out is logged and left alone.
 pub extern "C" fn nrt_debug_client_connect_close(stream_fd: c_int) {
-    abi_entry!(void "nrt_debug_client_connect_close", Guard::None, {
+    enter_void("nrt_debug_client_connect_close", Guard::None, || {
         if !STREAMS.lock().remove(&stream_fd) {
             return Err(Error::invalid(format!(
                 "stream_fd {stream_fd} is not an open debug stream; not closed"
@@ -100,7 +100,7 @@ pub unsafe extern "C" fn nrt_debug_client_read_one_event(
     header: *mut ndebug_stream_event_header_t,
     payload: *mut *mut c_void,
 ) -> NRT_STATUS {
-    abi_entry!(code "nrt_debug_client_read_one_event", Guard::Lifecycle, {
+    enter_code("nrt_debug_client_read_one_event", Guard::Lifecycle, || {
         if header.is_null() {
             return Err(Error::invalid("header is NULL"));
         }

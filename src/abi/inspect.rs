@@ -10,13 +10,13 @@
 //!   [`inspect_config`](super::inspect_config)).
 //! * `nrt_inspect_get_instance_output_dir` needs no runtime state and works before `nrt_init`.
 
+use crate::abi::boundary::enter_status;
 use std::ffi::c_char;
 
 use crate::abi::boundary::{req_cstr, Guard};
 use crate::abi::handle;
 use crate::abi::inspect_config::with;
 use crate::abi::types::*;
-use crate::abi_entry;
 use crate::error::Error;
 
 fn nothing(target: &str) {
@@ -31,7 +31,7 @@ fn nothing(target: &str) {
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`.
 pub extern "C" fn nrt_inspect_begin() -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_begin", Guard::Lifecycle, {
+    enter_status("nrt_inspect_begin", Guard::Lifecycle, || {
         nothing("nrt_inspect_begin");
         Ok(())
     })
@@ -48,7 +48,7 @@ pub extern "C" fn nrt_inspect_begin() -> NRT_STATUS {
 pub unsafe extern "C" fn nrt_inspect_begin_with_options(
     options: *mut nrt_inspect_config_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_begin_with_options", Guard::Lifecycle, {
+    enter_status("nrt_inspect_begin_with_options", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { with(options, |_| ()) }?;
         nothing("nrt_inspect_begin_with_options");
@@ -61,7 +61,7 @@ pub unsafe extern "C" fn nrt_inspect_begin_with_options(
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`.
 pub extern "C" fn nrt_inspect_stop() -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_stop", Guard::Lifecycle, {
+    enter_status("nrt_inspect_stop", Guard::Lifecycle, || {
         nothing("nrt_inspect_stop");
         Ok(())
     })
@@ -106,7 +106,7 @@ pub unsafe extern "C" fn nrt_inspect_get_instance_output_dir(
     instance_dir_buf: *mut c_char,
     buf_size: usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_get_instance_output_dir", Guard::None, {
+    enter_status("nrt_inspect_get_instance_output_dir", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         let dir = unsafe { req_cstr(output_dir, "output_dir") }?;
         if dir.is_empty() {

@@ -9,6 +9,7 @@
 //! list is a real allocation (never NULL) with count 0; free it with
 //! `nrt_inspect_config_free_activity_types` (see [`handle`]).
 
+use crate::abi::boundary::{enter_status, enter_void};
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int};
 
@@ -17,7 +18,6 @@ use parking_lot::Mutex;
 use crate::abi::boundary::{out_param, req_cstr, Guard};
 use crate::abi::handle::{self, Opaque};
 use crate::abi::types::*;
-use crate::abi_entry;
 use crate::error::Error;
 
 /// The settings of an inspect config object.
@@ -80,7 +80,7 @@ pub(crate) unsafe fn with(
 pub unsafe extern "C" fn nrt_inspect_config_allocate(
     options: *mut *mut nrt_inspect_config_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_config_allocate", Guard::None, {
+    enter_status("nrt_inspect_config_allocate", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(options, "options") }?;
         out.write(handle::export(InspectConfig::default()));
@@ -96,7 +96,7 @@ pub unsafe extern "C" fn nrt_inspect_config_allocate(
 /// # Safety
 /// `options` must not be used afterwards.
 pub unsafe extern "C" fn nrt_inspect_config_free(options: *mut nrt_inspect_config_t) -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_config_free", Guard::None, {
+    enter_status("nrt_inspect_config_free", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { handle::release::<InspectConfig>(options, "options") }.map(|_| ())
     })
@@ -113,7 +113,7 @@ pub unsafe extern "C" fn nrt_inspect_config_free(options: *mut nrt_inspect_confi
 pub unsafe extern "C" fn nrt_inspect_config_set_defaults(
     options: *mut nrt_inspect_config_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_config_set_defaults", Guard::None, {
+    enter_status("nrt_inspect_config_set_defaults", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { with(options, |s| *s = InspectSettings::default()) }
     })
@@ -130,7 +130,7 @@ pub unsafe extern "C" fn nrt_inspect_config_set_output_dir(
     options: *mut nrt_inspect_config_t,
     output_dir: *const c_char,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_config_set_output_dir", Guard::None, {
+    enter_status("nrt_inspect_config_set_output_dir", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         let dir = unsafe { req_cstr(output_dir, "output_dir") }?;
         if dir.is_empty() {
@@ -152,7 +152,7 @@ pub unsafe extern "C" fn nrt_inspect_config_set_session_id(
     options: *mut nrt_inspect_config_t,
     session_id: c_int,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_config_set_session_id", Guard::None, {
+    enter_status("nrt_inspect_config_set_session_id", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { with(options, |s| s.session_id = session_id) }
     })
@@ -170,11 +170,15 @@ pub unsafe extern "C" fn nrt_inspect_config_set_activity(
     activity_type: *const c_char,
     enabled: bool,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_config_set_activity", Guard::None, {
+    enter_status("nrt_inspect_config_set_activity", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         let name = unsafe { req_cstr(activity_type, "activity_type") }?;
         // SAFETY: forwarded from this function's contract.
-        unsafe { with(options, |s| { s.activities.insert(name, enabled); }) }
+        unsafe {
+            with(options, |s| {
+                s.activities.insert(name, enabled);
+            })
+        }
     })
 }
 
@@ -190,10 +194,18 @@ pub unsafe extern "C" fn nrt_inspect_config_set_capture_enabled_for_nc(
     nc_idx: u32,
     enabled: bool,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_config_set_capture_enabled_for_nc", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { with(options, |s| { s.capture_nc.insert(nc_idx, enabled); }) }
-    })
+    enter_status(
+        "nrt_inspect_config_set_capture_enabled_for_nc",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            unsafe {
+                with(options, |s| {
+                    s.capture_nc.insert(nc_idx, enabled);
+                })
+            }
+        },
+    )
 }
 
 /// Enable or disable capture of an event type by name. Any name is accepted and recorded.
@@ -208,12 +220,20 @@ pub unsafe extern "C" fn nrt_inspect_config_set_capture_enabled_for_event_type_s
     event_type: *const c_char,
     enabled: bool,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_config_set_capture_enabled_for_event_type_string", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        let name = unsafe { req_cstr(event_type, "event_type") }?;
-        // SAFETY: forwarded from this function's contract.
-        unsafe { with(options, |s| { s.capture_event_types.insert(name, enabled); }) }
-    })
+    enter_status(
+        "nrt_inspect_config_set_capture_enabled_for_event_type_string",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            let name = unsafe { req_cstr(event_type, "event_type") }?;
+            // SAFETY: forwarded from this function's contract.
+            unsafe {
+                with(options, |s| {
+                    s.capture_event_types.insert(name, enabled);
+                })
+            }
+        },
+    )
 }
 
 /// Enable or disable inspect.
@@ -227,7 +247,7 @@ pub unsafe extern "C" fn nrt_inspect_config_set_enable_inspect(
     options: *mut nrt_inspect_config_t,
     enable_inspect: bool,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_config_set_enable_inspect", Guard::None, {
+    enter_status("nrt_inspect_config_set_enable_inspect", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { with(options, |s| s.enable_inspect = enable_inspect) }
     })
@@ -244,10 +264,18 @@ pub unsafe extern "C" fn nrt_inspect_config_set_enable_inspect_on_fail(
     options: *mut nrt_inspect_config_t,
     enable_inspect_on_fail: bool,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_config_set_enable_inspect_on_fail", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { with(options, |s| s.enable_inspect_on_fail = enable_inspect_on_fail) }
-    })
+    enter_status(
+        "nrt_inspect_config_set_enable_inspect_on_fail",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            unsafe {
+                with(options, |s| {
+                    s.enable_inspect_on_fail = enable_inspect_on_fail
+                })
+            }
+        },
+    )
 }
 
 /// Set the device profile mode (stored as given; its values are not public).
@@ -261,10 +289,14 @@ pub unsafe extern "C" fn nrt_inspect_config_set_inspect_device_profile_mode(
     options: *mut nrt_inspect_config_t,
     device_profile_mode: nrt_inspect_device_profile_mode_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_config_set_inspect_device_profile_mode", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { with(options, |s| s.device_profile_mode = device_profile_mode) }
-    })
+    enter_status(
+        "nrt_inspect_config_set_inspect_device_profile_mode",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { with(options, |s| s.device_profile_mode = device_profile_mode) }
+        },
+    )
 }
 
 /// Set how many system-trace events are kept per core.
@@ -278,10 +310,18 @@ pub unsafe extern "C" fn nrt_inspect_config_set_sys_trace_max_events_per_nc(
     options: *mut nrt_inspect_config_t,
     sys_trace_max_events_per_nc: u64,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_config_set_sys_trace_max_events_per_nc", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { with(options, |s| s.sys_trace_max_events_per_nc = sys_trace_max_events_per_nc) }
-    })
+    enter_status(
+        "nrt_inspect_config_set_sys_trace_max_events_per_nc",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            unsafe {
+                with(options, |s| {
+                    s.sys_trace_max_events_per_nc = sys_trace_max_events_per_nc
+                })
+            }
+        },
+    )
 }
 
 /// Write an empty string list to the two out-parameters (after checking both).
@@ -313,10 +353,14 @@ pub unsafe extern "C" fn nrt_inspect_config_get_all_activity_types(
     activity_types: *mut *mut *const c_char,
     count: *mut usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_config_get_all_activity_types", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { empty_list(activity_types, count, "activity_types") }
-    })
+    enter_status(
+        "nrt_inspect_config_get_all_activity_types",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { empty_list(activity_types, count, "activity_types") }
+        },
+    )
 }
 
 /// The activity types `options` would capture: always an empty list (nothing is captured).
@@ -332,12 +376,16 @@ pub unsafe extern "C" fn nrt_inspect_config_get_enabled_activity_types(
     activity_types: *mut *mut *const c_char,
     count: *mut usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_inspect_config_get_enabled_activity_types", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { with(options, |_| ()) }?;
-        // SAFETY: forwarded from this function's contract.
-        unsafe { empty_list(activity_types, count, "activity_types") }
-    })
+    enter_status(
+        "nrt_inspect_config_get_enabled_activity_types",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { with(options, |_| ()) }?;
+            // SAFETY: forwarded from this function's contract.
+            unsafe { empty_list(activity_types, count, "activity_types") }
+        },
+    )
 }
 
 /// Free a list from `nrt_inspect_config_get_*_activity_types`. NULL is a no-op; a pointer that
@@ -349,10 +397,14 @@ pub unsafe extern "C" fn nrt_inspect_config_free_activity_types(
     activity_types: *mut *const c_char,
     count: usize,
 ) {
-    abi_entry!(void "nrt_inspect_config_free_activity_types", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { handle::free_list(activity_types, count, "activity_types") }
-    })
+    enter_void(
+        "nrt_inspect_config_free_activity_types",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { handle::free_list(activity_types, count, "activity_types") }
+        },
+    )
 }
 
 #[cfg(test)]

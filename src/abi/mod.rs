@@ -3,13 +3,13 @@
 //! The functions here are ordinary Rust functions with the C calling convention; they are not
 //! `#[no_mangle]`. The thin crates under `cdylib/` bind the public names to them (libnrt with
 //! symbol versions, see `cdylib/nrt/build.rs`). Every body runs through
-//! [`abi_entry!`](crate::abi_entry) (see [`boundary`]).
+//! [`boundary::enter`] (see [`boundary`]).
 //!
 //! All public functions are re-exported flat from this module, so the binding crate can name
 //! each one as `opennrt::abi::<symbol>`. `docs/abi-status.md` lists every export with its
 //! current behaviour.
 //!
-//! Beneath the entry files: [`boundary`] (the entry macro, pointer primitives, status mapping),
+//! Beneath the entry files: [`boundary`] (the entry wrapper, pointer primitives, status mapping),
 //! [`args`] (argument checks and writers the entry files share; no entry file imports another
 //! for argument handling), [`handle`] (the handle table) and [`types`] (the `repr(C)` twins).
 //!

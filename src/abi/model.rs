@@ -7,6 +7,7 @@
 //! `free()` on one does not corrupt the heap) and recorded here, so
 //! `nrt_free_model_tensor_info` frees only arrays it handed out.
 
+use crate::abi::boundary::enter_status;
 use std::collections::BTreeSet;
 use std::ffi::c_void;
 
@@ -16,7 +17,6 @@ use crate::abi::args::{fill_prefix, model_of, tensor_set_members, visible_core, 
 use crate::abi::boundary::{not_implemented, out_param, Guard};
 use crate::abi::handle;
 use crate::abi::types::*;
-use crate::abi_entry;
 use crate::error::{Error, ErrorKind, Result};
 use crate::isa::enums::Dtype;
 use crate::runtime::model::{LoadArgs, Model};
@@ -105,7 +105,7 @@ pub unsafe extern "C" fn nrt_load(
     vnc_count: i32,
     model: *mut *mut nrt_model_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_load", Guard::Lifecycle, {
+    enter_status("nrt_load", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { load(neff_bytes, size, vnc, vnc_count, None, model) }
     })
@@ -131,7 +131,7 @@ pub unsafe extern "C" fn nrt_load_collectives(
     ctx_device_count: u32,
     model: *mut *mut nrt_model_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_load_collectives", Guard::Lifecycle, {
+    enter_status("nrt_load_collectives", Guard::Lifecycle, || {
         let world = Some((ctx_device_id, ctx_device_count));
         // SAFETY: forwarded from this function's contract.
         unsafe { load(neff_bytes, size, vnc, vnc_count, world, model) }
@@ -147,7 +147,7 @@ pub unsafe extern "C" fn nrt_load_collectives(
 /// # Safety
 /// `model` must be NULL or a model handle no other thread is using.
 pub unsafe extern "C" fn nrt_unload(model: *mut nrt_model_t) -> NRT_STATUS {
-    abi_entry!(status "nrt_unload", Guard::Lifecycle, {
+    enter_status("nrt_unload", Guard::Lifecycle, || {
         given(model, "model")?;
         // SAFETY: checked against the live table; the caller's contract excludes other users.
         unsafe { handle::release::<ModelObject>(model, "model") }?;
@@ -195,7 +195,7 @@ pub unsafe extern "C" fn nrt_execute(
     input_set: *const nrt_tensor_set_t,
     output_set: *mut nrt_tensor_set_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_execute", Guard::Lifecycle, {
+    enter_status("nrt_execute", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let (m, inputs, outputs) = unsafe { execute_args(model, input_set, output_set) }?;
         m.execute_repeat(&inputs, &outputs, 1)
@@ -215,10 +215,15 @@ pub unsafe extern "C" fn nrt_execute_repeat(
     output_set: *mut nrt_tensor_set_t,
     repeat_count: i32,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_execute_repeat", Guard::Lifecycle, {
-        let times = u32::try_from(repeat_count).ok().filter(|n| *n >= 1).ok_or_else(|| {
-            Error::invalid(format!("repeat_count {repeat_count}: at least one execution"))
-        })?;
+    enter_status("nrt_execute_repeat", Guard::Lifecycle, || {
+        let times = u32::try_from(repeat_count)
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "repeat_count {repeat_count}: at least one execution"
+                ))
+            })?;
         // SAFETY: forwarded from this function's contract.
         let (m, inputs, outputs) = unsafe { execute_args(model, input_set, output_set) }?;
         m.execute_repeat(&inputs, &outputs, times)
@@ -237,7 +242,7 @@ pub unsafe extern "C" fn nrt_get_model_nc_count(
     model: *const nrt_model_t,
     vnc_count: *mut u32,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_get_model_nc_count", Guard::Lifecycle, {
+    enter_status("nrt_get_model_nc_count", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { one_core(model, vnc_count) }
     })
@@ -267,7 +272,7 @@ pub unsafe extern "C" fn nrt_get_model_vnc_count(
     model: *const nrt_model_t,
     vnc_count: *mut u32,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_get_model_vnc_count", Guard::Lifecycle, {
+    enter_status("nrt_get_model_vnc_count", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { one_core(model, vnc_count) }
     })
@@ -289,7 +294,7 @@ pub unsafe extern "C" fn nrt_get_model_info(
     info_size_in: usize,
     info_size_out: *mut usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_get_model_info", Guard::Lifecycle, {
+    enter_status("nrt_get_model_info", Guard::Lifecycle, || {
         given(info, "info")?;
         // SAFETY: forwarded from this function's contract.
         let m = unsafe { model_of(model, "model") }?;
@@ -397,7 +402,7 @@ pub unsafe extern "C" fn nrt_get_model_tensor_info(
     model: *mut nrt_model_t,
     tensor_info: *mut *mut nrt_tensor_info_array_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_get_model_tensor_info", Guard::Lifecycle, {
+    enter_status("nrt_get_model_tensor_info", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(tensor_info, "tensor_info") }?;
         // SAFETY: forwarded from this function's contract.
@@ -418,7 +423,7 @@ pub unsafe extern "C" fn nrt_get_model_tensor_info(
 pub unsafe extern "C" fn nrt_free_model_tensor_info(
     tensor_info: *mut nrt_tensor_info_array_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_free_model_tensor_info", Guard::Lifecycle, {
+    enter_status("nrt_free_model_tensor_info", Guard::Lifecycle, || {
         given(tensor_info, "tensor_info")?;
         if !INFO_ARRAYS.lock().remove(&tensor_info.addr()) {
             return Err(Error::invalid_handle(
@@ -443,7 +448,7 @@ pub unsafe extern "C" fn nrt_get_model_instance_count(
     model: *mut nrt_model_t,
     instance_count: *mut u32,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_get_model_instance_count", Guard::Lifecycle, {
+    enter_status("nrt_get_model_instance_count", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(instance_count, "instance_count") }?;
         // SAFETY: forwarded from this function's contract.
@@ -464,7 +469,7 @@ pub unsafe extern "C" fn nrt_get_model_instance_count(
 /// `NRT_SUCCESS`; `NRT_INVALID` for a core that is not visible; `NRT_UNINITIALIZED` before
 /// `nrt_init`.
 pub extern "C" fn nrt_async_drain_queued_execs(vnc: i32) -> NRT_STATUS {
-    abi_entry!(status "nrt_async_drain_queued_execs", Guard::Lifecycle, {
+    enter_status("nrt_async_drain_queued_execs", Guard::Lifecycle, || {
         visible_core(i64::from(vnc), "vnc").map(|_| ())
     })
 }
@@ -486,7 +491,7 @@ pub unsafe extern "C" fn nrt_register_async_exec_callback(
     callback: NRT_ASYNC_EXEC_STATUS_CALLBACK,
     params: *mut c_void,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_register_async_exec_callback", Guard::Lifecycle, {
+    enter_status("nrt_register_async_exec_callback", Guard::Lifecycle, || {
         let _ = params;
         if callback.is_none() {
             return Err(Error::invalid("callback is NULL"));

@@ -2,13 +2,13 @@
 //!
 //! libncfw returns plain `int`s with positive errno values, not `NRT_STATUS`: 0 success,
 //! 2 (ENOENT) unknown arch key in `libncfw_get_image`, 22 (EINVAL) bad argument, 28 (ENOSPC)
-//! truncated dump. The entry points run through [`abi_entry!`](crate::abi_entry) with
+//! truncated dump. The entry points run through [`enter`](crate::abi::boundary::enter) with
 //! [`Guard::None`]; a caught panic returns 22.
 
+use crate::abi::boundary::enter_value;
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 use crate::abi::boundary::Guard;
-use crate::abi_entry;
 use crate::ncfw::{ctx_log, image_for, Arch, LogStatus, LOG_BUF_SIZE};
 
 /// The libncfw ABI version (descriptor layout + ctx_log signature).
@@ -59,7 +59,9 @@ const _: () = {
 /// # Returns
 /// Always 2.
 pub extern "C" fn libncfw_get_version() -> c_int {
-    abi_entry!(value "libncfw_get_version", Guard::None, NCFW_VERSION, { Ok(NCFW_VERSION) })
+    enter_value("libncfw_get_version", Guard::None, NCFW_VERSION, || {
+        Ok(NCFW_VERSION)
+    })
 }
 
 fn ram_image(img: &'static [u8]) -> ncfw_ram_image_t {
@@ -83,7 +85,7 @@ fn ram_image(img: &'static [u8]) -> ncfw_ram_image_t {
 /// # Safety
 /// `out` must be NULL or point to a writable `ncfw_image_t` (32 bytes).
 pub unsafe extern "C" fn libncfw_get_image(arch_id: u32, out: *mut ncfw_image_t) -> c_int {
-    abi_entry!(value "libncfw_get_image", Guard::None, NCFW_EINVAL, {
+    enter_value("libncfw_get_image", Guard::None, NCFW_EINVAL, || {
         if out.is_null() {
             return Ok(NCFW_EINVAL);
         }
@@ -91,7 +93,10 @@ pub unsafe extern "C" fn libncfw_get_image(arch_id: u32, out: *mut ncfw_image_t)
             return Ok(NCFW_ENOENT);
         };
         let (iram, dram) = image_for(arch);
-        let img = ncfw_image_t { iram: ram_image(iram), dram: ram_image(dram) };
+        let img = ncfw_image_t {
+            iram: ram_image(iram),
+            dram: ram_image(dram),
+        };
         // SAFETY: `out` is non-null and the caller promises it points to a writable
         // ncfw_image_t; an unaligned write keeps us safe even for a misaligned pointer.
         unsafe { out.write_unaligned(img) };
@@ -122,7 +127,7 @@ pub unsafe extern "C" fn libncfw_ctx_log(
     model_name: *const c_char,
     arch_id: u32,
 ) -> c_int {
-    abi_entry!(value "libncfw_ctx_log", Guard::None, NCFW_EINVAL, {
+    enter_value("libncfw_ctx_log", Guard::None, NCFW_EINVAL, || {
         let Some(arch) = Arch::from_id(arch_id) else {
             return Ok(NCFW_EINVAL);
         };

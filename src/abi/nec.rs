@@ -17,12 +17,12 @@
 //!
 //! The four dynamic (ragged all-to-all) size callbacks live in [`nec_dynamic`](super::nec_dynamic).
 
+use crate::abi::boundary::{enter_status, enter_value, enter_void};
 use std::ffi::{c_char, c_int};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::abi::boundary::{out_param, Guard};
 use crate::abi::types::*;
-use crate::abi_entry;
 use crate::error::{Error, Result};
 use crate::lower::topology::{Fabric, InstanceType};
 use crate::runtime::process;
@@ -63,7 +63,7 @@ fn fabric(pod_type: RawPodType) -> Result<Fabric> {
 /// # Safety
 /// `sem_inc_addr` must be NULL or point to a live, 4-byte-aligned `uint32_t`.
 pub unsafe extern "C" fn nec_inc_semaphore(sem_inc_addr: *mut u32, val: u32) {
-    abi_entry!(void "nec_inc_semaphore", Guard::None, {
+    enter_void("nec_inc_semaphore", Guard::None, || {
         if sem_inc_addr.is_null() {
             return Err(Error::invalid("sem_inc_addr is NULL"));
         }
@@ -88,11 +88,13 @@ pub unsafe extern "C" fn nec_get_device_count(
     available_devices_array: *mut c_int,
     array_size: u32,
 ) -> c_int {
-    abi_entry!(value "nec_get_device_count", Guard::None, NEG_EINVAL, {
+    enter_value("nec_get_device_count", Guard::None, NEG_EINVAL, || {
         let n = instance()?.devices;
         if !available_devices_array.is_null() {
             if !available_devices_array.is_aligned() {
-                return Err(Error::invalid("available_devices_array is not aligned for int"));
+                return Err(Error::invalid(
+                    "available_devices_array is not aligned for int",
+                ));
             }
             for i in 0..n.min(array_size) {
                 // SAFETY: i < array_size, the caller's capacity; i < devices fits an int.
@@ -117,7 +119,7 @@ pub unsafe extern "C" fn nec_get_device_pci_bdf(
     pci_slot: *mut u8,
     dev_func: *mut u8,
 ) -> c_int {
-    abi_entry!(value "nec_get_device_pci_bdf", Guard::None, NEG_EINVAL, {
+    enter_value("nec_get_device_pci_bdf", Guard::None, NEG_EINVAL, || {
         // SAFETY: forwarded from this function's contract.
         let (d, b, s, f) = unsafe {
             (
@@ -144,7 +146,7 @@ pub unsafe extern "C" fn nec_get_device_pci_bdf(
 /// # Safety
 /// `virtual_core_size` must be NULL or writable.
 pub unsafe extern "C" fn nec_get_virtual_core_size(virtual_core_size: *mut u32) -> NRT_STATUS {
-    abi_entry!(status "nec_get_virtual_core_size", Guard::None, {
+    enter_status("nec_get_virtual_core_size", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(virtual_core_size, "virtual_core_size") }?;
         out.write(process::config()?.lnc);
@@ -169,19 +171,30 @@ pub unsafe extern "C" fn nec_build_port_and_rid_map(
     host_device_ids: *mut c_int,
     count: c_int,
 ) -> NRT_STATUS {
-    abi_entry!(status "nec_build_port_and_rid_map", Guard::None, {
+    enter_status("nec_build_port_and_rid_map", Guard::None, || {
         dev(local_nec_dev_id, "local_nec_dev_id")?;
-        let n = usize::try_from(count).map_err(|_| Error::invalid(format!("count {count} is negative")))?;
+        let n = usize::try_from(count)
+            .map_err(|_| Error::invalid(format!("count {count} is negative")))?;
         let len = n * std::mem::size_of::<c_int>();
         // SAFETY: the caller promises `count` readable ints in each array when count > 0.
         let (m, h) = unsafe {
             (
-                crate::abi::boundary::bytes(mla_indexes.cast::<u8>().cast_const(), len, "mla_indexes")?,
-                crate::abi::boundary::bytes(host_device_ids.cast::<u8>().cast_const(), len, "host_device_ids")?,
+                crate::abi::boundary::bytes(
+                    mla_indexes.cast::<u8>().cast_const(),
+                    len,
+                    "mla_indexes",
+                )?,
+                crate::abi::boundary::bytes(
+                    host_device_ids.cast::<u8>().cast_const(),
+                    len,
+                    "host_device_ids",
+                )?,
             )
         };
         let ints = |b: &[u8]| -> Vec<c_int> {
-            b.chunks_exact(4).map(|c| c_int::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect()
+            b.chunks_exact(4)
+                .map(|c| c_int::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
         };
         crate::log_debug!(
             "nec_build_port_and_rid_map",
@@ -196,16 +209,18 @@ pub unsafe extern "C" fn nec_build_port_and_rid_map(
 /// Whether MLA (device) `mla_idx` exists, seen from device `local_nec_dev_id`. False for any
 /// unknown index.
 pub extern "C" fn nec_is_mla_available(local_nec_dev_id: c_int, mla_idx: c_int) -> bool {
-    abi_entry!(value "nec_is_mla_available", Guard::None, false, {
+    enter_value("nec_is_mla_available", Guard::None, false, || {
         let inst = instance()?;
-        Ok(inst.device(i64::from(local_nec_dev_id), "local_nec_dev_id").is_ok()
+        Ok(inst
+            .device(i64::from(local_nec_dev_id), "local_nec_dev_id")
+            .is_ok()
             && inst.device(i64::from(mla_idx), "mla_idx").is_ok())
     })
 }
 
 /// The RID of MLA `mla_idx` (identity). Returns -1 for an unknown device or index.
 pub extern "C" fn nec_mla_idx_to_rid(local_nec_dev_id: c_int, mla_idx: c_int) -> c_int {
-    abi_entry!(value "nec_mla_idx_to_rid", Guard::None, -1, {
+    enter_value("nec_mla_idx_to_rid", Guard::None, -1, || {
         dev(local_nec_dev_id, "local_nec_dev_id")?;
         dev(mla_idx, "mla_idx")
     })
@@ -213,7 +228,7 @@ pub extern "C" fn nec_mla_idx_to_rid(local_nec_dev_id: c_int, mla_idx: c_int) ->
 
 /// The MLA index of RID `rid` (identity). Returns -1 for an unknown device or RID.
 pub extern "C" fn nec_rid_to_mla_idx(local_nec_dev_id: c_int, rid: c_int) -> c_int {
-    abi_entry!(value "nec_rid_to_mla_idx", Guard::None, -1, {
+    enter_value("nec_rid_to_mla_idx", Guard::None, -1, || {
         dev(local_nec_dev_id, "local_nec_dev_id")?;
         dev(rid, "rid")
     })
@@ -227,7 +242,7 @@ pub extern "C" fn nec_get_peer_mla_idx(
     mla_idx: c_int,
     port: c_int,
 ) -> c_int {
-    abi_entry!(value "nec_get_peer_mla_idx", Guard::None, -1, {
+    enter_value("nec_get_peer_mla_idx", Guard::None, -1, || {
         let inst = instance()?;
         inst.device(i64::from(local_nec_dev_id), "local_nec_dev_id")?;
         let m = inst.device(i64::from(mla_idx), "mla_idx")?;
@@ -249,7 +264,7 @@ pub unsafe extern "C" fn nec_get_p2p_pod_peer_node(
     port_distance: u32,
     peer_node: *mut c_int,
 ) -> c_int {
-    abi_entry!(value "nec_get_p2p_pod_peer_node", Guard::None, NEG_EINVAL, {
+    enter_value("nec_get_p2p_pod_peer_node", Guard::None, NEG_EINVAL, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(peer_node, "peer_node") }?;
         let peer = instance()?.pod_peer_node(nec_dev_id, i64::from(node), port_distance)?;
@@ -276,12 +291,16 @@ pub unsafe extern "C" fn nec_pod_node_can_access_peer_node(
     remote_node_id: u32,
     can_access_peer: *mut c_int,
 ) -> NRT_STATUS {
-    abi_entry!(status "nec_pod_node_can_access_peer_node", Guard::None, {
+    enter_status("nec_pod_node_can_access_peer_node", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(can_access_peer, "can_access_peer") }?;
-        let can = instance()?.can_access_peer(local_rid, local_node_id, remote_rid, remote_node_id, || {
-            fabric(pod_type)
-        })?;
+        let can = instance()?.can_access_peer(
+            local_rid,
+            local_node_id,
+            remote_rid,
+            remote_node_id,
+            || fabric(pod_type),
+        )?;
         out.write(c_int::from(can));
         Ok(())
     })
@@ -293,7 +312,7 @@ pub unsafe extern "C" fn nec_pod_node_can_access_peer_node(
 /// # Safety
 /// `str` must be NULL or readable for `size` bytes (or up to a NUL within them).
 pub unsafe extern "C" fn nec_ndl_printk(str: *mut c_char, size: u32, action: u32) {
-    abi_entry!(void "nec_ndl_printk", Guard::None, {
+    enter_void("nec_ndl_printk", Guard::None, || {
         if str.is_null() {
             return Err(Error::invalid("str is NULL"));
         }
@@ -306,7 +325,11 @@ pub unsafe extern "C" fn nec_ndl_printk(str: *mut c_char, size: u32, action: u32
             }
             b.push(c);
         }
-        crate::log_info!("nec_ndl_printk", "[action {action}] {}", String::from_utf8_lossy(&b).trim_end());
+        crate::log_info!(
+            "nec_ndl_printk",
+            "[action {action}] {}",
+            String::from_utf8_lossy(&b).trim_end()
+        );
         Ok(())
     })
 }

@@ -4,11 +4,11 @@
 //! [`nec`](super::nec)); every access is bounds- and alignment-checked, and an invalid argument
 //! is logged and answered with 0 (or ignored, for the setter).
 
+use crate::abi::boundary::{enter_value, enter_void};
 use std::ffi::c_int;
 
 use crate::abi::boundary::{in_ref, Guard};
 use crate::abi::types::*;
-use crate::abi_entry;
 use crate::error::{Error, Result};
 
 /// (L) Layout of `dyn_input->va` read by the four dynamic-size callbacks: four arrays of
@@ -99,7 +99,7 @@ pub unsafe extern "C" fn nec_get_dynamic_send_size_bytes(
     dst_rank: c_int,
     rank_n: c_int,
 ) -> usize {
-    abi_entry!(value "nec_get_dynamic_send_size_bytes", Guard::None, 0, {
+    enter_value("nec_get_dynamic_send_size_bytes", Guard::None, 0, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { dyn_bytes(dyn_input, data_type_sz, dst_rank, rank_n, SEND_COUNT) }
     })
@@ -116,7 +116,7 @@ pub unsafe extern "C" fn nec_get_dynamic_send_offset_bytes(
     dst_rank: c_int,
     rank_n: c_int,
 ) -> usize {
-    abi_entry!(value "nec_get_dynamic_send_offset_bytes", Guard::None, 0, {
+    enter_value("nec_get_dynamic_send_offset_bytes", Guard::None, 0, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { dyn_bytes(dyn_input, data_type_sz, dst_rank, rank_n, SEND_OFFSET) }
     })
@@ -133,7 +133,7 @@ pub unsafe extern "C" fn nec_get_dynamic_recv_offset_bytes(
     src_rank: c_int,
     rank_n: c_int,
 ) -> usize {
-    abi_entry!(value "nec_get_dynamic_recv_offset_bytes", Guard::None, 0, {
+    enter_value("nec_get_dynamic_recv_offset_bytes", Guard::None, 0, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { dyn_bytes(dyn_input, data_type_sz, src_rank, rank_n, RECV_OFFSET) }
     })
@@ -152,7 +152,7 @@ pub unsafe extern "C" fn nec_set_recv_size_bytes(
     src_rank: c_int,
     rank_n: c_int,
 ) {
-    abi_entry!(void "nec_set_recv_size_bytes", Guard::None, {
+    enter_void("nec_set_recv_size_bytes", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         let p = unsafe { dyn_slot(dyn_input, data_type_sz, src_rank, rank_n, RECV_COUNT) }?;
         if recv_size_bytes % data_type_sz != 0 {

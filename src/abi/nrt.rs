@@ -5,12 +5,12 @@
 //! getters and `nrt_get_instance_info` work in any state; every other getter here runs the
 //! lifecycle guard (`NRT_UNINITIALIZED` before `nrt_init`).
 
+use crate::abi::boundary::{enter_code, enter_status, enter_value, enter_void};
 use std::ffi::{c_char, c_int, c_void};
 
 use crate::abi::args::{fill_prefix, visible_core};
 use crate::abi::boundary::{fill_c_chars, not_implemented, opt_cstr, out_param, Guard};
 use crate::abi::types::*;
-use crate::abi_entry;
 use crate::error::Error;
 use crate::runtime::process;
 
@@ -32,17 +32,21 @@ pub unsafe extern "C" fn nrt_init(
     fw_version: *const c_char,
     fal_version: *const c_char,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_init", Guard::None, {
+    enter_status("nrt_init", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         let (fw, fal) = unsafe { (opt_cstr(fw_version), opt_cstr(fal_version)) };
-        process::init(framework, fw.as_deref().unwrap_or(""), fal.as_deref().unwrap_or(""))
+        process::init(
+            framework,
+            fw.as_deref().unwrap_or(""),
+            fal.as_deref().unwrap_or(""),
+        )
     })
 }
 
 /// Close the runtime: tear down everything `nrt_init` built. Does nothing unless initialized.
 /// Afterwards every call returns `NRT_UNINITIALIZED` until the next `nrt_init`.
 pub extern "C" fn nrt_close() {
-    abi_entry!(void "nrt_close", Guard::None, {
+    enter_void("nrt_close", Guard::None, || {
         // The runtime tears itself down (runtime::process::close); then what the ABI layer
         // keeps per nrt_init: tensors, tensor sets, unscheduled contexts, profile sessions.
         process::close(|| {
@@ -63,7 +67,7 @@ pub extern "C" fn nrt_close() {
 /// # Safety
 /// `ver` must point to at least `size` writable bytes.
 pub unsafe extern "C" fn nrt_get_version(ver: *mut nrt_version_t, size: usize) -> NRT_STATUS {
-    abi_entry!(status "nrt_get_version", Guard::None, {
+    enter_status("nrt_get_version", Guard::None, || {
         if ver.is_null() {
             return Err(Error::invalid("ver is NULL"));
         }
@@ -90,10 +94,18 @@ pub unsafe extern "C" fn nrt_get_version(ver: *mut nrt_version_t, size: usize) -
         );
         fill_c_chars(&mut v.rt_detail, &detail);
         fill_c_chars(&mut v.git_hash, env!("OPENNRT_GIT_HASH"));
-        let n = if size > 200 { std::mem::size_of::<nrt_version_t>() } else { 160 };
+        let n = if size > 200 {
+            std::mem::size_of::<nrt_version_t>()
+        } else {
+            160
+        };
         // SAFETY: `ver` is non-null and the caller promises `size >= n` writable bytes.
         unsafe {
-            std::ptr::copy_nonoverlapping((&v as *const nrt_version_t).cast::<u8>(), ver.cast::<u8>(), n)
+            std::ptr::copy_nonoverlapping(
+                (&v as *const nrt_version_t).cast::<u8>(),
+                ver.cast::<u8>(),
+                n,
+            )
         };
         Ok(())
     })
@@ -102,9 +114,12 @@ pub unsafe extern "C" fn nrt_get_version(ver: *mut nrt_version_t, size: usize) -
 /// The name of a status code as a static string (never NULL; unknown values give
 /// `"NRT_UNKNOWN_STATUS"`).
 pub extern "C" fn nrt_get_status_as_str(status: RawStatus) -> *const c_char {
-    abi_entry!(value "nrt_get_status_as_str", Guard::None, nrt_status::unknown_c_name().as_ptr(), {
-        Ok(nrt_status::c_name_of(status).as_ptr())
-    })
+    enter_value(
+        "nrt_get_status_as_str",
+        Guard::None,
+        nrt_status::unknown_c_name().as_ptr(),
+        || Ok(nrt_status::c_name_of(status).as_ptr()),
+    )
 }
 
 fn write_count(
@@ -128,7 +143,7 @@ fn write_count(
 /// # Safety
 /// `vnc_count` must be NULL or writable.
 pub unsafe extern "C" fn nrt_get_total_vnc_count(vnc_count: *mut u32) -> NRT_STATUS {
-    abi_entry!(status "nrt_get_total_vnc_count", Guard::None, {
+    enter_status("nrt_get_total_vnc_count", Guard::None, || {
         write_count(vnc_count, "vnc_count", |c| c.total_cores())
     })
 }
@@ -138,7 +153,7 @@ pub unsafe extern "C" fn nrt_get_total_vnc_count(vnc_count: *mut u32) -> NRT_STA
 /// # Safety
 /// As for `nrt_get_total_vnc_count`.
 pub unsafe extern "C" fn nrt_get_total_nc_count(nc_count: *mut u32) -> NRT_STATUS {
-    abi_entry!(status "nrt_get_total_nc_count", Guard::None, {
+    enter_status("nrt_get_total_nc_count", Guard::None, || {
         write_count(nc_count, "nc_count", |c| c.total_cores())
     })
 }
@@ -153,7 +168,7 @@ pub unsafe extern "C" fn nrt_get_total_nc_count(nc_count: *mut u32) -> NRT_STATU
 /// # Safety
 /// `vnc_count` must be NULL or writable.
 pub unsafe extern "C" fn nrt_get_visible_vnc_count(vnc_count: *mut u32) -> NRT_STATUS {
-    abi_entry!(status "nrt_get_visible_vnc_count", Guard::None, {
+    enter_status("nrt_get_visible_vnc_count", Guard::None, || {
         write_count(vnc_count, "vnc_count", |c| c.visible_cores)
     })
 }
@@ -163,7 +178,7 @@ pub unsafe extern "C" fn nrt_get_visible_vnc_count(vnc_count: *mut u32) -> NRT_S
 /// # Safety
 /// As for `nrt_get_visible_vnc_count`.
 pub unsafe extern "C" fn nrt_get_visible_nc_count(nc_count: *mut u32) -> NRT_STATUS {
-    abi_entry!(status "nrt_get_visible_nc_count", Guard::None, {
+    enter_status("nrt_get_visible_nc_count", Guard::None, || {
         write_count(nc_count, "nc_count", |c| c.visible_cores)
     })
 }
@@ -180,7 +195,7 @@ pub unsafe extern "C" fn nrt_get_instance_info(
     info: *mut nrt_instance_info_t,
     instance_info_len: usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_get_instance_info", Guard::None, {
+    enter_status("nrt_get_instance_info", Guard::None, || {
         if info.is_null() {
             return Err(Error::invalid("info is NULL"));
         }
@@ -196,7 +211,11 @@ pub unsafe extern "C" fn nrt_get_instance_info(
         let n = instance_info_len.min(std::mem::size_of::<nrt_instance_info_t>());
         // SAFETY: the caller promises `instance_info_len` writable bytes; we copy at most that.
         unsafe {
-            std::ptr::copy_nonoverlapping((&v as *const nrt_instance_info_t).cast::<u8>(), info.cast::<u8>(), n)
+            std::ptr::copy_nonoverlapping(
+                (&v as *const nrt_instance_info_t).cast::<u8>(),
+                info.cast::<u8>(),
+                n,
+            )
         };
         Ok(())
     })
@@ -215,7 +234,7 @@ pub unsafe extern "C" fn nrt_host_device_id_get(
     neuron_dev: c_int,
     host_device_id: *mut u32,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_host_device_id_get", Guard::Lifecycle, {
+    enter_status("nrt_host_device_id_get", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(host_device_id, "host_device_id") }?;
         let cfg = process::config()?;
@@ -243,7 +262,7 @@ pub unsafe extern "C" fn nrt_host_device_id_rid_map_get(
     count: *mut u32,
     host_did_to_rid_map: *mut u32,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_host_device_id_rid_map_get", Guard::Lifecycle, {
+    enter_status("nrt_host_device_id_rid_map_get", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let count = unsafe { out_param(count, "count") }?;
         let devices = process::config()?.instance.devices;
@@ -260,7 +279,9 @@ pub unsafe extern "C" fn nrt_host_device_id_rid_map_get(
             )));
         }
         if !host_did_to_rid_map.is_aligned() {
-            return Err(Error::invalid("host_did_to_rid_map is not aligned for uint32_t"));
+            return Err(Error::invalid(
+                "host_did_to_rid_map is not aligned for uint32_t",
+            ));
         }
         for i in 0..devices {
             // SAFETY: i < devices <= cap, the caller's capacity.
@@ -288,7 +309,7 @@ pub unsafe extern "C" fn nrt_get_hbm_mmap_va(
     size: *mut usize,
 ) -> NRT_STATUS {
     let _ = (device_id, hbm_idx, addr, size);
-    abi_entry!(status "nrt_get_hbm_mmap_va", Guard::Lifecycle, {
+    enter_status("nrt_get_hbm_mmap_va", Guard::Lifecycle, || {
         not_implemented("nrt_get_hbm_mmap_va")
     })
 }
@@ -311,7 +332,7 @@ pub unsafe extern "C" fn nrt_get_vnc_memory_stats(
     stats_size_in: usize,
     stats_size_out: *mut usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_get_vnc_memory_stats", Guard::Lifecycle, {
+    enter_status("nrt_get_vnc_memory_stats", Guard::Lifecycle, || {
         if stats.is_null() {
             return Err(Error::invalid("stats is NULL"));
         }
@@ -341,12 +362,14 @@ pub unsafe extern "C" fn nrt_get_attached_efa_bdf(
     len: *mut usize,
 ) -> NRT_STATUS {
     let _ = (va, efa_bdf, len);
-    abi_entry!(code "nrt_get_attached_efa_bdf", Guard::Lifecycle, {
+    enter_code("nrt_get_attached_efa_bdf", Guard::Lifecycle, || {
         crate::runtime::log::write_once(
             crate::runtime::log::Level::Info,
             "nrt_get_attached_efa_bdf",
             "nrt_get_attached_efa_bdf",
-            format_args!("no EFA device is attached in OpenNRT's simulated instance; returning NRT_FAILURE"),
+            format_args!(
+                "no EFA device is attached in OpenNRT's simulated instance; returning NRT_FAILURE"
+            ),
         );
         Ok(nrt_status::NRT_FAILURE)
     })
@@ -364,7 +387,7 @@ pub unsafe extern "C" fn nrt_get_attached_efa_bdf(
 /// `fd` is checked for NULL and never written.
 pub unsafe extern "C" fn nrt_get_dmabuf_fd(va: u64, size: u64, fd: *mut c_int) -> NRT_STATUS {
     let _ = (va, size);
-    abi_entry!(code "nrt_get_dmabuf_fd", Guard::Lifecycle, {
+    enter_code("nrt_get_dmabuf_fd", Guard::Lifecycle, || {
         if fd.is_null() {
             return Err(Error::invalid("fd is NULL"));
         }

@@ -16,6 +16,7 @@
 //! about at `nrt_init` and ignored (runtime 2.34 behaviour), so no `nrta_*` fails with
 //! `NRT_FAILURE` for it.
 
+use crate::abi::boundary::enter_status;
 use std::ffi::{c_int, c_void};
 
 use std::mem::MaybeUninit;
@@ -23,7 +24,6 @@ use std::mem::MaybeUninit;
 use crate::abi::args::{index_arg, model_of, tensor_of, tensor_set_members};
 use crate::abi::boundary::{exec_ret_arg, non_null, out_param, Guard};
 use crate::abi::types::*;
-use crate::abi_entry;
 use crate::error::{Error, Result};
 use crate::runtime::tensor::ops::{self, Queue};
 use crate::runtime::xu::{self, ExecRet, XuType};
@@ -83,7 +83,7 @@ pub unsafe extern "C" fn nrta_tensor_write(
     exec_ret: *mut NRT_STATUS,
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrta_tensor_write", Guard::Lifecycle, {
+    enter_status("nrta_tensor_write", Guard::Lifecycle, || {
         // SAFETY: looked up in the handle table.
         let t = unsafe { tensor_of(tensor, "tensor") }?;
         host_buf(buf, size)?;
@@ -117,7 +117,7 @@ pub unsafe extern "C" fn nrta_tensor_read(
     exec_ret: *mut NRT_STATUS,
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrta_tensor_read", Guard::Lifecycle, {
+    enter_status("nrta_tensor_read", Guard::Lifecycle, || {
         // SAFETY: looked up in the handle table.
         let t = unsafe { tensor_of(tensor, "tensor") }?;
         host_buf(buf, size)?;
@@ -152,7 +152,7 @@ pub unsafe extern "C" fn nrta_tensor_copy(
     exec_ret: *mut NRT_STATUS,
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrta_tensor_copy", Guard::Lifecycle, {
+    enter_status("nrta_tensor_copy", Guard::Lifecycle, || {
         // SAFETY: looked up in the handle table.
         let s = unsafe { tensor_of(src, "src") }?;
         // SAFETY: looked up in the handle table.
@@ -187,7 +187,7 @@ pub unsafe extern "C" fn nrta_execute_schedule(
     exec_ret: *mut NRT_STATUS,
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrta_execute_schedule", Guard::Lifecycle, {
+    enter_status("nrta_execute_schedule", Guard::Lifecycle, || {
         exec_ret_arg(exec_ret)?;
         non_null(input, "input")?;
         non_null(output, "output")?;
@@ -200,7 +200,8 @@ pub unsafe extern "C" fn nrta_execute_schedule(
         let inputs = unsafe { tensor_set_members(input, "input") }?;
         // SAFETY: as above.
         let outputs = unsafe { tensor_set_members(output, "output") }?;
-        let seq = crate::runtime::model::schedule(m, inputs, outputs, queue, ExecRet(exec_ret.cast()))?;
+        let seq =
+            crate::runtime::model::schedule(m, inputs, outputs, queue, ExecRet(exec_ret.cast()))?;
         if let Some(o) = seq_out {
             o.write(seq);
         }
@@ -222,7 +223,7 @@ pub unsafe extern "C" fn nrta_execute_schedule(
 /// # Safety
 /// `is_completed` must be NULL or writable.
 pub unsafe extern "C" fn nrta_is_completed(seq: nrta_seq_t, is_completed: *mut bool) -> NRT_STATUS {
-    abi_entry!(status "nrta_is_completed", Guard::Lifecycle, {
+    enter_status("nrta_is_completed", Guard::Lifecycle, || {
         // SAFETY: NULL or writable by the caller's contract; checked by the helper.
         let out = unsafe { out_param(is_completed, "is_completed") }?;
         let done = xu::poll_completed(seq)?;
@@ -246,7 +247,7 @@ pub unsafe extern "C" fn nrta_get_sequence(
     queue: c_int,
     seq: *mut nrta_seq_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrta_get_sequence", Guard::Lifecycle, {
+    enter_status("nrta_get_sequence", Guard::Lifecycle, || {
         // SAFETY: NULL or writable by the caller's contract; checked by the helper.
         let out = unsafe { out_param(seq, "seq") }?;
         let last = xu::last_completed(lnc, XuType::from_raw(xu)?, index_arg(queue, "queue")?)?;
@@ -264,9 +265,11 @@ pub unsafe extern "C" fn nrta_get_sequence(
 /// for a request its unit never handed out, or an `fd` that is neither -1 nor open;
 /// `NRT_UNINITIALIZED` before `nrt_init`.
 pub extern "C" fn nrta_event_register_seq_id_completion(seq: nrta_seq_t, fd: c_int) -> NRT_STATUS {
-    abi_entry!(status "nrta_event_register_seq_id_completion", Guard::Lifecycle, {
-        xu::register_seq_fd(seq, fd)
-    })
+    enter_status(
+        "nrta_event_register_seq_id_completion",
+        Guard::Lifecycle,
+        || xu::register_seq_fd(seq, fd),
+    )
 }
 
 /// Signal the caller's eventfd `fd` every time execution unit (`lnc`, `xu`, `queue`) completes
@@ -282,14 +285,18 @@ pub extern "C" fn nrta_event_register_xu_completion(
     queue: c_int,
     fd: c_int,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrta_event_register_xu_completion", Guard::Lifecycle, {
-        xu::register_xu_fd(
-            index_arg(lnc, "logical core")?,
-            XuType::from_raw(xu)?,
-            index_arg(queue, "queue")?,
-            fd,
-        )
-    })
+    enter_status(
+        "nrta_event_register_xu_completion",
+        Guard::Lifecycle,
+        || {
+            xu::register_xu_fd(
+                index_arg(lnc, "logical core")?,
+                XuType::from_raw(xu)?,
+                index_arg(queue, "queue")?,
+                fd,
+            )
+        },
+    )
 }
 
 #[cfg(test)]

@@ -1,13 +1,13 @@
 //! `nrt_experimental.h` and other miscellaneous exports (docs/contract/abi.md §3.8): the legacy
 //! trace pair, the network-plugin hand-off to libnccom, and the pool-engine microcode hook.
 
+use crate::abi::boundary::{enter_status, enter_value};
 use std::ffi::{c_char, c_int, c_void};
 
 use parking_lot::Mutex;
 
 use crate::abi::boundary::{in_ref, req_cstr, Guard};
 use crate::abi::types::*;
-use crate::abi_entry;
 use crate::error::Error;
 use crate::runtime::state::{self, State};
 
@@ -17,7 +17,7 @@ use crate::runtime::state::{self, State};
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`.
 pub extern "C" fn nrt_trace_start(trace_mem: bool) -> NRT_STATUS {
-    abi_entry!(status "nrt_trace_start", Guard::Lifecycle, {
+    enter_status("nrt_trace_start", Guard::Lifecycle, || {
         crate::log_info!(
             "nrt_trace_start",
             "trace (trace_mem {trace_mem}) requested: OpenNRT simulates the device and has nothing to trace"
@@ -35,7 +35,7 @@ pub extern "C" fn nrt_trace_start(trace_mem: bool) -> NRT_STATUS {
 /// # Safety
 /// `filename` must be NULL or NUL-terminated.
 pub unsafe extern "C" fn nrt_trace_stop(filename: *const c_char) -> NRT_STATUS {
-    abi_entry!(status "nrt_trace_stop", Guard::Lifecycle, {
+    enter_status("nrt_trace_stop", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let f = unsafe { req_cstr(filename, "filename") }?;
         crate::log_info!("nrt_trace_stop", "nothing was traced; {f:?} is not written");
@@ -58,19 +58,24 @@ pub unsafe extern "C" fn nrt_get_libnccl_net(
     err_msg: *mut c_char,
     err_msg_size: usize,
 ) -> *mut c_void {
-    abi_entry!(value "nrt_get_libnccl_net", Guard::None, std::ptr::null_mut(), {
-        if !err.is_null() && err.is_aligned() {
-            // SAFETY: non-null, aligned, and writable by the caller's contract.
-            unsafe { err.write(1) };
-        }
-        if !err_msg.is_null() && err_msg_size > 0 {
-            // SAFETY: the caller promises `err_msg_size` writable bytes.
-            let dst = unsafe { std::slice::from_raw_parts_mut(err_msg, err_msg_size) };
-            crate::abi::boundary::fill_c_chars(dst, NO_NET_PLUGIN);
-        }
-        crate::log_info!("nrt_get_libnccl_net", "{NO_NET_PLUGIN}");
-        Ok(std::ptr::null_mut())
-    })
+    enter_value(
+        "nrt_get_libnccl_net",
+        Guard::None,
+        std::ptr::null_mut(),
+        || {
+            if !err.is_null() && err.is_aligned() {
+                // SAFETY: non-null, aligned, and writable by the caller's contract.
+                unsafe { err.write(1) };
+            }
+            if !err_msg.is_null() && err_msg_size > 0 {
+                // SAFETY: the caller promises `err_msg_size` writable bytes.
+                let dst = unsafe { std::slice::from_raw_parts_mut(err_msg, err_msg_size) };
+                crate::abi::boundary::fill_c_chars(dst, NO_NET_PLUGIN);
+            }
+            crate::log_info!("nrt_get_libnccl_net", "{NO_NET_PLUGIN}");
+            Ok(std::ptr::null_mut())
+        },
+    )
 }
 
 /// A stored pool-engine microcode pair (copied from the caller).
@@ -127,7 +132,7 @@ fn copy_image(img: &nrt_ucode_img, what: &str, required: bool) -> crate::Result<
 /// # Safety
 /// `ucode_info` must be NULL or valid; each image's `bin` must point to `size` readable bytes.
 pub unsafe extern "C" fn nrt_set_pool_eng_ucode(ucode_info: *const nrt_ucode_info) -> NRT_STATUS {
-    abi_entry!(status "nrt_set_pool_eng_ucode", Guard::None, {
+    enter_status("nrt_set_pool_eng_ucode", Guard::None, || {
         let s = state::current();
         if matches!(s, State::Closed | State::Child) {
             if let Some(e) = state::guard_error(s) {

@@ -11,6 +11,7 @@
 //!   returns a fresh id (from 1), `..._serialize` and `..._drop` need a known id, and
 //!   `..._drop_all` forgets every stopped session of a core. Sessions survive `nrt_close`.
 
+use crate::abi::boundary::enter_status;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::c_char;
 
@@ -20,7 +21,6 @@ use crate::abi::args::visible_core;
 use crate::abi::boundary::{out_param, req_cstr, Guard};
 use crate::abi::handle::{self, Opaque};
 use crate::abi::types::*;
-use crate::abi_entry;
 use crate::error::Error;
 
 /// The object behind `nrt_profile_continuous_options_t *`.
@@ -75,13 +75,16 @@ pub unsafe extern "C" fn nrt_profile_start(
     model: *mut nrt_model_t,
     filename: *const c_char,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_profile_start", Guard::Lifecycle, {
+    enter_status("nrt_profile_start", Guard::Lifecycle, || {
         if model.is_null() {
             return Err(Error::invalid("model is NULL"));
         }
         // SAFETY: forwarded from this function's contract.
         let f = unsafe { req_cstr(filename, "filename") }?;
-        nothing("nrt_profile_start", format_args!("profile to {f:?} requested"));
+        nothing(
+            "nrt_profile_start",
+            format_args!("profile to {f:?} requested"),
+        );
         Ok(())
     })
 }
@@ -94,7 +97,7 @@ pub unsafe extern "C" fn nrt_profile_start(
 /// # Safety
 /// `filename` must be NULL or NUL-terminated.
 pub unsafe extern "C" fn nrt_profile_stop(filename: *const c_char) -> NRT_STATUS {
-    abi_entry!(status "nrt_profile_stop", Guard::Lifecycle, {
+    enter_status("nrt_profile_stop", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let f = unsafe { req_cstr(filename, "filename") }?;
         nothing("nrt_profile_stop", format_args!("{f:?} is not written"));
@@ -108,12 +111,17 @@ pub unsafe extern "C" fn nrt_profile_stop(filename: *const c_char) -> NRT_STATUS
 /// `NRT_SUCCESS`; `NRT_INVALID` for a core that is not visible or already has an open session;
 /// `NRT_UNINITIALIZED` before `nrt_init`.
 pub extern "C" fn nrt_profile_session_start(vnc: i32) -> NRT_STATUS {
-    abi_entry!(status "nrt_profile_session_start", Guard::Lifecycle, {
+    enter_status("nrt_profile_session_start", Guard::Lifecycle, || {
         let core = visible_core(vnc.into(), "vnc")?;
         if !SESSIONS.lock().running.insert(core) {
-            return Err(Error::invalid(format!("logical core {core} already has a profile session open")));
+            return Err(Error::invalid(format!(
+                "logical core {core} already has a profile session open"
+            )));
         }
-        nothing("nrt_profile_session_start", format_args!("session on core {core} opened"));
+        nothing(
+            "nrt_profile_session_start",
+            format_args!("session on core {core} opened"),
+        );
         Ok(())
     })
 }
@@ -127,13 +135,15 @@ pub extern "C" fn nrt_profile_session_start(vnc: i32) -> NRT_STATUS {
 /// # Safety
 /// `session_id` must be NULL or writable.
 pub unsafe extern "C" fn nrt_profile_session_stop(vnc: i32, session_id: *mut u64) -> NRT_STATUS {
-    abi_entry!(status "nrt_profile_session_stop", Guard::Lifecycle, {
+    enter_status("nrt_profile_session_stop", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(session_id, "session_id") }?;
         let core = visible_core(vnc.into(), "vnc")?;
         let mut s = SESSIONS.lock();
         if !s.running.remove(&core) {
-            return Err(Error::invalid(format!("logical core {core} has no open profile session")));
+            return Err(Error::invalid(format!(
+                "logical core {core} has no open profile session"
+            )));
         }
         let id = s.next_id;
         s.next_id += 1;
@@ -155,13 +165,18 @@ pub unsafe extern "C" fn nrt_profile_session_serialize(
     session_id: u64,
     filename: *const c_char,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_profile_session_serialize", Guard::Lifecycle, {
+    enter_status("nrt_profile_session_serialize", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let f = unsafe { req_cstr(filename, "filename") }?;
         if !SESSIONS.lock().stopped.contains_key(&session_id) {
-            return Err(Error::invalid(format!("no stopped profile session has id {session_id}")));
+            return Err(Error::invalid(format!(
+                "no stopped profile session has id {session_id}"
+            )));
         }
-        nothing("nrt_profile_session_serialize", format_args!("session {session_id} is empty; {f:?} is not written"));
+        nothing(
+            "nrt_profile_session_serialize",
+            format_args!("session {session_id} is empty; {f:?} is not written"),
+        );
         Ok(())
     })
 }
@@ -171,13 +186,15 @@ pub unsafe extern "C" fn nrt_profile_session_serialize(
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID` for an unknown session; `NRT_UNINITIALIZED` before `nrt_init`.
 pub extern "C" fn nrt_profile_session_drop(session_id: u64) -> NRT_STATUS {
-    abi_entry!(status "nrt_profile_session_drop", Guard::Lifecycle, {
+    enter_status("nrt_profile_session_drop", Guard::Lifecycle, || {
         SESSIONS
             .lock()
             .stopped
             .remove(&session_id)
             .map(|_| ())
-            .ok_or_else(|| Error::invalid(format!("no stopped profile session has id {session_id}")))
+            .ok_or_else(|| {
+                Error::invalid(format!("no stopped profile session has id {session_id}"))
+            })
     })
 }
 
@@ -187,7 +204,7 @@ pub extern "C" fn nrt_profile_session_drop(session_id: u64) -> NRT_STATUS {
 /// `NRT_SUCCESS`; `NRT_INVALID` for a core that is not visible; `NRT_UNINITIALIZED` before
 /// `nrt_init`.
 pub extern "C" fn nrt_profile_session_drop_all(vnc: i32) -> NRT_STATUS {
-    abi_entry!(status "nrt_profile_session_drop_all", Guard::Lifecycle, {
+    enter_status("nrt_profile_session_drop_all", Guard::Lifecycle, || {
         let core = visible_core(vnc.into(), "vnc")?;
         SESSIONS.lock().stopped.retain(|_, c| *c != core);
         Ok(())
@@ -205,12 +222,16 @@ pub extern "C" fn nrt_profile_session_drop_all(vnc: i32) -> NRT_STATUS {
 pub unsafe extern "C" fn nrt_profile_continuous_options_allocate(
     options: *mut *mut nrt_profile_continuous_options_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_profile_continuous_options_allocate", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        let out = unsafe { out_param(options, "options") }?;
-        out.write(handle::export(ContinuousOptions::default()));
-        Ok(())
-    })
+    enter_status(
+        "nrt_profile_continuous_options_allocate",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            let out = unsafe { out_param(options, "options") }?;
+            out.write(handle::export(ContinuousOptions::default()));
+            Ok(())
+        },
+    )
 }
 
 /// Free a continuous-profile options object. NULL is a no-op.
@@ -223,7 +244,7 @@ pub unsafe extern "C" fn nrt_profile_continuous_options_allocate(
 pub unsafe extern "C" fn nrt_profile_continuous_options_free(
     options: *mut nrt_profile_continuous_options_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_profile_continuous_options_free", Guard::None, {
+    enter_status("nrt_profile_continuous_options_free", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { handle::release::<ContinuousOptions>(options, "options") }.map(|_| ())
     })
@@ -241,17 +262,21 @@ pub unsafe extern "C" fn nrt_profile_continuous_options_set_output_dir(
     options: *mut nrt_profile_continuous_options_t,
     output_dir: *const c_char,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_profile_continuous_options_set_output_dir", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        let o = unsafe { handle::get::<ContinuousOptions>(options, "options") }?;
-        // SAFETY: forwarded from this function's contract.
-        let dir = unsafe { req_cstr(output_dir, "output_dir") }?;
-        if dir.is_empty() {
-            return Err(Error::invalid("output_dir is empty"));
-        }
-        *o.output_dir.lock() = Some(dir);
-        Ok(())
-    })
+    enter_status(
+        "nrt_profile_continuous_options_set_output_dir",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            let o = unsafe { handle::get::<ContinuousOptions>(options, "options") }?;
+            // SAFETY: forwarded from this function's contract.
+            let dir = unsafe { req_cstr(output_dir, "output_dir") }?;
+            if dir.is_empty() {
+                return Err(Error::invalid("output_dir is empty"));
+            }
+            *o.output_dir.lock() = Some(dir);
+            Ok(())
+        },
+    )
 }
 
 /// Check an optional options handle: NULL means defaults.
@@ -280,11 +305,14 @@ unsafe fn opt_options<'a>(
 pub unsafe extern "C" fn nrt_profile_continuous_start(
     options: *mut nrt_profile_continuous_options_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_profile_continuous_start", Guard::Lifecycle, {
+    enter_status("nrt_profile_continuous_start", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let o = unsafe { opt_options(options) }?;
         let dir = o.and_then(|o| o.output_dir.lock().clone());
-        nothing("nrt_profile_continuous_start", format_args!("continuous profiling (output dir {dir:?}) requested"));
+        nothing(
+            "nrt_profile_continuous_start",
+            format_args!("continuous profiling (output dir {dir:?}) requested"),
+        );
         Ok(())
     })
 }
@@ -294,8 +322,11 @@ pub unsafe extern "C" fn nrt_profile_continuous_start(
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`.
 pub extern "C" fn nrt_profile_continuous_stop() -> NRT_STATUS {
-    abi_entry!(status "nrt_profile_continuous_stop", Guard::Lifecycle, {
-        nothing("nrt_profile_continuous_stop", format_args!("continuous profiling stopped"));
+    enter_status("nrt_profile_continuous_stop", Guard::Lifecycle, || {
+        nothing(
+            "nrt_profile_continuous_stop",
+            format_args!("continuous profiling stopped"),
+        );
         Ok(())
     })
 }
@@ -313,11 +344,14 @@ pub unsafe extern "C" fn nrt_profile_continuous_save(
     vnc: u32,
     options: *mut nrt_profile_continuous_options_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_profile_continuous_save", Guard::Lifecycle, {
+    enter_status("nrt_profile_continuous_save", Guard::Lifecycle, || {
         let core = visible_core(vnc.into(), "vnc")?;
         // SAFETY: forwarded from this function's contract.
         unsafe { opt_options(options) }?;
-        nothing("nrt_profile_continuous_save", format_args!("nothing saved for core {core}"));
+        nothing(
+            "nrt_profile_continuous_save",
+            format_args!("nothing saved for core {core}"),
+        );
         Ok(())
     })
 }

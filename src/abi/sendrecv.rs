@@ -11,6 +11,7 @@
 //! registered handles (`abi::handle`), so a handle used after that is `NRT_INVALID_HANDLE`,
 //! never a dangling pointer; `nrt_close` frees whatever is left.
 
+use crate::abi::boundary::enter_status;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int};
 
@@ -20,7 +21,6 @@ use crate::abi::args::tensor_of;
 use crate::abi::boundary::{out_param, req_cstr, Guard};
 use crate::abi::handle::{self, Opaque};
 use crate::abi::types::*;
-use crate::abi_entry;
 use crate::error::{Error, ErrorKind, Result};
 use crate::runtime::sendrecv::{self, Comm, Request, Settings};
 use crate::runtime::{process, state};
@@ -164,11 +164,15 @@ unsafe fn post(
 pub unsafe extern "C" fn nrt_async_sendrecv_get_max_num_communicators_per_lnc(
     num: *mut c_int,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_async_sendrecv_get_max_num_communicators_per_lnc", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { out_param(num, "num") }?.write(MAX_COMMUNICATORS_PER_LNC);
-        Ok(())
-    })
+    enter_status(
+        "nrt_async_sendrecv_get_max_num_communicators_per_lnc",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { out_param(num, "num") }?.write(MAX_COMMUNICATORS_PER_LNC);
+            Ok(())
+        },
+    )
 }
 
 /// Maximum number of pending requests per communicator: 128. Legal in any state.
@@ -181,11 +185,15 @@ pub unsafe extern "C" fn nrt_async_sendrecv_get_max_num_communicators_per_lnc(
 pub unsafe extern "C" fn nrt_async_sendrecv_get_max_num_pending_request(
     num: *mut c_int,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_async_sendrecv_get_max_num_pending_request", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { out_param(num, "num") }?.write(MAX_PENDING_REQUESTS);
-        Ok(())
-    })
+    enter_status(
+        "nrt_async_sendrecv_get_max_num_pending_request",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { out_param(num, "num") }?.write(MAX_PENDING_REQUESTS);
+            Ok(())
+        },
+    )
 }
 
 /// Start the send/recv service of absolute host logical core `lnc` (0–127). Requires
@@ -195,10 +203,13 @@ pub unsafe extern "C" fn nrt_async_sendrecv_get_max_num_pending_request(
 /// `NRT_SUCCESS`; `NRT_INVALID` for a bad core; `NRT_FAILURE` when the feature is disabled,
 /// the runtime is not initialized, the core's service already runs, or its last close failed.
 pub extern "C" fn nrt_async_sendrecv_init(lnc: c_int) -> NRT_STATUS {
-    abi_entry!(status "nrt_async_sendrecv_init", Guard::None, {
+    enter_status("nrt_async_sendrecv_init", Guard::None, || {
         let lnc = lnc_arg(lnc, "lnc")?;
         if let Some(e) = state::guard_error(state::current()) {
-            return Err(Error::failure(format!("nrt_async_sendrecv_init needs an initialized runtime: {}", e.message())));
+            return Err(Error::failure(format!(
+                "nrt_async_sendrecv_init needs an initialized runtime: {}",
+                e.message()
+            )));
         }
         let settings = Settings::from_config(&*process::config()?)?;
         sendrecv::init(lnc, settings)
@@ -212,7 +223,7 @@ pub extern "C" fn nrt_async_sendrecv_init(lnc: c_int) -> NRT_STATUS {
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID` for a bad core; `NRT_FAILURE` otherwise.
 pub extern "C" fn nrt_async_sendrecv_close(lnc: c_int) -> NRT_STATUS {
-    abi_entry!(status "nrt_async_sendrecv_close", Guard::None, {
+    enter_status("nrt_async_sendrecv_close", Guard::None, || {
         let lnc = lnc_arg(lnc, "lnc")?;
         sendrecv::close(lnc)?;
         let CoreHandles { comms, requests } = HANDLES.lock().remove(&lnc).unwrap_or_default();
@@ -245,7 +256,7 @@ pub unsafe extern "C" fn nrt_async_sendrecv_connect(
     lnc: c_int,
     send_comm: *mut *mut nrt_async_sendrecv_comm_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_async_sendrecv_connect", Guard::None, {
+    enter_status("nrt_async_sendrecv_connect", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { open_comm(peer_ip, peer_lnc, lnc, send_comm, false) }
     })
@@ -264,7 +275,7 @@ pub unsafe extern "C" fn nrt_async_sendrecv_accept(
     lnc: c_int,
     recv_comm: *mut *mut nrt_async_sendrecv_comm_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_async_sendrecv_accept", Guard::None, {
+    enter_status("nrt_async_sendrecv_accept", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { open_comm(peer_ip, peer_lnc, lnc, recv_comm, true) }
     })
@@ -283,7 +294,7 @@ pub unsafe extern "C" fn nrt_async_sendrecv_test_comm(
     comm: *mut nrt_async_sendrecv_comm_t,
     done: *mut bool,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_async_sendrecv_test_comm", Guard::None, {
+    enter_status("nrt_async_sendrecv_test_comm", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(done, "done") }?;
         // SAFETY: checked against the live table before use.
@@ -308,7 +319,7 @@ pub unsafe extern "C" fn nrt_async_sendrecv_send_tensor(
     send_comm: *mut nrt_async_sendrecv_comm_t,
     request: *mut *mut nrt_async_sendrecv_request_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_async_sendrecv_send_tensor", Guard::None, {
+    enter_status("nrt_async_sendrecv_send_tensor", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { post(tensor, offset, length, send_comm, request, true) }
     })
@@ -328,7 +339,7 @@ pub unsafe extern "C" fn nrt_async_sendrecv_recv_tensor(
     recv_comm: *mut nrt_async_sendrecv_comm_t,
     request: *mut *mut nrt_async_sendrecv_request_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_async_sendrecv_recv_tensor", Guard::None, {
+    enter_status("nrt_async_sendrecv_recv_tensor", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { post(tensor, offset, length, recv_comm, request, false) }
     })
@@ -349,7 +360,7 @@ pub unsafe extern "C" fn nrt_async_sendrecv_test_request(
     done: *mut bool,
     size: *mut usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_async_sendrecv_test_request", Guard::None, {
+    enter_status("nrt_async_sendrecv_test_request", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         let done_out = unsafe { out_param(done, "done") }?;
         let size_out = match size.is_null() {
@@ -358,13 +369,13 @@ pub unsafe extern "C" fn nrt_async_sendrecv_test_request(
             false => Some(unsafe { out_param(size, "size") }?),
         };
         // SAFETY: checked against the live table before use.
-        let r = unsafe { handle::get::<RequestObject>(request, "request") }.map_err(|e| {
-            match e.kind() {
-                ErrorKind::InvalidHandle => e.context(
-                    "a request is recycled once reported done, and must not be tested again",
-                ),
-                _ => e,
+        let r = unsafe { handle::get::<RequestObject>(request, "request") }.map_err(|e| match e
+            .kind()
+        {
+            ErrorKind::InvalidHandle => {
+                e.context("a request is recycled once reported done, and must not be tested again")
             }
+            _ => e,
         })?;
         let lnc = r.request.lnc();
         match r.request.test()? {
@@ -393,7 +404,7 @@ pub unsafe extern "C" fn nrt_async_sendrecv_test_request(
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_INVALID` for a bad core; `NRT_FAILURE` when its service is not started.
 pub extern "C" fn nrt_async_sendrecv_flush(lnc: c_int) -> NRT_STATUS {
-    abi_entry!(status "nrt_async_sendrecv_flush", Guard::None, {
+    enter_status("nrt_async_sendrecv_flush", Guard::None, || {
         sendrecv::flush(lnc_arg(lnc, "lnc")?)
     })
 }

@@ -18,6 +18,7 @@
 //!   [`handle`]). Names given to the setters that the recorder does not know are accepted,
 //!   stored and match nothing.
 
+use crate::abi::boundary::{enter_status, enter_void};
 use std::collections::BTreeMap;
 use std::ffi::c_char;
 
@@ -26,7 +27,6 @@ use parking_lot::Mutex;
 use crate::abi::boundary::{out_param, req_cstr, Guard};
 use crate::abi::handle::{self, Opaque};
 use crate::abi::types::*;
-use crate::abi_entry;
 use crate::runtime::sys_trace as rt;
 
 /// Settings of a capture-config object.
@@ -120,7 +120,7 @@ unsafe fn fetch(
 /// # Safety
 /// `options` must be NULL or a config handle from this library.
 pub unsafe extern "C" fn nrt_sys_trace_start(options: *mut nrt_sys_trace_config_t) -> NRT_STATUS {
-    abi_entry!(status "nrt_sys_trace_start", Guard::Lifecycle, {
+    enter_status("nrt_sys_trace_start", Guard::Lifecycle, || {
         let mut settings = CaptureSettings::default();
         if !options.is_null() {
             // SAFETY: forwarded from this function's contract.
@@ -137,7 +137,7 @@ pub unsafe extern "C" fn nrt_sys_trace_start(options: *mut nrt_sys_trace_config_
 /// # Returns
 /// `NRT_SUCCESS`; `NRT_UNINITIALIZED` before `nrt_init`.
 pub extern "C" fn nrt_sys_trace_stop() -> NRT_STATUS {
-    abi_entry!(status "nrt_sys_trace_stop", Guard::Lifecycle, {
+    enter_status("nrt_sys_trace_stop", Guard::Lifecycle, || {
         rt::stop();
         Ok(())
     })
@@ -161,9 +161,14 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_events(
     written_size: *mut usize,
     options: *const nrt_sys_trace_fetch_options_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_sys_trace_fetch_events", Guard::Lifecycle, {
+    enter_status("nrt_sys_trace_fetch_events", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
-        let (b, w) = unsafe { (out_param(buffer, "buffer")?, out_param(written_size, "written_size")?) };
+        let (b, w) = unsafe {
+            (
+                out_param(buffer, "buffer")?,
+                out_param(written_size, "written_size")?,
+            )
+        };
         let mut how = FetchSettings::default();
         if !options.is_null() {
             // SAFETY: forwarded from this function's contract.
@@ -186,7 +191,7 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_events(
 /// # Safety
 /// `buffer` must not be used afterwards.
 pub unsafe extern "C" fn nrt_sys_trace_buffer_free(buffer: *mut c_char) {
-    abi_entry!(void "nrt_sys_trace_buffer_free", Guard::None, {
+    enter_void("nrt_sys_trace_buffer_free", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { handle::free_buffer(buffer, "buffer") }
     })
@@ -222,7 +227,7 @@ pub unsafe extern "C" fn nrt_sys_trace_get_event_types(
     event_types: *mut *mut *const c_char,
     count: *mut usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_sys_trace_get_event_types", Guard::None, {
+    enter_status("nrt_sys_trace_get_event_types", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { type_list(event_types, count, &rt::EVENT_TYPES) }
     })
@@ -238,7 +243,7 @@ pub unsafe extern "C" fn nrt_sys_trace_free_event_types(
     event_types: *mut *const c_char,
     count: usize,
 ) {
-    abi_entry!(void "nrt_sys_trace_free_event_types", Guard::None, {
+    enter_void("nrt_sys_trace_free_event_types", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { handle::free_list(event_types, count, "event_types") }
     })
@@ -254,7 +259,7 @@ pub unsafe extern "C" fn nrt_sys_trace_free_event_types(
 pub unsafe extern "C" fn nrt_sys_trace_config_allocate(
     options: *mut *mut nrt_sys_trace_config_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_sys_trace_config_allocate", Guard::None, {
+    enter_status("nrt_sys_trace_config_allocate", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(options, "options") }?;
         out.write(handle::export(SysTraceConfig::default()));
@@ -267,7 +272,7 @@ pub unsafe extern "C" fn nrt_sys_trace_config_allocate(
 /// # Safety
 /// `options` must not be used afterwards.
 pub unsafe extern "C" fn nrt_sys_trace_config_free(options: *mut nrt_sys_trace_config_t) {
-    abi_entry!(void "nrt_sys_trace_config_free", Guard::None, {
+    enter_void("nrt_sys_trace_config_free", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { handle::release::<SysTraceConfig>(options, "options") }.map(|_| ())
     })
@@ -278,7 +283,7 @@ pub unsafe extern "C" fn nrt_sys_trace_config_free(options: *mut nrt_sys_trace_c
 /// # Safety
 /// `options` must be NULL or a config handle from this library.
 pub unsafe extern "C" fn nrt_sys_trace_config_set_defaults(options: *mut nrt_sys_trace_config_t) {
-    abi_entry!(void "nrt_sys_trace_config_set_defaults", Guard::None, {
+    enter_void("nrt_sys_trace_config_set_defaults", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { config(options, |s| *s = CaptureSettings::default()) }
     })
@@ -293,10 +298,14 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_max_events_per_nc(
     options: *mut nrt_sys_trace_config_t,
     max_events_per_nc: u64,
 ) {
-    abi_entry!(void "nrt_sys_trace_config_set_max_events_per_nc", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { config(options, |s| s.max_events_per_nc = max_events_per_nc) }
-    })
+    enter_void(
+        "nrt_sys_trace_config_set_max_events_per_nc",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { config(options, |s| s.max_events_per_nc = max_events_per_nc) }
+        },
+    )
 }
 
 /// Enable or disable capture on logical core `nc_idx`, process-relative (every core is captured
@@ -309,10 +318,18 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_nc(
     nc_idx: u32,
     enabled: bool,
 ) {
-    abi_entry!(void "nrt_sys_trace_config_set_capture_enabled_for_nc", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { config(options, |s| { s.capture_nc.insert(nc_idx, enabled); }) }
-    })
+    enter_void(
+        "nrt_sys_trace_config_set_capture_enabled_for_nc",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            unsafe {
+                config(options, |s| {
+                    s.capture_nc.insert(nc_idx, enabled);
+                })
+            }
+        },
+    )
 }
 
 /// Enable or disable capture of an event type by name (every type is captured unless disabled);
@@ -329,12 +346,20 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_event_type
     event_type: *const c_char,
     enabled: bool,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_sys_trace_config_set_capture_enabled_for_event_type", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        let name = unsafe { req_cstr(event_type, "event_type") }?;
-        // SAFETY: forwarded from this function's contract.
-        unsafe { config(options, |s| { s.event_types.insert(name, enabled); }) }
-    })
+    enter_status(
+        "nrt_sys_trace_config_set_capture_enabled_for_event_type",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            let name = unsafe { req_cstr(event_type, "event_type") }?;
+            // SAFETY: forwarded from this function's contract.
+            unsafe {
+                config(options, |s| {
+                    s.event_types.insert(name, enabled);
+                })
+            }
+        },
+    )
 }
 
 /// The known event types `options` would capture (every one not disabled). Free the list with
@@ -351,13 +376,17 @@ pub unsafe extern "C" fn nrt_sys_trace_config_get_enabled_event_types(
     event_types: *mut *mut *const c_char,
     count: *mut usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_sys_trace_config_get_enabled_event_types", Guard::None, {
-        let mut types = Vec::new();
-        // SAFETY: forwarded from this function's contract.
-        unsafe { config(options, |s| types = s.capture().enabled_types()) }?;
-        // SAFETY: forwarded from this function's contract.
-        unsafe { type_list(event_types, count, &types) }
-    })
+    enter_status(
+        "nrt_sys_trace_config_get_enabled_event_types",
+        Guard::None,
+        || {
+            let mut types = Vec::new();
+            // SAFETY: forwarded from this function's contract.
+            unsafe { config(options, |s| types = s.capture().enabled_types()) }?;
+            // SAFETY: forwarded from this function's contract.
+            unsafe { type_list(event_types, count, &types) }
+        },
+    )
 }
 
 /// Allocate a fetch-options object with default settings (all cores, all events).
@@ -370,7 +399,7 @@ pub unsafe extern "C" fn nrt_sys_trace_config_get_enabled_event_types(
 pub unsafe extern "C" fn nrt_sys_trace_fetch_options_allocate(
     options: *mut *mut nrt_sys_trace_fetch_options_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_sys_trace_fetch_options_allocate", Guard::None, {
+    enter_status("nrt_sys_trace_fetch_options_allocate", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(options, "options") }?;
         out.write(handle::export(SysTraceFetchOptions::default()));
@@ -385,7 +414,7 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_options_allocate(
 pub unsafe extern "C" fn nrt_sys_trace_fetch_options_free(
     options: *mut nrt_sys_trace_fetch_options_t,
 ) {
-    abi_entry!(void "nrt_sys_trace_fetch_options_free", Guard::None, {
+    enter_void("nrt_sys_trace_fetch_options_free", Guard::None, || {
         // SAFETY: forwarded from this function's contract.
         unsafe { handle::release::<SysTraceFetchOptions>(options, "options") }.map(|_| ())
     })
@@ -398,10 +427,14 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_options_free(
 pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_defaults(
     options: *mut nrt_sys_trace_fetch_options_t,
 ) {
-    abi_entry!(void "nrt_sys_trace_fetch_options_set_defaults", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { fetch(options, |s| *s = FetchSettings::default()) }
-    })
+    enter_void(
+        "nrt_sys_trace_fetch_options_set_defaults",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { fetch(options, |s| *s = FetchSettings::default()) }
+        },
+    )
 }
 
 /// Set how many events are fetched per core (NULL or unknown: logged and ignored).
@@ -412,10 +445,14 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_max_events_per_nc(
     options: *mut nrt_sys_trace_fetch_options_t,
     max_events_per_nc: u64,
 ) {
-    abi_entry!(void "nrt_sys_trace_fetch_options_set_max_events_per_nc", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { fetch(options, |s| s.max_events_per_nc = max_events_per_nc) }
-    })
+    enter_void(
+        "nrt_sys_trace_fetch_options_set_max_events_per_nc",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { fetch(options, |s| s.max_events_per_nc = max_events_per_nc) }
+        },
+    )
 }
 
 /// Fetch from logical core `nc_idx` only (NULL or unknown: logged and ignored).
@@ -426,10 +463,14 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_nc_idx(
     options: *mut nrt_sys_trace_fetch_options_t,
     nc_idx: u64,
 ) {
-    abi_entry!(void "nrt_sys_trace_fetch_options_set_nc_idx", Guard::None, {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { fetch(options, |s| s.nc_idx = Some(nc_idx)) }
-    })
+    enter_void(
+        "nrt_sys_trace_fetch_options_set_nc_idx",
+        Guard::None,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { fetch(options, |s| s.nc_idx = Some(nc_idx)) }
+        },
+    )
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@
 //! them, and a handle from before the close is `NRT_INVALID_HANDLE` after the next `nrt_init`
 //! (the vendor releases device memory at close).
 
+use crate::abi::boundary::{enter_code, enter_status, enter_value, enter_void};
 use std::ffi::{c_char, c_int, c_void};
 use std::time::Duration;
 
@@ -25,7 +26,6 @@ use crate::abi::args::{freed_slot, tensor_of, TensorObject};
 use crate::abi::boundary::{in_ref, non_null, opt_cstr, out_param, Guard};
 use crate::abi::handle;
 use crate::abi::types::*;
-use crate::abi_entry;
 use crate::error::{Error, Result};
 use crate::runtime::process;
 use crate::runtime::tensor::{self as rt, Placement, Tensor};
@@ -60,7 +60,7 @@ pub unsafe extern "C" fn nrt_tensor_allocate(
     name: *const c_char,
     tensor: *mut *mut nrt_tensor_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_allocate", Guard::Lifecycle, {
+    enter_status("nrt_tensor_allocate", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(tensor, "tensor") }?;
         // SAFETY: forwarded from this function's contract.
@@ -94,7 +94,9 @@ pub unsafe extern "C" fn nrt_tensor_allocate(
             }
         };
         let t = Tensor::allocate(placement, core, size as u64, &name)?;
-        out.write(handle::export(TensorObject { tensor: RwLock::new(t) }));
+        out.write(handle::export(TensorObject {
+            tensor: RwLock::new(t),
+        }));
         Ok(())
     })
 }
@@ -106,7 +108,7 @@ pub unsafe extern "C" fn nrt_tensor_allocate(
 /// # Safety
 /// `tensor` must be NULL or point to a readable and writable `nrt_tensor_t *`.
 pub unsafe extern "C" fn nrt_tensor_free(tensor: *mut *mut nrt_tensor_t) {
-    abi_entry!(void "nrt_tensor_free", Guard::Lifecycle, {
+    enter_void("nrt_tensor_free", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         if let Some(h) = unsafe { freed_slot(tensor, "tensor") }? {
             // SAFETY: the handle table checks `h`; no reference to the object outlives this.
@@ -132,7 +134,7 @@ pub unsafe extern "C" fn nrt_tensor_read(
     offset: usize,
     size: usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_read", Guard::Lifecycle, {
+    enter_status("nrt_tensor_read", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let t = unsafe { tensor_of(tensor, "tensor") }?;
         buffer(buf, size, "buf")?;
@@ -154,7 +156,7 @@ pub unsafe extern "C" fn nrt_tensor_write(
     offset: usize,
     size: usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_write", Guard::Lifecycle, {
+    enter_status("nrt_tensor_write", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let t = unsafe { tensor_of(tensor, "tensor") }?;
         buffer(buf, size, "buf")?;
@@ -223,7 +225,7 @@ pub unsafe extern "C" fn nrt_tensor_read_batch(
     num_batches: u64,
     r#unsafe: bool,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_read_batch", Guard::Lifecycle, {
+    enter_status("nrt_tensor_read_batch", Guard::Lifecycle, || {
         let _ = r#unsafe;
         // SAFETY: forwarded from this function's contract.
         for (t, o) in unsafe { checked_batches(batches, num_batches, "read") }? {
@@ -247,7 +249,7 @@ pub unsafe extern "C" fn nrt_tensor_write_batch(
     num_batches: u64,
     r#unsafe: bool,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_write_batch", Guard::Lifecycle, {
+    enter_status("nrt_tensor_write_batch", Guard::Lifecycle, || {
         let _ = r#unsafe;
         // SAFETY: forwarded from this function's contract.
         for (t, o) in unsafe { checked_batches(batches, num_batches, "write") }? {
@@ -274,7 +276,7 @@ pub unsafe extern "C" fn nrt_tensor_copy(
     dst_offset: usize,
     size: usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_copy", Guard::Lifecycle, {
+    enter_status("nrt_tensor_copy", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let (s, d) = unsafe { (tensor_of(src, "src")?, tensor_of(dst, "dst")?) };
         if s.placement() == Placement::Device
@@ -296,7 +298,7 @@ pub unsafe extern "C" fn nrt_tensor_copy(
 /// # Safety
 /// `tensor` must be NULL or a live tensor.
 pub unsafe extern "C" fn nrt_tensor_get_size(tensor: *const nrt_tensor_t) -> usize {
-    abi_entry!(value "nrt_tensor_get_size", Guard::Lifecycle, 0, {
+    enter_value("nrt_tensor_get_size", Guard::Lifecycle, 0, || {
         // SAFETY: forwarded from this function's contract.
         Ok(unsafe { tensor_of(tensor, "tensor") }?.size() as usize)
     })
@@ -316,7 +318,7 @@ pub unsafe extern "C" fn nrt_tensor_memset(
     value: c_int,
     size: usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_memset", Guard::Lifecycle, {
+    enter_status("nrt_tensor_memset", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let t = unsafe { tensor_of(tensor, "tensor") }?;
         t.fill(offset, value as u8, size as u64)
@@ -336,13 +338,15 @@ pub unsafe extern "C" fn nrt_tensor_allocate_empty(
     name: *const c_char,
     tensor: *mut *mut nrt_tensor_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_allocate_empty", Guard::Lifecycle, {
+    enter_status("nrt_tensor_allocate_empty", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(tensor, "tensor") }?;
         // SAFETY: forwarded from this function's contract.
         let name = unsafe { opt_cstr(name) }.unwrap_or_default();
         let t = Tensor::empty(&name);
-        out.write(handle::export(TensorObject { tensor: RwLock::new(t) }));
+        out.write(handle::export(TensorObject {
+            tensor: RwLock::new(t),
+        }));
         Ok(())
     })
 }
@@ -362,7 +366,7 @@ pub unsafe extern "C" fn nrt_tensor_attach_buffer(
     buffer: *mut c_void,
     size: usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_attach_buffer", Guard::Lifecycle, {
+    enter_status("nrt_tensor_attach_buffer", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract; checked by the handle table.
         let obj = unsafe { handle::get::<TensorObject>(tensor, "tensor") }?;
         // SAFETY: the caller keeps `buffer` valid for `size` bytes while attached.
@@ -388,7 +392,7 @@ pub unsafe extern "C" fn nrt_tensor_allocate_slice(
     name: *const c_char,
     tensor_slice: *mut *mut nrt_tensor_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_allocate_slice", Guard::Lifecycle, {
+    enter_status("nrt_tensor_allocate_slice", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(tensor_slice, "tensor_slice") }?;
         // SAFETY: forwarded from this function's contract.
@@ -396,7 +400,9 @@ pub unsafe extern "C" fn nrt_tensor_allocate_slice(
         // SAFETY: forwarded from this function's contract.
         let name = unsafe { opt_cstr(name) }.unwrap_or_default();
         let t = src.slice(offset as u64, size as u64, &name)?;
-        out.write(handle::export(TensorObject { tensor: RwLock::new(t) }));
+        out.write(handle::export(TensorObject {
+            tensor: RwLock::new(t),
+        }));
         Ok(())
     })
 }
@@ -408,17 +414,22 @@ pub unsafe extern "C" fn nrt_tensor_allocate_slice(
 /// # Safety
 /// `tensor` must be NULL or a live tensor.
 pub unsafe extern "C" fn nrt_tensor_get_va(tensor: *const nrt_tensor_t) -> *mut c_void {
-    abi_entry!(value "nrt_tensor_get_va", Guard::Lifecycle, std::ptr::null_mut(), {
-        // SAFETY: forwarded from this function's contract.
-        let t = unsafe { tensor_of(tensor, "tensor") }?;
-        if !t.has_storage() {
-            return Err(Error::invalid(format!(
-                "tensor {:?} has no storage (allocated empty, nothing attached)",
-                t.name()
-            )));
-        }
-        Ok(t.va().cast())
-    })
+    enter_value(
+        "nrt_tensor_get_va",
+        Guard::Lifecycle,
+        std::ptr::null_mut(),
+        || {
+            // SAFETY: forwarded from this function's contract.
+            let t = unsafe { tensor_of(tensor, "tensor") }?;
+            if !t.has_storage() {
+                return Err(Error::invalid(format!(
+                    "tensor {:?} has no storage (allocated empty, nothing attached)",
+                    t.name()
+                )));
+            }
+            Ok(t.va().cast())
+        },
+    )
 }
 
 /// Describe the device memory of a tensor: `physical_address` is the address of its first
@@ -436,24 +447,28 @@ pub unsafe extern "C" fn nrt_tensor_get_device_allocation_info(
     tensor: *const nrt_tensor_t,
     alloc_info: *mut nrt_tensor_device_allocation_info_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_get_device_allocation_info", Guard::Lifecycle, {
-        // SAFETY: forwarded from this function's contract.
-        let out = unsafe { out_param(alloc_info, "alloc_info") }?;
-        // SAFETY: forwarded from this function's contract.
-        let t = unsafe { tensor_of(tensor, "tensor") }?;
-        if t.placement() != Placement::Device {
-            return Err(Error::invalid(format!(
-                "tensor {:?} is a host tensor; only device tensors have a device allocation",
-                t.name()
-            )));
-        }
-        out.write(nrt_tensor_device_allocation_info_t {
-            physical_address: t.va().addr() as u64,
-            size: t.size() as usize,
-            hbm_index: 0,
-        });
-        Ok(())
-    })
+    enter_status(
+        "nrt_tensor_get_device_allocation_info",
+        Guard::Lifecycle,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            let out = unsafe { out_param(alloc_info, "alloc_info") }?;
+            // SAFETY: forwarded from this function's contract.
+            let t = unsafe { tensor_of(tensor, "tensor") }?;
+            if t.placement() != Placement::Device {
+                return Err(Error::invalid(format!(
+                    "tensor {:?} is a host tensor; only device tensors have a device allocation",
+                    t.name()
+                )));
+            }
+            out.write(nrt_tensor_device_allocation_info_t {
+                physical_address: t.va().addr() as u64,
+                size: t.size() as usize,
+                hbm_index: 0,
+            });
+            Ok(())
+        },
+    )
 }
 
 /// The logical core a tensor lives on, as `nrt_tensor_allocate` took it: relative to the
@@ -475,14 +490,17 @@ pub unsafe extern "C" fn nrt_tensor_get_lnc_index(
     tensor: *const nrt_tensor_t,
     lnc_idx: *mut c_int,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_get_lnc_index", Guard::Lifecycle, {
+    enter_status("nrt_tensor_get_lnc_index", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(lnc_idx, "lnc_idx") }?;
         // SAFETY: forwarded; the handle table checks `tensor` before any dereference.
         let t = unsafe { tensor_of(tensor, "tensor") }?;
         let idx = match t.vnc() {
             Some(v) => c_int::try_from(v).map_err(|_| {
-                Error::failure(format!("tensor {:?}: core {v} does not fit an int", t.name()))
+                Error::failure(format!(
+                    "tensor {:?}: core {v} does not fit an int",
+                    t.name()
+                ))
             })?,
             None => -1,
         };
@@ -508,19 +526,23 @@ pub unsafe extern "C" fn nrt_tensor_check_output_completion(
     timeout: i64,
     expected_completion_count: u64,
 ) -> NRT_STATUS {
-    abi_entry!(code "nrt_tensor_check_output_completion", Guard::Lifecycle, {
-        // SAFETY: forwarded from this function's contract.
-        let t = unsafe { tensor_of(output_tensor, "output_tensor") }?;
-        let limit = u64::try_from(timeout).ok().map(Duration::from_micros);
-        match t.wait_output_completions(expected_completion_count, limit) {
-            Ok(()) => Ok(nrt_status::NRT_SUCCESS),
-            Err(e) if e.kind() == crate::error::ErrorKind::Timeout => {
-                crate::log_debug!("nrt_tensor_check_output_completion", "{}", e.message());
-                Ok(nrt_status::NRT_TIMEOUT)
+    enter_code(
+        "nrt_tensor_check_output_completion",
+        Guard::Lifecycle,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            let t = unsafe { tensor_of(output_tensor, "output_tensor") }?;
+            let limit = u64::try_from(timeout).ok().map(Duration::from_micros);
+            match t.wait_output_completions(expected_completion_count, limit) {
+                Ok(()) => Ok(nrt_status::NRT_SUCCESS),
+                Err(e) if e.kind() == crate::error::ErrorKind::Timeout => {
+                    crate::log_debug!("nrt_tensor_check_output_completion", "{}", e.message());
+                    Ok(nrt_status::NRT_TIMEOUT)
+                }
+                Err(e) => Err(e),
             }
-            Err(e) => Err(e),
-        }
-    })
+        },
+    )
 }
 
 /// Reset the output tensor's completion count to 0.
@@ -534,11 +556,15 @@ pub unsafe extern "C" fn nrt_tensor_check_output_completion(
 pub unsafe extern "C" fn nrt_tensor_reset_output_completion(
     output_tensor: *mut nrt_tensor_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_tensor_reset_output_completion", Guard::Lifecycle, {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { tensor_of(output_tensor, "output_tensor") }?.reset_output_completions();
-        Ok(())
-    })
+    enter_status(
+        "nrt_tensor_reset_output_completion",
+        Guard::Lifecycle,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { tensor_of(output_tensor, "output_tensor") }?.reset_output_completions();
+            Ok(())
+        },
+    )
 }
 
 /// Copy `size` host bytes to `dest`, an address inside a live device tensor (as returned by
@@ -556,7 +582,7 @@ pub unsafe extern "C" fn nrt_memcpy_to_device(
     src: *const c_void,
     size: usize,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_memcpy_to_device", Guard::Lifecycle, {
+    enter_status("nrt_memcpy_to_device", Guard::Lifecycle, || {
         non_null(dest.cast_const(), "dest")?;
         buffer(src, size, "src")?;
         // SAFETY: `src` has `size` readable bytes by contract; `dest` is checked by the callee.

@@ -11,13 +11,13 @@
 //! The set object and `tensor_set_members`, which resolves a set argument for `nrt_execute`,
 //! live in [`args`](crate::abi::args), with the other argument helpers.
 
+use crate::abi::boundary::{enter_status, enter_void};
 use std::ffi::c_char;
 
 use crate::abi::args::{freed_slot, TensorObject, TensorPtr, TensorSet};
 use crate::abi::boundary::{out_param, req_cstr, Guard};
 use crate::abi::handle;
 use crate::abi::types::*;
-use crate::abi_entry;
 use crate::error::Error;
 
 /// Allocate an empty tensor set (a name → tensor map consumed by `nrt_execute`).
@@ -29,7 +29,7 @@ use crate::error::Error;
 /// # Safety
 /// `result` must be NULL or writable.
 pub unsafe extern "C" fn nrt_allocate_tensor_set(result: *mut *mut nrt_tensor_set_t) -> NRT_STATUS {
-    abi_entry!(status "nrt_allocate_tensor_set", Guard::Lifecycle, {
+    enter_status("nrt_allocate_tensor_set", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(result, "result") }?;
         out.write(handle::export(TensorSet::default()));
@@ -44,7 +44,7 @@ pub unsafe extern "C" fn nrt_allocate_tensor_set(result: *mut *mut nrt_tensor_se
 /// # Safety
 /// `tensor_set` must be NULL or point to a readable and writable `nrt_tensor_set_t *`.
 pub unsafe extern "C" fn nrt_destroy_tensor_set(tensor_set: *mut *mut nrt_tensor_set_t) {
-    abi_entry!(void "nrt_destroy_tensor_set", Guard::Lifecycle, {
+    enter_void("nrt_destroy_tensor_set", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract.
         if let Some(h) = unsafe { freed_slot(tensor_set, "tensor_set") }? {
             // SAFETY: the handle table checks `h`; no reference to the set outlives this.
@@ -71,7 +71,7 @@ pub unsafe extern "C" fn nrt_add_tensor_to_tensor_set(
     tensor_name: *const c_char,
     tensor: *mut nrt_tensor_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_add_tensor_to_tensor_set", Guard::Lifecycle, {
+    enter_status("nrt_add_tensor_to_tensor_set", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract; checked by the handle table.
         let set = unsafe { handle::get::<TensorSet>(tensor_set, "tensor_set") }?;
         // SAFETY: forwarded from this function's contract.
@@ -97,16 +97,17 @@ pub unsafe extern "C" fn nrt_get_tensor_from_tensor_set(
     tensor_name: *const c_char,
     tensor: *mut *mut nrt_tensor_t,
 ) -> NRT_STATUS {
-    abi_entry!(status "nrt_get_tensor_from_tensor_set", Guard::Lifecycle, {
+    enter_status("nrt_get_tensor_from_tensor_set", Guard::Lifecycle, || {
         // SAFETY: forwarded from this function's contract; checked by the handle table.
         let set = unsafe { handle::get::<TensorSet>(tensor_set, "tensor_set") }?;
         // SAFETY: forwarded from this function's contract.
         let name = unsafe { req_cstr(tensor_name, "tensor_name") }?;
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { out_param(tensor, "tensor") }?;
-        let p = set.entries.lock().get(&name).copied().ok_or_else(|| {
-            Error::invalid(format!("no tensor named {name:?} in the tensor set"))
-        })?;
+        let p =
+            set.entries.lock().get(&name).copied().ok_or_else(|| {
+                Error::invalid(format!("no tensor named {name:?} in the tensor set"))
+            })?;
         // SAFETY: checked by the handle table; only its liveness matters here.
         unsafe { handle::get::<TensorObject>(p.0, &format!("the tensor stored under {name:?}")) }?;
         out.write(p.0);

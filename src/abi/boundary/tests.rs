@@ -1,4 +1,5 @@
 use super::*;
+use crate::abi::boundary::{enter_status, enter_value};
 
 #[test]
 fn every_kind_maps_to_a_vendor_status() {
@@ -54,24 +55,22 @@ fn every_kind_maps_to_a_vendor_status() {
 
 #[test]
 fn panics_become_failure() {
-    let s = crate::abi_entry!(status "test_panic", Guard::None, {
+    let s = enter_status("test_panic", Guard::None, || {
         if true {
             panic!("boom");
         }
         Ok(())
     });
     assert_eq!(s, nrt_status::NRT_FAILURE);
-    let v: usize = crate::abi_entry!(value "test_panic_value", Guard::None, 7, {
-        panic!("boom")
-    });
+    let v: usize = enter_value("test_panic_value", Guard::None, 7, || panic!("boom"));
     assert_eq!(v, 7);
 }
 
 #[test]
 fn errors_map_and_success_is_zero() {
-    let s = crate::abi_entry!(status "test_err", Guard::None, { Err(Error::invalid("bad")) });
+    let s = enter_status("test_err", Guard::None, || Err(Error::invalid("bad")));
     assert_eq!(s as i32, 2);
-    let s = crate::abi_entry!(status "test_ok", Guard::None, { Ok(()) });
+    let s = enter_status("test_ok", Guard::None, || Ok(()));
     assert_eq!(s as i32, 0);
 }
 
