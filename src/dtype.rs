@@ -21,6 +21,9 @@
 //! 0x7FC00000, so that every reduced NaN has one bit pattern whatever the order of the sources.
 //! Signed zeros are kept by every conversion.
 
+// Pure computation on bytes and numbers: no unsafe code, and none may creep in.
+#![forbid(unsafe_code)]
+
 pub mod fp8;
 pub mod names;
 

@@ -7,6 +7,9 @@
 //! used, nothing is allocated from an unchecked size, and a refusal names the member, the
 //! offset and the rule (`Error` fields: `field`, `actual`).
 
+// Pure computation on bytes and numbers: no unsafe code, and none may creep in.
+#![forbid(unsafe_code)]
+
 pub mod build;
 pub mod graph;
 pub mod header;

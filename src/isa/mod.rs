@@ -27,6 +27,9 @@
 //! * [`isa_error`] — [`IsaError`]: opcode, field, byte offset, value, reason and rule of a
 //!   rejected word; converts into the core's `Error` (kind Invalid, `NRT_INVALID`).
 
+// Pure computation on bytes and numbers: no unsafe code, and none may creep in.
+#![forbid(unsafe_code)]
+
 pub mod barrier_cfg;
 pub mod ccop;
 pub mod enums;

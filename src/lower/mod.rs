@@ -11,6 +11,9 @@
 //! The lowering never imports the device, and the device never imports the lowering: they meet
 //! only in the bytes of [`crate::isa`].
 
+// Pure computation on bytes and numbers: no unsafe code, and none may creep in.
+#![forbid(unsafe_code)]
+
 pub mod addrmap;
 pub mod barrier_cfg;
 pub mod cases;

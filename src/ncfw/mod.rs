@@ -7,6 +7,9 @@
 //! * [`image`] — our own IRAM/DRAM firmware images and their parser ([`FirmwareImage`]).
 //! * [`sample`] — a context with distinctive values in every field (CLI, tests).
 
+// Pure computation on bytes and numbers: no unsafe code, and none may creep in.
+#![forbid(unsafe_code)]
+
 pub mod ctx_builder;
 pub mod ctx_layout;
 pub mod ctx_log;
