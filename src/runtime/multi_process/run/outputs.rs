@@ -55,8 +55,11 @@ pub fn own_output(a: &Arrival, l: &Lowered) -> Option<TensorAt> {
     }
     let name = shared.object.name().to_string();
     let mut objects = OBJECTS.lock();
-    objects.retain(|_, w| w.strong_count() > 0);
-    objects.insert(name.clone(), Arc::downgrade(&shared.object));
+    // A repeat finds its tensor registered already: no sweep, no insert on that path.
+    if objects.get(&name).is_none_or(|w| w.strong_count() == 0) {
+        objects.retain(|_, w| w.strong_count() > 0);
+        objects.insert(name.clone(), Arc::downgrade(&shared.object));
+    }
     Some(TensorAt {
         name,
         len: shared.object.len() as u64,
