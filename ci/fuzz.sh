@@ -27,7 +27,11 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 -Cllvm-args=-simplifycfg-branch-fold-threshold=0 -Cllvm-args=-sanitizer-coverage-stack-depth \
 -Cdebug-assertions -Ccodegen-units=1"
 cargo +nightly build --manifest-path "$fuzz/Cargo.toml" --target "$triple" --release \
-  --config 'profile.release.debug="line-tables-only"' --bins --locked
+  --config 'profile.release.debug="line-tables-only"' --bins --locked || {
+  echo "ci/fuzz.sh: the build failed; if cargo says fuzz/Cargo.lock needs an update (a dependency" \
+    "of the root crate changed), run 'cd fuzz && cargo +nightly update -p opennrt' and commit it" >&2
+  exit 1
+}
 unset RUSTFLAGS
 bin="$fuzz/target/$triple/release"
 echo "ci/fuzz.sh: built in $((SECONDS - start)) s"
