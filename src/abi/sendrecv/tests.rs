@@ -41,6 +41,23 @@ fn init_is_gated_by_the_feature_variable() {
     testing::init(|| {
         assert_eq!(nrt_async_sendrecv_init(0) as i32, 1);
     });
+    // A real nrt_init with the variable set, and with it unset, in this one process.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+        .to_string();
+    let enabled = [
+        ("NEURON_RT_ASYNC_SENDRECV_EXPERIMENTAL_ENABLED", "1"),
+        ("NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT", port.as_str()),
+    ];
+    testing::with_runtime(&enabled, || {
+        assert_eq!(nrt_async_sendrecv_init(0), NRT_STATUS::NRT_SUCCESS);
+        assert_eq!(nrt_async_sendrecv_close(0), NRT_STATUS::NRT_SUCCESS);
+    });
+    testing::with_runtime(&[], || {
+        assert_eq!(nrt_async_sendrecv_init(0), NRT_STATUS::NRT_FAILURE);
+    });
 }
 
 #[test]
