@@ -247,8 +247,9 @@ NRT_STATUS nrta_tensor_copy(nrt_tensor_t *src,
  * As `nrta_tensor_write`; `NRT_INVALID_HANDLE` for a handle that names no live model or set.
  *
  * # Safety
- * `model`, `input` and `output` must be live handles that stay alive until completion;
- * `exec_ret` writable until completion; `req_sequence` NULL or writable.
+ * `model`, `input` and `output` must be live handles that stay alive until completion, and no
+ * tensor in either set may be freed by another thread during this call; `exec_ret` writable
+ * until completion; `req_sequence` NULL or writable.
  */
 NRT_STATUS nrta_execute_schedule(nrt_model_t *model,
                                  const nrt_tensor_set_t *input,

@@ -40,10 +40,12 @@ impl Opaque for CcContext {
 /// The tensors of a list (NULL list → error; a NULL `tensors` array only with 0 entries).
 ///
 /// # Safety
-/// `list` must be NULL or point to a valid `nrt_tensor_list_t` whose array has `num_tensors`
-/// entries.
+/// `list` must be NULL or point to a valid `nrt_tensor_list_t` whose `tensors` array is NULL or
+/// has `num_tensors` entries, none of them written during this call; no tensor it names may be
+/// freed by another thread during this call.
 unsafe fn tensors_of(list: *const nrt_tensor_list_t, what: &str) -> Result<Vec<Tensor>> {
-    // SAFETY: `list` is NULL (refused by in_ref) or valid for reads, as # Safety requires.
+    // SAFETY: `list` is NULL or a valid `nrt_tensor_list_t` not written during this call (this
+    // function's contract); `in_ref` refuses NULL and misalignment.
     let l = unsafe { in_ref(list, what) }?;
     if l.num_tensors == 0 {
         return Ok(Vec::new());
@@ -60,11 +62,13 @@ unsafe fn tensors_of(list: *const nrt_tensor_list_t, what: &str) -> Result<Vec<T
             l.num_tensors
         )));
     }
-    // SAFETY: non-NULL with `num_tensors` entries by the caller's promise.
+    // SAFETY: `l.tensors` is non-NULL (checked above), so it has `num_tensors` entries not
+    // written during this call (this function's contract); `num_tensors` ≤ 4096 (checked).
     let ptrs = unsafe { std::slice::from_raw_parts(l.tensors, l.num_tensors) };
     ptrs.iter()
         .enumerate()
-        // SAFETY: each handle is checked against the live table before use.
+        // SAFETY: no listed tensor is freed during this call (this function's contract), as
+        // `tensor_of` requires; it checks each handle against the live table first.
         .map(|(i, &t)| unsafe { tensor_of(t, &format!("{what}.tensors[{i}]")) })
         .collect()
 }
@@ -161,7 +165,8 @@ pub unsafe extern "C" fn nrta_cc_schedule(
                 "*cc_ctx is NULL: the context was already scheduled (nrta_cc_schedule consumes it)",
             ));
         }
-        // SAFETY: looked up in the live table before use.
+        // SAFETY: `handle::get` checks `h` against the live table before any dereference; the
+        // context is released only below, after the last use of `ctx`.
         let ctx = unsafe { handle::get::<CcContext>(h, "*cc_ctx") }?;
         let queue = u32::try_from(queue)
             .ok()
