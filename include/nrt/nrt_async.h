@@ -165,8 +165,9 @@ NRT_STATUS nrta_cc_prepare(struct nrt_cc_comm_t *comm,
  * As `nrta_tensor_write`.
  *
  * # Safety
- * `cc_ctx` must point to a context from `nrta_cc_prepare`; `exec_ret` writable until
- * completion; `req_sequence` NULL or writable.
+ * `cc_ctx` must be NULL or point to a readable and writable slot holding NULL or a context from
+ * `nrta_cc_prepare` that no other thread schedules or frees during this call; `exec_ret`
+ * writable until completion; `req_sequence` NULL or writable.
  *
  * `nrt_cc_schedule` is a second name of this function (shim/libnrt.exports).
  */

@@ -128,7 +128,8 @@ pub(super) struct TensorPtr(pub(super) *mut nrt_tensor_t);
 // SAFETY: the pointer is never dereferenced through this type; it is compared and returned to
 // C, or looked up in the handle table (which checks it) before use.
 unsafe impl Send for TensorPtr {}
-// SAFETY: as for `Send`.
+// SAFETY: `&TensorPtr` only copies the pointer value out; it is never dereferenced through this
+// type, so sharing it between threads shares no memory.
 unsafe impl Sync for TensorPtr {}
 
 /// The object behind `nrt_tensor_set_t *`: name → tensor handle. The tensor-set entries

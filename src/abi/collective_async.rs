@@ -96,9 +96,11 @@ pub unsafe extern "C" fn nrta_cc_prepare(
     cc_ctx: *mut *mut nrt_cc_context_t,
 ) -> NRT_STATUS {
     enter_status("nrta_cc_prepare", Guard::Lifecycle, || {
-        // SAFETY: `comm` is NULL (refused by the helper) or valid for reads (# Safety).
+        // SAFETY: `comm` is NULL or valid for reads (this function's contract); `in_ref` refuses
+        // NULL and misalignment.
         let c = unsafe { in_ref(comm, "comm") }?;
-        // SAFETY: `cc_ctx` is NULL (refused) or writable (# Safety).
+        // SAFETY: `cc_ctx` is NULL or writable (this function's contract); `out_param` refuses
+        // NULL and misalignment, so `out.write` below is in bounds.
         let out = unsafe { out_param(cc_ctx, "cc_ctx") }?;
         let group: Vec<u32> = if c.rank_n == 0 {
             Vec::new()
@@ -143,8 +145,9 @@ pub unsafe extern "C" fn nrta_cc_prepare(
 /// As `nrta_tensor_write`.
 ///
 /// # Safety
-/// `cc_ctx` must point to a context from `nrta_cc_prepare`; `exec_ret` writable until
-/// completion; `req_sequence` NULL or writable.
+/// `cc_ctx` must be NULL or point to a readable and writable slot holding NULL or a context from
+/// `nrta_cc_prepare` that no other thread schedules or frees during this call; `exec_ret`
+/// writable until completion; `req_sequence` NULL or writable.
 ///
 /// `nrt_cc_schedule` is a second name of this function (shim/libnrt.exports).
 pub unsafe extern "C" fn nrta_cc_schedule(
@@ -154,19 +157,21 @@ pub unsafe extern "C" fn nrta_cc_schedule(
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
     enter_status("nrta_cc_schedule", Guard::Lifecycle, || {
-        // SAFETY: `cc_ctx` is NULL (refused by out_param) or writable, as # Safety requires.
+        // SAFETY: `cc_ctx` is NULL or a readable, writable slot (this function's contract);
+        // `out_param` refuses NULL and misalignment, so reading and writing `slot` is in bounds.
         let slot = unsafe { out_param(cc_ctx, "cc_ctx") }?;
         crate::abi::boundary::exec_ret_arg(exec_ret)?;
-        // SAFETY: `cc_ctx` is non-NULL and aligned (checked); the caller promises it holds a
-        // pointer written by prepare (or NULL after a schedule).
+        // SAFETY: `cc_ctx` is non-NULL and aligned (checked by `out_param`) and holds NULL or a
+        // context handle, so initialised (this function's contract).
         let h = unsafe { slot.assume_init_read() };
         if h.is_null() {
             return Err(Error::invalid(
                 "*cc_ctx is NULL: the context was already scheduled (nrta_cc_schedule consumes it)",
             ));
         }
-        // SAFETY: `handle::get` checks `h` against the live table before any dereference; the
-        // context is released only below, after the last use of `ctx`.
+        // SAFETY: `handle::get` checks `h` against the live table before any dereference; no
+        // other thread frees the context during this call (this function's contract), and it is
+        // released only below, after the last use of `ctx`.
         let ctx = unsafe { handle::get::<CcContext>(h, "*cc_ctx") }?;
         let queue = u32::try_from(queue)
             .ok()
@@ -179,7 +184,8 @@ pub unsafe extern "C" fn nrta_cc_schedule(
         let seq_out = if req_sequence.is_null() {
             None
         } else {
-            // SAFETY: non-NULL; the caller promises it is writable.
+            // SAFETY: `req_sequence` is non-NULL here, so writable (this function's contract);
+            // `out_param` refuses misalignment.
             Some(unsafe { out_param(req_sequence, "req_sequence") }?)
         };
         let p = ctx.prepared.lock().take().ok_or_else(|| {
@@ -193,7 +199,8 @@ pub unsafe extern "C" fn nrta_cc_schedule(
             }
         };
         // The context is spent: drop its handle so a stale copy of the pointer is detected.
-        // SAFETY: live (looked up above); `ctx` is not used after this.
+        // SAFETY: `ctx` is not used after this, and no other thread holds a reference to the
+        // context (this function's contract); `release` checks `h` against the live table.
         unsafe { handle::release::<CcContext>(h, "*cc_ctx") }?;
         if let Some(o) = seq_out {
             o.write(seq);

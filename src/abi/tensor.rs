@@ -143,7 +143,8 @@ pub unsafe extern "C" fn nrt_tensor_read(
         // during this call; `tensor_of` refuses NULL and non-live handles before any dereference.
         let t = unsafe { tensor_of(tensor, "tensor") }?;
         buffer(buf, size, "buf")?;
-        // SAFETY: `buf` has `size` writable bytes by contract.
+        // SAFETY: `buf` has `size` writable bytes (this function's contract) and `buffer`
+        // refused NULL with `size` > 0, which is `read_raw`'s contract for `dst`.
         unsafe { t.read_raw(offset as u64, buf.cast(), size as u64) }
     })
 }
@@ -166,7 +167,8 @@ pub unsafe extern "C" fn nrt_tensor_write(
         // during this call; `tensor_of` refuses NULL and non-live handles before any dereference.
         let t = unsafe { tensor_of(tensor, "tensor") }?;
         buffer(buf, size, "buf")?;
-        // SAFETY: `buf` has `size` readable bytes by contract.
+        // SAFETY: `buf` has `size` readable bytes (this function's contract) and `buffer`
+        // refused NULL with `size` > 0, which is `write_raw`'s contract for `src`.
         unsafe { t.write_raw(offset as u64, buf.cast(), size as u64) }
     })
 }
@@ -248,7 +250,8 @@ pub unsafe extern "C" fn nrt_tensor_read_batch(
         // tensor is freed during this call (this function's contract), which is what
         // `checked_batches` requires.
         for (t, o) in unsafe { checked_batches(batches, num_batches, "read") }? {
-            // SAFETY: range checked; `buffer` has `size` writable bytes by contract.
+            // SAFETY: `checked_batches` refused a NULL `buffer` with `size` > 0, and each op's
+            // `buffer` has `size` writable bytes (this function's contract): `read_raw`'s.
             unsafe { t.read_raw(o.offset, o.buffer.cast(), o.size) }?;
         }
         Ok(())
@@ -276,7 +279,8 @@ pub unsafe extern "C" fn nrt_tensor_write_batch(
         // tensor is freed during this call (this function's contract), which is what
         // `checked_batches` requires.
         for (t, o) in unsafe { checked_batches(batches, num_batches, "write") }? {
-            // SAFETY: range checked; `buffer` has `size` readable bytes by contract.
+            // SAFETY: `checked_batches` refused a NULL `buffer` with `size` > 0, and each op's
+            // `buffer` has `size` readable bytes (this function's contract): `write_raw`'s.
             unsafe { t.write_raw(o.offset, o.buffer.cast_const().cast(), o.size) }?;
         }
         Ok(())
