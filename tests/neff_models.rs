@@ -531,7 +531,7 @@ fn the_real_neff() {
     std::env::set_var("NEURON_LOGICAL_NC_CONFIG", "1");
     init();
     let mut m: *mut nrt_model_t = null_mut();
-    // SAFETY: as above.
+    // SAFETY: `neff` has `neff.len()` readable bytes and `m` is a live, writable local.
     let st = unsafe { abi::nrt_load(neff.as_ptr().cast(), neff.len(), 0, 1, &mut m) };
     assert_eq!(st as i32, 2, "LNC 1 refuses an LNC 2 NEFF");
     assert!(m.is_null(), "nothing written on failure");

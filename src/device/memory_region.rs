@@ -55,7 +55,8 @@ impl std::ops::DerefMut for Backing {
     fn deref_mut(&mut self) -> &mut [u8] {
         match self {
             Backing::Heap(v) => v,
-            // SAFETY: as above; `&mut self` makes this the only view through this machine.
+            // SAFETY: `ptr..ptr + len` lies in the live mapping `_keep` holds (checked by
+            // `Memory::map_external`); `&mut self` makes this the only view through this machine.
             Backing::External { ptr, len, .. } => unsafe {
                 std::slice::from_raw_parts_mut(*ptr, *len)
             },

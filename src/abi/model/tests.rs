@@ -19,7 +19,8 @@ fn guarded_then_arguments_checked() {
         let fake = 0x1000 as *mut nrt_model_t; // never dereferenced: not in the live table
         let set = 0x2000 as *mut nrt_tensor_set_t;
         let mut n = 0u32;
-        // SAFETY: as above; the fake handles are only compared, never read.
+        // SAFETY: `neff`, `model` and `n` are live locals of the sizes passed; NULLs are refused
+        // by the entries; the fake handles are only looked up in the live table, never read.
         unsafe {
             // NULL pointers: NRT_INVALID (2).
             assert_eq!(nrt_load(null(), 0, 0, 1, &mut model) as i32, 2);

@@ -8,7 +8,7 @@ fn status_strings_cover_all_28() {
         let got = unsafe { std::ffi::CStr::from_ptr(p) }.to_str().unwrap();
         assert_eq!(got, name.to_str().unwrap());
     }
-    // SAFETY: as above.
+    // SAFETY: `nrt_get_status_as_str` returns a static NUL-terminated string for any value.
     let unknown = unsafe { std::ffi::CStr::from_ptr(nrt_get_status_as_str(8)) };
     assert_eq!(unknown.to_str().unwrap(), "NRT_UNKNOWN_STATUS");
 }

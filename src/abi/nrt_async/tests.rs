@@ -19,7 +19,8 @@ fn guarded_and_out_params_untouched_on_failure() {
     });
     testing::init(|| {
         let mut seq: nrta_seq_t = 77;
-        // SAFETY: as above; `seq` is writable.
+        // SAFETY: NULL arguments are refused before any dereference; `seq` is a live, writable
+        // local.
         unsafe {
             assert_eq!(
                 crate::abi::collective_async::nrta_cc_schedule(null_mut(), 0, null_mut(), &mut seq)

@@ -60,20 +60,23 @@ fn pool_ucode_is_validated_and_copied() {
         let got = pool_eng_ucode().unwrap();
         assert_eq!((got.iram, got.dram), (vec![1, 2, 3], vec![9, 9]));
         info.iram.bin = null_mut();
-        // SAFETY: as above.
+        // SAFETY: `info` is a live local; the NULL IRAM `bin` is refused before any read, and
+        // `dram` is a live buffer of the stated size.
         assert_eq!(unsafe { nrt_set_pool_eng_ucode(&info) } as i32, 2);
         info.iram = nrt_ucode_img {
             bin: iram.as_mut_ptr(),
             size: 0,
         };
-        // SAFETY: as above.
+        // SAFETY: `info` is a live local; the empty IRAM image is refused before any read, and
+        // `dram` is a live buffer of the stated size.
         assert_eq!(unsafe { nrt_set_pool_eng_ucode(&info) } as i32, 2);
         info.iram.size = 1;
         info.dram = nrt_ucode_img {
             bin: null_mut(),
             size: 0,
         };
-        // SAFETY: as above; an empty DRAM image is allowed.
+        // SAFETY: `info` is a live local whose IRAM `bin` points to 1 live byte of `iram`; the
+        // DRAM image is empty, so its NULL `bin` is not read.
         assert_eq!(unsafe { nrt_set_pool_eng_ucode(&info) } as i32, 0);
         assert_eq!(pool_eng_ucode().unwrap().iram, vec![42]);
     });

@@ -107,7 +107,7 @@ fn config_objects_allocate_set_free() {
 /// `l` must hold `n` NUL-terminated strings.
 unsafe fn names(l: *mut *const c_char, n: usize) -> Vec<String> {
     (0..n)
-        // SAFETY: `n` valid entries per the contract.
+        // SAFETY: `i < n` and `l` holds `n` NUL-terminated strings (this function's contract).
         .map(|i| unsafe { std::ffi::CStr::from_ptr(l.add(i).read()) })
         .map(|c| c.to_str().unwrap().to_string())
         .collect()

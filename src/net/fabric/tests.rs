@@ -83,7 +83,8 @@ fn exchange(mut a: Endpoint, mut b: Endpoint, n: usize) {
                             assert!(b[..len] == payload(i)[..], "message {i} intact");
                             seen[i] = true;
                             got += 1;
-                            // SAFETY: as above.
+                            // SAFETY: `b` is one of `bufs`, which outlive the endpoint's use of
+                            // them (drained below), and its receive has just completed.
                             let again = unsafe { ep.post_recv(b.as_mut_ptr(), b.len(), c.ctx) };
                             assert!(again.unwrap());
                         }

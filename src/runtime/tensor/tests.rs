@@ -214,7 +214,8 @@ fn memcpy_to_device_accepts_only_live_device_ranges() {
 
     let h = Tensor::allocate(Placement::Host, None, 64, "h").unwrap();
     let mut plain = [0u8; 8];
-    // SAFETY: as above.
+    // SAFETY: `data` has 8 readable bytes; both destinations are refused (a host tensor, plain
+    // memory) before anything is written.
     unsafe {
         assert!(
             memcpy_to_device(h.va(), data.as_ptr(), 8).is_err(),

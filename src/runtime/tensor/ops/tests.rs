@@ -29,7 +29,8 @@ fn out_of_range_transfers_are_refused_naming_the_call() {
             .starts_with("nrta_tensor_write of 9 bytes at offset 8"),
         "{e}"
     );
-    // SAFETY: as above.
+    // SAFETY: the range check refuses `u64::MAX` before anything is queued; `buf` (32 writable
+    // bytes) is never touched.
     let e = unsafe { read(t, u64::MAX, 2, buf.as_mut_ptr(), at()) }.unwrap_err();
     assert!(
         e.message().starts_with("nrta_tensor_read of 2 bytes"),
