@@ -5,10 +5,10 @@
 //! shim/libnrt.exports, so there is one signature and one body per entry point.
 //!
 //! This layer converts and checks the C arguments and nothing else: prepare reads the
-//! communicator and the two tensor lists once and hands them to `runtime::collective_api::prepare`
+//! communicator and the two tensor lists once and hands them to `runtime::collective::api::prepare`
 //! (tensor checks, request, membership, lowering); schedule takes the context (the handle is
 //! dead afterwards: a second schedule with a stale copy of the pointer is `NRT_INVALID_HANDLE`,
-//! with the cleared pointer `NRT_INVALID`) and hands it to `runtime::collective_api::schedule`, which
+//! with the cleared pointer `NRT_INVALID`) and hands it to `runtime::collective::api::schedule`, which
 //! runs the collective on the caller's thread or queues it on the collectives XU `queue` of the
 //! core, and later writes the status to `*exec_ret` and completes the sequence number.
 
@@ -20,7 +20,7 @@ use crate::abi::boundary::{self, in_ref, out_param, Guard};
 use crate::abi::handle::{self, Opaque};
 use crate::abi::types::*;
 use crate::error::{Error, Result};
-use crate::runtime::collective_api::{self, CommArgs, Prepared};
+use crate::runtime::collective::api::{self as cc_api, CommArgs, Prepared};
 use crate::runtime::tensor::Tensor;
 use crate::runtime::xu::{ExecRet, XuType};
 
@@ -129,7 +129,7 @@ pub unsafe extern "C" fn nrta_cc_prepare(
         // SAFETY: `output` is NULL or a valid list whose array holds `num_tensors` entries (#
         // Safety).
         let outputs = unsafe { tensors_of(output, "output") }?;
-        let prepared = collective_api::prepare(api, inputs, outputs, dtype, op, cc_op)?;
+        let prepared = cc_api::prepare(api, inputs, outputs, dtype, op, cc_op)?;
         let h = handle::export(CcContext {
             prepared: parking_lot::Mutex::new(Some(prepared)),
         });
@@ -191,7 +191,7 @@ pub unsafe extern "C" fn nrta_cc_schedule(
         let p = ctx.prepared.lock().take().ok_or_else(|| {
             Error::invalid_handle("*cc_ctx was already scheduled (nrta_cc_schedule consumes it)")
         })?;
-        let seq = match collective_api::schedule(p, queue, ExecRet(exec_ret.cast())) {
+        let seq = match cc_api::schedule(p, queue, ExecRet(exec_ret.cast())) {
             Ok(s) => s,
             Err((e, p)) => {
                 *ctx.prepared.lock() = Some(*p);

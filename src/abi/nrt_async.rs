@@ -6,7 +6,7 @@
 //!
 //! Each `nrta_*` entry checks its pointers and handles and makes one runtime call: the tensor
 //! transfers run on the tensor-op XUs (`runtime::tensor::ops`), the collectives on the
-//! collectives XUs (`abi::collective_async`, over `runtime::collective_api`), and
+//! collectives XUs (`abi::collective_async`, over `runtime::collective::api`), and
 //! `nrta_execute_schedule` queues a model's execution on the compute XU of its core
 //! (`runtime::model::schedule`).
 //!

@@ -1,5 +1,5 @@
 //! `nrt.h` tensor sets (docs/contract/abi.md §3.3): the name → tensor maps `nrt_execute` consumes.
-//! A child of [`tensor`](super) (declared there, so `src/abi/mod.rs` re-exports it with the
+//! A child of [`tensor`](super) (declared there, so `src/abi.rs` re-exports it with the
 //! tensor functions).
 //!
 //! **Sets store handles, not tensors** (§3.3: "the set stores the pointer"). Destroying a set

@@ -560,4 +560,5 @@ fn dma_throughput() {
     );
 }
 
-mod cce_tests;
+mod cce_packets;
+mod e2e;

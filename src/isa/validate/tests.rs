@@ -5,8 +5,8 @@
 use super::*;
 use crate::isa::enums::{CcDim, Flag, InstrChaining};
 use crate::isa::instr::decode;
-use crate::isa::instr_collective::DmaConfigs;
-use crate::isa::instr_other::Sb2sbCollective;
+use crate::isa::instr::other::Sb2sbCollective;
+use crate::isa::instr::trigger::DmaConfigs;
 use crate::isa::markers::LncSizeFmt;
 use crate::isa::operand::Tensor2d;
 use crate::isa::operand::{Addr4, PseudoAddr8};

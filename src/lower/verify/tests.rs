@@ -1,5 +1,7 @@
 //! The verifier on hand-built programs: correct ones pass, each broken variant is caught with
-//! the right message.
+//! the right message. The order between entries has its own file, the child `entry_order`.
+
+mod entry_order;
 
 use super::testprog::*;
 use super::*;

@@ -5,7 +5,7 @@ use super::testutil::*;
 use super::*;
 use crate::isa::enums::{AluOp, CcDim, Flag, UpdateMode, WaitMode};
 use crate::isa::instr::decode;
-use crate::isa::instr_collective::{DmaConfigs, TriggerAllReduce};
+use crate::isa::instr::trigger::{DmaConfigs, TriggerAllReduce};
 use crate::isa::operand::{Addr4, PseudoAddr8};
 use crate::lower::request::IoForm;
 

@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::isa::enums::{AluOp, CollectiveType, Dtype, Flag, UpdateMode, WaitMode};
+use crate::isa::instr::other::SendRecv;
 use crate::isa::instr::{Common, Events};
-use crate::isa::instr_other::SendRecv;
 use crate::isa::{decode_stream, encode};
 use crate::lower::request::instr::testutil::*;
 use crate::lower::request::instr::TensorInfo;

@@ -342,7 +342,7 @@ fn run_into(
     inputs: &[Vec<u8>],
     outputs: &[crate::runtime::tensor::Tensor],
 ) {
-    use crate::runtime::collective_io::TensorIo;
+    use crate::runtime::collective::io::TensorIo;
     let instance = crate::runtime::collective::meetings().ticket(key, 0);
     let hs: Vec<_> = rs
         .iter()

@@ -4,10 +4,10 @@
 //! except where the reporter's completion wait orders it; the leg join (`compose::leg_join`)
 //! supplies the rest.
 
-use super::testprog::*;
-use super::*;
 use crate::isa::slot::CHAIN_SEM;
 use crate::lower::program::{Sem, Wait};
+use crate::lower::verify::testprog::*;
+use crate::lower::verify::*;
 
 /// HIER-2CH's shape without a join: TOP_SP 1 starts entry 1 while TOP_SP 0 is still staging
 /// in entry 0, and reads the scratch before the peer's input is there.
