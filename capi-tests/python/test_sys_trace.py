@@ -187,8 +187,8 @@ def test_spike_benchmark_reads_nc_exec_running_and_lnc_index(all_reduce_neff):  
     cc = _pairs(every, "cc_exec_running")
     assert sorted(s["nc_idx"] for s, _ in nc.values()) == [0, 1], "one execution per core"
     names = sorted((s["nc_idx"], s["data"]["name"]) for s, _ in cc.values())
-    assert names == [(0, "AllReduce"), (0, "barrier"), (1, "AllReduce"), (1, "barrier")], names
-    for s, e in (p for p in cc.values() if p[0]["data"]["name"] == "AllReduce"):
+    assert names == [(0, "all_reduce"), (0, "barrier"), (1, "all_reduce"), (1, "barrier")], names
+    for s, e in (p for p in cc.values() if p[0]["data"]["name"] == "all_reduce"):
         outer = [p for p in nc.values() if p[0]["nc_idx"] == s["nc_idx"]][0]
         assert outer[0]["timestamp_ns"] <= s["timestamp_ns"] <= e["timestamp_ns"] \
             <= outer[1]["timestamp_ns"], "a NEFF's collective runs inside its execution"

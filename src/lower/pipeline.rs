@@ -191,7 +191,7 @@ pub fn dispatch(leg: &Leg, alg: Algorithm, mesh_sub_type: u8) -> Result<Composed
         (Algorithm::IntraRdh | Algorithm::InterRdh, _) => rdh::compose_rdh(leg, alg),
         (alg, op) => Err(Error::invalid(format!(
             "no composer for {} with algorithm {}",
-            crate::lower::select::op_name(op),
+            op.label(),
             alg.name()
         ))),
     }

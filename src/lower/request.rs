@@ -34,7 +34,7 @@ use crate::isa::enums::{UpdateMode, WaitMode};
 pub use a2av::{decode_metadata, encode_metadata, metadata_bytes, A2avMeta, A2avRow, A2avTable};
 pub use api::ApiComm;
 pub use instr::{InstrContext, TensorInfo};
-pub use names::{OpNames, OP_NAMES};
+pub use names::{OpNames, ReduceNames, OP_NAMES, REDUCE_NAMES};
 pub use stream::requests_from_stream;
 
 /// The collective operation (host view, `enc_op_type` of docs/contract/lowering.md §2.1 minus the
@@ -157,15 +157,6 @@ pub mod nrt_cc_op {
 }
 
 impl ReduceOp {
-    /// The `SDMA_CCETYPE` code written into the CCE meta_ctrl.
-    pub fn cce_code(self) -> u8 {
-        match self {
-            ReduceOp::Add => 0,
-            ReduceOp::Max => 2,
-            ReduceOp::Min => 3,
-        }
-    }
-
     /// The reduce op of ALU_OP `alu` for a reducing collective (docs/contract/lowering.md §2.11):
     /// ADD/MAX/MIN map 1:1. MULT, SUBTRACT, DIVIDE, BYPASS and the integer forms are rejected, each
     /// with its reason. (Copy ops never call this: they ignore the op byte, normally BYPASS,
@@ -201,10 +192,10 @@ impl ReduceOp {
     /// CCE numbering). FMA needs a scale the collective API does not carry; INVALID and unlisted
     /// values are not reductions. `what` names the operation for the message.
     pub fn from_nrt_op(op: u32, what: &str) -> Result<Self> {
+        if let Some(reduce) = ReduceOp::of_nrt_op(op) {
+            return Ok(reduce);
+        }
         let why = match op {
-            nrt_op::ADD => return Ok(ReduceOp::Add),
-            nrt_op::MAX => return Ok(ReduceOp::Max),
-            nrt_op::MIN => return Ok(ReduceOp::Min),
             nrt_op::FMA => "NRT_OP_FMA (1) is not supported: FMA computes a scaled accumulate \
                  (acc += scale*src) and needs a scale, which the collective API does not carry"
                 .to_string(),

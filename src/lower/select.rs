@@ -249,7 +249,7 @@ pub fn select(req: &CollectiveRequest, topo: &Topology, cfg: &SelectConfig) -> R
     let mut why = Reasons(Vec::new());
     why.push(format!(
         "{} of {} B per rank on {} ranks ({} node(s), local_rank_n {}) of {}",
-        op_name(req.op),
+        req.op.label(),
         ctx.op_bytes,
         ctx.rank_n,
         ctx.node_n,
@@ -272,7 +272,7 @@ pub fn select(req: &CollectiveRequest, topo: &Topology, cfg: &SelectConfig) -> R
             Error::invalid(format!(
                 "forced algorithm {} (OPENNRT_CC_ALGO) is illegal for {} on {} ranks of {}: {w}",
                 f.name(),
-                op_name(req.op),
+                req.op.label(),
                 ctx.rank_n,
                 topo.name
             ))
@@ -301,13 +301,13 @@ pub fn select(req: &CollectiveRequest, topo: &Topology, cfg: &SelectConfig) -> R
             };
             return Err(Error::invalid(format!(
                 "{} must be MESH (docs/contract/lowering.md §3.3) but mesh is unavailable: {w}",
-                op_name(req.op)
+                req.op.label()
             )));
         }
         why.push(format!(
             "chose mesh: {} must be MESH (docs/contract/lowering.md §3.3); the size cap does \
              not apply",
-            op_name(req.op)
+            req.op.label()
         ));
         Algorithm::Mesh
     } else if let Some(a) = FLAT_ORDER.into_iter().find(|&a| passes(a)) {
@@ -334,7 +334,7 @@ pub fn select(req: &CollectiveRequest, topo: &Topology, cfg: &SelectConfig) -> R
     } else {
         return Err(Error::invalid(format!(
             "no allowed algorithm can run {} on {} ranks of {} (OPENNRT_CC_ALGOS excludes ring)",
-            op_name(req.op),
+            req.op.label(),
             ctx.rank_n,
             topo.name
         )));
@@ -344,7 +344,7 @@ pub fn select(req: &CollectiveRequest, topo: &Topology, cfg: &SelectConfig) -> R
         hier_legs(req.op, &shape, &ctx, cfg, &mut why)?
     } else {
         vec![LegPlan {
-            name: op_name(req.op).to_string(),
+            name: req.op.label().to_string(),
             role: LegRole::Flat,
             op: req.op,
             algorithm,
@@ -415,7 +415,7 @@ fn hier_legs(
         other => {
             return Err(Error::invalid(format!(
                 "{} has no hierarchical form",
-                op_name(other)
+                other.label()
             )))
         }
     };
@@ -433,7 +433,7 @@ fn hier_legs(
                 name: format!(
                     "{} {}",
                     if is_inter { "inter" } else { "intra" },
-                    op_name(leg_op)
+                    leg_op.label()
                 ),
                 role,
                 op: leg_op,

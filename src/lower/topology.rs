@@ -211,6 +211,18 @@ impl InstanceType {
     pub fn logical_cores_per_device(&self, lnc: u32) -> u32 {
         self.cores_per_device / lnc
     }
+    /// The logical core size in effect when `requested` is asked for (None: the instance's
+    /// default). 2 is forced to 1 on v2 silicon, which has no LNC 2 (docs/contract/abi.md §5.10);
+    /// None when `requested` is neither 1 nor 2. Both the runtime's `NEURON_LOGICAL_NC_CONFIG`
+    /// and the lowering's `--topology …:lnc=` go through here.
+    pub fn effective_lnc(&self, requested: Option<u32>) -> Option<u32> {
+        match requested.unwrap_or(self.default_lnc) {
+            1 => Some(1),
+            2 if self.lnc2_allowed => Some(2),
+            2 => Some(1),
+            _ => None,
+        }
+    }
     /// Logical cores on the whole instance (one node) with logical cores of `lnc`.
     pub fn logical_cores(&self, lnc: u32) -> u32 {
         self.devices * self.logical_cores_per_device(lnc)
@@ -420,12 +432,12 @@ impl Topology {
         let it = InstanceType::by_name(name).ok_or_else(|| {
             Error::invalid(format!("unknown instance type {name:?}; {TOPOLOGY_FORMS}"))
         })?;
-        let lnc = match lnc.unwrap_or(it.default_lnc) {
-            1 => 1,
-            2 if it.lnc2_allowed => 2,
-            2 => 1,
-            other => return Err(Error::invalid(format!("LNC {other} must be 1 or 2"))),
-        };
+        let lnc = it.effective_lnc(lnc).ok_or_else(|| {
+            Error::invalid(format!(
+                "LNC {} must be 1 or 2",
+                lnc.unwrap_or(it.default_lnc)
+            ))
+        })?;
         let per_node = it.devices * it.cores_per_device / lnc;
         let nodes = nodes.unwrap_or_else(|| world.div_ceil(per_node).max(1));
         if nodes > MAX_NODES {

@@ -32,7 +32,7 @@ use crate::lower::emit::{emit, EmittedProgram};
 use crate::lower::pipeline::{address_map, lower, LowerConfig};
 use crate::lower::program::Buf;
 use crate::lower::program::{Algorithm, Program};
-use crate::lower::request::CollectiveRequest;
+use crate::lower::request::{CollectiveRequest, ReduceOp};
 use crate::runtime::rendezvous::{GroupKey, Rendezvous};
 use crate::runtime::resident::Resident;
 
@@ -452,10 +452,13 @@ pub fn arrive_here(
 /// field here and hashed for the shared-memory go meeting (`runtime::multi_process::go_board`).
 pub fn agreed_fields(r: &CollectiveRequest) -> [(&'static str, String); 7] {
     [
-        ("op", format!("{:?}", r.op)),
-        ("dtype", format!("{:?}", r.dtype)),
+        ("op", r.op.label().to_string()),
+        ("dtype", r.dtype.short_name().to_string()),
         ("count", r.count.to_string()),
-        ("reduce op", format!("{:?}", r.reduce)),
+        (
+            "reduce op",
+            r.reduce.map_or("none", ReduceOp::name).to_string(),
+        ),
         ("group", format!("{:?}", r.group)),
         ("in place", r.in_place.to_string()),
         ("tensor lists", format!("{:?}", r.io_form)),
@@ -504,7 +507,7 @@ pub fn check_requests(key: &GroupKey, instance: u64, all: &[&CollectiveRequest])
                  (global id {}) prepared {x}, rank {} (global id {}) prepared {y}",
                 first.rank, key.group[first.rank as usize], a.rank, key.group[a.rank as usize]
             ))
-            .with_op(format!("{:?}", first.op))
+            .with_op(first.op.label())
             .with_rank(a.rank)
             .with_step(instance)
             .with_field(field)

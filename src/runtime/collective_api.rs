@@ -230,9 +230,10 @@ impl<E: FnOnce(Result<()>) -> Result<()> + Send + 'static> Finish for Inline<E> 
     }
 }
 
-/// The name a collective's trace events carry: its operation.
+/// The name a collective's trace events carry: its operation's command-line name
+/// (`all_reduce`), as `nrt_barrier`'s events carry `barrier`.
 fn op_name(p: &Prepared) -> String {
-    format!("{:?}", p.req.op)
+    p.req.op.name().to_string()
 }
 
 /// A rank's arrival at its collective: its request, the lowered program and its tensors.

@@ -203,17 +203,18 @@ impl Config {
         let lnc = match lnc_var {
             None => instance.default_lnc,
             Some(v) => match v.trim() {
-                "1" => 1,
-                "2" if instance.lnc2_allowed => 2,
-                "2" => 1, // forced to 1 on v2 silicon (docs/contract/abi.md §5.10)
-                other => {
-                    return Err(Error::bad_variable(
-                        "NEURON_LOGICAL_NC_CONFIG",
-                        other,
-                        "the logical core size must be 1 or 2",
-                    ))
-                }
-            },
+                "1" => Some(1),
+                "2" => Some(2),
+                _ => None,
+            }
+            .and_then(|asked| instance.effective_lnc(Some(asked)))
+            .ok_or_else(|| {
+                Error::bad_variable(
+                    "NEURON_LOGICAL_NC_CONFIG",
+                    v.trim(),
+                    "the logical core size must be 1 or 2",
+                )
+            })?,
         };
         let total = instance.logical_cores(lnc);
         let (first_core, visible_cores) = if let Some(v) = get("NEURON_RT_VISIBLE_CORES") {

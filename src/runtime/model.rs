@@ -465,7 +465,7 @@ impl Model {
             sys_trace::record(
                 sys_trace::CC_EXEC,
                 self.vnc,
-                || format!("{:?}", req.op),
+                || req.op.name().to_string(),
                 || collective::run_user(&key, ticket, arrival, collective::Wait::Block),
             )
             .map_err(at)?;

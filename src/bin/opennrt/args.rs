@@ -8,7 +8,7 @@
 //! checks every subcommand's `--help` against the binary's parser).
 
 use opennrt::isa::enums::Dtype;
-use opennrt::lower::request::{CollectiveOp, ReduceOp};
+use opennrt::lower::request::{CollectiveOp, ReduceOp, REDUCE_NAMES};
 
 /// The help text of `--op`, shared by the subcommands that lower or run one collective.
 pub const OP_HELP: &str =
@@ -182,12 +182,13 @@ pub fn dtype(cmd: &str, s: &str) -> Dtype {
 
 /// Parse a reduce-op name.
 pub fn redop(cmd: &str, s: &str) -> ReduceOp {
-    match s.to_ascii_lowercase().as_str() {
-        "add" | "sum" => ReduceOp::Add,
-        "max" => ReduceOp::Max,
-        "min" => ReduceOp::Min,
-        _ => fail(cmd, &format!("unknown --redop {s:?}; use add, max or min")),
-    }
+    ReduceOp::parse(s).unwrap_or_else(|| {
+        let names: Vec<_> = REDUCE_NAMES.iter().map(|r| r.name).collect();
+        fail(
+            cmd,
+            &format!("unknown --redop {s:?}; use one of {}", names.join(", ")),
+        )
+    })
 }
 
 /// Parse a number.

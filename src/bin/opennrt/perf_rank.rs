@@ -37,7 +37,7 @@ use opennrt::abi::types::{
     nrt_tensor_placement_t, nrt_tensor_t, nrta_seq_t,
 };
 use opennrt::isa::enums::Dtype;
-use opennrt::lower::request::{nrt_op, CollectiveOp, CollectiveRequest, ReduceOp};
+use opennrt::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
 use opennrt::runtime::verifiable;
 use serde::{Deserialize, Serialize};
 
@@ -342,11 +342,7 @@ fn run_rank(
 ) -> Result<(Vec<f64>, Vec<u8>), String> {
     let gid = j.proc_index * j.per_proc() + vnc;
     let cc_op = j.op.nrt_cc_op().expect("checked at parse");
-    let redop = match j.redop {
-        ReduceOp::Add => nrt_op::ADD,
-        ReduceOp::Max => nrt_op::MAX,
-        ReduceOp::Min => nrt_op::MIN,
-    };
+    let redop = j.redop.nrt_op();
     let mut group: Vec<u32> = (0..j.n).collect();
     // SAFETY: plain eventfd creation; closed below.
     let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };

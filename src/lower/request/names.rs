@@ -7,7 +7,7 @@
 //! command-line name except for a send, `send`: the command line's `send_recv` is the matrix's
 //! send/recv pair, whose requests are a send and a receive.)
 
-use super::{nrt_cc_op, CollectiveOp};
+use super::{nrt_cc_op, nrt_op, CollectiveOp, ReduceOp};
 
 /// The spellings of one op: one row of [`OP_NAMES`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +101,88 @@ impl CollectiveOp {
             .iter()
             .find(|r| r.nrt_cc_op == Some(v))
             .map(|r| r.op)
+    }
+}
+
+/// The spellings and codes of one reduce op: one row of [`REDUCE_NAMES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReduceNames {
+    /// The op.
+    pub op: ReduceOp,
+    /// The command line's spelling (`opennrt … --redop add`), also used in messages.
+    pub name: &'static str,
+    /// Other spellings the command line accepts (`sum`, the nccl-tests word).
+    pub aliases: &'static [&'static str],
+    /// The `nrt_op_type_t` of the host API (docs/contract/abi.md §2.2).
+    pub nrt_op: u32,
+    /// The `SDMA_CCETYPE` code written into a CCE descriptor's meta_ctrl. The C API numbers
+    /// its ops the same way, so this equals [`ReduceNames::nrt_op`]; both are kept so that each
+    /// reader names the vocabulary it means.
+    pub cce_code: u8,
+}
+
+/// Every reduce op's spellings and codes, in declaration order
+/// (`REDUCE_NAMES[op as usize].op == op`).
+pub const REDUCE_NAMES: [ReduceNames; 3] = [
+    ReduceNames {
+        op: ReduceOp::Add,
+        name: "add",
+        aliases: &["sum"],
+        nrt_op: nrt_op::ADD,
+        cce_code: 0,
+    },
+    ReduceNames {
+        op: ReduceOp::Max,
+        name: "max",
+        aliases: &[],
+        nrt_op: nrt_op::MAX,
+        cce_code: 2,
+    },
+    ReduceNames {
+        op: ReduceOp::Min,
+        name: "min",
+        aliases: &[],
+        nrt_op: nrt_op::MIN,
+        cce_code: 3,
+    },
+];
+
+impl ReduceOp {
+    /// This op's row of [`REDUCE_NAMES`].
+    pub fn names(self) -> &'static ReduceNames {
+        &REDUCE_NAMES[self as usize]
+    }
+
+    /// The command line's spelling (`add`, `max`, `min`).
+    pub fn name(self) -> &'static str {
+        self.names().name
+    }
+
+    /// The op a command line names: a [`ReduceOp::name`] or an alias, in any case.
+    pub fn parse(s: &str) -> Option<ReduceOp> {
+        REDUCE_NAMES
+            .iter()
+            .find(|r| {
+                r.name.eq_ignore_ascii_case(s)
+                    || r.aliases.iter().any(|a| a.eq_ignore_ascii_case(s))
+            })
+            .map(|r| r.op)
+    }
+
+    /// The `nrt_op_type_t` of the host API.
+    pub fn nrt_op(self) -> u32 {
+        self.names().nrt_op
+    }
+
+    /// The op of `nrt_op_type_t` value `v`, if it is one of the three reductions
+    /// ([`ReduceOp::from_nrt_op`] says why another value is refused).
+    pub fn of_nrt_op(v: u32) -> Option<ReduceOp> {
+        REDUCE_NAMES.iter().find(|r| r.nrt_op == v).map(|r| r.op)
+    }
+
+    /// The `SDMA_CCETYPE` code written into the CCE meta_ctrl.
+    pub fn cce_code(self) -> u8 {
+        self.names().cce_code
     }
 }
 

@@ -116,12 +116,6 @@ fn all(conds: Vec<Cond>) -> Gate {
     }
 }
 
-/// Spelling of an op in reasons: its [`CollectiveOp::label`], under the name the selector's and
-/// the pipeline's messages call.
-pub fn op_name(op: CollectiveOp) -> &'static str {
-    op.label()
-}
-
 fn is_ring_family(op: CollectiveOp) -> bool {
     matches!(
         op,
@@ -141,7 +135,7 @@ fn ring_family(ctx: &GateCtx) -> Cond {
     (
         is_ring_family(ctx.op),
         "all-reduce, all-gather or reduce-scatter",
-        format!("the op is {}", op_name(ctx.op)),
+        format!("the op is {}", ctx.op.label()),
     )
 }
 
@@ -211,7 +205,7 @@ pub fn gate_single_cycle_ring(ctx: &GateCtx) -> Gate {
         (
             ctx.op == CollectiveOp::AllReduce,
             "all-reduce (op_type == ALLREDUCE)",
-            format!("the op is {}", op_name(ctx.op)),
+            format!("the op is {}", ctx.op.label()),
         ),
         (
             ctx.node_n > 1,
@@ -325,7 +319,7 @@ pub fn mesh_available(ctx: &GateCtx) -> Gate {
         (
             is_ring_family(ctx.op) || is_all_to_all(ctx.op),
             "all-reduce, all-gather, reduce-scatter or all-to-all(-v)",
-            format!("the op is {}", op_name(ctx.op)),
+            format!("the op is {}", ctx.op.label()),
         ),
         (
             ctx.mesh_enabled,
@@ -373,7 +367,7 @@ pub fn gate_ring(ctx: &GateCtx) -> Gate {
     all(vec![(
         !is_all_to_all(ctx.op),
         "any op but all-to-all",
-        format!("the op is {}", op_name(ctx.op)),
+        format!("the op is {}", ctx.op.label()),
     )])
 }
 
@@ -394,7 +388,7 @@ pub fn gate_of(alg: Algorithm, ctx: &GateCtx) -> Gate {
 /// SINGLE_CYCLE_RING is all-reduce only; KANGARING and INTRA_RDH are intra only, INTER_RDH inter
 /// only; the point-to-point ops and the barrier go through the ring driver only.
 pub fn check_legal(op: CollectiveOp, alg: Algorithm, inter: bool) -> Result<()> {
-    let name = op_name(op);
+    let name = op.label();
     let why = if is_all_to_all(op) && alg != Algorithm::Mesh {
         Some(format!(
             "{name} must be MESH (docs/contract/lowering.md §3.3)"

@@ -24,6 +24,19 @@ fn logical_core_counts() {
     assert_eq!(it("trn1.2xlarge").logical_cores(1), 2);
 }
 
+/// LNC 2 exists from v3 on; v2 silicon runs it as 1 (docs/contract/abi.md §5.10); anything but
+/// 1 or 2 is refused. The runtime's variable and the lowering's topology both rely on this.
+#[test]
+fn effective_lnc_forces_2_to_1_on_v2() {
+    let (v2, v3) = (it("trn1.32xlarge"), it("trn2.48xlarge"));
+    assert_eq!(v2.effective_lnc(Some(2)), Some(1));
+    assert_eq!(v3.effective_lnc(Some(2)), Some(2));
+    assert_eq!(v3.effective_lnc(Some(1)), Some(1));
+    assert_eq!(v3.effective_lnc(None), Some(v3.default_lnc));
+    assert_eq!(v3.effective_lnc(Some(3)), None);
+    assert_eq!(v2.effective_lnc(Some(0)), None);
+}
+
 #[test]
 fn hbm_per_core_by_generation() {
     assert_eq!(it("trn1.32xlarge").hbm_per_logical_core(1), 16 << 30);

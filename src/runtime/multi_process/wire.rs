@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::isa::enums::Dtype;
-use crate::lower::request::{nrt_cc_op, nrt_op, CollectiveOp, CollectiveRequest, IoForm, ReduceOp};
+use crate::lower::request::{CollectiveOp, CollectiveRequest, IoForm, ReduceOp};
 
 /// Where a rank's device segment is, as the go meeting hands it to every rank: its
 /// shared-memory name and bytes, the host that can map it, and how to reach its process over
@@ -104,24 +104,18 @@ pub const EXT_OPS: [(CollectiveOp, u32); 8] = [
 impl WireRequest {
     /// The wire form of a request.
     pub fn of(r: &CollectiveRequest) -> Result<WireRequest> {
-        let op = match r.op {
-            CollectiveOp::AllGather => nrt_cc_op::ALLGATHER,
-            CollectiveOp::AllReduce => nrt_cc_op::ALLREDUCE,
-            CollectiveOp::ReduceScatter => nrt_cc_op::REDUCESCATTER,
-            other => EXT_OPS
+        let op = match r.op.nrt_cc_op() {
+            Some(code) => code,
+            None => EXT_OPS
                 .iter()
-                .find(|(o, _)| *o == other)
+                .find(|(o, _)| *o == r.op)
                 .map(|(_, c)| *c)
-                .ok_or_else(|| Error::invalid(format!("{other:?} has no wire code")))?,
+                .ok_or_else(|| Error::invalid(format!("{} has no wire code", r.op.label())))?,
         };
         Ok(WireRequest {
             op,
             dtype: r.dtype.as_u8(),
-            reduce: r.reduce.map(|x| match x {
-                ReduceOp::Add => nrt_op::ADD,
-                ReduceOp::Max => nrt_op::MAX,
-                ReduceOp::Min => nrt_op::MIN,
-            }),
+            reduce: r.reduce.map(ReduceOp::nrt_op),
             count: r.count,
             group: r.group.clone(),
             rank: r.rank,
@@ -137,13 +131,11 @@ impl WireRequest {
     /// The request it describes.
     pub fn request(&self) -> Result<CollectiveRequest> {
         let bad = |w: &str| Error::invalid(format!("wire request: bad {w}"));
-        let op = match self.op {
-            nrt_cc_op::ALLGATHER => CollectiveOp::AllGather,
-            nrt_cc_op::ALLREDUCE => CollectiveOp::AllReduce,
-            nrt_cc_op::REDUCESCATTER => CollectiveOp::ReduceScatter,
-            code => EXT_OPS
+        let op = match CollectiveOp::from_nrt_cc_op(self.op) {
+            Some(op) => op,
+            None => EXT_OPS
                 .iter()
-                .find(|(_, c)| *c == code)
+                .find(|(_, c)| *c == self.op)
                 .map(|(o, _)| *o)
                 .ok_or_else(|| bad("op"))?,
         };

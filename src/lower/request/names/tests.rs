@@ -45,3 +45,19 @@ fn nrt_cc_ops_round_trip() {
     assert_eq!(CollectiveOp::from_nrt_cc_op(3), None);
     assert_eq!(CollectiveOp::AllToAll.nrt_cc_op(), None);
 }
+
+/// The reduce ops' codes are the vendor's `nrt_op_type_t` (docs/contract/abi.md §2.2: ADD 0,
+/// MAX 2, MIN 3) and `SDMA_CCETYPE` (docs/contract/lowering.md §2.10: the same numbering).
+#[test]
+fn reduce_op_codes_are_the_vendors() {
+    for (op, code) in [(ReduceOp::Add, 0), (ReduceOp::Max, 2), (ReduceOp::Min, 3)] {
+        assert_eq!(op.nrt_op(), code);
+        assert_eq!(op.cce_code() as u32, code);
+        assert_eq!(ReduceOp::of_nrt_op(code), Some(op));
+        assert_eq!(REDUCE_NAMES[op as usize].op, op);
+    }
+    assert_eq!(ReduceOp::of_nrt_op(1), None, "FMA is not a reduction");
+    assert_eq!(ReduceOp::parse("SUM"), Some(ReduceOp::Add));
+    assert_eq!(ReduceOp::parse("max"), Some(ReduceOp::Max));
+    assert_eq!(ReduceOp::parse("prod"), None);
+}
