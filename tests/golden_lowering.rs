@@ -122,6 +122,7 @@ fn check_images(l: &Lowered, group: &[u64], want: &[RankStreams]) {
 /// Flip one bit of one emitted descriptor; decode_back must fail naming the rank and the
 /// descriptor (and `why`).
 fn corrupt(l: &Lowered, rank: usize, m2s: bool, idx: usize, byte: usize, bit: u8, why: &str) {
+    // Checks the report text a user reads, on purpose.
     let mut e = l.e.clone();
     let img = &mut e.ranks[rank].topsps[0];
     let d = if m2s {

@@ -35,6 +35,7 @@ fn arch_of(topology: Option<&str>) -> Arch {
 /// Run the stuck machine `m`; check every stuck TOP_SP's dump against the hang report's line
 /// for it. Returns the stages seen (0 start, 1 records, 2 completions).
 fn check_stuck(mut m: Machine) -> Vec<u8> {
+    // Checks the report text a user reads, on purpose.
     let mut stages = vec![];
     let e = m.run().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::CollectivesHang);

@@ -39,13 +39,19 @@ pub(crate) fn visible_core(vnc: i64, what: &str) -> Result<u32> {
             Error::invalid(format!(
                 "{what} {vnc} is not one of the {visible} logical cores visible to this process"
             ))
+            .with_field(what)
+            .with_values(format!("0..{visible}"), vnc)
         })
 }
 
 /// A queue or core index passed as C `int`: negative is `NRT_INVALID` (docs/contract/abi.md §3.6
 /// ranges).
 pub(crate) fn index_arg(v: c_int, what: &str) -> Result<u32> {
-    u32::try_from(v).map_err(|_| Error::invalid(format!("{what} {v} is negative")))
+    u32::try_from(v).map_err(|_| {
+        Error::invalid(format!("{what} {v} is negative"))
+            .with_field(what)
+            .with_values(">= 0", v)
+    })
 }
 
 /// Copy the first `cap` bytes of `full` to `dst` and the full size to `*size_out` (if given):

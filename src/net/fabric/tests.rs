@@ -146,6 +146,7 @@ fn a_waker_ends_a_blocking_wait() {
 
 #[test]
 fn a_missing_library_is_a_network_proxy_error_naming_the_package() {
+    // Checks the message a user reads, on purpose.
     let e = load_from("libfabric-does-not-exist.so.9").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NetworkProxy);
     assert!(e.message().contains("libfabric-does-not-exist.so.9"), "{e}");

@@ -32,6 +32,7 @@ fn allocate_is_zeroed_aligned_and_checked() {
 
 #[test]
 fn allocation_failure_is_an_error_not_an_abort() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     // 4 EiB cannot be mapped on any 64-bit host (47- or 56-bit address spaces).
     let e = Tensor::allocate(Placement::Device, Some(0), 1 << 62, "big").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Resource, "{e:?}");

@@ -13,6 +13,7 @@ use crate::lower::verify::*;
 /// in entry 0, and reads the scratch before the peer's input is there.
 #[test]
 fn another_topsps_earlier_entry_is_not_waited_for() {
+    // Checks the report text a user reads, on purpose.
     let e = verify(&staged_all_gather(16, false)).unwrap_err();
     assert!(
         matches!(e, VerifyError::UninitRead { ref at, .. } if at.entry == 1 && at.channel == 1),
