@@ -16,8 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct ncfw_ram_image { const void *ram_image; uint64_t ram_image_size; } ncfw_ram_image_t;
-typedef struct ncfw_image { ncfw_ram_image_t iram; ncfw_ram_image_t dram; } ncfw_image_t;
+/* The image structs and the status names (NCFW_OK, NCFW_ENOENT, NCFW_EINVAL, NCFW_ENOSPC); the
+ * functions themselves are reached through dlopen. */
+#include "ncfw/ncfw.h"
 _Static_assert(sizeof(ncfw_ram_image_t) == 16, "ncfw_ram_image_t is 16 bytes (docs/contract/carrier.md 1.3)");
 _Static_assert(sizeof(ncfw_image_t) == 32, "ncfw_image_t is 32 bytes");
 _Static_assert(offsetof(ncfw_image_t, dram) == 0x10, "dram at +0x10");
@@ -242,7 +243,7 @@ int main(int argc, char **argv) {
         ncfw_image_t img;
         memset(&img, 0xCC, sizeof img);
         int rc = get_image(keys[i], &img);
-        snprintf(msg, sizeof msg, "get_image(%u) == 0", keys[i]); check(rc == 0, msg);
+        snprintf(msg, sizeof msg, "get_image(%u) == NCFW_OK", keys[i]); check(rc == NCFW_OK, msg);
         snprintf(msg, sizeof msg, "get_image(%u): non-NULL pointers", keys[i]);
         check(img.iram.ram_image != NULL && img.dram.ram_image != NULL, msg);
         snprintf(msg, sizeof msg, "get_image(%u): non-zero sizes, upper 32 bits zero", keys[i]);
@@ -252,16 +253,16 @@ int main(int argc, char **argv) {
         snprintf(msg, sizeof msg, "get_image(%u): OpenNRT IRAM magic", keys[i]);
         check(memcmp(img.iram.ram_image, "ONRTIRAM", 8) == 0, msg);
     }
-    check(get_image(12, NULL) == 22, "get_image(12, NULL) == 22");
-    check(get_image(36, NULL) == 22, "get_image(36, NULL) == 22 (NULL checked before the key)");
+    check(get_image(12, NULL) == NCFW_EINVAL, "get_image(12, NULL) == NCFW_EINVAL");
+    check(get_image(36, NULL) == NCFW_EINVAL, "get_image(36, NULL) == NCFW_EINVAL (NULL checked before the key)");
     const uint32_t bad[5] = {0, 4, 6, 36, 0xFFFFFFFFu};
     for (int i = 0; i < 5; i++) {
         ncfw_image_t img, before;
         memset(&img, 0x5A, sizeof img);
         memcpy(&before, &img, sizeof img);
         int rc = get_image(bad[i], &img);
-        snprintf(msg, sizeof msg, "get_image(0x%X) == 2 and out untouched", bad[i]);
-        check(rc == 2 && memcmp(&img, &before, sizeof img) == 0, msg);
+        snprintf(msg, sizeof msg, "get_image(0x%X) == NCFW_ENOENT and out untouched", bad[i]);
+        check(rc == NCFW_ENOENT && memcmp(&img, &before, sizeof img) == 0, msg);
     }
 
     /* 1.6 error paths */
@@ -269,15 +270,15 @@ int main(int argc, char **argv) {
     uint8_t *ctx = calloc(1, 0x44E6);
     const char *model = "golden-model";
     memset(buf, 0x55, LOG_BUF);
-    check(ctx_log(ctx, buf, model, 36) == 22, "ctx_log(arch 36) == 22");
-    check(ctx_log(ctx, buf, model, 0) == 22, "ctx_log(arch 0) == 22");
-    check(ctx_log(NULL, NULL, NULL, 6) == 22, "ctx_log(unknown arch, all NULL) == 22");
+    check(ctx_log(ctx, buf, model, 36) == NCFW_EINVAL, "ctx_log(arch 36) == NCFW_EINVAL");
+    check(ctx_log(ctx, buf, model, 0) == NCFW_EINVAL, "ctx_log(arch 0) == NCFW_EINVAL");
+    check(ctx_log(NULL, NULL, NULL, 6) == NCFW_EINVAL, "ctx_log(unknown arch, all NULL) == NCFW_EINVAL");
     size_t untouched = 0;
     for (size_t i = 0; i < LOG_BUF; i++) untouched += (unsigned char)buf[i] == 0x55;
     check(untouched == LOG_BUF, "ctx_log(unknown arch) leaves the buffer untouched");
-    check(ctx_log(NULL, buf, model, 12) == 22, "ctx_log(NULL ctx) == 22");
-    check(ctx_log(ctx, NULL, model, 12) == 22, "ctx_log(NULL out_buf) == 22");
-    check(ctx_log(ctx, buf, NULL, 12) == 22, "ctx_log(NULL model_name) == 22");
+    check(ctx_log(NULL, buf, model, 12) == NCFW_EINVAL, "ctx_log(NULL ctx) == NCFW_EINVAL");
+    check(ctx_log(ctx, NULL, model, 12) == NCFW_EINVAL, "ctx_log(NULL out_buf) == NCFW_EINVAL");
+    check(ctx_log(ctx, buf, NULL, 12) == NCFW_EINVAL, "ctx_log(NULL model_name) == NCFW_EINVAL");
 
     /* 1.6 / 4: dumps of contexts built here */
     const uint32_t gold_arch[2] = {12, 5};
@@ -288,7 +289,7 @@ int main(int argc, char **argv) {
         build_ctx(ctx, l);
         memset(buf, 0x55, LOG_BUF);
         int rc = ctx_log(ctx, buf, model, arch);
-        snprintf(msg, sizeof msg, "ctx_log(arch %u) == 0", arch); check(rc == 0, msg);
+        snprintf(msg, sizeof msg, "ctx_log(arch %u) == NCFW_OK", arch); check(rc == NCFW_OK, msg);
         snprintf(msg, sizeof msg, "ctx_log(arch %u): buffer zeroed to 1 MiB", arch);
         check(buf[LOG_BUF - 1] == 0 && memchr(buf, 0, LOG_BUF) != NULL, msg);
         snprintf(msg, sizeof msg, "ctx_log(arch %u): %zu mesh events", arch, l.mesh_n);
@@ -309,9 +310,9 @@ int main(int argc, char **argv) {
     char *longname = malloc(LOG_BUF + 16);
     memset(longname, 'x', LOG_BUF + 15);
     longname[LOG_BUF + 15] = 0;
-    check(ctx_log(ctx, buf, longname, 5) == 28, "ctx_log(model name > 1 MiB) == 28");
+    check(ctx_log(ctx, buf, longname, 5) == NCFW_ENOSPC, "ctx_log(model name > 1 MiB) == NCFW_ENOSPC");
     check(buf[LOG_BUF - 1] == 0 && buf[LOG_BUF - 2] == 'x', "truncated output is NUL-terminated at 1 MiB");
-    check(ctx_log(ctx, buf, model, 5) == 0, "next call returns 0 (per-call truncation flag)");
+    check(ctx_log(ctx, buf, model, 5) == NCFW_OK, "next call returns NCFW_OK (per-call truncation flag)");
 
     free(longname); free(ctx); free(buf);
     printf("%d passed, %d failed\n", passed, failed);

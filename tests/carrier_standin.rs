@@ -5,8 +5,8 @@
 //! the mark, and a ring program is refused at load; OpenNRT's built-in copies do neither.
 //! One test in this binary: it sets process-wide variables and initialises the runtime.
 
-#[path = "hang_ctx_common.rs"]
-mod common;
+#[path = "common/hang_ctx.rs"]
+mod hang_ctx;
 
 use std::path::{Path, PathBuf};
 
@@ -46,7 +46,7 @@ fn the_loaded_carrier_supplies_the_image_and_the_dump() {
     std::env::set_var("STANDIN_NCFW_REAL", &real);
 
     // The dump of a stuck TOP_SP comes from the carrier's libncfw_ctx_log.
-    let (mut m, _) = common::loaded(None, true);
+    let (mut m, _) = hang_ctx::loaded(None, true);
     let (t_chip, t_topsp) = {
         assert_eq!(m.run().unwrap_err().kind(), ErrorKind::CollectivesHang);
         m.stuck_topsps()[0]
@@ -58,7 +58,7 @@ fn the_loaded_carrier_supplies_the_image_and_the_dump() {
     );
     std::env::set_var("STANDIN_NCFW_NO_RING", "0");
     opennrt::runtime::process::init(0, "", "").unwrap();
-    let (mut m, _) = common::loaded(None, true);
+    let (mut m, _) = hang_ctx::loaded(None, true);
     assert_eq!(m.run().unwrap_err().kind(), ErrorKind::CollectivesHang);
     let (chip, topsp) = m.stuck_topsps()[0];
     let dump = m.ctx_log(chip, topsp).unwrap();
@@ -69,8 +69,8 @@ fn the_loaded_carrier_supplies_the_image_and_the_dump() {
     );
     // Apart from the mark, the stand-in forwards: the same text as OpenNRT's writer (`%p`
     // fields print host addresses of the image buffer, which differ between calls).
-    let same = common::without_host_addrs(&dump.replacen("\"stand_in_carrier\": 1, ", "", 1))
-        == common::without_host_addrs(&builtin);
+    let same = hang_ctx::without_host_addrs(&dump.replacen("\"stand_in_carrier\": 1, ", "", 1))
+        == hang_ctx::without_host_addrs(&builtin);
     assert!(
         same,
         "the stand-in's dump differs from OpenNRT's beyond its mark"
@@ -81,7 +81,7 @@ fn the_loaded_carrier_supplies_the_image_and_the_dump() {
     // dispatch table, the ring program is refused at load.
     std::env::set_var("STANDIN_NCFW_NO_RING", "1");
     opennrt::runtime::process::init(0, "", "").unwrap();
-    let e = common::try_loaded(None, false).unwrap_err();
+    let e = hang_ctx::try_loaded(None, false).unwrap_err();
     assert_eq!(e.status_name(), "NRT_INVALID", "{e}");
     assert_eq!(e.fields().field.as_deref(), Some("algo_type"), "{e:?}");
     assert_eq!(
@@ -92,7 +92,7 @@ fn the_loaded_carrier_supplies_the_image_and_the_dump() {
     opennrt::runtime::process::close(|| {});
 
     // After nrt_close the device is back on OpenNRT's own images: the program loads and runs.
-    let (mut m, _) = common::loaded(None, false);
+    let (mut m, _) = hang_ctx::loaded(None, false);
     m.run().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -36,6 +36,7 @@
 //! case (op, algorithm, topology, dtype, reduce op, ranks, count, in place) and the first wrong
 //! rank / element with both values.
 
+use opennrt::error::ErrorKind;
 use std::time::Instant;
 
 use opennrt::isa::enums::Dtype;
@@ -376,6 +377,7 @@ fn barrier() {
 /// §11.1, §11.4) and the emitter refuses the reduce transfer.
 #[test]
 fn integer_reductions_are_refused() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     for d in INTS {
         let c = Case {
             dtype: d,
@@ -387,6 +389,7 @@ fn integer_reductions_are_refused() {
         let (_, cfg, p) = *b;
         let map = address_map(&p, &cfg.topology).unwrap();
         let e = emit_with(&p, &map, &EmitOptions::default()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
         assert!(
             e.message().contains("cannot reduce"),
             "{}: {e}",

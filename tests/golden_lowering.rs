@@ -2,7 +2,7 @@
 //! the real pipeline (`lower` → `emit`), every descriptor, cc_op entry, SLOT record and semaphore
 //! address compared word by word with values derived by hand from the spec — never from the
 //! code's own output. The spec formulas and the expected-program models live in
-//! `golden_lowering_spec.rs` (each with its section); where the vendor spec leaves a layout open, the OpenNRT module doc that fixes it is
+//! `common/golden_lowering_spec.rs` (each with its section); where the vendor spec leaves a layout open, the OpenNRT module doc that fixes it is
 //! cited instead.
 //!
 //! Setting shared by every case (all from documented choices):
@@ -14,11 +14,11 @@
 //! * A rank's TOP_SP t is device TOP_SP `core · 4 + t` (src/lower/addrmap.rs doc: per_rank =
 //!   lnc · 16 / 8 = 4); channel c is driven by TOP_SP `c mod 2` (src/lower/pipeline.rs
 //!   `topsp_of_channel`), so the single channel 0 of rank r runs on device TOP_SP 4r.
-//! * Semaphores of channel 0 (src/lower/compose/mod.rs `SemPlan`, base 8 = first id after the
+//! * Semaphores of channel 0 (src/lower/compose.rs `SemPlan`, base 8 = first id after the
 //!   reserved 0..7 of lowering.md §6.4): receive = 8, local completion = 9, credit = 10.
 //!   Ring steps wait `wait_ge_and_dec(recv, 1)` (device.md §5.3; compose/ring_common.rs doc).
 
-#[path = "golden_lowering_spec.rs"]
+#[path = "common/golden_lowering_spec.rs"]
 mod spec;
 
 use opennrt::isa::enums::Dtype;
@@ -122,6 +122,7 @@ fn check_images(l: &Lowered, group: &[u64], want: &[RankStreams]) {
 /// Flip one bit of one emitted descriptor; decode_back must fail naming the rank and the
 /// descriptor (and `why`).
 fn corrupt(l: &Lowered, rank: usize, m2s: bool, idx: usize, byte: usize, bit: u8, why: &str) {
+    // Checks the report text a user reads, on purpose.
     let mut e = l.e.clone();
     let img = &mut e.ranks[rank].topsps[0];
     let d = if m2s {

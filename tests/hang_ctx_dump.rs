@@ -4,10 +4,10 @@
 //! report says it waits and where it is; a finished one must show completion. Offsets are the
 //! spec's (docs/contract/carrier.md §3.1, §3.7), not the builder's.
 
-#[path = "hang_ctx_common.rs"]
-mod common;
+#[path = "common/hang_ctx.rs"]
+mod hang_ctx;
 
-use common::{algo_off, ctx_size, json, loaded, topsps, without_host_addrs};
+use hang_ctx::{algo_off, ctx_size, json, loaded, topsps, without_host_addrs};
 use opennrt::device::executor::Machine;
 use opennrt::device::sema::BlockId;
 use opennrt::error::ErrorKind;
@@ -35,6 +35,7 @@ fn arch_of(topology: Option<&str>) -> Arch {
 /// Run the stuck machine `m`; check every stuck TOP_SP's dump against the hang report's line
 /// for it. Returns the stages seen (0 start, 1 records, 2 completions).
 fn check_stuck(mut m: Machine) -> Vec<u8> {
+    // Checks the report text a user reads, on purpose.
     let mut stages = vec![];
     let e = m.run().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::CollectivesHang);

@@ -3,10 +3,10 @@
 //! names the files (src/device/cc_context.rs module doc). This binary holds a single test,
 //! because it changes a process-wide device setting.
 
-#[path = "hang_ctx_common.rs"]
-mod common;
+#[path = "common/hang_ctx.rs"]
+mod hang_ctx;
 
-use common::{json, loaded};
+use hang_ctx::{json, loaded};
 use opennrt::device::settings::{apply, DeviceSettings};
 use opennrt::error::ErrorKind;
 

@@ -198,19 +198,15 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The files cbindgen reads: `src/abi/*.rs` (but the boundary and `mod.rs`), and the core's
+/// The files cbindgen reads: `src/abi/*.rs` (but the boundary; the parent, `src/abi.rs`, only
+/// declares and re-exports, and sits outside the directory), and the core's
 /// `src/status.rs`, which holds `nrt_status` (the core produces the statuses; `abi` re-exports it).
 fn abi_sources() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("src/abi"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-        .filter(|p| {
-            !matches!(
-                p.file_name().unwrap().to_str().unwrap(),
-                "boundary.rs" | "mod.rs"
-            )
-        })
+        .filter(|p| p.file_name().unwrap() != "boundary.rs")
         .collect();
     v.push(root().join("src/status.rs"));
     v.sort();

@@ -156,6 +156,7 @@ fn refused(f: &[u8], what: &dyn std::fmt::Display) -> Error {
 /// The refusal of `f`, which must name `member` as the error's field and in its message,
 /// and mention each of `words` (a key, an offset, the rule).
 fn refused_naming(f: &[u8], what: &str, member: &str, words: &[&str]) -> Error {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let e = refused(f, &what);
     assert_eq!(e.fields().field.as_deref(), Some(member), "{what}: {e:?}");
     assert!(e.message().contains(member), "{what}: {e:?}");
@@ -271,6 +272,7 @@ fn the_fixtures_parse() {
 /// Every cut of `f` inside the header, and a sample of cuts in the payload (every `step`-th
 /// byte), with `data_size` left as it was: the header refuses each, naming its field.
 fn cuts_are_refused(f: &[u8], step: usize, what: &str) {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     for cut in (0..HEADER_SIZE).chain((HEADER_SIZE..f.len()).step_by(step)) {
         let e = refused(&f[..cut], &format_args!("{what} cut at {cut}"));
         let want = match cut {
@@ -337,6 +339,7 @@ fn a_gzip_stream_cut_anywhere_is_refused() {
 
 #[test]
 fn a_raw_tar_cut_at_every_member_boundary_is_refused() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let m = members();
     let f = pack(&m, 1);
     let (starts, end) = tar_boundaries(&m);
@@ -597,6 +600,7 @@ fn raw_tar() -> Vec<u8> {
 
 #[test]
 fn a_tar_member_claiming_huge_sizes_is_refused_before_allocating() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     // docs/contract/abi.md §7.2: the payload is unpacked in memory; a member's size is checked
     // against what the payload can hold before anything is allocated for it.
     let m = members();
@@ -872,6 +876,7 @@ fn def_json_rules_are_enforced_naming_the_key() {
 
 #[test]
 fn engine_programs_are_whole_slots_and_d9_has_its_da() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let trigger = trigger_program(&spec());
     assert_eq!(trigger.len(), 64);
     let mut d9 = vec![0u8; 64];
@@ -932,6 +937,7 @@ fn engine_programs_are_whole_slots_and_d9_has_its_da() {
 
 #[test]
 fn the_hash_is_checked_when_asked() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let on = ParseOptions {
         validate_hash: true,
     };

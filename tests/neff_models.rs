@@ -9,6 +9,7 @@
 //!
 //! One test: the phases set process-wide variables and initialise the runtime in turn.
 
+use opennrt::status::nrt_status::*;
 use std::ffi::{c_char, CStr, CString};
 use std::ptr::null_mut;
 
@@ -28,7 +29,7 @@ use opennrt::runtime::verifiable;
 fn init() {
     // SAFETY: valid NUL-terminated strings.
     let st = unsafe { abi::nrt_init(0, c"".as_ptr(), c"".as_ptr()) };
-    assert_eq!(st as i32, 0, "nrt_init");
+    assert_eq!(st, NRT_SUCCESS, "nrt_init");
 }
 
 fn close() {
@@ -128,11 +129,11 @@ fn tensor(vnc: i32, name: &str, len: usize, data: Option<&[u8]>) -> *mut nrt_ten
             &mut t,
         )
     };
-    assert_eq!(st as i32, 0, "allocate {name}");
+    assert_eq!(st, NRT_SUCCESS, "allocate {name}");
     if let Some(d) = data {
         // SAFETY: `d` has `len` bytes.
         let st = unsafe { abi::nrt_tensor_write(t, d.as_ptr().cast(), 0, d.len()) };
-        assert_eq!(st as i32, 0);
+        assert_eq!(st, NRT_SUCCESS);
     }
     t
 }
@@ -140,12 +141,12 @@ fn tensor(vnc: i32, name: &str, len: usize, data: Option<&[u8]>) -> *mut nrt_ten
 fn set_of(entries: &[(&str, *mut nrt_tensor_t)]) -> *mut nrt_tensor_set_t {
     let mut s = null_mut();
     // SAFETY: valid out-parameter.
-    assert_eq!(unsafe { abi::nrt_allocate_tensor_set(&mut s) } as i32, 0);
+    assert_eq!(unsafe { abi::nrt_allocate_tensor_set(&mut s) }, NRT_SUCCESS);
     for (name, t) in entries {
         let cname = CString::new(*name).unwrap();
         // SAFETY: live set and tensor.
         let st = unsafe { abi::nrt_add_tensor_to_tensor_set(s, cname.as_ptr(), *t) };
-        assert_eq!(st as i32, 0);
+        assert_eq!(st, NRT_SUCCESS);
     }
     s
 }
@@ -204,13 +205,13 @@ fn rank_run(
         if let Some(t) = tmeta {
             let n = meta_after.len();
             assert_eq!(
-                abi::nrt_tensor_read(t, meta_after.as_mut_ptr().cast(), 0, n) as i32,
-                0
+                abi::nrt_tensor_read(t, meta_after.as_mut_ptr().cast(), 0, n),
+                NRT_SUCCESS
             );
         }
         assert_eq!(
-            abi::nrt_tensor_read(tout, out.as_mut_ptr().cast(), 0, out_len) as i32,
-            0
+            abi::nrt_tensor_read(tout, out.as_mut_ptr().cast(), 0, out_len),
+            NRT_SUCCESS
         );
         let (mut a, mut b) = (ins, outs);
         abi::nrt_destroy_tensor_set(&mut a);
@@ -221,7 +222,7 @@ fn rank_run(
         if let Some(mut t) = tmeta {
             abi::nrt_tensor_free(&mut t);
         }
-        assert_eq!(abi::nrt_unload(m) as i32, 0);
+        assert_eq!(abi::nrt_unload(m), NRT_SUCCESS);
     }
     (status, out, meta_after)
 }
@@ -458,7 +459,7 @@ fn tensor_info(m: *mut nrt_model_t) -> Vec<(String, i32, usize, i32, Vec<u32>)> 
     let mut info: *mut nrt_tensor_info_array_t = null_mut();
     // SAFETY: live model, writable out-parameter; the array is read within its count.
     unsafe {
-        assert_eq!(abi::nrt_get_model_tensor_info(m, &mut info) as i32, 0);
+        assert_eq!(abi::nrt_get_model_tensor_info(m, &mut info), NRT_SUCCESS);
         let n = (*info).tensor_count as usize;
         let first = std::ptr::addr_of!((*info).tensor_array).cast::<nrt_tensor_info_t>();
         let out = (0..n)
@@ -475,10 +476,10 @@ fn tensor_info(m: *mut nrt_model_t) -> Vec<(String, i32, usize, i32, Vec<u32>)> 
                 (name, e.usage as i32, e.size, e.dtype as i32, shape)
             })
             .collect();
-        assert_eq!(abi::nrt_free_model_tensor_info(info) as i32, 0);
+        assert_eq!(abi::nrt_free_model_tensor_info(info), NRT_SUCCESS);
         assert_eq!(
-            abi::nrt_free_model_tensor_info(info) as i32,
-            3,
+            abi::nrt_free_model_tensor_info(info),
+            NRT_INVALID_HANDLE,
             "a second free"
         );
         out
@@ -497,7 +498,7 @@ fn the_real_neff() {
     let mut m: *mut nrt_model_t = null_mut();
     // SAFETY: readable NEFF, writable out-parameter.
     let st = unsafe { abi::nrt_load(neff.as_ptr().cast(), neff.len(), -1, 1, &mut m) };
-    assert_eq!(st as i32, 0);
+    assert_eq!(st, NRT_SUCCESS);
     // testdata README: inputs x, y (65,536 B), output output0 (32,768 B, float16 128×128);
     // the NEFF's neff.json signature: x float16 [128, 256], y float16 [256, 128] (usage 0 =
     // input, 1 = output; dtype 7 = NRT_DTYPE_FLOAT16).
@@ -518,22 +519,26 @@ fn the_real_neff() {
     let only_x = set_of(&[("x", x)]);
     // SAFETY: live handles.
     unsafe {
-        assert_eq!(abi::nrt_execute(m, only_x, outs) as i32, 2, "y is missing");
         assert_eq!(
-            abi::nrt_execute(m, ins, outs) as i32,
-            1,
+            abi::nrt_execute(m, only_x, outs),
+            NRT_INVALID,
+            "y is missing"
+        );
+        assert_eq!(
+            abi::nrt_execute(m, ins, outs),
+            NRT_FAILURE,
             "compute: NRT_FAILURE"
         );
-        assert_eq!(abi::nrt_unload(m) as i32, 0);
-        assert_eq!(abi::nrt_unload(m) as i32, 3, "a second unload");
+        assert_eq!(abi::nrt_unload(m), NRT_SUCCESS);
+        assert_eq!(abi::nrt_unload(m), NRT_INVALID_HANDLE, "a second unload");
     }
     close();
     std::env::set_var("NEURON_LOGICAL_NC_CONFIG", "1");
     init();
     let mut m: *mut nrt_model_t = null_mut();
-    // SAFETY: as above.
+    // SAFETY: `neff` has `neff.len()` readable bytes and `m` is a live, writable local.
     let st = unsafe { abi::nrt_load(neff.as_ptr().cast(), neff.len(), 0, 1, &mut m) };
-    assert_eq!(st as i32, 2, "LNC 1 refuses an LNC 2 NEFF");
+    assert_eq!(st, NRT_INVALID, "LNC 1 refuses an LNC 2 NEFF");
     assert!(m.is_null(), "nothing written on failure");
     close();
     std::env::remove_var("OPENNRT_INSTANCE_TYPE");
@@ -565,9 +570,9 @@ fn scheduled_execution_and_getters() {
                             2,
                             &mut m,
                         );
-                        assert_eq!(st as i32, 0);
+                        assert_eq!(st, NRT_SUCCESS);
                         let mut n = 0u32;
-                        assert_eq!(abi::nrt_get_model_vnc_count(m, &mut n) as i32, 0);
+                        assert_eq!(abi::nrt_get_model_vnc_count(m, &mut n), NRT_SUCCESS);
                         assert_eq!(n, 1);
                         let mut info = opennrt::abi::types::nrt_model_info_t { vnc: 99 };
                         let mut size = 0usize;
@@ -580,7 +585,7 @@ fn scheduled_execution_and_getters() {
                             bytes_limit: 0,
                         };
                         let st = abi::nrt_get_vnc_memory_stats(r, &mut stats, 16, &mut size);
-                        assert_eq!(st as i32, 0);
+                        assert_eq!(st, NRT_SUCCESS);
                         assert!(stats.bytes_used >= 256 && stats.bytes_limit > stats.bytes_used);
                         let ins = set_of(&[("input0", tin)]);
                         let outs = set_of(&[("output0", tout)]);
@@ -594,15 +599,15 @@ fn scheduled_execution_and_getters() {
                             (&mut ret as *mut i32).cast(),
                             &mut seq,
                         );
-                        assert_eq!(st as i32, 0);
+                        assert_eq!(st, NRT_SUCCESS);
                         let mut done = false;
                         while !done {
-                            assert_eq!(abi::nrta_is_completed(seq, &mut done) as i32, 0);
+                            assert_eq!(abi::nrta_is_completed(seq, &mut done), NRT_SUCCESS);
                         }
                         assert_eq!(std::ptr::read_volatile(&ret), 0, "exec_ret");
                         let mut out = vec![0u8; 128];
                         abi::nrt_tensor_read(tout, out.as_mut_ptr().cast(), 0, 128);
-                        assert_eq!(abi::nrt_unload(m) as i32, 0);
+                        assert_eq!(abi::nrt_unload(m), NRT_SUCCESS);
                         out
                     }
                 })
@@ -636,7 +641,7 @@ fn a_five_gib_input_is_described_exactly() {
     // SAFETY: readable NEFF, writable out-parameter, live handles below.
     unsafe {
         let st = abi::nrt_load(neff.as_ptr().cast(), neff.len(), 0, 1, &mut m);
-        assert_eq!(st as i32, 0);
+        assert_eq!(st, NRT_SUCCESS);
         let info = tensor_info(m);
         assert_eq!(info[0].0, "big");
         assert_eq!(info[0].2 as u64, big, "a 64-bit size");
@@ -645,11 +650,11 @@ fn a_five_gib_input_is_described_exactly() {
         let ins = set_of(&[("big", small)]);
         let outs = set_of(&[("out", out)]);
         assert_eq!(
-            abi::nrt_execute(m, ins, outs) as i32,
-            2,
+            abi::nrt_execute(m, ins, outs),
+            NRT_INVALID,
             "16 B bound to a 5 GiB var"
         );
-        assert_eq!(abi::nrt_unload(m) as i32, 0);
+        assert_eq!(abi::nrt_unload(m), NRT_SUCCESS);
     }
 }
 

@@ -47,6 +47,7 @@ def test_get_version_is_a_version_tolerant_copy(nrt):
 
 
 def test_status_names_and_error():
+    # Checks a number's name and the error's message on purpose: the raw 1002 is the point.
     with pytest.raises(m.NrtError) as err:
         m.check("nrta_cc_prepare", 1002)
     assert (err.value.status, err.value.name) == (1002, "NRT_EXEC_BAD_INPUT")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 
+from opennrt_ctypes import NrtStatus
 from test_models import EXEC_TIMEOUT_S, _last_json, _run_script, all_reduce_neff  # noqa: F401
 
 #: Executions Spike's benchmark would time, after WARMUP drained ones.
@@ -196,8 +197,10 @@ def test_spike_benchmark_reads_nc_exec_running_and_lnc_index(all_reduce_neff):  
 
     # 3. nrt_tensor_get_lnc_index.
     lnc = got["lnc"]
-    assert lnc["dev0"] == [0, 0] and lnc["dev1"] == [0, 1]
-    assert lnc["host"] == [0, -1], "a host tensor has no core"
-    assert lnc["null_tensor"] == [2, 77], "NRT_INVALID, out-parameter untouched"
-    assert lnc["null_out"][0] == 2
-    assert lnc["freed"] == [3, 77], "NRT_INVALID_HANDLE, out-parameter untouched"
+    ok, invalid = NrtStatus.NRT_SUCCESS, NrtStatus.NRT_INVALID
+    bad_handle = NrtStatus.NRT_INVALID_HANDLE
+    assert lnc["dev0"] == [ok, 0] and lnc["dev1"] == [ok, 1]
+    assert lnc["host"] == [ok, -1], "a host tensor has no core"
+    assert lnc["null_tensor"] == [invalid, 77], "NRT_INVALID, out-parameter untouched"
+    assert lnc["null_out"][0] == invalid
+    assert lnc["freed"] == [bad_handle, 77], "NRT_INVALID_HANDLE, out-parameter untouched"

@@ -226,7 +226,8 @@ void nec_ndl_printk(char *str, uint32_t size, uint32_t action);
  * Returns 0 (and logs) on any invalid argument.
  *
  * # Safety
- * `dyn_input` must be NULL or valid, its `va` readable for `size` bytes.
+ * `dyn_input` must be NULL or valid for reading one `enc_host_mem_t`, not written during this
+ * call; its `va` NULL or readable for `size` bytes.
  */
 size_t nec_get_dynamic_send_size_bytes(struct enc_host_mem_t *dyn_input,
                                        size_t data_type_sz,
@@ -263,7 +264,9 @@ size_t nec_get_dynamic_recv_offset_bytes(struct enc_host_mem_t *dyn_input,
  * number of elements, or any invalid argument, is logged and ignored.
  *
  * # Safety
- * `dyn_input` must be NULL or valid, its `va` writable for `size` bytes.
+ * `dyn_input` must be NULL or valid for reading one `enc_host_mem_t`, not written during this
+ * call; its `va` NULL or readable and writable for `size` bytes, with no other access to them
+ * during this call.
  */
 void nec_set_recv_size_bytes(struct enc_host_mem_t *dyn_input,
                              size_t recv_size_bytes,

@@ -675,7 +675,8 @@ NRT_STATUS nrt_all_gather(int32_t vnc,
  * `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
- * `neff_bytes` must have `size` readable bytes; `model` must be NULL or writable.
+ * `neff_bytes` must be NULL or have `size` readable bytes, not written during this call;
+ * `model` must be NULL or writable.
  */
 NRT_STATUS nrt_load(const void *neff_bytes,
                     size_t size,
@@ -728,7 +729,8 @@ NRT_STATUS nrt_unload(nrt_model_t *model);
  * before `nrt_init`.
  *
  * # Safety
- * `model`, `input_set` and `output_set` must be live handles.
+ * `model`, `input_set` and `output_set` must be live handles; no other thread may unload the
+ * model or free either set or any of their tensors during this call.
  */
 NRT_STATUS nrt_execute(nrt_model_t *model,
                        const nrt_tensor_set_t *input_set,
@@ -756,7 +758,8 @@ NRT_STATUS nrt_execute_repeat(nrt_model_t *model,
  * `nrt_init`.
  *
  * # Safety
- * `model` must be NULL or a live model; `vnc_count` NULL or writable.
+ * `model` must be NULL or a live model that no other thread unloads during this call;
+ * `vnc_count` NULL or writable.
  */
 NRT_STATUS nrt_get_model_nc_count(const nrt_model_t *model, uint32_t *vnc_count);
 
@@ -781,7 +784,8 @@ NRT_STATUS nrt_get_model_vnc_count(const nrt_model_t *model, uint32_t *vnc_count
  * `nrt_init`.
  *
  * # Safety
- * `info` must have `info_size_in` writable bytes; `info_size_out` NULL or writable.
+ * `model` must be NULL or a live model that no other thread unloads during this call; `info`
+ * must be NULL or have `info_size_in` writable bytes; `info_size_out` NULL or writable.
  */
 NRT_STATUS nrt_get_model_info(const nrt_model_t *model,
                               struct nrt_model_info_t *info,
@@ -798,7 +802,8 @@ NRT_STATUS nrt_get_model_info(const nrt_model_t *model,
  * `NRT_FAIL_HOST_MEM_ALLOC`; `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
- * `model` must be a live model; `tensor_info` NULL or writable.
+ * `model` must be a live model that no other thread unloads during this call; `tensor_info`
+ * NULL or writable.
  */
 NRT_STATUS nrt_get_model_tensor_info(nrt_model_t *model,
                                      struct nrt_tensor_info_array_t **tensor_info);
@@ -823,7 +828,8 @@ NRT_STATUS nrt_free_model_tensor_info(struct nrt_tensor_info_array_t *tensor_inf
  * `nrt_init`.
  *
  * # Safety
- * `model` must be NULL or a live model; `instance_count` NULL or writable.
+ * `model` must be NULL or a live model that no other thread unloads during this call;
+ * `instance_count` NULL or writable.
  */
 NRT_STATUS nrt_get_model_instance_count(nrt_model_t *model, uint32_t *instance_count);
 
@@ -896,7 +902,7 @@ NRT_STATUS nrt_get_total_vnc_count(uint32_t *vnc_count);
  * Alias of `nrt_get_total_vnc_count` (counts are in logical cores).
  *
  * # Safety
- * As for `nrt_get_total_vnc_count`.
+ * `nc_count` must be NULL or writable.
  */
 NRT_STATUS nrt_get_total_nc_count(uint32_t *nc_count);
 
@@ -917,7 +923,7 @@ NRT_STATUS nrt_get_visible_vnc_count(uint32_t *vnc_count);
  * Alias of `nrt_get_visible_vnc_count`.
  *
  * # Safety
- * As for `nrt_get_visible_vnc_count`.
+ * `nc_count` must be NULL or writable.
  */
 NRT_STATUS nrt_get_visible_nc_count(uint32_t *nc_count);
 
@@ -990,7 +996,8 @@ NRT_STATUS nrt_get_hbm_mmap_va(int device_id, int hbm_idx, void **addr, size_t *
  * before `nrt_init`.
  *
  * # Safety
- * `stats` must have `stats_size_in` writable bytes; `stats_size_out` NULL or writable.
+ * `stats` must be NULL or have `stats_size_in` writable bytes; `stats_size_out` NULL or
+ * writable.
  */
 NRT_STATUS nrt_get_vnc_memory_stats(uint32_t vnc,
                                     struct nrt_vnc_memory_stats_t *stats,
@@ -1089,7 +1096,9 @@ NRT_STATUS nrt_tensor_write(nrt_tensor_t *tensor, const void *buf, size_t offset
  * before `nrt_init`.
  *
  * # Safety
- * `batches` must point to `num_batches` valid batch descriptors.
+ * `batches` must be NULL or point to `num_batches` batch descriptors, each with `ops` NULL or
+ * pointing to `num_ops` operations whose `buffer` is NULL or has `size` writable bytes. None of
+ * them may be accessed by another thread, and no tensor they name freed, during this call.
  */
 NRT_STATUS nrt_tensor_read_batch(const struct nrt_tensor_batch_t *batches,
                                  uint64_t num_batches,
@@ -1103,7 +1112,9 @@ NRT_STATUS nrt_tensor_read_batch(const struct nrt_tensor_batch_t *batches,
  * As `nrt_tensor_read_batch`.
  *
  * # Safety
- * `batches` must point to `num_batches` valid batch descriptors.
+ * `batches` must be NULL or point to `num_batches` batch descriptors, each with `ops` NULL or
+ * pointing to `num_ops` operations whose `buffer` is NULL or has `size` readable bytes. None of
+ * them may be written by another thread, and no tensor they name freed, during this call.
  */
 NRT_STATUS nrt_tensor_write_batch(const struct nrt_tensor_batch_t *batches,
                                   uint64_t num_batches,
@@ -1233,7 +1244,8 @@ NRT_STATUS nrt_tensor_get_device_allocation_info(const nrt_tensor_t *tensor,
  * on success.
  *
  * # Safety
- * `tensor` must be NULL or a tensor handle; `lnc_idx` NULL or writable.
+ * `tensor` must be NULL or a tensor handle that no other thread frees during this call;
+ * `lnc_idx` NULL or writable.
  */
 NRT_STATUS nrt_tensor_get_lnc_index(const nrt_tensor_t *tensor, int *lnc_idx);
 

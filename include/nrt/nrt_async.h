@@ -165,8 +165,9 @@ NRT_STATUS nrta_cc_prepare(struct nrt_cc_comm_t *comm,
  * As `nrta_tensor_write`.
  *
  * # Safety
- * `cc_ctx` must point to a context from `nrta_cc_prepare`; `exec_ret` writable until
- * completion; `req_sequence` NULL or writable.
+ * `cc_ctx` must be NULL or point to a readable and writable slot holding NULL or a context from
+ * `nrta_cc_prepare` that no other thread schedules or frees during this call; `exec_ret`
+ * writable until completion; `req_sequence` NULL or writable.
  *
  * `nrt_cc_schedule` is a second name of this function (shim/libnrt.exports).
  */
@@ -247,8 +248,9 @@ NRT_STATUS nrta_tensor_copy(nrt_tensor_t *src,
  * As `nrta_tensor_write`; `NRT_INVALID_HANDLE` for a handle that names no live model or set.
  *
  * # Safety
- * `model`, `input` and `output` must be live handles that stay alive until completion;
- * `exec_ret` writable until completion; `req_sequence` NULL or writable.
+ * `model`, `input` and `output` must be live handles that stay alive until completion, and no
+ * tensor in either set may be freed by another thread during this call; `exec_ret` writable
+ * until completion; `req_sequence` NULL or writable.
  */
 NRT_STATUS nrta_execute_schedule(nrt_model_t *model,
                                  const nrt_tensor_set_t *input,

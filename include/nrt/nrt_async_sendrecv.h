@@ -119,7 +119,8 @@ NRT_STATUS nrt_async_sendrecv_accept(const char *peer_ip,
  * `NRT_INVALID_HANDLE` for a communicator that is not live.
  *
  * # Safety
- * `comm` must be a live communicator; `done` NULL or writable.
+ * `comm` must be a live communicator that no other thread frees during this call; `done`
+ * NULL or writable.
  */
 NRT_STATUS nrt_async_sendrecv_test_comm(nrt_async_sendrecv_comm_t *comm, bool *done);
 
@@ -131,7 +132,8 @@ NRT_STATUS nrt_async_sendrecv_test_comm(nrt_async_sendrecv_comm_t *comm, bool *d
  * comm); `NRT_RESOURCE` beyond 128 pending requests; the communicator's failure.
  *
  * # Safety
- * `tensor` and `send_comm` must be live; `request` NULL or writable.
+ * `tensor` and `send_comm` must be live and not freed by another thread during this call;
+ * `request` NULL or writable.
  */
 NRT_STATUS nrt_async_sendrecv_send_tensor(nrt_tensor_t *tensor,
                                           size_t offset,
@@ -146,7 +148,8 @@ NRT_STATUS nrt_async_sendrecv_send_tensor(nrt_tensor_t *tensor,
  * As `nrt_async_sendrecv_send_tensor`.
  *
  * # Safety
- * `tensor` and `recv_comm` must be live; `request` NULL or writable.
+ * `tensor` and `recv_comm` must be live and not freed by another thread during this call;
+ * `request` NULL or writable.
  */
 NRT_STATUS nrt_async_sendrecv_recv_tensor(nrt_tensor_t *tensor,
                                           size_t offset,
@@ -164,7 +167,8 @@ NRT_STATUS nrt_async_sendrecv_recv_tensor(nrt_tensor_t *tensor,
  * `NRT_FAILURE` otherwise), again on every later test; `NRT_INVALID`.
  *
  * # Safety
- * `request` must be live; `done` NULL or writable; `size` NULL or writable.
+ * `request` must be live, and no other thread may use or free it during this call (a request
+ * reported done is freed by it); `done` NULL or writable; `size` NULL or writable.
  */
 NRT_STATUS nrt_async_sendrecv_test_request(nrt_async_sendrecv_request_t *request,
                                            bool *done,

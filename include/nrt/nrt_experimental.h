@@ -115,7 +115,8 @@ void *nrt_get_libnccl_net(int *err, char *err_msg, size_t err_msg_size);
  * `bin`, the DRAM image has a NULL `bin` with a non-zero size, or an image exceeds 64 MiB.
  *
  * # Safety
- * `ucode_info` must be NULL or valid; each image's `bin` must point to `size` readable bytes.
+ * `ucode_info` must be NULL or valid for reading one `nrt_ucode_info`; each image's `bin` must
+ * be NULL or point to `size` readable bytes; none of them written during this call.
  */
 NRT_STATUS nrt_set_pool_eng_ucode(const struct nrt_ucode_info *ucode_info);
 

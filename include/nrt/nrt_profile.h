@@ -58,7 +58,8 @@ NRT_STATUS nrt_inspect_begin(void);
  * is not a live config object; `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
- * `options` must be NULL or a config handle from this library.
+ * `options` must be NULL or a config handle from this library that no other thread frees
+ * during this call.
  */
 NRT_STATUS nrt_inspect_begin_with_options(nrt_inspect_config_t *options);
 
@@ -117,7 +118,8 @@ NRT_STATUS nrt_inspect_config_free(nrt_inspect_config_t *options);
  * config object (the same two errors apply to every setter below).
  *
  * # Safety
- * `options` must be NULL or a config handle from this library.
+ * `options` must be NULL or a config handle from this library that no other thread frees
+ * during this call.
  */
 NRT_STATUS nrt_inspect_config_set_defaults(nrt_inspect_config_t *options);
 
@@ -128,7 +130,8 @@ NRT_STATUS nrt_inspect_config_set_defaults(nrt_inspect_config_t *options);
  * `NRT_SUCCESS`; `NRT_INVALID` also if `output_dir` is NULL or empty.
  *
  * # Safety
- * `options` must be NULL or a config handle; `output_dir` NULL or NUL-terminated.
+ * `options` must be NULL or a config handle that no other thread frees during this call;
+ * `output_dir` NULL or NUL-terminated.
  */
 NRT_STATUS nrt_inspect_config_set_output_dir(nrt_inspect_config_t *options, const char *output_dir);
 
@@ -139,7 +142,8 @@ NRT_STATUS nrt_inspect_config_set_output_dir(nrt_inspect_config_t *options, cons
  * `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
  *
  * # Safety
- * `options` must be NULL or a config handle from this library.
+ * `options` must be NULL or a config handle from this library that no other thread frees
+ * during this call.
  */
 NRT_STATUS nrt_inspect_config_set_session_id(nrt_inspect_config_t *options, int session_id);
 
@@ -150,7 +154,8 @@ NRT_STATUS nrt_inspect_config_set_session_id(nrt_inspect_config_t *options, int 
  * `NRT_SUCCESS`; `NRT_INVALID` also if `activity_type` is NULL.
  *
  * # Safety
- * `options` must be NULL or a config handle; `activity_type` NULL or NUL-terminated.
+ * `options` must be NULL or a config handle that no other thread frees during this call;
+ * `activity_type` NULL or NUL-terminated.
  */
 NRT_STATUS nrt_inspect_config_set_activity(nrt_inspect_config_t *options,
                                            const char *activity_type,
@@ -163,7 +168,8 @@ NRT_STATUS nrt_inspect_config_set_activity(nrt_inspect_config_t *options,
  * `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
  *
  * # Safety
- * `options` must be NULL or a config handle from this library.
+ * `options` must be NULL or a config handle from this library that no other thread frees
+ * during this call.
  */
 NRT_STATUS nrt_inspect_config_set_capture_enabled_for_nc(nrt_inspect_config_t *options,
                                                          uint32_t nc_idx,
@@ -176,7 +182,8 @@ NRT_STATUS nrt_inspect_config_set_capture_enabled_for_nc(nrt_inspect_config_t *o
  * `NRT_SUCCESS`; `NRT_INVALID` also if `event_type` is NULL.
  *
  * # Safety
- * `options` must be NULL or a config handle; `event_type` NULL or NUL-terminated.
+ * `options` must be NULL or a config handle that no other thread frees during this call;
+ * `event_type` NULL or NUL-terminated.
  */
 NRT_STATUS nrt_inspect_config_set_capture_enabled_for_event_type_string(nrt_inspect_config_t *options,
                                                                         const char *event_type,
@@ -189,7 +196,8 @@ NRT_STATUS nrt_inspect_config_set_capture_enabled_for_event_type_string(nrt_insp
  * `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
  *
  * # Safety
- * `options` must be NULL or a config handle from this library.
+ * `options` must be NULL or a config handle from this library that no other thread frees
+ * during this call.
  */
 NRT_STATUS nrt_inspect_config_set_enable_inspect(nrt_inspect_config_t *options,
                                                  bool enable_inspect);
@@ -201,7 +209,8 @@ NRT_STATUS nrt_inspect_config_set_enable_inspect(nrt_inspect_config_t *options,
  * `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
  *
  * # Safety
- * `options` must be NULL or a config handle from this library.
+ * `options` must be NULL or a config handle from this library that no other thread frees
+ * during this call.
  */
 NRT_STATUS nrt_inspect_config_set_enable_inspect_on_fail(nrt_inspect_config_t *options,
                                                          bool enable_inspect_on_fail);
@@ -213,7 +222,8 @@ NRT_STATUS nrt_inspect_config_set_enable_inspect_on_fail(nrt_inspect_config_t *o
  * `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
  *
  * # Safety
- * `options` must be NULL or a config handle from this library.
+ * `options` must be NULL or a config handle from this library that no other thread frees
+ * during this call.
  */
 NRT_STATUS nrt_inspect_config_set_inspect_device_profile_mode(nrt_inspect_config_t *options,
                                                               nrt_inspect_device_profile_mode_t device_profile_mode);
@@ -225,7 +235,8 @@ NRT_STATUS nrt_inspect_config_set_inspect_device_profile_mode(nrt_inspect_config
  * `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
  *
  * # Safety
- * `options` must be NULL or a config handle from this library.
+ * `options` must be NULL or a config handle from this library that no other thread frees
+ * during this call.
  */
 NRT_STATUS nrt_inspect_config_set_sys_trace_max_events_per_nc(nrt_inspect_config_t *options,
                                                               uint64_t sys_trace_max_events_per_nc);
@@ -250,7 +261,8 @@ NRT_STATUS nrt_inspect_config_get_all_activity_types(const char ***activity_type
  * a live config object.
  *
  * # Safety
- * `options` must be NULL or a config handle; `activity_types` and `count` NULL or writable.
+ * `options` must be NULL or a config handle that no other thread frees during this call;
+ * `activity_types` and `count` NULL or writable.
  */
 NRT_STATUS nrt_inspect_config_get_enabled_activity_types(nrt_inspect_config_t *options,
                                                          const char ***activity_types,
@@ -390,7 +402,8 @@ NRT_STATUS nrt_profile_continuous_options_free(nrt_profile_continuous_options_t 
  * `NRT_INVALID_HANDLE` for a pointer that is not a live options object.
  *
  * # Safety
- * `output_dir` must be NULL or NUL-terminated.
+ * `options` must be NULL or an options object that no other thread frees during this call;
+ * `output_dir` NULL or NUL-terminated.
  */
 NRT_STATUS nrt_profile_continuous_options_set_output_dir(nrt_profile_continuous_options_t *options,
                                                          const char *output_dir);
@@ -403,7 +416,8 @@ NRT_STATUS nrt_profile_continuous_options_set_output_dir(nrt_profile_continuous_
  * `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
- * `options` must be NULL or an options object from this library.
+ * `options` must be NULL or an options object from this library that no other thread frees
+ * during this call.
  */
 NRT_STATUS nrt_profile_continuous_start(nrt_profile_continuous_options_t *options);
 
@@ -424,7 +438,8 @@ NRT_STATUS nrt_profile_continuous_stop(void);
  * pointer that is not a live options object; `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
- * `options` must be NULL or an options object from this library.
+ * `options` must be NULL or an options object from this library that no other thread frees
+ * during this call.
  */
 NRT_STATUS nrt_profile_continuous_save(uint32_t vnc, nrt_profile_continuous_options_t *options);
 

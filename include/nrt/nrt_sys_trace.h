@@ -46,7 +46,8 @@ extern "C" {
  * `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
- * `options` must be NULL or a config handle from this library.
+ * `options` must be NULL or a config handle from this library that no other thread frees
+ * during this call.
  */
 NRT_STATUS nrt_sys_trace_start(nrt_sys_trace_config_t *options);
 
@@ -71,8 +72,8 @@ NRT_STATUS nrt_sys_trace_stop(void);
  * `NRT_UNINITIALIZED` before `nrt_init`.
  *
  * # Safety
- * `buffer` and `written_size` must be NULL or writable; `options` NULL or a handle from this
- * library.
+ * `buffer` and `written_size` must be NULL or writable; `options` NULL or a fetch-options
+ * handle from this library that no other thread frees during this call.
  */
 NRT_STATUS nrt_sys_trace_fetch_events(char **buffer,
                                       size_t *written_size,
@@ -133,7 +134,8 @@ void nrt_sys_trace_config_free(nrt_sys_trace_config_t *options);
  * Reset a capture-config object to its defaults (NULL or unknown: logged and ignored).
  *
  * # Safety
- * `options` must be NULL or a config handle from this library.
+ * `options` must be NULL or a config handle from this library that no other thread frees
+ * during this call.
  */
 void nrt_sys_trace_config_set_defaults(nrt_sys_trace_config_t *options);
 
@@ -142,7 +144,8 @@ void nrt_sys_trace_config_set_defaults(nrt_sys_trace_config_t *options);
  * ignored).
  *
  * # Safety
- * `options` must be NULL or a config handle from this library.
+ * `options` must be NULL or a config handle from this library that no other thread frees
+ * during this call.
  */
 void nrt_sys_trace_config_set_max_events_per_nc(nrt_sys_trace_config_t *options,
                                                 uint64_t max_events_per_nc);
@@ -152,7 +155,8 @@ void nrt_sys_trace_config_set_max_events_per_nc(nrt_sys_trace_config_t *options,
  * unless disabled; NULL or unknown: logged and ignored).
  *
  * # Safety
- * `options` must be NULL or a config handle from this library.
+ * `options` must be NULL or a config handle from this library that no other thread frees
+ * during this call.
  */
 void nrt_sys_trace_config_set_capture_enabled_for_nc(nrt_sys_trace_config_t *options,
                                                      uint32_t nc_idx,
@@ -167,7 +171,8 @@ void nrt_sys_trace_config_set_capture_enabled_for_nc(nrt_sys_trace_config_t *opt
  * `options` is not a live config object.
  *
  * # Safety
- * `options` must be NULL or a config handle; `event_type` NULL or NUL-terminated.
+ * `options` must be NULL or a config handle that no other thread frees during this call;
+ * `event_type` NULL or NUL-terminated.
  */
 NRT_STATUS nrt_sys_trace_config_set_capture_enabled_for_event_type(nrt_sys_trace_config_t *options,
                                                                    const char *event_type,
@@ -182,7 +187,8 @@ NRT_STATUS nrt_sys_trace_config_set_capture_enabled_for_event_type(nrt_sys_trace
  * a live config object.
  *
  * # Safety
- * `options` must be NULL or a config handle; `event_types` and `count` NULL or writable.
+ * `options` must be NULL or a config handle that no other thread frees during this call;
+ * `event_types` and `count` NULL or writable.
  */
 NRT_STATUS nrt_sys_trace_config_get_enabled_event_types(nrt_sys_trace_config_t *options,
                                                         const char ***event_types,
@@ -211,7 +217,8 @@ void nrt_sys_trace_fetch_options_free(nrt_sys_trace_fetch_options_t *options);
  * Reset a fetch-options object to its defaults (NULL or unknown: logged and ignored).
  *
  * # Safety
- * `options` must be NULL or a fetch-options handle from this library.
+ * `options` must be NULL or a fetch-options handle from this library that no other thread
+ * frees during this call.
  */
 void nrt_sys_trace_fetch_options_set_defaults(nrt_sys_trace_fetch_options_t *options);
 
@@ -219,7 +226,8 @@ void nrt_sys_trace_fetch_options_set_defaults(nrt_sys_trace_fetch_options_t *opt
  * Set how many events are fetched per core (NULL or unknown: logged and ignored).
  *
  * # Safety
- * `options` must be NULL or a fetch-options handle from this library.
+ * `options` must be NULL or a fetch-options handle from this library that no other thread
+ * frees during this call.
  */
 void nrt_sys_trace_fetch_options_set_max_events_per_nc(nrt_sys_trace_fetch_options_t *options,
                                                        uint64_t max_events_per_nc);
@@ -228,7 +236,8 @@ void nrt_sys_trace_fetch_options_set_max_events_per_nc(nrt_sys_trace_fetch_optio
  * Fetch from logical core `nc_idx` only (NULL or unknown: logged and ignored).
  *
  * # Safety
- * `options` must be NULL or a fetch-options handle from this library.
+ * `options` must be NULL or a fetch-options handle from this library that no other thread
+ * frees during this call.
  */
 void nrt_sys_trace_fetch_options_set_nc_idx(nrt_sys_trace_fetch_options_t *options,
                                             uint64_t nc_idx);

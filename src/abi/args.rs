@@ -39,20 +39,28 @@ pub(crate) fn visible_core(vnc: i64, what: &str) -> Result<u32> {
             Error::invalid(format!(
                 "{what} {vnc} is not one of the {visible} logical cores visible to this process"
             ))
+            .with_field(what)
+            .with_values(format!("0..{visible}"), vnc)
         })
 }
 
 /// A queue or core index passed as C `int`: negative is `NRT_INVALID` (docs/contract/abi.md §3.6
 /// ranges).
 pub(crate) fn index_arg(v: c_int, what: &str) -> Result<u32> {
-    u32::try_from(v).map_err(|_| Error::invalid(format!("{what} {v} is negative")))
+    u32::try_from(v).map_err(|_| {
+        Error::invalid(format!("{what} {v} is negative"))
+            .with_field(what)
+            .with_values(">= 0", v)
+    })
 }
 
 /// Copy the first `cap` bytes of `full` to `dst` and the full size to `*size_out` (if given):
 /// the probe-then-fill convention of the getters that take a struct size.
 ///
 /// # Safety
-/// `dst` has `cap` writable bytes; `size_out` NULL or writable.
+/// `dst` must be valid for writing `cap` bytes (any alignment) and must not overlap `full`;
+/// `size_out` must be NULL or valid for writing one `usize` (any alignment: it is written
+/// unaligned).
 pub(crate) unsafe fn fill_prefix<T: Copy>(
     full: &T,
     dst: *mut u8,
@@ -60,10 +68,13 @@ pub(crate) unsafe fn fill_prefix<T: Copy>(
     size_out: *mut usize,
 ) -> Result<()> {
     let n = cap.min(std::mem::size_of::<T>());
-    // SAFETY: `full` is a plain `Copy` struct of size_of::<T>() bytes; `dst` has `cap` ≥ n.
+    // SAFETY: `full` is a plain `Copy` struct of size_of::<T>() ≥ n readable bytes; `dst` is
+    // valid for `cap` ≥ n byte writes and does not overlap `full` (this function's contract);
+    // byte copies need no alignment.
     unsafe { std::ptr::copy_nonoverlapping((full as *const T).cast::<u8>(), dst, n) };
     if !size_out.is_null() {
-        // SAFETY: non-NULL and writable per the contract.
+        // SAFETY: `size_out` is non-NULL (checked) and so valid for writing one `usize` (this
+        // function's contract); `write_unaligned` needs no alignment.
         unsafe { size_out.write_unaligned(std::mem::size_of::<T>()) };
     }
     Ok(())
@@ -73,12 +84,14 @@ pub(crate) unsafe fn fill_prefix<T: Copy>(
 /// handle (both no-ops).
 ///
 /// # Safety
-/// `slot` must be NULL or readable and writable.
+/// `slot` must be NULL or point to a `*mut T` that is readable during this call. Alignment is
+/// not required of the caller: a misaligned `slot` is refused (`NRT_INVALID`) by [`in_ref`].
 pub(crate) unsafe fn freed_slot<T>(slot: *mut *mut T, what: &str) -> Result<Option<*mut T>> {
     if slot.is_null() {
         return Ok(None);
     }
-    // SAFETY: non-NULL; readable by contract; alignment checked by `in_ref`.
+    // SAFETY: `slot` is non-NULL (checked) and points to a readable `*mut T` (this function's
+    // contract); `in_ref` refuses it if misaligned; the handle is copied out at once.
     let h = *unsafe { in_ref(slot.cast_const(), what) }?;
     Ok((!h.is_null()).then_some(h))
 }
@@ -102,10 +115,13 @@ impl Opaque for TensorObject {
 /// queued.
 ///
 /// # Safety
-/// If `h` is a live tensor handle, no other thread may free it during this call (C's contract).
+/// `h` may be any value: NULL and addresses that are not live tensor handles are refused
+/// before any dereference. If `h` is a live tensor handle, no other thread may free it during
+/// this call (C's contract as well).
 pub(crate) unsafe fn tensor_of(h: *const nrt_tensor_t, what: &str) -> Result<Tensor> {
-    // SAFETY: `h` is NULL or a handle of this library; handle::get checks it against the live table
-    // before any dereference.
+    // SAFETY: `handle::get` checks `h` against the live table before any dereference; if `h` is
+    // live, no other thread frees it during this call (this function's contract), and the
+    // reference is dropped before we return.
     let obj = unsafe { handle::get::<TensorObject>(h, what) }?;
     Ok(obj.tensor.read().clone())
 }
@@ -118,7 +134,8 @@ pub(super) struct TensorPtr(pub(super) *mut nrt_tensor_t);
 // SAFETY: the pointer is never dereferenced through this type; it is compared and returned to
 // C, or looked up in the handle table (which checks it) before use.
 unsafe impl Send for TensorPtr {}
-// SAFETY: as for `Send`.
+// SAFETY: `&TensorPtr` only copies the pointer value out; it is never dereferenced through this
+// type, so sharing it between threads shares no memory.
 unsafe impl Sync for TensorPtr {}
 
 /// The object behind `nrt_tensor_set_t *`: name → tensor handle. The tensor-set entries
@@ -139,13 +156,15 @@ impl Opaque for TensorSet {
 /// it was added is `NRT_INVALID_HANDLE` naming the entry. For `nrt_execute` / `nrta_execute_schedule`.
 ///
 /// # Safety
-/// As for [`tensor_of`], for the set and each member.
+/// `h` may be any value: NULL and addresses that are not live tensor-set handles are refused
+/// before any dereference. If `h` is a live tensor set, no other thread may free it, or any
+/// tensor that is a member of it, during this call.
 pub(crate) unsafe fn tensor_set_members(
     h: *const nrt_tensor_set_t,
     what: &str,
 ) -> Result<Vec<(String, Tensor)>> {
-    // SAFETY: `h` is NULL or a handle of this library; handle::get checks it against the live table
-    // before any dereference.
+    // SAFETY: `handle::get` checks `h` against the live table before any dereference; if `h` is
+    // live, no other thread frees it during this call (this function's contract).
     let set = unsafe { handle::get::<TensorSet>(h, what) }?;
     let entries: Vec<_> = set
         .entries
@@ -156,8 +175,9 @@ pub(crate) unsafe fn tensor_set_members(
     entries
         .into_iter()
         .map(|(name, p)| {
-            // SAFETY: the handle is checked against the live table before it is dereferenced, and
-            // the caller's contract keeps other threads from freeing it meanwhile.
+            // SAFETY: `tensor_of` accepts any value and checks `p.0` against the live table; a
+            // live member is not freed by another thread during this call (this function's
+            // contract), which is what `tensor_of` requires.
             let t = unsafe { tensor_of(p.0, &format!("{what}[{name:?}]")) }?;
             Ok((name, t))
         })
@@ -182,12 +202,16 @@ impl Opaque for ModelObject {
 /// The model behind a handle.
 ///
 /// # Safety
-/// `h` is NULL or a handle; no other thread unloads it meanwhile (the caller's contract).
+/// `h` may be any value: NULL and addresses that are not live model handles are refused before
+/// any dereference. If `h` is a live model, no other thread may unload it while the returned
+/// reference lives (`'a`).
 pub(crate) unsafe fn model_of<'a>(
     h: *const nrt_model_t,
     what: &str,
 ) -> Result<&'a std::sync::Arc<Model>> {
-    // SAFETY: handle::get checks `h` against the live table before any dereference.
+    // SAFETY: `handle::get` checks `h` against the live table before any dereference; a live
+    // model is not unloaded while the reference lives (this function's contract), which is
+    // `handle::get`'s requirement.
     Ok(&unsafe { handle::get::<ModelObject>(h, what) }?.model)
 }
 

@@ -155,7 +155,9 @@ pub fn non_null<T>(p: *const T, what: &str) -> Result<*const T> {
 /// helper once everything else has succeeded.
 ///
 /// # Safety
-/// `p` must be NULL or point to writable memory for a `T` that lives for `'a`.
+/// `p` must be NULL or valid for writing one `T` for `'a`, and nothing else may access `*p`
+/// while the returned reference lives. Alignment is not required of the caller: a misaligned
+/// `p` is refused (`NRT_INVALID`), like NULL, before any reference is made.
 pub unsafe fn out_param<'a, T>(p: *mut T, what: &str) -> Result<&'a mut std::mem::MaybeUninit<T>> {
     if p.is_null() {
         return Err(Error::invalid(format!("{what} is NULL")));
@@ -165,14 +167,18 @@ pub unsafe fn out_param<'a, T>(p: *mut T, what: &str) -> Result<&'a mut std::mem
             "{what} is not aligned for its type"
         )));
     }
-    // SAFETY: non-null, aligned, and the caller promises it is valid for writes.
+    // SAFETY: `p` is non-NULL and aligned (both checked above) and valid for writing one `T`
+    // with no other access for `'a` (this function's contract); `MaybeUninit<T>` has `T`'s
+    // layout and makes no claim about the current contents.
     Ok(unsafe { &mut *p.cast::<std::mem::MaybeUninit<T>>() })
 }
 
 /// A required input reference.
 ///
 /// # Safety
-/// `p` must be NULL or point to a valid `T` that lives for `'a`.
+/// `p` must be NULL or point to an initialised `T` that stays valid and is not written for
+/// `'a`. Alignment is not required of the caller: a misaligned `p` is refused (`NRT_INVALID`),
+/// like NULL, before any reference is made.
 pub unsafe fn in_ref<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
     if p.is_null() {
         return Err(Error::invalid(format!("{what} is NULL")));
@@ -182,7 +188,8 @@ pub unsafe fn in_ref<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
             "{what} is not aligned for its type"
         )));
     }
-    // SAFETY: non-null and aligned; validity is the caller's promise.
+    // SAFETY: `p` is non-NULL and aligned (both checked above) and points to an initialised `T`
+    // that is not written for `'a` (this function's contract).
     Ok(unsafe { &*p })
 }
 
@@ -190,12 +197,14 @@ pub unsafe fn in_ref<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
 /// version strings are only logged).
 ///
 /// # Safety
-/// `p` must be NULL or point to a NUL-terminated string.
+/// `p` must be NULL or point to a NUL-terminated string, readable up to and including its NUL
+/// and not written during this call.
 pub unsafe fn opt_cstr(p: *const c_char) -> Option<String> {
     if p.is_null() {
         None
     } else {
-        // SAFETY: non-null and NUL-terminated by the caller's promise.
+        // SAFETY: `p` is non-NULL (checked) and a readable NUL-terminated string that nothing
+        // writes during this call (this function's contract); the bytes are copied out at once.
         Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
     }
 }
@@ -203,16 +212,19 @@ pub unsafe fn opt_cstr(p: *const c_char) -> Option<String> {
 /// A required C string.
 ///
 /// # Safety
-/// As for [`opt_cstr`].
+/// `p` must be NULL or point to a NUL-terminated string, readable up to and including its NUL
+/// and not written during this call (NULL is refused with `NRT_INVALID`).
 pub unsafe fn req_cstr(p: *const c_char, what: &str) -> Result<String> {
-    // SAFETY: `p` is NULL or a readable NUL-terminated string: the same contract as opt_cstr.
+    // SAFETY: `p` is NULL or a readable NUL-terminated string not written during this call
+    // (this function's contract), which is exactly what `opt_cstr` requires.
     unsafe { opt_cstr(p) }.ok_or_else(|| Error::invalid(format!("{what} is NULL")))
 }
 
 /// A byte slice from a pointer and length; NULL is allowed only when `len == 0`.
 ///
 /// # Safety
-/// `p` must point to `len` readable bytes that live for `'a`.
+/// If `len > 0`, `p` must be NULL or point to `len` readable bytes that stay valid and are not
+/// written for `'a`. With `len == 0`, `p` is not read and may be anything.
 pub unsafe fn bytes<'a>(p: *const u8, len: usize, what: &str) -> Result<&'a [u8]> {
     if len == 0 {
         return Ok(&[]);
@@ -222,7 +234,8 @@ pub unsafe fn bytes<'a>(p: *const u8, len: usize, what: &str) -> Result<&'a [u8]
             "{what} is NULL but its length is {len}"
         )));
     }
-    // SAFETY: the caller promises `len` readable bytes.
+    // SAFETY: `len > 0` and `p` is non-NULL (both checked above), so by this function's contract
+    // `p` points to `len` readable bytes not written for `'a`; `u8` needs no alignment.
     Ok(unsafe { std::slice::from_raw_parts(p, len) })
 }
 

@@ -5,10 +5,10 @@
 //! shim/libnrt.exports, so there is one signature and one body per entry point.
 //!
 //! This layer converts and checks the C arguments and nothing else: prepare reads the
-//! communicator and the two tensor lists once and hands them to `runtime::collective_api::prepare`
+//! communicator and the two tensor lists once and hands them to `runtime::collective::api::prepare`
 //! (tensor checks, request, membership, lowering); schedule takes the context (the handle is
 //! dead afterwards: a second schedule with a stale copy of the pointer is `NRT_INVALID_HANDLE`,
-//! with the cleared pointer `NRT_INVALID`) and hands it to `runtime::collective_api::schedule`, which
+//! with the cleared pointer `NRT_INVALID`) and hands it to `runtime::collective::api::schedule`, which
 //! runs the collective on the caller's thread or queues it on the collectives XU `queue` of the
 //! core, and later writes the status to `*exec_ret` and completes the sequence number.
 
@@ -20,7 +20,7 @@ use crate::abi::boundary::{self, in_ref, out_param, Guard};
 use crate::abi::handle::{self, Opaque};
 use crate::abi::types::*;
 use crate::error::{Error, Result};
-use crate::runtime::collective_api::{self, CommArgs, Prepared};
+use crate::runtime::collective::api::{self as cc_api, CommArgs, Prepared};
 use crate::runtime::tensor::Tensor;
 use crate::runtime::xu::{ExecRet, XuType};
 
@@ -40,10 +40,12 @@ impl Opaque for CcContext {
 /// The tensors of a list (NULL list → error; a NULL `tensors` array only with 0 entries).
 ///
 /// # Safety
-/// `list` must be NULL or point to a valid `nrt_tensor_list_t` whose array has `num_tensors`
-/// entries.
+/// `list` must be NULL or point to a valid `nrt_tensor_list_t` whose `tensors` array is NULL or
+/// has `num_tensors` entries, none of them written during this call; no tensor it names may be
+/// freed by another thread during this call.
 unsafe fn tensors_of(list: *const nrt_tensor_list_t, what: &str) -> Result<Vec<Tensor>> {
-    // SAFETY: `list` is NULL (refused by in_ref) or valid for reads, as # Safety requires.
+    // SAFETY: `list` is NULL or a valid `nrt_tensor_list_t` not written during this call (this
+    // function's contract); `in_ref` refuses NULL and misalignment.
     let l = unsafe { in_ref(list, what) }?;
     if l.num_tensors == 0 {
         return Ok(Vec::new());
@@ -60,11 +62,13 @@ unsafe fn tensors_of(list: *const nrt_tensor_list_t, what: &str) -> Result<Vec<T
             l.num_tensors
         )));
     }
-    // SAFETY: non-NULL with `num_tensors` entries by the caller's promise.
+    // SAFETY: `l.tensors` is non-NULL (checked above), so it has `num_tensors` entries not
+    // written during this call (this function's contract); `num_tensors` ≤ 4096 (checked).
     let ptrs = unsafe { std::slice::from_raw_parts(l.tensors, l.num_tensors) };
     ptrs.iter()
         .enumerate()
-        // SAFETY: each handle is checked against the live table before use.
+        // SAFETY: no listed tensor is freed during this call (this function's contract), as
+        // `tensor_of` requires; it checks each handle against the live table first.
         .map(|(i, &t)| unsafe { tensor_of(t, &format!("{what}.tensors[{i}]")) })
         .collect()
 }
@@ -92,9 +96,11 @@ pub unsafe extern "C" fn nrta_cc_prepare(
     cc_ctx: *mut *mut nrt_cc_context_t,
 ) -> NRT_STATUS {
     enter_status("nrta_cc_prepare", Guard::Lifecycle, || {
-        // SAFETY: `comm` is NULL (refused by the helper) or valid for reads (# Safety).
+        // SAFETY: `comm` is NULL or valid for reads (this function's contract); `in_ref` refuses
+        // NULL and misalignment.
         let c = unsafe { in_ref(comm, "comm") }?;
-        // SAFETY: `cc_ctx` is NULL (refused) or writable (# Safety).
+        // SAFETY: `cc_ctx` is NULL or writable (this function's contract); `out_param` refuses
+        // NULL and misalignment, so `out.write` below is in bounds.
         let out = unsafe { out_param(cc_ctx, "cc_ctx") }?;
         let group: Vec<u32> = if c.rank_n == 0 {
             Vec::new()
@@ -123,7 +129,7 @@ pub unsafe extern "C" fn nrta_cc_prepare(
         // SAFETY: `output` is NULL or a valid list whose array holds `num_tensors` entries (#
         // Safety).
         let outputs = unsafe { tensors_of(output, "output") }?;
-        let prepared = collective_api::prepare(api, inputs, outputs, dtype, op, cc_op)?;
+        let prepared = cc_api::prepare(api, inputs, outputs, dtype, op, cc_op)?;
         let h = handle::export(CcContext {
             prepared: parking_lot::Mutex::new(Some(prepared)),
         });
@@ -139,8 +145,9 @@ pub unsafe extern "C" fn nrta_cc_prepare(
 /// As `nrta_tensor_write`.
 ///
 /// # Safety
-/// `cc_ctx` must point to a context from `nrta_cc_prepare`; `exec_ret` writable until
-/// completion; `req_sequence` NULL or writable.
+/// `cc_ctx` must be NULL or point to a readable and writable slot holding NULL or a context from
+/// `nrta_cc_prepare` that no other thread schedules or frees during this call; `exec_ret`
+/// writable until completion; `req_sequence` NULL or writable.
 ///
 /// `nrt_cc_schedule` is a second name of this function (shim/libnrt.exports).
 pub unsafe extern "C" fn nrta_cc_schedule(
@@ -150,18 +157,21 @@ pub unsafe extern "C" fn nrta_cc_schedule(
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
     enter_status("nrta_cc_schedule", Guard::Lifecycle, || {
-        // SAFETY: `cc_ctx` is NULL (refused by out_param) or writable, as # Safety requires.
+        // SAFETY: `cc_ctx` is NULL or a readable, writable slot (this function's contract);
+        // `out_param` refuses NULL and misalignment, so reading and writing `slot` is in bounds.
         let slot = unsafe { out_param(cc_ctx, "cc_ctx") }?;
         crate::abi::boundary::exec_ret_arg(exec_ret)?;
-        // SAFETY: `cc_ctx` is non-NULL and aligned (checked); the caller promises it holds a
-        // pointer written by prepare (or NULL after a schedule).
+        // SAFETY: `cc_ctx` is non-NULL and aligned (checked by `out_param`) and holds NULL or a
+        // context handle, so initialised (this function's contract).
         let h = unsafe { slot.assume_init_read() };
         if h.is_null() {
             return Err(Error::invalid(
                 "*cc_ctx is NULL: the context was already scheduled (nrta_cc_schedule consumes it)",
             ));
         }
-        // SAFETY: looked up in the live table before use.
+        // SAFETY: `handle::get` checks `h` against the live table before any dereference; no
+        // other thread frees the context during this call (this function's contract), and it is
+        // released only below, after the last use of `ctx`.
         let ctx = unsafe { handle::get::<CcContext>(h, "*cc_ctx") }?;
         let queue = u32::try_from(queue)
             .ok()
@@ -174,13 +184,14 @@ pub unsafe extern "C" fn nrta_cc_schedule(
         let seq_out = if req_sequence.is_null() {
             None
         } else {
-            // SAFETY: non-NULL; the caller promises it is writable.
+            // SAFETY: `req_sequence` is non-NULL here, so writable (this function's contract);
+            // `out_param` refuses misalignment.
             Some(unsafe { out_param(req_sequence, "req_sequence") }?)
         };
         let p = ctx.prepared.lock().take().ok_or_else(|| {
             Error::invalid_handle("*cc_ctx was already scheduled (nrta_cc_schedule consumes it)")
         })?;
-        let seq = match collective_api::schedule(p, queue, ExecRet(exec_ret.cast())) {
+        let seq = match cc_api::schedule(p, queue, ExecRet(exec_ret.cast())) {
             Ok(s) => s,
             Err((e, p)) => {
                 *ctx.prepared.lock() = Some(*p);
@@ -188,7 +199,8 @@ pub unsafe extern "C" fn nrta_cc_schedule(
             }
         };
         // The context is spent: drop its handle so a stale copy of the pointer is detected.
-        // SAFETY: live (looked up above); `ctx` is not used after this.
+        // SAFETY: `ctx` is not used after this, and no other thread holds a reference to the
+        // context (this function's contract); `release` checks `h` against the live table.
         unsafe { handle::release::<CcContext>(h, "*cc_ctx") }?;
         if let Some(o) = seq_out {
             o.write(seq);

@@ -50,7 +50,8 @@ pub unsafe extern "C" fn nrt_debug_client_connect(
     stream_fd: *mut c_int,
 ) -> NRT_STATUS {
     enter_status("nrt_debug_client_connect", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `stream_fd` is NULL or valid for writing one `int` (this function's contract);
+        // `out_param` refuses NULL and misalignment, so `out.write` is in bounds.
         let out = unsafe { out_param(stream_fd, "stream_fd") }?;
         visible_core(logical_nc_idx.into(), "logical_nc_idx")?;
         // SAFETY: eventfd has no memory preconditions.

@@ -320,6 +320,51 @@ pub(crate) mod testing {
         let _c = CloseOnDrop;
         f()
     }
+
+    /// Closes the whole runtime, as `nrt_close` does, also when the test panics.
+    struct NrtCloseOnDrop;
+    impl Drop for NrtCloseOnDrop {
+        fn drop(&mut self) {
+            crate::abi::nrt::nrt_close();
+        }
+    }
+
+    /// Run `f` under a real `nrt_init` whose environment is exactly `vars` (and nothing from
+    /// the process's own), then `nrt_close`: how a unit test checks behaviour that a variable
+    /// drives (CONTRIBUTING.md, "Testing what a variable changes"). Serialised with every other
+    /// test that drives the state machine.
+    ///
+    /// `nrt_init` loads a firmware carrier: unless `vars` names `OPENNRT_NCFW_PATH`, the
+    /// workspace's own `libncfw.so` of this profile (`target/<profile>/libncfw.so`, next to the
+    /// `deps/` folder holding this test binary), which `cargo build --workspace` of the same
+    /// profile makes; a stale one is fine, a missing one fails the test saying so.
+    pub fn with_runtime<R>(vars: &[(&str, &str)], f: impl FnOnce() -> R) -> R {
+        let _s = state::tests::SERIAL.lock();
+        assert_eq!(state::current(), state::State::Start);
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let carrier = exe
+            .parent()
+            .and_then(|deps| deps.parent())
+            .map(|profile| profile.join("libncfw.so"))
+            .expect("target/<profile>/");
+        let named = vars.iter().any(|(k, _)| *k == "OPENNRT_NCFW_PATH");
+        assert!(
+            named || carrier.is_file(),
+            "{} is missing: build the carrier once with `cargo build --workspace` in this profile \
+             (e.g. `cargo build --profile quick --workspace`)",
+            carrier.display()
+        );
+        let carrier = carrier.to_string_lossy().into_owned();
+        let lookup = |k: &str| match vars.iter().find(|(name, _)| *name == k) {
+            Some((_, v)) => Some(v.to_string()),
+            None if k == "OPENNRT_NCFW_PATH" => Some(carrier.clone()),
+            None => None,
+        };
+        crate::runtime::process::init_with(0, "", "", lookup)
+            .expect("nrt_init with the test's variables");
+        let _c = NrtCloseOnDrop;
+        f()
+    }
 }
 
 #[cfg(test)]

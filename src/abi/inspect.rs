@@ -44,12 +44,14 @@ pub extern "C" fn nrt_inspect_begin() -> NRT_STATUS {
 /// is not a live config object; `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
-/// `options` must be NULL or a config handle from this library.
+/// `options` must be NULL or a config handle from this library that no other thread frees
+/// during this call.
 pub unsafe extern "C" fn nrt_inspect_begin_with_options(
     options: *mut nrt_inspect_config_t,
 ) -> NRT_STATUS {
     enter_status("nrt_inspect_begin_with_options", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `options` is NULL or a config object that no other thread frees during this
+        // call (this function's contract), as `with` requires; `with` checks it first.
         unsafe { with(options, |_| ()) }?;
         nothing("nrt_inspect_begin_with_options");
         Ok(())
@@ -107,13 +109,15 @@ pub unsafe extern "C" fn nrt_inspect_get_instance_output_dir(
     buf_size: usize,
 ) -> NRT_STATUS {
     enter_status("nrt_inspect_get_instance_output_dir", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `output_dir` is NULL or NUL-terminated (this function's contract); `req_cstr`
+        // refuses NULL.
         let dir = unsafe { req_cstr(output_dir, "output_dir") }?;
         if dir.is_empty() {
             return Err(Error::invalid("output_dir is empty"));
         }
         let path = instance_output_dir(&dir);
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `instance_dir_buf` is NULL or writable for `buf_size` bytes (this function's
+        // contract), as `write_c_string` requires; it refuses NULL and a short buffer.
         unsafe { handle::write_c_string(instance_dir_buf, buf_size, &path, "instance_dir_buf") }
     })
 }

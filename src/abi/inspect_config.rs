@@ -58,13 +58,15 @@ impl Opaque for InspectConfig {
 /// Apply `f` to the settings of a live config object.
 ///
 /// # Safety
-/// `options` must be NULL or a config handle from this library.
+/// `options` may be any value: NULL and addresses that are not live config objects are refused
+/// before any dereference. If `options` is a live config object, no other thread may free it
+/// during this call.
 pub(crate) unsafe fn with(
     options: *const nrt_inspect_config_t,
     f: impl FnOnce(&mut InspectSettings),
 ) -> crate::Result<()> {
-    // SAFETY: `options` is NULL or a handle of this library; handle::get checks it against the live
-    // table before any dereference.
+    // SAFETY: `handle::get` checks `options` against the live table before any dereference; a
+    // live `options` is not freed by another thread during this call (this function's contract).
     let c = unsafe { handle::get::<InspectConfig>(options, "options") }?;
     f(&mut c.settings.lock());
     Ok(())
@@ -81,7 +83,8 @@ pub unsafe extern "C" fn nrt_inspect_config_allocate(
     options: *mut *mut nrt_inspect_config_t,
 ) -> NRT_STATUS {
     enter_status("nrt_inspect_config_allocate", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `options` is NULL or valid for writing one handle (this function's contract);
+        // `out_param` refuses NULL and misalignment, so `out.write` is in bounds.
         let out = unsafe { out_param(options, "options") }?;
         out.write(handle::export(InspectConfig::default()));
         Ok(())
@@ -97,7 +100,8 @@ pub unsafe extern "C" fn nrt_inspect_config_allocate(
 /// `options` must not be used afterwards.
 pub unsafe extern "C" fn nrt_inspect_config_free(options: *mut nrt_inspect_config_t) -> NRT_STATUS {
     enter_status("nrt_inspect_config_free", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `options` is not used after this call (this function's contract), so no reference
+        // from `handle::get` outlives the release; `release` refuses non-live handles.
         unsafe { handle::release::<InspectConfig>(options, "options") }.map(|_| ())
     })
 }
@@ -109,12 +113,14 @@ pub unsafe extern "C" fn nrt_inspect_config_free(options: *mut nrt_inspect_confi
 /// config object (the same two errors apply to every setter below).
 ///
 /// # Safety
-/// `options` must be NULL or a config handle from this library.
+/// `options` must be NULL or a config handle from this library that no other thread frees
+/// during this call.
 pub unsafe extern "C" fn nrt_inspect_config_set_defaults(
     options: *mut nrt_inspect_config_t,
 ) -> NRT_STATUS {
     enter_status("nrt_inspect_config_set_defaults", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `options` is NULL or a config object that no other thread frees during this call
+        // (this function's contract), as `with` requires; `with` checks it against the live table.
         unsafe { with(options, |s| *s = InspectSettings::default()) }
     })
 }
@@ -125,18 +131,21 @@ pub unsafe extern "C" fn nrt_inspect_config_set_defaults(
 /// `NRT_SUCCESS`; `NRT_INVALID` also if `output_dir` is NULL or empty.
 ///
 /// # Safety
-/// `options` must be NULL or a config handle; `output_dir` NULL or NUL-terminated.
+/// `options` must be NULL or a config handle that no other thread frees during this call;
+/// `output_dir` NULL or NUL-terminated.
 pub unsafe extern "C" fn nrt_inspect_config_set_output_dir(
     options: *mut nrt_inspect_config_t,
     output_dir: *const c_char,
 ) -> NRT_STATUS {
     enter_status("nrt_inspect_config_set_output_dir", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `output_dir` is NULL or NUL-terminated (this function's contract); `req_cstr`
+        // refuses NULL.
         let dir = unsafe { req_cstr(output_dir, "output_dir") }?;
         if dir.is_empty() {
             return Err(Error::invalid("output_dir is empty"));
         }
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `options` is NULL or a config object that no other thread frees during this call
+        // (this function's contract), as `with` requires; `with` checks it against the live table.
         unsafe { with(options, |s| s.output_dir = Some(dir)) }
     })
 }
@@ -147,13 +156,15 @@ pub unsafe extern "C" fn nrt_inspect_config_set_output_dir(
 /// `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
 ///
 /// # Safety
-/// `options` must be NULL or a config handle from this library.
+/// `options` must be NULL or a config handle from this library that no other thread frees
+/// during this call.
 pub unsafe extern "C" fn nrt_inspect_config_set_session_id(
     options: *mut nrt_inspect_config_t,
     session_id: c_int,
 ) -> NRT_STATUS {
     enter_status("nrt_inspect_config_set_session_id", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `options` is NULL or a config object that no other thread frees during this call
+        // (this function's contract), as `with` requires; `with` checks it against the live table.
         unsafe { with(options, |s| s.session_id = session_id) }
     })
 }
@@ -164,16 +175,19 @@ pub unsafe extern "C" fn nrt_inspect_config_set_session_id(
 /// `NRT_SUCCESS`; `NRT_INVALID` also if `activity_type` is NULL.
 ///
 /// # Safety
-/// `options` must be NULL or a config handle; `activity_type` NULL or NUL-terminated.
+/// `options` must be NULL or a config handle that no other thread frees during this call;
+/// `activity_type` NULL or NUL-terminated.
 pub unsafe extern "C" fn nrt_inspect_config_set_activity(
     options: *mut nrt_inspect_config_t,
     activity_type: *const c_char,
     enabled: bool,
 ) -> NRT_STATUS {
     enter_status("nrt_inspect_config_set_activity", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `activity_type` is NULL or NUL-terminated (this function's contract); `req_cstr`
+        // refuses NULL.
         let name = unsafe { req_cstr(activity_type, "activity_type") }?;
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `options` is NULL or a config object that no other thread frees during this call
+        // (this function's contract), as `with` requires; `with` checks it against the live table.
         unsafe {
             with(options, |s| {
                 s.activities.insert(name, enabled);
@@ -188,7 +202,8 @@ pub unsafe extern "C" fn nrt_inspect_config_set_activity(
 /// `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
 ///
 /// # Safety
-/// `options` must be NULL or a config handle from this library.
+/// `options` must be NULL or a config handle from this library that no other thread frees
+/// during this call.
 pub unsafe extern "C" fn nrt_inspect_config_set_capture_enabled_for_nc(
     options: *mut nrt_inspect_config_t,
     nc_idx: u32,
@@ -198,7 +213,9 @@ pub unsafe extern "C" fn nrt_inspect_config_set_capture_enabled_for_nc(
         "nrt_inspect_config_set_capture_enabled_for_nc",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is NULL or a config object that no other thread frees during this
+            // call (this function's contract), as `with` requires; `with` checks it against the
+            // live table.
             unsafe {
                 with(options, |s| {
                     s.capture_nc.insert(nc_idx, enabled);
@@ -214,7 +231,8 @@ pub unsafe extern "C" fn nrt_inspect_config_set_capture_enabled_for_nc(
 /// `NRT_SUCCESS`; `NRT_INVALID` also if `event_type` is NULL.
 ///
 /// # Safety
-/// `options` must be NULL or a config handle; `event_type` NULL or NUL-terminated.
+/// `options` must be NULL or a config handle that no other thread frees during this call;
+/// `event_type` NULL or NUL-terminated.
 pub unsafe extern "C" fn nrt_inspect_config_set_capture_enabled_for_event_type_string(
     options: *mut nrt_inspect_config_t,
     event_type: *const c_char,
@@ -224,9 +242,12 @@ pub unsafe extern "C" fn nrt_inspect_config_set_capture_enabled_for_event_type_s
         "nrt_inspect_config_set_capture_enabled_for_event_type_string",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `event_type` is NULL or NUL-terminated (this function's contract); `req_cstr`
+            // refuses NULL.
             let name = unsafe { req_cstr(event_type, "event_type") }?;
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is NULL or a config object that no other thread frees during this
+            // call (this function's contract), as `with` requires; `with` checks it against the
+            // live table.
             unsafe {
                 with(options, |s| {
                     s.capture_event_types.insert(name, enabled);
@@ -242,13 +263,15 @@ pub unsafe extern "C" fn nrt_inspect_config_set_capture_enabled_for_event_type_s
 /// `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
 ///
 /// # Safety
-/// `options` must be NULL or a config handle from this library.
+/// `options` must be NULL or a config handle from this library that no other thread frees
+/// during this call.
 pub unsafe extern "C" fn nrt_inspect_config_set_enable_inspect(
     options: *mut nrt_inspect_config_t,
     enable_inspect: bool,
 ) -> NRT_STATUS {
     enter_status("nrt_inspect_config_set_enable_inspect", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `options` is NULL or a config object that no other thread frees during this call
+        // (this function's contract), as `with` requires; `with` checks it against the live table.
         unsafe { with(options, |s| s.enable_inspect = enable_inspect) }
     })
 }
@@ -259,7 +282,8 @@ pub unsafe extern "C" fn nrt_inspect_config_set_enable_inspect(
 /// `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
 ///
 /// # Safety
-/// `options` must be NULL or a config handle from this library.
+/// `options` must be NULL or a config handle from this library that no other thread frees
+/// during this call.
 pub unsafe extern "C" fn nrt_inspect_config_set_enable_inspect_on_fail(
     options: *mut nrt_inspect_config_t,
     enable_inspect_on_fail: bool,
@@ -268,7 +292,9 @@ pub unsafe extern "C" fn nrt_inspect_config_set_enable_inspect_on_fail(
         "nrt_inspect_config_set_enable_inspect_on_fail",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is NULL or a config object that no other thread frees during this
+            // call (this function's contract), as `with` requires; `with` checks it against the
+            // live table.
             unsafe {
                 with(options, |s| {
                     s.enable_inspect_on_fail = enable_inspect_on_fail
@@ -284,7 +310,8 @@ pub unsafe extern "C" fn nrt_inspect_config_set_enable_inspect_on_fail(
 /// `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
 ///
 /// # Safety
-/// `options` must be NULL or a config handle from this library.
+/// `options` must be NULL or a config handle from this library that no other thread frees
+/// during this call.
 pub unsafe extern "C" fn nrt_inspect_config_set_inspect_device_profile_mode(
     options: *mut nrt_inspect_config_t,
     device_profile_mode: nrt_inspect_device_profile_mode_t,
@@ -293,7 +320,9 @@ pub unsafe extern "C" fn nrt_inspect_config_set_inspect_device_profile_mode(
         "nrt_inspect_config_set_inspect_device_profile_mode",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is NULL or a config object that no other thread frees during this
+            // call (this function's contract), as `with` requires; `with` checks it against the
+            // live table.
             unsafe { with(options, |s| s.device_profile_mode = device_profile_mode) }
         },
     )
@@ -305,7 +334,8 @@ pub unsafe extern "C" fn nrt_inspect_config_set_inspect_device_profile_mode(
 /// `NRT_SUCCESS` (errors as for `nrt_inspect_config_set_defaults`).
 ///
 /// # Safety
-/// `options` must be NULL or a config handle from this library.
+/// `options` must be NULL or a config handle from this library that no other thread frees
+/// during this call.
 pub unsafe extern "C" fn nrt_inspect_config_set_sys_trace_max_events_per_nc(
     options: *mut nrt_inspect_config_t,
     sys_trace_max_events_per_nc: u64,
@@ -314,7 +344,9 @@ pub unsafe extern "C" fn nrt_inspect_config_set_sys_trace_max_events_per_nc(
         "nrt_inspect_config_set_sys_trace_max_events_per_nc",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is NULL or a config object that no other thread frees during this
+            // call (this function's contract), as `with` requires; `with` checks it against the
+            // live table.
             unsafe {
                 with(options, |s| {
                     s.sys_trace_max_events_per_nc = sys_trace_max_events_per_nc
@@ -327,14 +359,19 @@ pub unsafe extern "C" fn nrt_inspect_config_set_sys_trace_max_events_per_nc(
 /// Write an empty string list to the two out-parameters (after checking both).
 ///
 /// # Safety
-/// Both pointers must be NULL or writable.
+/// `list` must be NULL or valid for writing one `const char **`, and `count` NULL or valid for
+/// writing one `usize`, with no other access to either during this call.
 unsafe fn empty_list(
     list: *mut *mut *const c_char,
     count: *mut usize,
     what: &str,
 ) -> crate::Result<()> {
-    // SAFETY: `list` and `count` are NULL (refused by out_param) or writable, as # Safety requires.
-    let (l, c) = unsafe { (out_param(list, what)?, out_param(count, "count")?) };
+    // SAFETY: `list` is NULL or valid for one write (this function's contract); `out_param`
+    // refuses NULL and misalignment, so `l.write` below is in bounds.
+    let l = unsafe { out_param(list, what) }?;
+    // SAFETY: `count` is NULL or valid for one write (this function's contract); `out_param`
+    // refuses NULL and misalignment, so `c.write` below is in bounds.
+    let c = unsafe { out_param(count, "count") }?;
     let (p, n) = handle::export_list(&[], what)?;
     l.write(p);
     c.write(n);
@@ -357,7 +394,8 @@ pub unsafe extern "C" fn nrt_inspect_config_get_all_activity_types(
         "nrt_inspect_config_get_all_activity_types",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `activity_types` and `count` are each NULL or valid for one write (this
+            // function's contract), as `empty_list` requires.
             unsafe { empty_list(activity_types, count, "activity_types") }
         },
     )
@@ -370,7 +408,8 @@ pub unsafe extern "C" fn nrt_inspect_config_get_all_activity_types(
 /// a live config object.
 ///
 /// # Safety
-/// `options` must be NULL or a config handle; `activity_types` and `count` NULL or writable.
+/// `options` must be NULL or a config handle that no other thread frees during this call;
+/// `activity_types` and `count` NULL or writable.
 pub unsafe extern "C" fn nrt_inspect_config_get_enabled_activity_types(
     options: *mut nrt_inspect_config_t,
     activity_types: *mut *mut *const c_char,
@@ -380,9 +419,12 @@ pub unsafe extern "C" fn nrt_inspect_config_get_enabled_activity_types(
         "nrt_inspect_config_get_enabled_activity_types",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is NULL or a config object that no other thread frees during this
+            // call (this function's contract), as `with` requires; `with` checks it against the
+            // live table.
             unsafe { with(options, |_| ()) }?;
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `activity_types` and `count` are each NULL or valid for one write (this
+            // function's contract), as `empty_list` requires.
             unsafe { empty_list(activity_types, count, "activity_types") }
         },
     )
@@ -401,7 +443,9 @@ pub unsafe extern "C" fn nrt_inspect_config_free_activity_types(
         "nrt_inspect_config_free_activity_types",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `activity_types` is not used after this call (this function's contract);
+            // `free_list` frees it only if it is a live list from `export_list`, and NULL is a
+            // no-op.
             unsafe { handle::free_list(activity_types, count, "activity_types") }
         },
     )

@@ -32,7 +32,7 @@ fn given<T>(p: *const T, what: &str) -> Result<()> {
 /// `nrt_load`'s NEFF bytes, checked.
 ///
 /// # Safety
-/// `neff_bytes` must have `size` readable bytes when not NULL.
+/// `neff_bytes` must be NULL or point to `size` readable bytes that are not written for `'a`.
 unsafe fn neff_arg<'a>(neff_bytes: *const c_void, size: usize) -> Result<&'a [u8]> {
     given(neff_bytes, "neff_bytes")?;
     if size == 0 {
@@ -45,7 +45,8 @@ unsafe fn neff_arg<'a>(neff_bytes: *const c_void, size: usize) -> Result<&'a [u8
             "size {size} exceeds the address space"
         )));
     }
-    // SAFETY: non-NULL, `size` readable bytes per the caller's contract, size ≤ isize::MAX.
+    // SAFETY: `neff_bytes` is non-NULL (checked by `given`), so it points to `size` readable
+    // bytes not written for `'a` (this function's contract); `size` ≤ isize::MAX (checked).
     Ok(unsafe { std::slice::from_raw_parts(neff_bytes.cast::<u8>(), size) })
 }
 
@@ -60,7 +61,8 @@ fn load_core(vnc: i32) -> Result<Option<u32>> {
 /// Load and hand out a model.
 ///
 /// # Safety
-/// As for `nrt_load`.
+/// `neff_bytes` must be NULL or point to `size` readable bytes not written during this call;
+/// `model` must be NULL or valid for writing one `nrt_model_t *`.
 unsafe fn load(
     neff_bytes: *const c_void,
     size: usize,
@@ -69,9 +71,11 @@ unsafe fn load(
     world: Option<(u32, u32)>,
     model: *mut *mut nrt_model_t,
 ) -> Result<()> {
-    // SAFETY: forwarded from the caller's contract.
+    // SAFETY: `model` is NULL or valid for one write (this function's contract); `out_param`
+    // refuses NULL and misalignment, so `out.write` below is in bounds.
     let out = unsafe { out_param(model, "model") }?;
-    // SAFETY: forwarded from the caller's contract.
+    // SAFETY: `neff_bytes` is NULL or has `size` readable bytes not written during this call
+    // (this function's contract); `file` is not used after it returns, as `neff_arg` requires.
     let file = unsafe { neff_arg(neff_bytes, size) }?;
     let m = Model::load(
         file,
@@ -97,7 +101,8 @@ unsafe fn load(
 /// `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
-/// `neff_bytes` must have `size` readable bytes; `model` must be NULL or writable.
+/// `neff_bytes` must be NULL or have `size` readable bytes, not written during this call;
+/// `model` must be NULL or writable.
 pub unsafe extern "C" fn nrt_load(
     neff_bytes: *const c_void,
     size: usize,
@@ -106,7 +111,8 @@ pub unsafe extern "C" fn nrt_load(
     model: *mut *mut nrt_model_t,
 ) -> NRT_STATUS {
     enter_status("nrt_load", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `neff_bytes` is NULL or has `size` readable bytes not written during this call,
+        // and `model` is NULL or writable (this function's contract): exactly `load`'s contract.
         unsafe { load(neff_bytes, size, vnc, vnc_count, None, model) }
     })
 }
@@ -133,7 +139,9 @@ pub unsafe extern "C" fn nrt_load_collectives(
 ) -> NRT_STATUS {
     enter_status("nrt_load_collectives", Guard::Lifecycle, || {
         let world = Some((ctx_device_id, ctx_device_count));
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `neff_bytes` is NULL or has `size` readable bytes not written during this call,
+        // and `model` is NULL or writable (`nrt_load`'s contract, which this function shares):
+        // exactly `load`'s contract.
         unsafe { load(neff_bytes, size, vnc, vnc_count, world, model) }
     })
 }
@@ -158,7 +166,9 @@ pub unsafe extern "C" fn nrt_unload(model: *mut nrt_model_t) -> NRT_STATUS {
 /// The model and the sets' members of `nrt_execute` / `nrt_execute_repeat`, checked.
 ///
 /// # Safety
-/// As for `nrt_execute`.
+/// Each of `model`, `input_set` and `output_set` may be any value (NULL and non-live handles
+/// are refused before any dereference). No other thread may unload a live `model` while the
+/// returned reference lives (`'a`), nor free a live set or any of its tensors during this call.
 unsafe fn execute_args<'a>(
     model: *const nrt_model_t,
     input_set: *const nrt_tensor_set_t,
@@ -166,11 +176,14 @@ unsafe fn execute_args<'a>(
 ) -> Result<(&'a std::sync::Arc<Model>, Members, Members)> {
     given(input_set, "input_set")?;
     given(output_set, "output_set")?;
-    // SAFETY: forwarded; each handle is checked against the live table.
+    // SAFETY: a live `model` is not unloaded for `'a` (this function's contract), as `model_of`
+    // requires; `model_of` refuses NULL and non-live handles before any dereference.
     let m = unsafe { model_of(model, "model") }?;
-    // SAFETY: as above.
+    // SAFETY: a live `input_set` and its tensors are not freed during this call (this function's
+    // contract), as `tensor_set_members` requires; it checks every handle against the live table.
     let inputs = unsafe { tensor_set_members(input_set, "input_set") }?;
-    // SAFETY: as above.
+    // SAFETY: a live `output_set` and its tensors are not freed during this call (this function's
+    // contract), as `tensor_set_members` requires; it checks every handle against the live table.
     let outputs = unsafe { tensor_set_members(output_set, "output_set") }?;
     Ok((m, inputs, outputs))
 }
@@ -189,14 +202,16 @@ type Members = Vec<(String, crate::runtime::tensor::Tensor)>;
 /// before `nrt_init`.
 ///
 /// # Safety
-/// `model`, `input_set` and `output_set` must be live handles.
+/// `model`, `input_set` and `output_set` must be live handles; no other thread may unload the
+/// model or free either set or any of their tensors during this call.
 pub unsafe extern "C" fn nrt_execute(
     model: *mut nrt_model_t,
     input_set: *const nrt_tensor_set_t,
     output_set: *mut nrt_tensor_set_t,
 ) -> NRT_STATUS {
     enter_status("nrt_execute", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: no other thread unloads `model` or frees either set or their tensors during this
+        // call (this function's contract), and `m` does not outlive it, as `execute_args` requires.
         let (m, inputs, outputs) = unsafe { execute_args(model, input_set, output_set) }?;
         m.execute_repeat(&inputs, &outputs, 1)
     })
@@ -224,7 +239,9 @@ pub unsafe extern "C" fn nrt_execute_repeat(
                     "repeat_count {repeat_count}: at least one execution"
                 ))
             })?;
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: no other thread unloads `model` or frees either set or their tensors during this
+        // call (`nrt_execute`'s contract, which this function shares), and `m` does not outlive it,
+        // as `execute_args` requires.
         let (m, inputs, outputs) = unsafe { execute_args(model, input_set, output_set) }?;
         m.execute_repeat(&inputs, &outputs, times)
     })
@@ -237,13 +254,15 @@ pub unsafe extern "C" fn nrt_execute_repeat(
 /// `nrt_init`.
 ///
 /// # Safety
-/// `model` must be NULL or a live model; `vnc_count` NULL or writable.
+/// `model` must be NULL or a live model that no other thread unloads during this call;
+/// `vnc_count` NULL or writable.
 pub unsafe extern "C" fn nrt_get_model_nc_count(
     model: *const nrt_model_t,
     vnc_count: *mut u32,
 ) -> NRT_STATUS {
     enter_status("nrt_get_model_nc_count", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `model` is NULL or a live model not unloaded during this call, and `vnc_count` is
+        // NULL or writable (this function's contract): exactly `one_core`'s contract.
         unsafe { one_core(model, vnc_count) }
     })
 }
@@ -251,11 +270,15 @@ pub unsafe extern "C" fn nrt_get_model_nc_count(
 /// `*out = 1` for a live model (every model spans one logical core here).
 ///
 /// # Safety
-/// As for `nrt_get_model_nc_count`.
+/// `model` may be any value (NULL and non-live handles are refused); a live one must not be
+/// unloaded by another thread during this call. `out` must be NULL or valid for writing one
+/// `u32`.
 unsafe fn one_core(model: *const nrt_model_t, out: *mut u32) -> Result<()> {
-    // SAFETY: forwarded.
+    // SAFETY: `out` is NULL or valid for one write (this function's contract); `out_param`
+    // refuses NULL and misalignment, so `out.write(1)` is in bounds.
     let out = unsafe { out_param(out, "vnc_count") }?;
-    // SAFETY: forwarded; checked against the live table.
+    // SAFETY: a live `model` is not unloaded during this call (this function's contract), and
+    // the reference is dropped at once; `model_of` checks `model` against the live table.
     unsafe { model_of(model, "model") }?;
     out.write(1);
     Ok(())
@@ -273,7 +296,9 @@ pub unsafe extern "C" fn nrt_get_model_vnc_count(
     vnc_count: *mut u32,
 ) -> NRT_STATUS {
     enter_status("nrt_get_model_vnc_count", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `model` is NULL or a live model not unloaded during this call, and `vnc_count` is
+        // NULL or writable (`nrt_get_model_nc_count`'s contract, which this function shares):
+        // exactly `one_core`'s contract.
         unsafe { one_core(model, vnc_count) }
     })
 }
@@ -287,7 +312,8 @@ pub unsafe extern "C" fn nrt_get_model_vnc_count(
 /// `nrt_init`.
 ///
 /// # Safety
-/// `info` must have `info_size_in` writable bytes; `info_size_out` NULL or writable.
+/// `model` must be NULL or a live model that no other thread unloads during this call; `info`
+/// must be NULL or have `info_size_in` writable bytes; `info_size_out` NULL or writable.
 pub unsafe extern "C" fn nrt_get_model_info(
     model: *const nrt_model_t,
     info: *mut nrt_model_info_t,
@@ -296,10 +322,13 @@ pub unsafe extern "C" fn nrt_get_model_info(
 ) -> NRT_STATUS {
     enter_status("nrt_get_model_info", Guard::Lifecycle, || {
         given(info, "info")?;
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `model` is NULL or a live model not unloaded during this call (this function's
+        // contract); `model_of` refuses NULL and non-live handles before any dereference.
         let m = unsafe { model_of(model, "model") }?;
         let full = nrt_model_info_t { vnc: m.vnc() };
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `info` is non-NULL (checked by `given`), so it has `info_size_in` writable
+        // bytes, and `info_size_out` is NULL or writable (this function's contract); `full` is a
+        // local, so they do not overlap. That is `fill_prefix`'s contract.
         unsafe { fill_prefix(&full, info.cast(), info_size_in, info_size_out) }
     })
 }
@@ -397,15 +426,18 @@ fn tensor_info_array(m: &Model) -> Result<*mut nrt_tensor_info_array_t> {
 /// `NRT_FAIL_HOST_MEM_ALLOC`; `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
-/// `model` must be a live model; `tensor_info` NULL or writable.
+/// `model` must be a live model that no other thread unloads during this call; `tensor_info`
+/// NULL or writable.
 pub unsafe extern "C" fn nrt_get_model_tensor_info(
     model: *mut nrt_model_t,
     tensor_info: *mut *mut nrt_tensor_info_array_t,
 ) -> NRT_STATUS {
     enter_status("nrt_get_model_tensor_info", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `tensor_info` is NULL or valid for one write (this function's contract);
+        // `out_param` refuses NULL and misalignment, so `out.write` is in bounds.
         let out = unsafe { out_param(tensor_info, "tensor_info") }?;
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `model` is a live model not unloaded during this call (this function's
+        // contract); `model_of` refuses NULL and non-live handles before any dereference.
         let m = unsafe { model_of(model, "model") }?;
         out.write(tensor_info_array(m)?);
         Ok(())
@@ -443,15 +475,18 @@ pub unsafe extern "C" fn nrt_free_model_tensor_info(
 /// `nrt_init`.
 ///
 /// # Safety
-/// `model` must be NULL or a live model; `instance_count` NULL or writable.
+/// `model` must be NULL or a live model that no other thread unloads during this call;
+/// `instance_count` NULL or writable.
 pub unsafe extern "C" fn nrt_get_model_instance_count(
     model: *mut nrt_model_t,
     instance_count: *mut u32,
 ) -> NRT_STATUS {
     enter_status("nrt_get_model_instance_count", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `instance_count` is NULL or valid for one write (this function's contract);
+        // `out_param` refuses NULL and misalignment, so `out.write(1)` is in bounds.
         let out = unsafe { out_param(instance_count, "instance_count") }?;
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `model` is NULL or a live model not unloaded during this call (this function's
+        // contract); `model_of` refuses NULL and non-live handles before any dereference.
         unsafe { model_of(model, "model") }?;
         out.write(1);
         Ok(())

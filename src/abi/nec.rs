@@ -120,15 +120,18 @@ pub unsafe extern "C" fn nec_get_device_pci_bdf(
     dev_func: *mut u8,
 ) -> c_int {
     enter_value("nec_get_device_pci_bdf", Guard::None, NEG_EINVAL, || {
-        // SAFETY: forwarded from this function's contract.
-        let (d, b, s, f) = unsafe {
-            (
-                out_param(domain, "domain")?,
-                out_param(bus_num, "bus_num")?,
-                out_param(pci_slot, "pci_slot")?,
-                out_param(dev_func, "dev_func")?,
-            )
-        };
+        // SAFETY: `domain` is NULL or valid for writing one `uint32_t` (this function's
+        // contract); `out_param` refuses NULL and misalignment, so `d.write` is in bounds.
+        let d = unsafe { out_param(domain, "domain") }?;
+        // SAFETY: `bus_num` is NULL or valid for writing one `uint32_t` (this function's
+        // contract); `out_param` refuses NULL and misalignment, so `b.write` is in bounds.
+        let b = unsafe { out_param(bus_num, "bus_num") }?;
+        // SAFETY: `pci_slot` is NULL or valid for writing one `uint8_t` (this function's
+        // contract); `out_param` refuses NULL, so `s.write` is in bounds.
+        let s = unsafe { out_param(pci_slot, "pci_slot") }?;
+        // SAFETY: `dev_func` is NULL or valid for writing one `uint8_t` (this function's
+        // contract); `out_param` refuses NULL, so `f.write` is in bounds.
+        let f = unsafe { out_param(dev_func, "dev_func") }?;
         let (domain, bus, slot, func) = instance()?.pci_bdf(i64::from(neuron_dev), "neuron_dev")?;
         d.write(domain);
         b.write(bus);
@@ -147,7 +150,9 @@ pub unsafe extern "C" fn nec_get_device_pci_bdf(
 /// `virtual_core_size` must be NULL or writable.
 pub unsafe extern "C" fn nec_get_virtual_core_size(virtual_core_size: *mut u32) -> NRT_STATUS {
     enter_status("nec_get_virtual_core_size", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `virtual_core_size` is NULL or valid for writing one `uint32_t` (this
+        // function's contract); `out_param` refuses NULL and misalignment, so `out.write` is in
+        // bounds.
         let out = unsafe { out_param(virtual_core_size, "virtual_core_size") }?;
         out.write(process::config()?.lnc);
         Ok(())
@@ -265,7 +270,8 @@ pub unsafe extern "C" fn nec_get_p2p_pod_peer_node(
     peer_node: *mut c_int,
 ) -> c_int {
     enter_value("nec_get_p2p_pod_peer_node", Guard::None, NEG_EINVAL, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `peer_node` is NULL or valid for writing one `int` (this function's contract);
+        // `out_param` refuses NULL and misalignment, so `out.write` is in bounds.
         let out = unsafe { out_param(peer_node, "peer_node") }?;
         let peer = instance()?.pod_peer_node(nec_dev_id, i64::from(node), port_distance)?;
         out.write(peer as c_int);
@@ -292,7 +298,8 @@ pub unsafe extern "C" fn nec_pod_node_can_access_peer_node(
     can_access_peer: *mut c_int,
 ) -> NRT_STATUS {
     enter_status("nec_pod_node_can_access_peer_node", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `can_access_peer` is NULL or valid for writing one `int` (this function's
+        // contract); `out_param` refuses NULL and misalignment, so `out.write` is in bounds.
         let out = unsafe { out_param(can_access_peer, "can_access_peer") }?;
         let can = instance()?.can_access_peer(
             local_rid,

@@ -24,7 +24,9 @@ const RECV_COUNT: usize = 3;
 /// The address of entry `rank` of table `table`, bounds- and alignment-checked.
 ///
 /// # Safety
-/// `dyn_input` must be NULL or valid, and its `va` valid for `size` bytes.
+/// `dyn_input` must be NULL or point to an `enc_host_mem_t` that is readable and not written
+/// during this call; its `va` is only offset here, never dereferenced, but must be NULL or
+/// point to `size` bytes for the returned pointer to be usable.
 unsafe fn dyn_slot(
     dyn_input: *const enc_host_mem_t,
     data_type_sz: usize,
@@ -66,7 +68,8 @@ unsafe fn dyn_slot(
 }
 
 /// # Safety
-/// As for [`dyn_slot`].
+/// `dyn_input` must be NULL or point to an `enc_host_mem_t` that is readable and not written
+/// during this call, whose `va` is NULL or readable for `size` bytes.
 unsafe fn dyn_bytes(
     dyn_input: *const enc_host_mem_t,
     data_type_sz: usize,
@@ -74,9 +77,11 @@ unsafe fn dyn_bytes(
     rank_n: c_int,
     table: usize,
 ) -> Result<usize> {
-    // SAFETY: `dyn_input` is NULL or valid for reads (# Safety), which dyn_slot requires.
+    // SAFETY: `dyn_input` is NULL or a readable `enc_host_mem_t` not written during this call
+    // (this function's contract), which is what `dyn_slot` requires.
     let p = unsafe { dyn_slot(dyn_input, data_type_sz, rank, rank_n, table) }?;
-    // SAFETY: checked in-bounds and aligned.
+    // SAFETY: `dyn_slot` checked `p` is non-NULL, 8-byte aligned and inside the first `size`
+    // bytes at `va`, which are readable (this function's contract).
     let elems = unsafe { p.read() };
     usize::try_from(elems)
         .ok()
@@ -92,7 +97,8 @@ unsafe fn dyn_bytes(
 /// Returns 0 (and logs) on any invalid argument.
 ///
 /// # Safety
-/// `dyn_input` must be NULL or valid, its `va` readable for `size` bytes.
+/// `dyn_input` must be NULL or valid for reading one `enc_host_mem_t`, not written during this
+/// call; its `va` NULL or readable for `size` bytes.
 pub unsafe extern "C" fn nec_get_dynamic_send_size_bytes(
     dyn_input: *mut enc_host_mem_t,
     data_type_sz: usize,
@@ -100,7 +106,8 @@ pub unsafe extern "C" fn nec_get_dynamic_send_size_bytes(
     rank_n: c_int,
 ) -> usize {
     enter_value("nec_get_dynamic_send_size_bytes", Guard::None, 0, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `dyn_input` is NULL or valid and its `va` readable for `size` bytes (this
+        // function's contract), which is `dyn_bytes`'s contract.
         unsafe { dyn_bytes(dyn_input, data_type_sz, dst_rank, rank_n, SEND_COUNT) }
     })
 }
@@ -117,7 +124,8 @@ pub unsafe extern "C" fn nec_get_dynamic_send_offset_bytes(
     rank_n: c_int,
 ) -> usize {
     enter_value("nec_get_dynamic_send_offset_bytes", Guard::None, 0, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `dyn_input` is NULL or valid and its `va` readable for `size` bytes (this
+        // function's contract), which is `dyn_bytes`'s contract.
         unsafe { dyn_bytes(dyn_input, data_type_sz, dst_rank, rank_n, SEND_OFFSET) }
     })
 }
@@ -134,7 +142,8 @@ pub unsafe extern "C" fn nec_get_dynamic_recv_offset_bytes(
     rank_n: c_int,
 ) -> usize {
     enter_value("nec_get_dynamic_recv_offset_bytes", Guard::None, 0, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `dyn_input` is NULL or valid and its `va` readable for `size` bytes (this
+        // function's contract), which is `dyn_bytes`'s contract.
         unsafe { dyn_bytes(dyn_input, data_type_sz, src_rank, rank_n, RECV_OFFSET) }
     })
 }
@@ -144,7 +153,9 @@ pub unsafe extern "C" fn nec_get_dynamic_recv_offset_bytes(
 /// number of elements, or any invalid argument, is logged and ignored.
 ///
 /// # Safety
-/// `dyn_input` must be NULL or valid, its `va` writable for `size` bytes.
+/// `dyn_input` must be NULL or valid for reading one `enc_host_mem_t`, not written during this
+/// call; its `va` NULL or readable and writable for `size` bytes, with no other access to them
+/// during this call.
 pub unsafe extern "C" fn nec_set_recv_size_bytes(
     dyn_input: *mut enc_host_mem_t,
     recv_size_bytes: usize,
@@ -153,14 +164,16 @@ pub unsafe extern "C" fn nec_set_recv_size_bytes(
     rank_n: c_int,
 ) {
     enter_void("nec_set_recv_size_bytes", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `dyn_input` is NULL or valid (this function's contract), which is what
+        // `dyn_slot` requires.
         let p = unsafe { dyn_slot(dyn_input, data_type_sz, src_rank, rank_n, RECV_COUNT) }?;
         if recv_size_bytes % data_type_sz != 0 {
             return Err(Error::invalid(format!(
                 "recv_size_bytes {recv_size_bytes} is not a multiple of data_type_sz {data_type_sz}"
             )));
         }
-        // SAFETY: checked in-bounds and aligned; writable by the caller's contract.
+        // SAFETY: `dyn_slot` checked `p` is non-NULL, 8-byte aligned and inside the first `size`
+        // bytes at `va`, which are writable (this function's contract).
         unsafe { p.write((recv_size_bytes / data_type_sz) as u64) };
         Ok(())
     })

@@ -33,8 +33,12 @@ pub unsafe extern "C" fn nrt_init(
     fal_version: *const c_char,
 ) -> NRT_STATUS {
     enter_status("nrt_init", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
-        let (fw, fal) = unsafe { (opt_cstr(fw_version), opt_cstr(fal_version)) };
+        // SAFETY: `fw_version` is NULL or NUL-terminated (this function's contract); `opt_cstr`
+        // does not read NULL.
+        let fw = unsafe { opt_cstr(fw_version) };
+        // SAFETY: `fal_version` is NULL or NUL-terminated (this function's contract); `opt_cstr`
+        // does not read NULL.
+        let fal = unsafe { opt_cstr(fal_version) };
         process::init(
             framework,
             fw.as_deref().unwrap_or(""),
@@ -122,12 +126,17 @@ pub extern "C" fn nrt_get_status_as_str(status: RawStatus) -> *const c_char {
     )
 }
 
-fn write_count(
+/// Write one of the configuration's core counts to `*out`.
+///
+/// # Safety
+/// `out` must be NULL or valid for writing one `u32`.
+unsafe fn write_count(
     out: *mut u32,
     what: &str,
     pick: impl FnOnce(&crate::runtime::config::Config) -> u32,
 ) -> crate::Result<()> {
-    // SAFETY: the exported callers forward a pointer the C caller promises is NULL or valid.
+    // SAFETY: `out` is NULL or valid for one write (this function's contract); `out_param`
+    // refuses NULL and misalignment, so `out.write` below is in bounds.
     let out = unsafe { out_param(out, what) }?;
     let cfg = process::config()?;
     out.write(pick(&cfg));
@@ -144,17 +153,21 @@ fn write_count(
 /// `vnc_count` must be NULL or writable.
 pub unsafe extern "C" fn nrt_get_total_vnc_count(vnc_count: *mut u32) -> NRT_STATUS {
     enter_status("nrt_get_total_vnc_count", Guard::None, || {
-        write_count(vnc_count, "vnc_count", |c| c.total_cores())
+        // SAFETY: `vnc_count` is NULL or writable (this function's contract), which is
+        // `write_count`'s contract.
+        unsafe { write_count(vnc_count, "vnc_count", |c| c.total_cores()) }
     })
 }
 
 /// Alias of `nrt_get_total_vnc_count` (counts are in logical cores).
 ///
 /// # Safety
-/// As for `nrt_get_total_vnc_count`.
+/// `nc_count` must be NULL or writable.
 pub unsafe extern "C" fn nrt_get_total_nc_count(nc_count: *mut u32) -> NRT_STATUS {
     enter_status("nrt_get_total_nc_count", Guard::None, || {
-        write_count(nc_count, "nc_count", |c| c.total_cores())
+        // SAFETY: `nc_count` is NULL or writable (this function's contract), which is
+        // `write_count`'s contract.
+        unsafe { write_count(nc_count, "nc_count", |c| c.total_cores()) }
     })
 }
 
@@ -169,17 +182,21 @@ pub unsafe extern "C" fn nrt_get_total_nc_count(nc_count: *mut u32) -> NRT_STATU
 /// `vnc_count` must be NULL or writable.
 pub unsafe extern "C" fn nrt_get_visible_vnc_count(vnc_count: *mut u32) -> NRT_STATUS {
     enter_status("nrt_get_visible_vnc_count", Guard::None, || {
-        write_count(vnc_count, "vnc_count", |c| c.visible_cores)
+        // SAFETY: `vnc_count` is NULL or writable (this function's contract), which is
+        // `write_count`'s contract.
+        unsafe { write_count(vnc_count, "vnc_count", |c| c.visible_cores) }
     })
 }
 
 /// Alias of `nrt_get_visible_vnc_count`.
 ///
 /// # Safety
-/// As for `nrt_get_visible_vnc_count`.
+/// `nc_count` must be NULL or writable.
 pub unsafe extern "C" fn nrt_get_visible_nc_count(nc_count: *mut u32) -> NRT_STATUS {
     enter_status("nrt_get_visible_nc_count", Guard::None, || {
-        write_count(nc_count, "nc_count", |c| c.visible_cores)
+        // SAFETY: `nc_count` is NULL or writable (this function's contract), which is
+        // `write_count`'s contract.
+        unsafe { write_count(nc_count, "nc_count", |c| c.visible_cores) }
     })
 }
 
@@ -235,7 +252,8 @@ pub unsafe extern "C" fn nrt_host_device_id_get(
     host_device_id: *mut u32,
 ) -> NRT_STATUS {
     enter_status("nrt_host_device_id_get", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `host_device_id` is NULL or valid for writing one `uint32_t` (this function's
+        // contract); `out_param` refuses NULL and misalignment, so `out.write` is in bounds.
         let out = unsafe { out_param(host_device_id, "host_device_id") }?;
         let cfg = process::config()?;
         let dev = cfg.instance.device(i64::from(neuron_dev), "neuron_dev")?;
@@ -263,7 +281,8 @@ pub unsafe extern "C" fn nrt_host_device_id_rid_map_get(
     host_did_to_rid_map: *mut u32,
 ) -> NRT_STATUS {
     enter_status("nrt_host_device_id_rid_map_get", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `count` is NULL or valid for reading and writing one `uint32_t` (this
+        // function's contract); `out_param` refuses NULL and misalignment before any access.
         let count = unsafe { out_param(count, "count") }?;
         let devices = process::config()?.instance.devices;
         if host_did_to_rid_map.is_null() {
@@ -325,7 +344,8 @@ pub unsafe extern "C" fn nrt_get_hbm_mmap_va(
 /// before `nrt_init`.
 ///
 /// # Safety
-/// `stats` must have `stats_size_in` writable bytes; `stats_size_out` NULL or writable.
+/// `stats` must be NULL or have `stats_size_in` writable bytes; `stats_size_out` NULL or
+/// writable.
 pub unsafe extern "C" fn nrt_get_vnc_memory_stats(
     vnc: u32,
     stats: *mut nrt_vnc_memory_stats_t,
@@ -342,7 +362,9 @@ pub unsafe extern "C" fn nrt_get_vnc_memory_stats(
             bytes_used: crate::runtime::tensor::device_bytes_in_use(v) as usize,
             bytes_limit: config.instance.hbm_per_logical_core(config.lnc) as usize,
         };
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `stats` is non-NULL (checked above), so it has `stats_size_in` writable bytes,
+        // and `stats_size_out` is NULL or writable (this function's contract); `full` is a
+        // local, so they do not overlap. That is `fill_prefix`'s contract.
         unsafe { fill_prefix(&full, stats.cast(), stats_size_in, stats_size_out) }
     })
 }

@@ -6,7 +6,7 @@
 //!
 //! Each `nrta_*` entry checks its pointers and handles and makes one runtime call: the tensor
 //! transfers run on the tensor-op XUs (`runtime::tensor::ops`), the collectives on the
-//! collectives XUs (`abi::collective_async`, over `runtime::collective_api`), and
+//! collectives XUs (`abi::collective_async`, over `runtime::collective::api`), and
 //! `nrta_execute_schedule` queues a model's execution on the compute XU of its core
 //! (`runtime::model::schedule`).
 //!
@@ -39,7 +39,8 @@ unsafe fn seq_out<'a>(
     if req_sequence.is_null() {
         return Ok(None);
     }
-    // SAFETY: non-NULL and writable, as # Safety requires.
+    // SAFETY: `req_sequence` is non-NULL here, so valid for writing one `nrta_seq_t` (this
+    // function's contract); `out_param` refuses misalignment.
     unsafe { out_param(req_sequence, "req_sequence") }.map(Some)
 }
 
@@ -84,13 +85,16 @@ pub unsafe extern "C" fn nrta_tensor_write(
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
     enter_status("nrta_tensor_write", Guard::Lifecycle, || {
-        // SAFETY: looked up in the handle table.
+        // SAFETY: `tensor` is a live tensor (this function's contract), so no other thread frees it
+        // during this call; `tensor_of` refuses NULL and non-live handles before any dereference.
         let t = unsafe { tensor_of(tensor, "tensor") }?;
         host_buf(buf, size)?;
         let at = tensor_queue(lnc_idx, queue, exec_ret)?;
-        // SAFETY: NULL or writable (# Safety).
+        // SAFETY: `req_sequence` is NULL or writable (this function's contract), which is
+        // `seq_out`'s contract.
         let seq_out = unsafe { seq_out(req_sequence) }?;
-        // SAFETY: `buf` stays readable for `size` bytes until completion (# Safety).
+        // SAFETY: `buf` stays readable for `size` bytes until completion (this function's
+        // contract) and `host_buf` refused NULL with `size` > 0: `ops::write`'s contract.
         let seq = unsafe { ops::write(t, offset, size, buf.cast(), at) }?;
         if let Some(o) = seq_out {
             o.write(seq);
@@ -118,13 +122,16 @@ pub unsafe extern "C" fn nrta_tensor_read(
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
     enter_status("nrta_tensor_read", Guard::Lifecycle, || {
-        // SAFETY: looked up in the handle table.
+        // SAFETY: `tensor` is a live tensor (this function's contract), so no other thread frees it
+        // during this call; `tensor_of` refuses NULL and non-live handles before any dereference.
         let t = unsafe { tensor_of(tensor, "tensor") }?;
         host_buf(buf, size)?;
         let at = tensor_queue(lnc_idx, queue, exec_ret)?;
-        // SAFETY: NULL or writable (# Safety).
+        // SAFETY: `req_sequence` is NULL or writable (this function's contract), which is
+        // `seq_out`'s contract.
         let seq_out = unsafe { seq_out(req_sequence) }?;
-        // SAFETY: `buf` stays writable for `size` bytes until completion (# Safety).
+        // SAFETY: `buf` stays writable for `size` bytes until completion (this function's
+        // contract) and `host_buf` refused NULL with `size` > 0: `ops::read`'s contract.
         let seq = unsafe { ops::read(t, offset, size, buf.cast(), at) }?;
         if let Some(o) = seq_out {
             o.write(seq);
@@ -153,12 +160,15 @@ pub unsafe extern "C" fn nrta_tensor_copy(
     req_sequence: *mut nrta_seq_t,
 ) -> NRT_STATUS {
     enter_status("nrta_tensor_copy", Guard::Lifecycle, || {
-        // SAFETY: looked up in the handle table.
+        // SAFETY: `src` is a live tensor (this function's contract), so no other thread frees it
+        // during this call; `tensor_of` refuses NULL and non-live handles before any dereference.
         let s = unsafe { tensor_of(src, "src") }?;
-        // SAFETY: looked up in the handle table.
+        // SAFETY: `dst` is a live tensor (this function's contract), so no other thread frees it
+        // during this call; `tensor_of` refuses NULL and non-live handles before any dereference.
         let d = unsafe { tensor_of(dst, "dst") }?;
         let at = tensor_queue(lnc_idx, queue, exec_ret)?;
-        // SAFETY: NULL or writable (# Safety).
+        // SAFETY: `req_sequence` is NULL or writable (this function's contract), which is
+        // `seq_out`'s contract.
         let seq_out = unsafe { seq_out(req_sequence) }?;
         let seq = ops::copy(s, src_offset, d, dst_offset, size, at)?;
         if let Some(o) = seq_out {
@@ -177,8 +187,9 @@ pub unsafe extern "C" fn nrta_tensor_copy(
 /// As `nrta_tensor_write`; `NRT_INVALID_HANDLE` for a handle that names no live model or set.
 ///
 /// # Safety
-/// `model`, `input` and `output` must be live handles that stay alive until completion;
-/// `exec_ret` writable until completion; `req_sequence` NULL or writable.
+/// `model`, `input` and `output` must be live handles that stay alive until completion, and no
+/// tensor in either set may be freed by another thread during this call; `exec_ret` writable
+/// until completion; `req_sequence` NULL or writable.
 pub unsafe extern "C" fn nrta_execute_schedule(
     model: *mut nrt_model_t,
     input: *const nrt_tensor_set_t,
@@ -192,13 +203,17 @@ pub unsafe extern "C" fn nrta_execute_schedule(
         non_null(input, "input")?;
         non_null(output, "output")?;
         let queue = index_arg(queue, "queue")?;
-        // SAFETY: NULL or writable (# Safety).
+        // SAFETY: `req_sequence` is NULL or writable (this function's contract), which is
+        // `seq_out`'s contract.
         let seq_out = unsafe { seq_out(req_sequence) }?;
-        // SAFETY: every handle is checked against the live table before use.
+        // SAFETY: `model` is live until completion (this function's contract), so it is not
+        // unloaded while the reference is cloned; `model_of` checks it against the live table.
         let m = unsafe { model_of(model, "model") }?.clone();
-        // SAFETY: as above.
+        // SAFETY: `input` stays alive until completion and its tensors are not freed during this
+        // call (this function's contract), as `tensor_set_members` requires; it checks them first.
         let inputs = unsafe { tensor_set_members(input, "input") }?;
-        // SAFETY: as above.
+        // SAFETY: `output` stays alive until completion and its tensors are not freed during this
+        // call (this function's contract), as `tensor_set_members` requires; it checks them first.
         let outputs = unsafe { tensor_set_members(output, "output") }?;
         let seq =
             crate::runtime::model::schedule(m, inputs, outputs, queue, ExecRet(exec_ret.cast()))?;
@@ -224,7 +239,8 @@ pub unsafe extern "C" fn nrta_execute_schedule(
 /// `is_completed` must be NULL or writable.
 pub unsafe extern "C" fn nrta_is_completed(seq: nrta_seq_t, is_completed: *mut bool) -> NRT_STATUS {
     enter_status("nrta_is_completed", Guard::Lifecycle, || {
-        // SAFETY: NULL or writable by the caller's contract; checked by the helper.
+        // SAFETY: `is_completed` is NULL or valid for writing one `bool` (this function's
+        // contract); `out_param` refuses NULL and misalignment, so `out.write` is in bounds.
         let out = unsafe { out_param(is_completed, "is_completed") }?;
         let done = xu::poll_completed(seq)?;
         out.write(done);
@@ -248,7 +264,8 @@ pub unsafe extern "C" fn nrta_get_sequence(
     seq: *mut nrta_seq_t,
 ) -> NRT_STATUS {
     enter_status("nrta_get_sequence", Guard::Lifecycle, || {
-        // SAFETY: NULL or writable by the caller's contract; checked by the helper.
+        // SAFETY: `seq` is NULL or valid for writing one `nrta_seq_t` (this function's
+        // contract); `out_param` refuses NULL and misalignment, so `out.write` is in bounds.
         let out = unsafe { out_param(seq, "seq") }?;
         let last = xu::last_completed(lnc, XuType::from_raw(xu)?, index_arg(queue, "queue")?)?;
         out.write(last);

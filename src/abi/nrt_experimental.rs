@@ -36,7 +36,8 @@ pub extern "C" fn nrt_trace_start(trace_mem: bool) -> NRT_STATUS {
 /// `filename` must be NULL or NUL-terminated.
 pub unsafe extern "C" fn nrt_trace_stop(filename: *const c_char) -> NRT_STATUS {
     enter_status("nrt_trace_stop", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `filename` is NULL or NUL-terminated (this function's contract); `req_cstr`
+        // refuses NULL.
         let f = unsafe { req_cstr(filename, "filename") }?;
         crate::log_info!("nrt_trace_stop", "nothing was traced; {f:?} is not written");
         Ok(())
@@ -98,7 +99,12 @@ pub fn pool_eng_ucode() -> Option<PoolEngUcode> {
     POOL_UCODE.lock().clone()
 }
 
-fn copy_image(img: &nrt_ucode_img, what: &str, required: bool) -> crate::Result<Vec<u8>> {
+/// A copy of one microcode image.
+///
+/// # Safety
+/// If `img.size` is non-zero and at most [`MAX_UCODE_IMAGE`], `img.bin` must be NULL or point
+/// to `img.size` readable bytes not written during this call.
+unsafe fn copy_image(img: &nrt_ucode_img, what: &str, required: bool) -> crate::Result<Vec<u8>> {
     if img.size == 0 {
         if required {
             return Err(Error::invalid(format!("{what} image is empty (size 0)")));
@@ -111,7 +117,9 @@ fn copy_image(img: &nrt_ucode_img, what: &str, required: bool) -> crate::Result<
             img.size
         )));
     }
-    // SAFETY: the caller promises `bin` points to `size` readable bytes.
+    // SAFETY: `img.size` is non-zero, so `img.bin` is NULL or has `img.size` readable bytes not
+    // written during this call (this function's contract); `bytes` refuses NULL, and the slice
+    // is copied before returning.
     let b = unsafe { crate::abi::boundary::bytes(img.bin, img.size, &format!("{what}.bin")) }?;
     Ok(b.to_vec())
 }
@@ -130,7 +138,8 @@ fn copy_image(img: &nrt_ucode_img, what: &str, required: bool) -> crate::Result<
 /// `bin`, the DRAM image has a NULL `bin` with a non-zero size, or an image exceeds 64 MiB.
 ///
 /// # Safety
-/// `ucode_info` must be NULL or valid; each image's `bin` must point to `size` readable bytes.
+/// `ucode_info` must be NULL or valid for reading one `nrt_ucode_info`; each image's `bin` must
+/// be NULL or point to `size` readable bytes; none of them written during this call.
 pub unsafe extern "C" fn nrt_set_pool_eng_ucode(ucode_info: *const nrt_ucode_info) -> NRT_STATUS {
     enter_status("nrt_set_pool_eng_ucode", Guard::None, || {
         let s = state::current();
@@ -139,10 +148,15 @@ pub unsafe extern "C" fn nrt_set_pool_eng_ucode(ucode_info: *const nrt_ucode_inf
                 return Err(e);
             }
         }
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `ucode_info` is NULL or a valid `nrt_ucode_info` (this function's contract);
+        // `in_ref` refuses NULL and misalignment.
         let info = unsafe { in_ref(ucode_info, "ucode_info") }?;
-        let iram = copy_image(&info.iram, "iram", true)?;
-        let dram = copy_image(&info.dram, "dram", false)?;
+        // SAFETY: the IRAM image's `bin` points to `size` readable bytes (this function's
+        // contract), which is `copy_image`'s contract.
+        let iram = unsafe { copy_image(&info.iram, "iram", true) }?;
+        // SAFETY: the DRAM image's `bin` points to `size` readable bytes (this function's
+        // contract), which is `copy_image`'s contract.
+        let dram = unsafe { copy_image(&info.dram, "dram", false) }?;
         crate::log_info!(
             "nrt_set_pool_eng_ucode",
             "stored pool-engine microcode (iram {} bytes, dram {} bytes); the simulated pool engine does not run it",

@@ -79,7 +79,8 @@ pub unsafe extern "C" fn nrt_profile_start(
         if model.is_null() {
             return Err(Error::invalid("model is NULL"));
         }
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `filename` is NULL or NUL-terminated (this function's contract); `req_cstr`
+        // refuses NULL.
         let f = unsafe { req_cstr(filename, "filename") }?;
         nothing(
             "nrt_profile_start",
@@ -98,7 +99,8 @@ pub unsafe extern "C" fn nrt_profile_start(
 /// `filename` must be NULL or NUL-terminated.
 pub unsafe extern "C" fn nrt_profile_stop(filename: *const c_char) -> NRT_STATUS {
     enter_status("nrt_profile_stop", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `filename` is NULL or NUL-terminated (this function's contract); `req_cstr`
+        // refuses NULL.
         let f = unsafe { req_cstr(filename, "filename") }?;
         nothing("nrt_profile_stop", format_args!("{f:?} is not written"));
         Ok(())
@@ -136,7 +138,8 @@ pub extern "C" fn nrt_profile_session_start(vnc: i32) -> NRT_STATUS {
 /// `session_id` must be NULL or writable.
 pub unsafe extern "C" fn nrt_profile_session_stop(vnc: i32, session_id: *mut u64) -> NRT_STATUS {
     enter_status("nrt_profile_session_stop", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `session_id` is NULL or valid for writing one `u64` (this function's
+        // contract); `out_param` refuses NULL and misalignment, so `out.write` is in bounds.
         let out = unsafe { out_param(session_id, "session_id") }?;
         let core = visible_core(vnc.into(), "vnc")?;
         let mut s = SESSIONS.lock();
@@ -166,7 +169,8 @@ pub unsafe extern "C" fn nrt_profile_session_serialize(
     filename: *const c_char,
 ) -> NRT_STATUS {
     enter_status("nrt_profile_session_serialize", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `filename` is NULL or NUL-terminated (this function's contract); `req_cstr`
+        // refuses NULL.
         let f = unsafe { req_cstr(filename, "filename") }?;
         if !SESSIONS.lock().stopped.contains_key(&session_id) {
             return Err(Error::invalid(format!(
@@ -226,7 +230,8 @@ pub unsafe extern "C" fn nrt_profile_continuous_options_allocate(
         "nrt_profile_continuous_options_allocate",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is NULL or valid for writing one handle (this function's
+            // contract); `out_param` refuses NULL and misalignment, so `out.write` is in bounds.
             let out = unsafe { out_param(options, "options") }?;
             out.write(handle::export(ContinuousOptions::default()));
             Ok(())
@@ -245,7 +250,8 @@ pub unsafe extern "C" fn nrt_profile_continuous_options_free(
     options: *mut nrt_profile_continuous_options_t,
 ) -> NRT_STATUS {
     enter_status("nrt_profile_continuous_options_free", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `options` is not used after this call (this function's contract), so no
+        // reference from `handle::get` outlives the release; `release` refuses non-live handles.
         unsafe { handle::release::<ContinuousOptions>(options, "options") }.map(|_| ())
     })
 }
@@ -257,7 +263,8 @@ pub unsafe extern "C" fn nrt_profile_continuous_options_free(
 /// `NRT_INVALID_HANDLE` for a pointer that is not a live options object.
 ///
 /// # Safety
-/// `output_dir` must be NULL or NUL-terminated.
+/// `options` must be NULL or an options object that no other thread frees during this call;
+/// `output_dir` NULL or NUL-terminated.
 pub unsafe extern "C" fn nrt_profile_continuous_options_set_output_dir(
     options: *mut nrt_profile_continuous_options_t,
     output_dir: *const c_char,
@@ -266,9 +273,11 @@ pub unsafe extern "C" fn nrt_profile_continuous_options_set_output_dir(
         "nrt_profile_continuous_options_set_output_dir",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is not freed during this call (this function's contract), so `o`
+            // stays valid; `handle::get` refuses NULL and non-live handles before any dereference.
             let o = unsafe { handle::get::<ContinuousOptions>(options, "options") }?;
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `output_dir` is NULL or NUL-terminated (this function's contract);
+            // `req_cstr` refuses NULL.
             let dir = unsafe { req_cstr(output_dir, "output_dir") }?;
             if dir.is_empty() {
                 return Err(Error::invalid("output_dir is empty"));
@@ -282,15 +291,17 @@ pub unsafe extern "C" fn nrt_profile_continuous_options_set_output_dir(
 /// Check an optional options handle: NULL means defaults.
 ///
 /// # Safety
-/// As for [`handle::get`].
+/// `options` may be any value (NULL is `None`; a non-live handle is refused before any
+/// dereference); a live one must not be freed by another thread while the returned reference
+/// lives (`'a`).
 unsafe fn opt_options<'a>(
     options: *const nrt_profile_continuous_options_t,
 ) -> crate::Result<Option<&'a ContinuousOptions>> {
     if options.is_null() {
         return Ok(None);
     }
-    // SAFETY: `options` is NULL or a handle of this library; handle::get checks it against the live
-    // table before any dereference.
+    // SAFETY: `handle::get` checks `options` against the live table before any dereference; a
+    // live one is not freed for `'a` (this function's contract), which is `get`'s requirement.
     unsafe { handle::get::<ContinuousOptions>(options, "options") }.map(Some)
 }
 
@@ -301,12 +312,14 @@ unsafe fn opt_options<'a>(
 /// `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
-/// `options` must be NULL or an options object from this library.
+/// `options` must be NULL or an options object from this library that no other thread frees
+/// during this call.
 pub unsafe extern "C" fn nrt_profile_continuous_start(
     options: *mut nrt_profile_continuous_options_t,
 ) -> NRT_STATUS {
     enter_status("nrt_profile_continuous_start", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `options` is NULL or an options object not freed during this call (this
+        // function's contract), and `o` does not outlive the call, as `opt_options` requires.
         let o = unsafe { opt_options(options) }?;
         let dir = o.and_then(|o| o.output_dir.lock().clone());
         nothing(
@@ -339,14 +352,16 @@ pub extern "C" fn nrt_profile_continuous_stop() -> NRT_STATUS {
 /// pointer that is not a live options object; `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
-/// `options` must be NULL or an options object from this library.
+/// `options` must be NULL or an options object from this library that no other thread frees
+/// during this call.
 pub unsafe extern "C" fn nrt_profile_continuous_save(
     vnc: u32,
     options: *mut nrt_profile_continuous_options_t,
 ) -> NRT_STATUS {
     enter_status("nrt_profile_continuous_save", Guard::Lifecycle, || {
         let core = visible_core(vnc.into(), "vnc")?;
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `options` is NULL or an options object not freed during this call (this
+        // function's contract); the reference is dropped at once, as `opt_options` requires.
         unsafe { opt_options(options) }?;
         nothing(
             "nrt_profile_continuous_save",

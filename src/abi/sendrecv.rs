@@ -89,7 +89,8 @@ fn lnc_arg(v: c_int, what: &str) -> Result<u32> {
 /// The connect or accept entry's body.
 ///
 /// # Safety
-/// As the entry's.
+/// `peer_ip` must be NULL or NUL-terminated; `out` NULL or valid for writing one communicator
+/// handle.
 unsafe fn open_comm(
     peer_ip: *const c_char,
     peer_lnc: c_int,
@@ -98,9 +99,11 @@ unsafe fn open_comm(
     accept: bool,
 ) -> Result<()> {
     let name = if accept { "recv_comm" } else { "send_comm" };
-    // SAFETY: forwarded from the entry's contract.
+    // SAFETY: `out` is NULL or valid for one write (this function's contract); `out_param`
+    // refuses NULL and misalignment, so `out.write` below is in bounds.
     let out = unsafe { out_param(out, name) }?;
-    // SAFETY: forwarded from the entry's contract.
+    // SAFETY: `peer_ip` is NULL or NUL-terminated (this function's contract); `req_cstr`
+    // refuses NULL.
     let ip = unsafe { req_cstr(peer_ip, "peer_ip") }?;
     let peer_lnc = lnc_arg(peer_lnc, "peer_lnc")?;
     let lnc = lnc_arg(lnc, "lnc")?;
@@ -122,7 +125,9 @@ unsafe fn open_comm(
 /// The send or receive entry's body.
 ///
 /// # Safety
-/// As the entry's.
+/// `tensor` and `comm` may be any value (NULL and non-live handles are refused before any
+/// dereference); live ones must not be freed by another thread during this call. `request`
+/// must be NULL or valid for writing one request handle.
 unsafe fn post(
     tensor: *mut nrt_tensor_t,
     offset: usize,
@@ -131,12 +136,15 @@ unsafe fn post(
     request: *mut *mut nrt_async_sendrecv_request_t,
     send: bool,
 ) -> Result<()> {
-    // SAFETY: forwarded from the entry's contract.
+    // SAFETY: `request` is NULL or valid for one write (this function's contract); `out_param`
+    // refuses NULL and misalignment, so `out.write` below is in bounds.
     let out = unsafe { out_param(request, "request") }?;
     let name = if send { "send_comm" } else { "recv_comm" };
-    // SAFETY: `comm` is checked against the live table before use.
+    // SAFETY: a live `comm` is not freed during this call (this function's contract), so `c`
+    // stays valid; `handle::get` refuses NULL and non-live handles before any dereference.
     let c = unsafe { handle::get::<CommObject>(comm, name) }?;
-    // SAFETY: as above, for the tensor.
+    // SAFETY: a live `tensor` is not freed during this call (this function's contract), as
+    // `tensor_of` requires; it refuses NULL and non-live handles before any dereference.
     let t = unsafe { tensor_of(tensor, "tensor") }?;
     let r = match send {
         true => c.comm.send(&t, offset as u64, length as u64)?,
@@ -168,7 +176,8 @@ pub unsafe extern "C" fn nrt_async_sendrecv_get_max_num_communicators_per_lnc(
         "nrt_async_sendrecv_get_max_num_communicators_per_lnc",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `num` is NULL or valid for writing one `int` (this function's contract);
+            // `out_param` refuses NULL and misalignment, so the write is in bounds.
             unsafe { out_param(num, "num") }?.write(MAX_COMMUNICATORS_PER_LNC);
             Ok(())
         },
@@ -189,7 +198,8 @@ pub unsafe extern "C" fn nrt_async_sendrecv_get_max_num_pending_request(
         "nrt_async_sendrecv_get_max_num_pending_request",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `num` is NULL or valid for writing one `int` (this function's contract);
+            // `out_param` refuses NULL and misalignment, so the write is in bounds.
             unsafe { out_param(num, "num") }?.write(MAX_PENDING_REQUESTS);
             Ok(())
         },
@@ -233,7 +243,8 @@ pub extern "C" fn nrt_async_sendrecv_close(lnc: c_int) -> NRT_STATUS {
             let _ = unsafe { handle::release::<RequestObject>(h as *mut _, "request") };
         }
         for h in comms {
-            // SAFETY: as above.
+            // SAFETY: an address this file exported as a communicator of `lnc`; one already
+            // released is refused by the live table, and nothing else frees these.
             let _ = unsafe { handle::release::<CommObject>(h as *mut _, "comm") };
         }
         Ok(())
@@ -257,7 +268,8 @@ pub unsafe extern "C" fn nrt_async_sendrecv_connect(
     send_comm: *mut *mut nrt_async_sendrecv_comm_t,
 ) -> NRT_STATUS {
     enter_status("nrt_async_sendrecv_connect", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `peer_ip` is NUL-terminated and `send_comm` NULL or writable (this function's
+        // contract), which covers `open_comm`'s contract.
         unsafe { open_comm(peer_ip, peer_lnc, lnc, send_comm, false) }
     })
 }
@@ -276,7 +288,8 @@ pub unsafe extern "C" fn nrt_async_sendrecv_accept(
     recv_comm: *mut *mut nrt_async_sendrecv_comm_t,
 ) -> NRT_STATUS {
     enter_status("nrt_async_sendrecv_accept", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `peer_ip` is NUL-terminated and `recv_comm` NULL or writable (this function's
+        // contract), which covers `open_comm`'s contract.
         unsafe { open_comm(peer_ip, peer_lnc, lnc, recv_comm, true) }
     })
 }
@@ -289,15 +302,18 @@ pub unsafe extern "C" fn nrt_async_sendrecv_accept(
 /// `NRT_INVALID_HANDLE` for a communicator that is not live.
 ///
 /// # Safety
-/// `comm` must be a live communicator; `done` NULL or writable.
+/// `comm` must be a live communicator that no other thread frees during this call; `done`
+/// NULL or writable.
 pub unsafe extern "C" fn nrt_async_sendrecv_test_comm(
     comm: *mut nrt_async_sendrecv_comm_t,
     done: *mut bool,
 ) -> NRT_STATUS {
     enter_status("nrt_async_sendrecv_test_comm", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `done` is NULL or valid for writing one `bool` (this function's contract);
+        // `out_param` refuses NULL and misalignment, so `out.write` is in bounds.
         let out = unsafe { out_param(done, "done") }?;
-        // SAFETY: checked against the live table before use.
+        // SAFETY: `comm` is not freed during this call (this function's contract), so `c` stays
+        // valid; `handle::get` refuses NULL and non-live handles before any dereference.
         let c = unsafe { handle::get::<CommObject>(comm, "comm") }?;
         out.write(c.comm.test()?);
         Ok(())
@@ -311,7 +327,8 @@ pub unsafe extern "C" fn nrt_async_sendrecv_test_comm(
 /// comm); `NRT_RESOURCE` beyond 128 pending requests; the communicator's failure.
 ///
 /// # Safety
-/// `tensor` and `send_comm` must be live; `request` NULL or writable.
+/// `tensor` and `send_comm` must be live and not freed by another thread during this call;
+/// `request` NULL or writable.
 pub unsafe extern "C" fn nrt_async_sendrecv_send_tensor(
     tensor: *mut nrt_tensor_t,
     offset: usize,
@@ -320,7 +337,8 @@ pub unsafe extern "C" fn nrt_async_sendrecv_send_tensor(
     request: *mut *mut nrt_async_sendrecv_request_t,
 ) -> NRT_STATUS {
     enter_status("nrt_async_sendrecv_send_tensor", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `tensor` and `send_comm` are not freed during this call and `request` is NULL
+        // or writable (this function's contract), which is `post`'s contract.
         unsafe { post(tensor, offset, length, send_comm, request, true) }
     })
 }
@@ -331,7 +349,8 @@ pub unsafe extern "C" fn nrt_async_sendrecv_send_tensor(
 /// As `nrt_async_sendrecv_send_tensor`.
 ///
 /// # Safety
-/// `tensor` and `recv_comm` must be live; `request` NULL or writable.
+/// `tensor` and `recv_comm` must be live and not freed by another thread during this call;
+/// `request` NULL or writable.
 pub unsafe extern "C" fn nrt_async_sendrecv_recv_tensor(
     tensor: *mut nrt_tensor_t,
     offset: usize,
@@ -340,7 +359,8 @@ pub unsafe extern "C" fn nrt_async_sendrecv_recv_tensor(
     request: *mut *mut nrt_async_sendrecv_request_t,
 ) -> NRT_STATUS {
     enter_status("nrt_async_sendrecv_recv_tensor", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `tensor` and `recv_comm` are not freed during this call and `request` is NULL
+        // or writable (this function's contract), which is `post`'s contract.
         unsafe { post(tensor, offset, length, recv_comm, request, false) }
     })
 }
@@ -354,21 +374,25 @@ pub unsafe extern "C" fn nrt_async_sendrecv_recv_tensor(
 /// `NRT_FAILURE` otherwise), again on every later test; `NRT_INVALID`.
 ///
 /// # Safety
-/// `request` must be live; `done` NULL or writable; `size` NULL or writable.
+/// `request` must be live, and no other thread may use or free it during this call (a request
+/// reported done is freed by it); `done` NULL or writable; `size` NULL or writable.
 pub unsafe extern "C" fn nrt_async_sendrecv_test_request(
     request: *mut nrt_async_sendrecv_request_t,
     done: *mut bool,
     size: *mut usize,
 ) -> NRT_STATUS {
     enter_status("nrt_async_sendrecv_test_request", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `done` is NULL or valid for writing one `bool` (this function's contract);
+        // `out_param` refuses NULL and misalignment, so `done_out.write` is in bounds.
         let done_out = unsafe { out_param(done, "done") }?;
         let size_out = match size.is_null() {
             true => None,
-            // SAFETY: non-NULL, writable per the contract.
+            // SAFETY: `size` is non-NULL here, so valid for writing one `size_t` (this function's
+            // contract); `out_param` refuses misalignment.
             false => Some(unsafe { out_param(size, "size") }?),
         };
-        // SAFETY: checked against the live table before use.
+        // SAFETY: no other thread frees `request` during this call (this function's contract),
+        // so `r` stays valid until the release below; `handle::get` checks it first.
         let r = unsafe { handle::get::<RequestObject>(request, "request") }.map_err(|e| match e
             .kind()
         {

@@ -85,26 +85,30 @@ impl Opaque for SysTraceFetchOptions {
 }
 
 /// # Safety
-/// `p` must be NULL or a handle from this library.
+/// `p` may be any value: NULL and addresses that are not live config objects are refused
+/// before any dereference. If `p` is a live config object, no other thread may free it during
+/// this call.
 unsafe fn config(
     p: *const nrt_sys_trace_config_t,
     f: impl FnOnce(&mut CaptureSettings),
 ) -> crate::Result<()> {
-    // SAFETY: `p` is NULL or a handle of this library; handle::get checks it against the live table
-    // before any dereference.
+    // SAFETY: `handle::get` checks `p` against the live table before any dereference; a live
+    // `p` is not freed by another thread during this call (this function's contract).
     let c = unsafe { handle::get::<SysTraceConfig>(p, "options") }?;
     f(&mut c.settings.lock());
     Ok(())
 }
 
 /// # Safety
-/// `p` must be NULL or a handle from this library.
+/// `p` may be any value: NULL and addresses that are not live fetch-options objects are refused
+/// before any dereference. If `p` is a live fetch-options object, no other thread may free it
+/// during this call.
 unsafe fn fetch(
     p: *const nrt_sys_trace_fetch_options_t,
     f: impl FnOnce(&mut FetchSettings),
 ) -> crate::Result<()> {
-    // SAFETY: `p` is NULL or a handle of this library; handle::get checks it against the live table
-    // before any dereference.
+    // SAFETY: `handle::get` checks `p` against the live table before any dereference; a live
+    // `p` is not freed by another thread during this call (this function's contract).
     let c = unsafe { handle::get::<SysTraceFetchOptions>(p, "options") }?;
     f(&mut c.settings.lock());
     Ok(())
@@ -118,12 +122,15 @@ unsafe fn fetch(
 /// `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
-/// `options` must be NULL or a config handle from this library.
+/// `options` must be NULL or a config handle from this library that no other thread frees
+/// during this call.
 pub unsafe extern "C" fn nrt_sys_trace_start(options: *mut nrt_sys_trace_config_t) -> NRT_STATUS {
     enter_status("nrt_sys_trace_start", Guard::Lifecycle, || {
         let mut settings = CaptureSettings::default();
         if !options.is_null() {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is NULL or a config object that no other thread frees during this
+            // call (this function's contract), as `config` requires; `config` checks it against the
+            // live table.
             unsafe { config(options, |s| settings = s.clone()) }?;
         }
         rt::start(settings.capture());
@@ -154,24 +161,25 @@ pub extern "C" fn nrt_sys_trace_stop() -> NRT_STATUS {
 /// `NRT_UNINITIALIZED` before `nrt_init`.
 ///
 /// # Safety
-/// `buffer` and `written_size` must be NULL or writable; `options` NULL or a handle from this
-/// library.
+/// `buffer` and `written_size` must be NULL or writable; `options` NULL or a fetch-options
+/// handle from this library that no other thread frees during this call.
 pub unsafe extern "C" fn nrt_sys_trace_fetch_events(
     buffer: *mut *mut c_char,
     written_size: *mut usize,
     options: *const nrt_sys_trace_fetch_options_t,
 ) -> NRT_STATUS {
     enter_status("nrt_sys_trace_fetch_events", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
-        let (b, w) = unsafe {
-            (
-                out_param(buffer, "buffer")?,
-                out_param(written_size, "written_size")?,
-            )
-        };
+        // SAFETY: `buffer` is NULL or valid for writing one `char *` (this function's contract);
+        // `out_param` refuses NULL and misalignment, so `b.write` below is in bounds.
+        let b = unsafe { out_param(buffer, "buffer") }?;
+        // SAFETY: `written_size` is NULL or valid for writing one `size_t` (this function's
+        // contract); `out_param` refuses NULL and misalignment, so `w.write` below is in bounds.
+        let w = unsafe { out_param(written_size, "written_size") }?;
         let mut how = FetchSettings::default();
         if !options.is_null() {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is NULL or a fetch-options object that no other thread frees during
+            // this call (this function's contract), as `fetch` requires; `fetch` checks it against
+            // the live table.
             unsafe { fetch(options, |s| how = s.clone()) }?;
         }
         // A core index past u32 names no core: nothing to fetch.
@@ -192,7 +200,8 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_events(
 /// `buffer` must not be used afterwards.
 pub unsafe extern "C" fn nrt_sys_trace_buffer_free(buffer: *mut c_char) {
     enter_void("nrt_sys_trace_buffer_free", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `buffer` is not used after this call (this function's contract); `free_buffer`
+        // frees it only if it is a live buffer from `export_buffer`, and NULL is a no-op.
         unsafe { handle::free_buffer(buffer, "buffer") }
     })
 }
@@ -200,14 +209,19 @@ pub unsafe extern "C" fn nrt_sys_trace_buffer_free(buffer: *mut c_char) {
 /// Write a list of event-type names to the out-parameters (after checking both).
 ///
 /// # Safety
-/// Both pointers must be NULL or writable.
+/// `list` must be NULL or valid for writing one `const char **`, and `count` NULL or valid for
+/// writing one `usize`, with no other access to either during this call.
 unsafe fn type_list(
     list: *mut *mut *const c_char,
     count: *mut usize,
     items: &[&str],
 ) -> crate::Result<()> {
-    // SAFETY: `list` and `count` are NULL (refused by out_param) or writable, as # Safety requires.
-    let (l, c) = unsafe { (out_param(list, "event_types")?, out_param(count, "count")?) };
+    // SAFETY: `list` is NULL or valid for one write (this function's contract); `out_param`
+    // refuses NULL and misalignment, so `l.write` below is in bounds.
+    let l = unsafe { out_param(list, "event_types") }?;
+    // SAFETY: `count` is NULL or valid for one write (this function's contract); `out_param`
+    // refuses NULL and misalignment, so `c.write` below is in bounds.
+    let c = unsafe { out_param(count, "count") }?;
     let (p, n) = handle::export_list(items, "event_types")?;
     l.write(p);
     c.write(n);
@@ -228,7 +242,8 @@ pub unsafe extern "C" fn nrt_sys_trace_get_event_types(
     count: *mut usize,
 ) -> NRT_STATUS {
     enter_status("nrt_sys_trace_get_event_types", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `event_types` and `count` are each NULL or valid for one write (this function's
+        // contract), as `type_list` requires.
         unsafe { type_list(event_types, count, &rt::EVENT_TYPES) }
     })
 }
@@ -244,7 +259,8 @@ pub unsafe extern "C" fn nrt_sys_trace_free_event_types(
     count: usize,
 ) {
     enter_void("nrt_sys_trace_free_event_types", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `event_types` is not used after this call (this function's contract); `free_list`
+        // frees it only if it is a live list from `export_list`, and NULL is a no-op.
         unsafe { handle::free_list(event_types, count, "event_types") }
     })
 }
@@ -260,7 +276,8 @@ pub unsafe extern "C" fn nrt_sys_trace_config_allocate(
     options: *mut *mut nrt_sys_trace_config_t,
 ) -> NRT_STATUS {
     enter_status("nrt_sys_trace_config_allocate", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `options` is NULL or valid for writing one handle (this function's contract);
+        // `out_param` refuses NULL and misalignment, so `out.write` is in bounds.
         let out = unsafe { out_param(options, "options") }?;
         out.write(handle::export(SysTraceConfig::default()));
         Ok(())
@@ -273,7 +290,8 @@ pub unsafe extern "C" fn nrt_sys_trace_config_allocate(
 /// `options` must not be used afterwards.
 pub unsafe extern "C" fn nrt_sys_trace_config_free(options: *mut nrt_sys_trace_config_t) {
     enter_void("nrt_sys_trace_config_free", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `options` is not used after this call (this function's contract), so no reference
+        // from `handle::get` outlives the release; `release` refuses non-live handles.
         unsafe { handle::release::<SysTraceConfig>(options, "options") }.map(|_| ())
     })
 }
@@ -281,10 +299,13 @@ pub unsafe extern "C" fn nrt_sys_trace_config_free(options: *mut nrt_sys_trace_c
 /// Reset a capture-config object to its defaults (NULL or unknown: logged and ignored).
 ///
 /// # Safety
-/// `options` must be NULL or a config handle from this library.
+/// `options` must be NULL or a config handle from this library that no other thread frees
+/// during this call.
 pub unsafe extern "C" fn nrt_sys_trace_config_set_defaults(options: *mut nrt_sys_trace_config_t) {
     enter_void("nrt_sys_trace_config_set_defaults", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `options` is NULL or a config object that no other thread frees during this call
+        // (this function's contract), as `config` requires; `config` checks it against the live
+        // table.
         unsafe { config(options, |s| *s = CaptureSettings::default()) }
     })
 }
@@ -293,7 +314,8 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_defaults(options: *mut nrt_sys
 /// ignored).
 ///
 /// # Safety
-/// `options` must be NULL or a config handle from this library.
+/// `options` must be NULL or a config handle from this library that no other thread frees
+/// during this call.
 pub unsafe extern "C" fn nrt_sys_trace_config_set_max_events_per_nc(
     options: *mut nrt_sys_trace_config_t,
     max_events_per_nc: u64,
@@ -302,7 +324,9 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_max_events_per_nc(
         "nrt_sys_trace_config_set_max_events_per_nc",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is NULL or a config object that no other thread frees during this
+            // call (this function's contract), as `config` requires; `config` checks it against the
+            // live table.
             unsafe { config(options, |s| s.max_events_per_nc = max_events_per_nc) }
         },
     )
@@ -312,7 +336,8 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_max_events_per_nc(
 /// unless disabled; NULL or unknown: logged and ignored).
 ///
 /// # Safety
-/// `options` must be NULL or a config handle from this library.
+/// `options` must be NULL or a config handle from this library that no other thread frees
+/// during this call.
 pub unsafe extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_nc(
     options: *mut nrt_sys_trace_config_t,
     nc_idx: u32,
@@ -322,7 +347,9 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_nc(
         "nrt_sys_trace_config_set_capture_enabled_for_nc",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is NULL or a config object that no other thread frees during this
+            // call (this function's contract), as `config` requires; `config` checks it against the
+            // live table.
             unsafe {
                 config(options, |s| {
                     s.capture_nc.insert(nc_idx, enabled);
@@ -340,7 +367,8 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_nc(
 /// `options` is not a live config object.
 ///
 /// # Safety
-/// `options` must be NULL or a config handle; `event_type` NULL or NUL-terminated.
+/// `options` must be NULL or a config handle that no other thread frees during this call;
+/// `event_type` NULL or NUL-terminated.
 pub unsafe extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_event_type(
     options: *mut nrt_sys_trace_config_t,
     event_type: *const c_char,
@@ -350,9 +378,12 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_event_type
         "nrt_sys_trace_config_set_capture_enabled_for_event_type",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `event_type` is NULL or NUL-terminated (this function's contract); `req_cstr`
+            // refuses NULL.
             let name = unsafe { req_cstr(event_type, "event_type") }?;
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is NULL or a config object that no other thread frees during this
+            // call (this function's contract), as `config` requires; `config` checks it against the
+            // live table.
             unsafe {
                 config(options, |s| {
                     s.event_types.insert(name, enabled);
@@ -370,7 +401,8 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_event_type
 /// a live config object.
 ///
 /// # Safety
-/// `options` must be NULL or a config handle; `event_types` and `count` NULL or writable.
+/// `options` must be NULL or a config handle that no other thread frees during this call;
+/// `event_types` and `count` NULL or writable.
 pub unsafe extern "C" fn nrt_sys_trace_config_get_enabled_event_types(
     options: *mut nrt_sys_trace_config_t,
     event_types: *mut *mut *const c_char,
@@ -381,9 +413,12 @@ pub unsafe extern "C" fn nrt_sys_trace_config_get_enabled_event_types(
         Guard::None,
         || {
             let mut types = Vec::new();
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is NULL or a config object that no other thread frees during this
+            // call (this function's contract), as `config` requires; `config` checks it against the
+            // live table.
             unsafe { config(options, |s| types = s.capture().enabled_types()) }?;
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `event_types` and `count` are each NULL or valid for one write (this
+            // function's contract), as `type_list` requires.
             unsafe { type_list(event_types, count, &types) }
         },
     )
@@ -400,7 +435,8 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_options_allocate(
     options: *mut *mut nrt_sys_trace_fetch_options_t,
 ) -> NRT_STATUS {
     enter_status("nrt_sys_trace_fetch_options_allocate", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `options` is NULL or valid for writing one handle (this function's contract);
+        // `out_param` refuses NULL and misalignment, so `out.write` is in bounds.
         let out = unsafe { out_param(options, "options") }?;
         out.write(handle::export(SysTraceFetchOptions::default()));
         Ok(())
@@ -415,7 +451,8 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_options_free(
     options: *mut nrt_sys_trace_fetch_options_t,
 ) {
     enter_void("nrt_sys_trace_fetch_options_free", Guard::None, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `options` is not used after this call (this function's contract), so no reference
+        // from `handle::get` outlives the release; `release` refuses non-live handles.
         unsafe { handle::release::<SysTraceFetchOptions>(options, "options") }.map(|_| ())
     })
 }
@@ -423,7 +460,8 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_options_free(
 /// Reset a fetch-options object to its defaults (NULL or unknown: logged and ignored).
 ///
 /// # Safety
-/// `options` must be NULL or a fetch-options handle from this library.
+/// `options` must be NULL or a fetch-options handle from this library that no other thread
+/// frees during this call.
 pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_defaults(
     options: *mut nrt_sys_trace_fetch_options_t,
 ) {
@@ -431,7 +469,9 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_defaults(
         "nrt_sys_trace_fetch_options_set_defaults",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is NULL or a fetch-options object that no other thread frees during
+            // this call (this function's contract), as `fetch` requires; `fetch` checks it against
+            // the live table.
             unsafe { fetch(options, |s| *s = FetchSettings::default()) }
         },
     )
@@ -440,7 +480,8 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_defaults(
 /// Set how many events are fetched per core (NULL or unknown: logged and ignored).
 ///
 /// # Safety
-/// `options` must be NULL or a fetch-options handle from this library.
+/// `options` must be NULL or a fetch-options handle from this library that no other thread
+/// frees during this call.
 pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_max_events_per_nc(
     options: *mut nrt_sys_trace_fetch_options_t,
     max_events_per_nc: u64,
@@ -449,7 +490,9 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_max_events_per_nc(
         "nrt_sys_trace_fetch_options_set_max_events_per_nc",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is NULL or a fetch-options object that no other thread frees during
+            // this call (this function's contract), as `fetch` requires; `fetch` checks it against
+            // the live table.
             unsafe { fetch(options, |s| s.max_events_per_nc = max_events_per_nc) }
         },
     )
@@ -458,7 +501,8 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_max_events_per_nc(
 /// Fetch from logical core `nc_idx` only (NULL or unknown: logged and ignored).
 ///
 /// # Safety
-/// `options` must be NULL or a fetch-options handle from this library.
+/// `options` must be NULL or a fetch-options handle from this library that no other thread
+/// frees during this call.
 pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_nc_idx(
     options: *mut nrt_sys_trace_fetch_options_t,
     nc_idx: u64,
@@ -467,7 +511,9 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_nc_idx(
         "nrt_sys_trace_fetch_options_set_nc_idx",
         Guard::None,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `options` is NULL or a fetch-options object that no other thread frees during
+            // this call (this function's contract), as `fetch` requires; `fetch` checks it against
+            // the live table.
             unsafe { fetch(options, |s| s.nc_idx = Some(nc_idx)) }
         },
     )

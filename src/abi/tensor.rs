@@ -61,9 +61,12 @@ pub unsafe extern "C" fn nrt_tensor_allocate(
     tensor: *mut *mut nrt_tensor_t,
 ) -> NRT_STATUS {
     enter_status("nrt_tensor_allocate", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `tensor` is NULL or valid for writing one `nrt_tensor_t *` (this function's
+        // contract); `out_param` refuses NULL and misalignment, so the final `out.write` is in
+        // bounds.
         let out = unsafe { out_param(tensor, "tensor") }?;
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `name` is NULL or NUL-terminated (this function's contract); `opt_cstr` does not
+        // read NULL.
         let name = unsafe { opt_cstr(name) }.unwrap_or_default();
         let placement = match tensor_placement {
             0 => Placement::Device,
@@ -109,7 +112,8 @@ pub unsafe extern "C" fn nrt_tensor_allocate(
 /// `tensor` must be NULL or point to a readable and writable `nrt_tensor_t *`.
 pub unsafe extern "C" fn nrt_tensor_free(tensor: *mut *mut nrt_tensor_t) {
     enter_void("nrt_tensor_free", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `tensor` is NULL or a readable `nrt_tensor_t *` slot (this function's contract);
+        // `freed_slot` does not read NULL and refuses a misaligned slot.
         if let Some(h) = unsafe { freed_slot(tensor, "tensor") }? {
             // SAFETY: the handle table checks `h`; no reference to the object outlives this.
             unsafe { handle::release::<TensorObject>(h, "*tensor") }?;
@@ -135,10 +139,12 @@ pub unsafe extern "C" fn nrt_tensor_read(
     size: usize,
 ) -> NRT_STATUS {
     enter_status("nrt_tensor_read", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `tensor` is a live tensor (this function's contract), so no other thread frees it
+        // during this call; `tensor_of` refuses NULL and non-live handles before any dereference.
         let t = unsafe { tensor_of(tensor, "tensor") }?;
         buffer(buf, size, "buf")?;
-        // SAFETY: `buf` has `size` writable bytes by contract.
+        // SAFETY: `buf` has `size` writable bytes (this function's contract) and `buffer`
+        // refused NULL with `size` > 0, which is `read_raw`'s contract for `dst`.
         unsafe { t.read_raw(offset as u64, buf.cast(), size as u64) }
     })
 }
@@ -157,10 +163,12 @@ pub unsafe extern "C" fn nrt_tensor_write(
     size: usize,
 ) -> NRT_STATUS {
     enter_status("nrt_tensor_write", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `tensor` is a live tensor (this function's contract), so no other thread frees it
+        // during this call; `tensor_of` refuses NULL and non-live handles before any dereference.
         let t = unsafe { tensor_of(tensor, "tensor") }?;
         buffer(buf, size, "buf")?;
-        // SAFETY: `buf` has `size` readable bytes by contract.
+        // SAFETY: `buf` has `size` readable bytes (this function's contract) and `buffer`
+        // refused NULL with `size` > 0, which is `write_raw`'s contract for `src`.
         unsafe { t.write_raw(offset as u64, buf.cast(), size as u64) }
     })
 }
@@ -169,7 +177,10 @@ pub unsafe extern "C" fn nrt_tensor_write(
 /// failing batch call changes nothing. Returns each operation with its tensor.
 ///
 /// # Safety
-/// `batches` must point to `num_batches` batch descriptors whose `ops` arrays are valid.
+/// If `num_batches > 0`, `batches` must be NULL or point to `num_batches` initialised batch
+/// descriptors, and each descriptor with `num_ops > 0` must have `ops` NULL or pointing to
+/// `num_ops` initialised operations; none of them may be written, and no tensor they name may
+/// be freed by another thread, during this call. Alignment is checked here (`in_ref`).
 unsafe fn checked_batches(
     batches: *const nrt_tensor_batch_t,
     num_batches: u64,
@@ -178,23 +189,29 @@ unsafe fn checked_batches(
     if num_batches == 0 {
         return Ok(Vec::new());
     }
-    // SAFETY: checked for NULL/alignment; `num_batches` entries by contract.
+    // SAFETY: `num_batches > 0`, so `batches` is NULL or points to initialised descriptors not
+    // written during this call (this function's contract); `in_ref` refuses NULL and misalignment.
     let first = unsafe { in_ref(batches, "batches") }?;
     let n = usize::try_from(num_batches)
         .map_err(|_| Error::invalid(format!("num_batches {num_batches} is too large")))?;
-    // SAFETY: `first` is valid and aligned; the caller promises `n` entries.
+    // SAFETY: `first` is `batches`, non-NULL and aligned (checked by `in_ref`), and points to
+    // `num_batches` = `n` initialised descriptors not written during this call (this function's
+    // contract).
     let all = unsafe { std::slice::from_raw_parts(std::ptr::from_ref(first), n) };
     let mut work = Vec::new();
     for (i, b) in all.iter().enumerate() {
-        // SAFETY: the handle is checked against the live table before it is dereferenced, and the
-        // caller's contract keeps other threads from freeing it meanwhile.
+        // SAFETY: no tensor named by a descriptor is freed by another thread during this call
+        // (this function's contract); `tensor_of` checks `b.tensor` against the live table first.
         let t = unsafe { tensor_of(b.tensor, &format!("batches[{i}].tensor")) }?;
         if b.num_ops == 0 {
             continue;
         }
-        // SAFETY: checked for NULL/alignment; `num_ops` entries by contract.
+        // SAFETY: `num_ops > 0`, so `b.ops` is NULL or points to initialised ops not written
+        // during this call (this function's contract); `in_ref` refuses NULL and misalignment.
         let op0 = unsafe { in_ref(b.ops, &format!("batches[{i}].ops")) }?;
-        // SAFETY: as above.
+        // SAFETY: `op0` is a valid, aligned `nrt_tensor_batch_op_t` and `b.ops` points to
+        // `b.num_ops` of them, not written during this call (this function's contract), so the
+        // slice covers readable ops.
         let ops =
             unsafe { std::slice::from_raw_parts(std::ptr::from_ref(op0), b.num_ops as usize) };
         for (j, o) in ops.iter().enumerate() {
@@ -219,7 +236,9 @@ unsafe fn checked_batches(
 /// before `nrt_init`.
 ///
 /// # Safety
-/// `batches` must point to `num_batches` valid batch descriptors.
+/// `batches` must be NULL or point to `num_batches` batch descriptors, each with `ops` NULL or
+/// pointing to `num_ops` operations whose `buffer` is NULL or has `size` writable bytes. None of
+/// them may be accessed by another thread, and no tensor they name freed, during this call.
 pub unsafe extern "C" fn nrt_tensor_read_batch(
     batches: *const nrt_tensor_batch_t,
     num_batches: u64,
@@ -227,9 +246,12 @@ pub unsafe extern "C" fn nrt_tensor_read_batch(
 ) -> NRT_STATUS {
     enter_status("nrt_tensor_read_batch", Guard::Lifecycle, || {
         let _ = r#unsafe;
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `batches` points to `num_batches` descriptors whose ops are valid, and no named
+        // tensor is freed during this call (this function's contract), which is what
+        // `checked_batches` requires.
         for (t, o) in unsafe { checked_batches(batches, num_batches, "read") }? {
-            // SAFETY: range checked; `buffer` has `size` writable bytes by contract.
+            // SAFETY: `checked_batches` refused a NULL `buffer` with `size` > 0, and each op's
+            // `buffer` has `size` writable bytes (this function's contract): `read_raw`'s.
             unsafe { t.read_raw(o.offset, o.buffer.cast(), o.size) }?;
         }
         Ok(())
@@ -243,7 +265,9 @@ pub unsafe extern "C" fn nrt_tensor_read_batch(
 /// As `nrt_tensor_read_batch`.
 ///
 /// # Safety
-/// `batches` must point to `num_batches` valid batch descriptors.
+/// `batches` must be NULL or point to `num_batches` batch descriptors, each with `ops` NULL or
+/// pointing to `num_ops` operations whose `buffer` is NULL or has `size` readable bytes. None of
+/// them may be written by another thread, and no tensor they name freed, during this call.
 pub unsafe extern "C" fn nrt_tensor_write_batch(
     batches: *const nrt_tensor_batch_t,
     num_batches: u64,
@@ -251,9 +275,12 @@ pub unsafe extern "C" fn nrt_tensor_write_batch(
 ) -> NRT_STATUS {
     enter_status("nrt_tensor_write_batch", Guard::Lifecycle, || {
         let _ = r#unsafe;
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `batches` points to `num_batches` descriptors whose ops are valid, and no named
+        // tensor is freed during this call (this function's contract), which is what
+        // `checked_batches` requires.
         for (t, o) in unsafe { checked_batches(batches, num_batches, "write") }? {
-            // SAFETY: range checked; `buffer` has `size` readable bytes by contract.
+            // SAFETY: `checked_batches` refused a NULL `buffer` with `size` > 0, and each op's
+            // `buffer` has `size` readable bytes (this function's contract): `write_raw`'s.
             unsafe { t.write_raw(o.offset, o.buffer.cast_const().cast(), o.size) }?;
         }
         Ok(())
@@ -277,8 +304,12 @@ pub unsafe extern "C" fn nrt_tensor_copy(
     size: usize,
 ) -> NRT_STATUS {
     enter_status("nrt_tensor_copy", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
-        let (s, d) = unsafe { (tensor_of(src, "src")?, tensor_of(dst, "dst")?) };
+        // SAFETY: `src` is a live tensor (this function's contract), so no other thread frees it
+        // during this call; `tensor_of` refuses NULL and non-live handles before any dereference.
+        let s = unsafe { tensor_of(src, "src") }?;
+        // SAFETY: `dst` is a live tensor (this function's contract), so no other thread frees it
+        // during this call; `tensor_of` refuses NULL and non-live handles before any dereference.
+        let d = unsafe { tensor_of(dst, "dst") }?;
         if s.placement() == Placement::Device
             && d.placement() == Placement::Device
             && s.vnc() != d.vnc()
@@ -299,7 +330,9 @@ pub unsafe extern "C" fn nrt_tensor_copy(
 /// `tensor` must be NULL or a live tensor.
 pub unsafe extern "C" fn nrt_tensor_get_size(tensor: *const nrt_tensor_t) -> usize {
     enter_value("nrt_tensor_get_size", Guard::Lifecycle, 0, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `tensor` is NULL or a live tensor (this function's contract), so no other thread
+        // frees it during this call; `tensor_of` refuses NULL and non-live handles before any
+        // dereference.
         Ok(unsafe { tensor_of(tensor, "tensor") }?.size() as usize)
     })
 }
@@ -319,7 +352,8 @@ pub unsafe extern "C" fn nrt_tensor_memset(
     size: usize,
 ) -> NRT_STATUS {
     enter_status("nrt_tensor_memset", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `tensor` is a live tensor (this function's contract), so no other thread frees it
+        // during this call; `tensor_of` refuses NULL and non-live handles before any dereference.
         let t = unsafe { tensor_of(tensor, "tensor") }?;
         t.fill(offset, value as u8, size as u64)
     })
@@ -339,9 +373,12 @@ pub unsafe extern "C" fn nrt_tensor_allocate_empty(
     tensor: *mut *mut nrt_tensor_t,
 ) -> NRT_STATUS {
     enter_status("nrt_tensor_allocate_empty", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `tensor` is NULL or valid for writing one `nrt_tensor_t *` (this function's
+        // contract); `out_param` refuses NULL and misalignment, so the final `out.write` is in
+        // bounds.
         let out = unsafe { out_param(tensor, "tensor") }?;
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `name` is NULL or NUL-terminated (this function's contract); `opt_cstr` does not
+        // read NULL.
         let name = unsafe { opt_cstr(name) }.unwrap_or_default();
         let t = Tensor::empty(&name);
         out.write(handle::export(TensorObject {
@@ -367,7 +404,9 @@ pub unsafe extern "C" fn nrt_tensor_attach_buffer(
     size: usize,
 ) -> NRT_STATUS {
     enter_status("nrt_tensor_attach_buffer", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract; checked by the handle table.
+        // SAFETY: `tensor` is a live tensor (this function's contract), so no other thread frees it
+        // while `obj` is used; `handle::get` refuses NULL and non-live handles before any
+        // dereference.
         let obj = unsafe { handle::get::<TensorObject>(tensor, "tensor") }?;
         // SAFETY: the caller keeps `buffer` valid for `size` bytes while attached.
         unsafe { obj.tensor.write().attach(buffer.cast(), size as u64) }
@@ -393,11 +432,16 @@ pub unsafe extern "C" fn nrt_tensor_allocate_slice(
     tensor_slice: *mut *mut nrt_tensor_t,
 ) -> NRT_STATUS {
     enter_status("nrt_tensor_allocate_slice", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `tensor_slice` is NULL or valid for writing one `nrt_tensor_t *` (this function's
+        // contract); `out_param` refuses NULL and misalignment, so the final `out.write` is in
+        // bounds.
         let out = unsafe { out_param(tensor_slice, "tensor_slice") }?;
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `tensor_source` is a live tensor (this function's contract), so no other thread
+        // frees it during this call; `tensor_of` refuses NULL and non-live handles before any
+        // dereference.
         let src = unsafe { tensor_of(tensor_source, "tensor_source") }?;
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `name` is NULL or NUL-terminated (this function's contract); `opt_cstr` does not
+        // read NULL.
         let name = unsafe { opt_cstr(name) }.unwrap_or_default();
         let t = src.slice(offset as u64, size as u64, &name)?;
         out.write(handle::export(TensorObject {
@@ -419,7 +463,9 @@ pub unsafe extern "C" fn nrt_tensor_get_va(tensor: *const nrt_tensor_t) -> *mut 
         Guard::Lifecycle,
         std::ptr::null_mut(),
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `tensor` is NULL or a live tensor (this function's contract), so no other
+            // thread frees it during this call; `tensor_of` refuses NULL and non-live handles
+            // before any dereference.
             let t = unsafe { tensor_of(tensor, "tensor") }?;
             if !t.has_storage() {
                 return Err(Error::invalid(format!(
@@ -451,9 +497,12 @@ pub unsafe extern "C" fn nrt_tensor_get_device_allocation_info(
         "nrt_tensor_get_device_allocation_info",
         Guard::Lifecycle,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `alloc_info` is NULL or valid for one write (this function's contract);
+            // `out_param` refuses NULL and misalignment, so the final `out.write` is in bounds.
             let out = unsafe { out_param(alloc_info, "alloc_info") }?;
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `tensor` is a live tensor (this function's contract), so no other thread
+            // frees it during this call; `tensor_of` refuses NULL and non-live handles before any
+            // dereference.
             let t = unsafe { tensor_of(tensor, "tensor") }?;
             if t.placement() != Placement::Device {
                 return Err(Error::invalid(format!(
@@ -485,15 +534,18 @@ pub unsafe extern "C" fn nrt_tensor_get_device_allocation_info(
 /// on success.
 ///
 /// # Safety
-/// `tensor` must be NULL or a tensor handle; `lnc_idx` NULL or writable.
+/// `tensor` must be NULL or a tensor handle that no other thread frees during this call;
+/// `lnc_idx` NULL or writable.
 pub unsafe extern "C" fn nrt_tensor_get_lnc_index(
     tensor: *const nrt_tensor_t,
     lnc_idx: *mut c_int,
 ) -> NRT_STATUS {
     enter_status("nrt_tensor_get_lnc_index", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `lnc_idx` is NULL or valid for writing one `int` (this function's contract);
+        // `out_param` refuses NULL and misalignment, so the final `out.write` is in bounds.
         let out = unsafe { out_param(lnc_idx, "lnc_idx") }?;
-        // SAFETY: forwarded; the handle table checks `tensor` before any dereference.
+        // SAFETY: no other thread frees `tensor` during this call (this function's contract);
+        // `tensor_of` refuses NULL and non-live handles before any dereference.
         let t = unsafe { tensor_of(tensor, "tensor") }?;
         let idx = match t.vnc() {
             Some(v) => c_int::try_from(v).map_err(|_| {
@@ -530,7 +582,9 @@ pub unsafe extern "C" fn nrt_tensor_check_output_completion(
         "nrt_tensor_check_output_completion",
         Guard::Lifecycle,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `output_tensor` is NULL or a live tensor (this function's contract), so no
+            // other thread frees it during this call; `tensor_of` refuses NULL and non-live handles
+            // before any dereference.
             let t = unsafe { tensor_of(output_tensor, "output_tensor") }?;
             let limit = u64::try_from(timeout).ok().map(Duration::from_micros);
             match t.wait_output_completions(expected_completion_count, limit) {
@@ -560,7 +614,9 @@ pub unsafe extern "C" fn nrt_tensor_reset_output_completion(
         "nrt_tensor_reset_output_completion",
         Guard::Lifecycle,
         || {
-            // SAFETY: forwarded from this function's contract.
+            // SAFETY: `output_tensor` is NULL or a live tensor (this function's contract), so no
+            // other thread frees it during this call; `tensor_of` refuses NULL and non-live handles
+            // before any dereference.
             unsafe { tensor_of(output_tensor, "output_tensor") }?.reset_output_completions();
             Ok(())
         },

@@ -1,5 +1,5 @@
 //! `nrt.h` tensor sets (docs/contract/abi.md §3.3): the name → tensor maps `nrt_execute` consumes.
-//! A child of [`tensor`](super) (declared there, so `src/abi/mod.rs` re-exports it with the
+//! A child of [`tensor`](super) (declared there, so `src/abi.rs` re-exports it with the
 //! tensor functions).
 //!
 //! **Sets store handles, not tensors** (§3.3: "the set stores the pointer"). Destroying a set
@@ -30,7 +30,8 @@ use crate::error::Error;
 /// `result` must be NULL or writable.
 pub unsafe extern "C" fn nrt_allocate_tensor_set(result: *mut *mut nrt_tensor_set_t) -> NRT_STATUS {
     enter_status("nrt_allocate_tensor_set", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `result` is NULL or valid for writing one `nrt_tensor_set_t *` (this function's
+        // contract); `out_param` refuses NULL and misalignment, so `out.write` is in bounds.
         let out = unsafe { out_param(result, "result") }?;
         out.write(handle::export(TensorSet::default()));
         Ok(())
@@ -45,7 +46,8 @@ pub unsafe extern "C" fn nrt_allocate_tensor_set(result: *mut *mut nrt_tensor_se
 /// `tensor_set` must be NULL or point to a readable and writable `nrt_tensor_set_t *`.
 pub unsafe extern "C" fn nrt_destroy_tensor_set(tensor_set: *mut *mut nrt_tensor_set_t) {
     enter_void("nrt_destroy_tensor_set", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `tensor_set` is NULL or a readable `nrt_tensor_set_t *` slot (this function's
+        // contract); `freed_slot` does not read NULL and refuses a misaligned slot.
         if let Some(h) = unsafe { freed_slot(tensor_set, "tensor_set") }? {
             // SAFETY: the handle table checks `h`; no reference to the set outlives this.
             unsafe { handle::release::<TensorSet>(h, "*tensor_set") }?;
@@ -72,9 +74,12 @@ pub unsafe extern "C" fn nrt_add_tensor_to_tensor_set(
     tensor: *mut nrt_tensor_t,
 ) -> NRT_STATUS {
     enter_status("nrt_add_tensor_to_tensor_set", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract; checked by the handle table.
+        // SAFETY: `tensor_set` is a live set (this function's contract), so no other thread frees
+        // it while `set` is used; `handle::get` refuses NULL and non-live handles before any
+        // dereference.
         let set = unsafe { handle::get::<TensorSet>(tensor_set, "tensor_set") }?;
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `tensor_name` is NUL-terminated (this function's contract); `req_cstr` also
+        // refuses NULL.
         let name = unsafe { req_cstr(tensor_name, "tensor_name") }?;
         // SAFETY: checked by the handle table; only its liveness matters here.
         unsafe { handle::get::<TensorObject>(tensor, "tensor") }?;
@@ -98,11 +103,15 @@ pub unsafe extern "C" fn nrt_get_tensor_from_tensor_set(
     tensor: *mut *mut nrt_tensor_t,
 ) -> NRT_STATUS {
     enter_status("nrt_get_tensor_from_tensor_set", Guard::Lifecycle, || {
-        // SAFETY: forwarded from this function's contract; checked by the handle table.
+        // SAFETY: `tensor_set` is a live set (this function's contract), so no other thread frees
+        // it while `set` is used; `handle::get` refuses NULL and non-live handles before any
+        // dereference.
         let set = unsafe { handle::get::<TensorSet>(tensor_set, "tensor_set") }?;
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `tensor_name` is NUL-terminated (this function's contract); `req_cstr` also
+        // refuses NULL.
         let name = unsafe { req_cstr(tensor_name, "tensor_name") }?;
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: `tensor` is NULL or valid for writing one `nrt_tensor_t *` (this function's
+        // contract); `out_param` refuses NULL and misalignment, so `out.write` is in bounds.
         let out = unsafe { out_param(tensor, "tensor") }?;
         let p =
             set.entries.lock().get(&name).copied().ok_or_else(|| {

@@ -1004,6 +1004,3 @@ use replay::{Packet, Replay, SharedReplay};
 
 #[cfg(test)]
 mod tests;
-
-#[cfg(test)]
-mod e2e_tests;

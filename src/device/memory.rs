@@ -23,6 +23,11 @@
 //! **Errors** ([`MemError`]) carry the address as issued; the DMA engine reports them as an
 //! engine abort (`NRT_EXEC_HW_ERR_DMA_ABORT` class, §12) with the descriptor. Nothing here
 //! panics on a bad address.
+//!
+//! Children: `error` ([`MemError`]) and `region` (one mapped region and where its bytes live).
+
+mod error;
+mod region;
 
 use std::sync::Arc;
 
@@ -39,7 +44,7 @@ const ON_CHIP_END: u64 = 1 << 48;
 /// process abort a failed allocation would be. Raise it here if a real workload needs more.
 pub const MAX_REGION_BYTES: u64 = 1 << 36;
 
-pub use super::memory_error::MemError;
+pub use error::MemError;
 
 /// What a write touched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +112,7 @@ pub(crate) enum Place {
     },
 }
 
-use super::memory_region::{Backing, Region};
+use region::{Backing, Region};
 
 /// The sort key of an on-chip address (bits 47:0) of `chip`: the chip above bit 48.
 fn key(chip: u8, on_chip: u64) -> u64 {

@@ -131,7 +131,8 @@ enum Store {
 // SAFETY: the pointer targets memory kept alive by `_keep` (ExternalBytes: Send + Sync) and is
 // only accessed through atomics.
 unsafe impl Send for Store {}
-// SAFETY: as above: shared access is through atomics only.
+// SAFETY: `&Store` reads `words` only through its atomics, in memory `_keep` keeps alive;
+// `notify` is `Send + Sync`.
 unsafe impl Sync for Store {}
 
 /// One EVT_SEM block: 256 × i32 semaphores and 256 event bits (docs/contract/device.md §5.1), owned by the

@@ -2,6 +2,7 @@
 //! the one-element functions, and the dtype errors.
 
 use super::*;
+use crate::error::ErrorKind;
 
 fn bf(bits: u32) -> u16 {
     f32_to_bf16(f32::from_bits(bits))
@@ -132,12 +133,14 @@ fn bulk_paths_match_one_element_functions() {
 
 #[test]
 fn non_float_io_types_are_rejected() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let n = Numerics::default();
     for d in Dtype::ALL {
         let r = FloatCodec::new(*d, &n);
         assert_eq!(r.is_ok(), d.is_cce_reducible(), "{d}");
     }
     let e = FloatCodec::new(Dtype::Fp32r, &n).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
     assert!(e.message().contains("accumulation type"), "{e}");
     assert_eq!(size_bytes(Dtype::Uint64).unwrap(), 8);
     assert!(size_bytes(Dtype::Invalid).is_err());

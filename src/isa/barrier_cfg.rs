@@ -227,7 +227,9 @@ fn need(b: &[u8], n: usize, what: &str) -> Result<()> {
         return Err(Error::invalid(format!(
             "{what}: {} bytes, need {n} (docs/contract/carrier.md §3.2.8-§3.2.10)",
             b.len()
-        )));
+        ))
+        .with_field(what)
+        .with_values(n, b.len()));
     }
     Ok(())
 }

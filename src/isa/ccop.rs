@@ -259,7 +259,8 @@ pub fn pack_cc_op(
     if channel_id == 0 && !f.reporter {
         return Err(Error::invalid(
             "cc_op for channel 0 must have the reporter bit set (packer assertion `channel id != 0 || reporter`)",
-        ));
+        )
+        .with_field("reporter"));
     }
     let old_word = u16::from_le_bytes([old[0], old[1]]);
     let word = (u16::from(f.trigger_next) << 15)

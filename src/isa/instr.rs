@@ -12,18 +12,22 @@
 //! * Decode never panics: every read is at a constant offset inside a fixed 64-byte array, and
 //!   the slice is length-checked first.
 //!
-//! The word structs live in [`instr_collective`](super::instr_collective) (0xC7, 0xC8, 0xD9,
-//! 0xDA) and [`instr_other`](super::instr_other) (0xCB, 0xDB, 0xBF).
+//! The word structs live in the children [`trigger`] (the collective trigger words 0xC7, 0xC8,
+//! 0xD9 and the 0xDA collective2 ext) and [`other`] (0xCB, 0xDB, 0xBF: the other words of
+//! docs/contract/isa.md §8).
+
+pub mod other;
+pub mod trigger;
 
 use std::ops::Deref;
 
 use super::enums::{UpdateMode, WaitMode};
-use super::instr_collective::{Collective2, TriggerAllReduce, TriggerCollective};
-use super::instr_other::{CurProcessingRankId, Sb2sbCollective, SendRecv};
 use super::isa_error::{rule, IsaError, IsaResult};
 use super::layout::rd_u32;
 use super::markers::opcode;
 use super::validate::rule_03_d9_pairing;
+use other::{CurProcessingRankId, Sb2sbCollective, SendRecv};
+use trigger::{Collective2, TriggerAllReduce, TriggerCollective};
 
 /// Bytes per instruction word; the stream stride (docs/contract/isa.md §1 **\[H\]**).
 pub const WORD: usize = 64;

@@ -7,12 +7,12 @@ use proptest::prelude::*;
 use super::enums::{
     AluOp, CcDim, CollectiveType, Dtype, Flag, InstrChaining, UpdateMode, WaitMode,
 };
-use super::instr::{decode, encode, Common, Events, Instr};
-use super::instr_collective::{
+use super::instr::other::{CurProcessingRankId, Sb2sbCollective, SendRecv};
+use super::instr::trigger::{
     Collective2, Collective2Ext, DmaConfigs, TriggerAllReduce, TriggerCollective,
     TriggerCollective2,
 };
-use super::instr_other::{CurProcessingRankId, Sb2sbCollective, SendRecv};
+use super::instr::{decode, encode, Common, Events, Instr};
 use super::layout::{da_covers, DA_TAIL_START};
 use super::markers::LncSizeFmt;
 use super::operand::{Addr4, PseudoAddr8, Tensor2d, Tensor3d};

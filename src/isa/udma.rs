@@ -47,6 +47,8 @@ fn bad(field: &str, bits: &str, v: u64, why: &str) -> Error {
     Error::invalid(format!(
         "udma descriptor: {field} (bits {bits}) = {v:#x}: {why}"
     ))
+    .with_field(field)
+    .with_actual(format!("{v:#x}"))
 }
 
 fn b(w: u32, n: u32) -> bool {

@@ -12,8 +12,8 @@
 use std::collections::BTreeMap;
 
 use super::enums::{AluOp, CollectiveType, Dtype, EncOpType, UpdateMode};
+use super::instr::trigger::{Collective2, Collective2Ext, TriggerCollective};
 use super::instr::{Common, Instr, WORD};
-use super::instr_collective::{Collective2, Collective2Ext, TriggerCollective};
 use super::isa_error::{rule, IsaError, IsaResult};
 use super::layout::{da_field, ExtField, C8_RESERVED};
 use super::markers::opcode;

@@ -33,8 +33,6 @@
 //! Multi-stream ([`SelectConfig::multi_stream`]) is set by the runtime when more than one
 //! collective stream is in use; a request on a stream other than 0 implies it.
 
-#[cfg(test)]
-mod gate_tests;
 pub(super) mod gates;
 #[cfg(test)]
 mod tests;

@@ -251,15 +251,19 @@ impl InstanceType {
                     "{what} {dev} is not a Neuron device of the instance (0..{})",
                     self.devices
                 ))
+                .with_field(what)
+                .with_values(format!("0..{}", self.devices), dev)
             })
     }
     /// As [`InstanceType::device`] for an id the caller passes unsigned (a RID or a libnccom
     /// device id); its error does not name the range.
     pub fn device_id(&self, id: u32, what: &str) -> Result<u32> {
         if id >= self.devices {
-            return Err(Error::invalid(format!(
-                "{what} {id} is not a device of the instance"
-            )));
+            return Err(
+                Error::invalid(format!("{what} {id} is not a device of the instance"))
+                    .with_field(what)
+                    .with_values(format!("0..{}", self.devices), id),
+            );
         }
         Ok(id)
     }

@@ -43,8 +43,6 @@ pub(crate) mod schedule;
 pub mod symbolic;
 
 #[cfg(test)]
-mod entry_order_tests;
-#[cfg(test)]
 pub(crate) mod testprog;
 #[cfg(test)]
 mod tests;

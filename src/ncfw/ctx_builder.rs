@@ -459,7 +459,9 @@ impl CcContextBuilder {
             if v > 0xF {
                 return Err(Error::invalid(format!(
                     "dev_configs.{name} = {v} does not fit in 4 bits"
-                )));
+                ))
+                .with_field(format!("dev_configs.{name}"))
+                .with_values("0..=15", v));
             }
         }
         let o = self.layout.dev_configs_off;

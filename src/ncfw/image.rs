@@ -286,6 +286,8 @@ fn rd32(b: &[u8], o: usize) -> u32 {
 
 fn bad(which: &str, off: usize, what: String) -> Error {
     Error::invalid(format!("firmware {which} image, offset {off:#x}: {what}"))
+        .with_field(which)
+        .with_step(off as u64)
 }
 
 fn check_common(which: &str, b: &[u8], magic: &[u8; 8]) -> Result<()> {

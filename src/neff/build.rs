@@ -22,10 +22,10 @@ use crate::error::{Error, Result};
 use crate::isa::enums::{
     AluOp, CcDim, CollectiveType, Dtype, Flag, InstrChaining, UpdateMode, WaitMode,
 };
-use crate::isa::instr::{Common, Events};
-use crate::isa::instr_collective::{
+use crate::isa::instr::trigger::{
     Collective2, Collective2Ext, DmaConfigs, TriggerCollective, TriggerCollective2,
 };
+use crate::isa::instr::{Common, Events};
 use crate::isa::layout::C8_RESERVED;
 use crate::isa::operand::{Addr4, PseudoAddr8, Tensor2d};
 use crate::lower::program::Algorithm;

@@ -190,7 +190,8 @@ struct Cq {
 // SAFETY: the pointer is only used under the mutex (signal) or by the endpoint's owner, and the
 // domain is opened FI_THREAD_SAFE.
 unsafe impl Send for Cq {}
-// SAFETY: as above.
+// SAFETY: `&Cq` reaches the pointer only through the mutex, and the domain is opened
+// FI_THREAD_SAFE, so concurrent `fi_cq_signal` calls from several threads are allowed.
 unsafe impl Sync for Cq {}
 
 /// Wakes a thread blocked in [`Endpoint::wait_poll`] (`fi_cq_signal`).

@@ -19,6 +19,12 @@
 //! Choice: the device's memory is loaded from the tensors before the run and the results are
 //! copied back after it (one copy each way); the device itself only ever sees the emitted
 //! bytes. A device fault or hang fails the collective on every rank with the device's report.
+//!
+//! Children: [`api`], the `nrta_cc_prepare` / `nrta_cc_schedule` path behind the ABI, and
+//! [`io`], a rank's tensors as the data of a device collective ([`RankIo`] for `nrta_cc_*`).
+
+pub mod api;
+pub mod io;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -371,7 +377,7 @@ pub trait Finish: Send {
 /// this returns, when this rank is the last to arrive and runs the collective here).
 ///
 /// The one place a user's collective runs: a NEFF's collectives (`runtime::model`) and those
-/// scheduled with `nrta_cc_schedule` (`runtime::collective_api`) all come here, and only they:
+/// scheduled with `nrta_cc_schedule` (`runtime::collective::api`) all come here, and only they:
 /// the runtime's own collectives (the `nrt_barrier` all-reduce, the NEFF sequence check and
 /// all-to-all-v table exchanges of `runtime::model::signature`) call [`run`]. So a switch that
 /// acts on user collectives only (such as the vendor's `NEURON_RT_DBG_CC_NOP`) goes here.
@@ -428,7 +434,7 @@ pub fn meet_here(key: &GroupKey, instance: u64, arrival: Arrival) -> Result<()> 
     })
 }
 
-/// Arrive at a meeting held in this process without waiting (`runtime::collective_api`): `done` gets
+/// Arrive at a meeting held in this process without waiting (`runtime::collective::api`): `done` gets
 /// this rank's result. If this rank is the last to arrive, the collective runs here, on the
 /// caller's thread, before this returns.
 pub fn arrive_here(

@@ -167,7 +167,9 @@ fn check_local(slot: Slot, vnc: u32, gid: u32, count: u32) -> Result<bool> {
             "the {slot:?} world has {} ranks; it cannot be re-created with {count} \
              (the world is immutable once set, docs/contract/abi.md §3.5)",
             w.count
-        )));
+        ))
+        .with_field("count")
+        .with_values(w.count, count));
     }
     match w.members.get(&vnc) {
         Some(&g) if g == gid => return Ok(true),

@@ -183,10 +183,12 @@ fn gate(lib: &libloading::Library) -> std::result::Result<(GetImageFn, CtxLogFn)
             "incompatible libncfw version. Expected: {REQUIRED_NCFW_VERSION}, Found: {found}"
         ));
     }
-    // SAFETY: as above.
+    // SAFETY: `GetImageFn` is the type docs/contract/carrier.md §1.3 gives `libncfw_get_image`;
+    // the pointer is kept only while `lib` stays loaded (carriers are never unloaded).
     let get_image =
         *unsafe { lib.get::<GetImageFn>(b"libncfw_get_image\0") }.map_err(|e| e.to_string())?;
-    // SAFETY: as above.
+    // SAFETY: `CtxLogFn` is the type docs/contract/carrier.md §1.3 gives `libncfw_ctx_log`;
+    // the pointer is kept only while `lib` stays loaded (carriers are never unloaded).
     let ctx_log =
         *unsafe { lib.get::<CtxLogFn>(b"libncfw_ctx_log\0") }.map_err(|e| e.to_string())?;
     Ok((get_image, ctx_log))

@@ -207,7 +207,12 @@ pub fn gather_here(
                 "nrt_all_gather #{instance}: rank 0 passed rank_input_size {}, rank {r} passed {}",
                 parts[0].len(),
                 parts[r].len()
-            ));
+            ))
+            .with_op("nrt_all_gather")
+            .with_rank(r as u32)
+            .with_step(instance)
+            .with_field("rank_input_size")
+            .with_values(parts[0].len(), parts[r].len());
             return parts.iter().map(|_| Err(e.clone())).collect();
         }
         let joined = Arc::new(parts.concat());

@@ -31,8 +31,26 @@ static VISIBLE_CORES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU3
 
 /// `nrt_init`: read the environment, load the carrier, enter INIT. Idempotent while initialised.
 pub fn init(framework: u32, fw_version: &str, fal_version: &str) -> Result<()> {
+    init_with(
+        framework,
+        fw_version,
+        fal_version,
+        crate::runtime::config::env_lookup,
+    )
+}
+
+/// [`init`] with the variables `lookup` answers instead of the process environment: the seam
+/// for testing behaviour a variable drives, in a unit test, without `std::env::set_var` (which
+/// races with every other thread of the test binary). `testing::with_runtime` in
+/// src/abi/handle.rs wraps it for the ABI's tests.
+pub fn init_with(
+    framework: u32,
+    fw_version: &str,
+    fal_version: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<()> {
     state::init(|| {
-        let config = Config::from_env()?;
+        let config = Config::from_lookup(lookup)?;
         log::set_level(config.log_level);
         let carrier = Arc::new(Carrier::load(&config.ncfw_path)?);
         crate::device::settings::apply(&config.device);

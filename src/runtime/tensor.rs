@@ -467,7 +467,8 @@ impl Tensor {
             _ => Err(Error::invalid(format!(
                 "{op} of {len} bytes at offset {offset} exceeds tensor {:?} of {} bytes",
                 &*self.name, self.size
-            ))),
+            ))
+            .with_op(op)),
         }
     }
 

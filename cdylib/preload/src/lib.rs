@@ -33,6 +33,8 @@ fn opennrt_libnrt() -> Option<&'static CStr> {
     static PATH: OnceLock<Option<CString>> = OnceLock::new();
     PATH.get_or_init(|| {
         std::panic::catch_unwind(|| {
+            // SAFETY: `Dl_info` is a plain C struct of pointers and integers, for which all
+            // zeroes (null pointers) is a valid value.
             let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
             // SAFETY: `dladdr` reads the address of a function of this library and writes
             // `info`, which is a valid out-parameter.

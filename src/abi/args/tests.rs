@@ -11,7 +11,8 @@ fn index_arg_refuses_negative() {
     assert_eq!(index_arg(c_int::MAX, "queue").unwrap(), c_int::MAX as u32);
     let e = index_arg(-1, "queue").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Invalid);
-    assert!(e.to_string().contains("queue -1 is negative"), "{e}");
+    assert_eq!(e.fields().field.as_deref(), Some("queue"), "{e:?}");
+    assert_eq!(e.fields().actual.as_deref(), Some("-1"), "{e:?}");
 }
 
 #[test]
@@ -24,12 +25,9 @@ fn visible_core_is_relative_to_the_visible_cores() {
     );
     let e = visible_core(i64::from(visible), "vnc").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Invalid);
-    assert!(
-        e.to_string().contains(&format!(
-            "vnc {visible} is not one of the {visible} logical cores visible to this process"
-        )),
-        "{e}"
-    );
+    assert_eq!(e.fields().field.as_deref(), Some("vnc"), "{e:?}");
+    assert_eq!(e.fields().expected, Some(format!("0..{visible}")), "{e:?}");
+    assert_eq!(e.fields().actual, Some(visible.to_string()), "{e:?}");
     assert!(visible_core(-1, "vnc").is_err());
     assert!(
         visible_core(i64::from(u32::MAX) + 1, "vnc").is_err(),

@@ -1,5 +1,6 @@
 use super::*;
 use crate::abi::boundary::{enter_status, enter_value};
+use crate::status::nrt_status::*;
 
 #[test]
 fn every_kind_maps_to_a_vendor_status() {
@@ -69,9 +70,9 @@ fn panics_become_failure() {
 #[test]
 fn errors_map_and_success_is_zero() {
     let s = enter_status("test_err", Guard::None, || Err(Error::invalid("bad")));
-    assert_eq!(s as i32, 2);
+    assert_eq!(s, NRT_INVALID);
     let s = enter_status("test_ok", Guard::None, || Ok(()));
-    assert_eq!(s as i32, 0);
+    assert_eq!(s, NRT_SUCCESS);
 }
 
 #[test]

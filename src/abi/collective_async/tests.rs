@@ -10,6 +10,7 @@ use crate::abi::tensor::{nrt_tensor_allocate, nrt_tensor_free, nrt_tensor_read, 
 use crate::lower::request::api::dtype_of;
 use crate::lower::request::{CollectiveOp, ReduceOp};
 use crate::runtime::verifiable;
+use crate::status::nrt_status::*;
 
 const RANKS: u32 = 4;
 
@@ -40,7 +41,7 @@ fn alloc(vnc: u32, bytes: u64) -> usize {
     let mut t = std::ptr::null_mut();
     // SAFETY: valid out-pointer and name.
     let st = unsafe { nrt_tensor_allocate(0, vnc as i32, bytes as usize, c"t".as_ptr(), &mut t) };
-    assert_eq!(st as i32, 0);
+    assert_eq!(st, NRT_SUCCESS);
     t as usize
 }
 
@@ -94,7 +95,7 @@ fn rank(c: &Case, r: u32, input: Vec<u8>, esz: u64) -> Vec<u8> {
         };
         // SAFETY: live tensor; the size is the tensor's (lists) or the staged block.
         let st = unsafe { nrt_tensor_write(t, input[off..].as_ptr().cast(), at as usize, len) };
-        assert_eq!(st as i32, 0);
+        assert_eq!(st, NRT_SUCCESS);
         off += len;
     }
     let mut li = nrt_tensor_list_t {
@@ -113,10 +114,10 @@ fn rank(c: &Case, r: u32, input: Vec<u8>, esz: u64) -> Vec<u8> {
         let st = nrta_cc_prepare(
             &mut comm, &mut li, &mut lo, c.dtype, c.op, c.cc_op, &mut ctx,
         );
-        assert_eq!(st as i32, 0, "prepare rank {r}");
+        assert_eq!(st, NRT_SUCCESS, "prepare rank {r}");
         assert_eq!(
-            nrta_cc_schedule(&mut ctx, (r % 3) as i32, &mut ret, &mut seq) as i32,
-            0
+            nrta_cc_schedule(&mut ctx, (r % 3) as i32, &mut ret, &mut seq),
+            NRT_SUCCESS
         );
     }
     let sem = seq;
@@ -142,7 +143,7 @@ fn rank(c: &Case, r: u32, input: Vec<u8>, esz: u64) -> Vec<u8> {
         // SAFETY: live tensor, `len` bytes inside it.
         let st =
             unsafe { nrt_tensor_read(t, v.as_mut_ptr().cast(), read_at as usize, len as usize) };
-        assert_eq!(st as i32, 0);
+        assert_eq!(st, NRT_SUCCESS);
         got.extend(v);
     }
     let mut all: Vec<_> = ins.iter().chain(outs.iter()).map(|&t| t as usize).collect();
@@ -194,8 +195,8 @@ fn every_op_dtype_and_redop_through_the_exported_functions() {
         crate::runtime::comm::reset();
         for r in 0..RANKS {
             assert_eq!(
-                crate::abi::collectives::nrt_cc_global_comm_init(r, r, RANKS) as i32,
-                0
+                crate::abi::collectives::nrt_cc_global_comm_init(r, r, RANKS),
+                NRT_SUCCESS
             );
         }
         let mut n = 0;
@@ -255,14 +256,14 @@ impl Held {
     fn write(&self, t: usize, at: usize, bytes: &[u8]) {
         // SAFETY: live tensor; the callers stay inside its size.
         let st = unsafe { nrt_tensor_write(t as _, bytes.as_ptr().cast(), at, bytes.len()) };
-        assert_eq!(st as i32, 0);
+        assert_eq!(st, NRT_SUCCESS);
     }
 
     fn read(&self, t: usize, at: usize, len: usize) -> Vec<u8> {
         let mut v = vec![0u8; len];
         // SAFETY: live tensor, `len` bytes inside it.
         let st = unsafe { nrt_tensor_read(t as _, v.as_mut_ptr().cast(), at, len) };
-        assert_eq!(st as i32, 0);
+        assert_eq!(st, NRT_SUCCESS);
         v
     }
 
@@ -294,9 +295,9 @@ impl Held {
         // SAFETY: every pointer is valid for the calls; `ret` outlives the wait below.
         unsafe {
             let st = nrta_cc_prepare(&mut comm, &mut li, &mut lo, dtype, 0, cc_op, &mut ctx);
-            assert_eq!(st as i32, 0, "prepare rank {}", self.r);
+            assert_eq!(st, NRT_SUCCESS, "prepare rank {}", self.r);
             let st = nrta_cc_schedule(&mut ctx, 0, &mut ret, &mut seq);
-            assert_eq!(st as i32, 0, "schedule rank {}", self.r);
+            assert_eq!(st, NRT_SUCCESS, "schedule rank {}", self.r);
         }
         while !crate::runtime::xu::is_completed(seq).unwrap() {
             std::hint::spin_loop();
@@ -326,8 +327,8 @@ fn resident_repeated_collectives_on_the_same_tensors_are_exact() {
         crate::runtime::comm::reset();
         for r in 0..RANKS {
             assert_eq!(
-                crate::abi::collectives::nrt_cc_global_comm_init(r, r, RANKS) as i32,
-                0
+                crate::abi::collectives::nrt_cc_global_comm_init(r, r, RANKS),
+                NRT_SUCCESS
             );
         }
         let count = 300u64;
@@ -449,8 +450,8 @@ fn resident_interleaved_groups_and_sizes_are_exact() {
         crate::runtime::comm::reset();
         for r in 0..RANKS {
             assert_eq!(
-                crate::abi::collectives::nrt_cc_global_comm_init(r, r, RANKS) as i32,
-                0
+                crate::abi::collectives::nrt_cc_global_comm_init(r, r, RANKS),
+                NRT_SUCCESS
             );
         }
         let f32_code = 10u32;

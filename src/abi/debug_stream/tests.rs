@@ -1,5 +1,6 @@
 use super::*;
 use crate::abi::handle::testing;
+use crate::status::nrt_status::*;
 use std::ptr::null_mut;
 
 #[test]
@@ -8,11 +9,11 @@ fn guarded_before_init() {
         let mut fd = -1;
         // SAFETY: `fd` is writable; NULLs are checked.
         unsafe {
-            assert_eq!(nrt_debug_client_connect(0, &mut fd) as i32, 13);
+            assert_eq!(nrt_debug_client_connect(0, &mut fd), NRT_UNINITIALIZED);
             assert_eq!(fd, -1);
             assert_eq!(
-                nrt_debug_client_read_one_event(0, null_mut(), null_mut()) as i32,
-                13
+                nrt_debug_client_read_one_event(0, null_mut(), null_mut()),
+                NRT_UNINITIALIZED
             );
         }
         nrt_debug_client_connect_close(12345); // unknown: logged and ignored
@@ -28,9 +29,9 @@ fn connect_read_close() {
         let hdr = header.as_mut_ptr().cast::<ndebug_stream_event_header_t>();
         // SAFETY: locals are writable; NULLs are checked; fds are ours.
         unsafe {
-            assert_eq!(nrt_debug_client_connect(0, null_mut()) as i32, 2);
-            assert_eq!(nrt_debug_client_connect(-1, &mut fd) as i32, 2);
-            assert_eq!(nrt_debug_client_connect(0, &mut fd) as i32, 0);
+            assert_eq!(nrt_debug_client_connect(0, null_mut()), NRT_INVALID);
+            assert_eq!(nrt_debug_client_connect(-1, &mut fd), NRT_INVALID);
+            assert_eq!(nrt_debug_client_connect(0, &mut fd), NRT_SUCCESS);
             assert!(fd >= 0);
             // Never readable.
             let mut p = libc::pollfd {
@@ -40,26 +41,26 @@ fn connect_read_close() {
             };
             assert_eq!(libc::poll(&mut p, 1, 0), 0);
             assert_eq!(
-                nrt_debug_client_read_one_event(fd, hdr, &mut payload) as i32,
-                15
+                nrt_debug_client_read_one_event(fd, hdr, &mut payload),
+                NRT_QUEUE_EMPTY
             );
             assert!(payload.is_null() && header == [0; 8]);
             assert_eq!(
-                nrt_debug_client_read_one_event(fd, null_mut(), &mut payload) as i32,
-                2
+                nrt_debug_client_read_one_event(fd, null_mut(), &mut payload),
+                NRT_INVALID
             );
             assert_eq!(
-                nrt_debug_client_read_one_event(fd, hdr, null_mut()) as i32,
-                2
+                nrt_debug_client_read_one_event(fd, hdr, null_mut()),
+                NRT_INVALID
             );
             assert_eq!(
-                nrt_debug_client_read_one_event(fd + 1000, hdr, &mut payload) as i32,
-                2
+                nrt_debug_client_read_one_event(fd + 1000, hdr, &mut payload),
+                NRT_INVALID
             );
             nrt_debug_client_connect_close(fd);
             assert_eq!(
-                nrt_debug_client_read_one_event(fd, hdr, &mut payload) as i32,
-                2
+                nrt_debug_client_read_one_event(fd, hdr, &mut payload),
+                NRT_INVALID
             );
             nrt_debug_client_connect_close(fd); // second close: logged and ignored
         }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::status::nrt_status::*;
 use std::ptr::{null, null_mut};
 
 #[test]
@@ -6,41 +7,46 @@ fn config_allocate_set_get_free() {
     let mut o = null_mut();
     // SAFETY: locals are writable; strings NUL-terminated; handles are checked.
     unsafe {
-        assert_eq!(nrt_inspect_config_allocate(null_mut()) as i32, 2);
-        assert_eq!(nrt_inspect_config_allocate(&mut o) as i32, 0);
+        assert_eq!(nrt_inspect_config_allocate(null_mut()), NRT_INVALID);
+        assert_eq!(nrt_inspect_config_allocate(&mut o), NRT_SUCCESS);
         assert_eq!(
-            nrt_inspect_config_set_output_dir(o, c"/tmp/i".as_ptr()) as i32,
-            0
-        );
-        assert_eq!(nrt_inspect_config_set_output_dir(o, c"".as_ptr()) as i32, 2);
-        assert_eq!(nrt_inspect_config_set_output_dir(o, null()) as i32, 2);
-        assert_eq!(nrt_inspect_config_set_session_id(o, 7) as i32, 0);
-        assert_eq!(
-            nrt_inspect_config_set_activity(o, c"device".as_ptr(), true) as i32,
-            0
-        );
-        assert_eq!(nrt_inspect_config_set_activity(o, null(), true) as i32, 2);
-        assert_eq!(
-            nrt_inspect_config_set_capture_enabled_for_nc(o, 3, false) as i32,
-            0
+            nrt_inspect_config_set_output_dir(o, c"/tmp/i".as_ptr()),
+            NRT_SUCCESS
         );
         assert_eq!(
-            nrt_inspect_config_set_capture_enabled_for_event_type_string(o, c"dma".as_ptr(), true)
-                as i32,
-            0
+            nrt_inspect_config_set_output_dir(o, c"".as_ptr()),
+            NRT_INVALID
         );
-        assert_eq!(nrt_inspect_config_set_enable_inspect(o, true) as i32, 0);
+        assert_eq!(nrt_inspect_config_set_output_dir(o, null()), NRT_INVALID);
+        assert_eq!(nrt_inspect_config_set_session_id(o, 7), NRT_SUCCESS);
         assert_eq!(
-            nrt_inspect_config_set_enable_inspect_on_fail(o, true) as i32,
-            0
-        );
-        assert_eq!(
-            nrt_inspect_config_set_inspect_device_profile_mode(o, 2) as i32,
-            0
+            nrt_inspect_config_set_activity(o, c"device".as_ptr(), true),
+            NRT_SUCCESS
         );
         assert_eq!(
-            nrt_inspect_config_set_sys_trace_max_events_per_nc(o, 1000) as i32,
-            0
+            nrt_inspect_config_set_activity(o, null(), true),
+            NRT_INVALID
+        );
+        assert_eq!(
+            nrt_inspect_config_set_capture_enabled_for_nc(o, 3, false),
+            NRT_SUCCESS
+        );
+        assert_eq!(
+            nrt_inspect_config_set_capture_enabled_for_event_type_string(o, c"dma".as_ptr(), true),
+            NRT_SUCCESS
+        );
+        assert_eq!(nrt_inspect_config_set_enable_inspect(o, true), NRT_SUCCESS);
+        assert_eq!(
+            nrt_inspect_config_set_enable_inspect_on_fail(o, true),
+            NRT_SUCCESS
+        );
+        assert_eq!(
+            nrt_inspect_config_set_inspect_device_profile_mode(o, 2),
+            NRT_SUCCESS
+        );
+        assert_eq!(
+            nrt_inspect_config_set_sys_trace_max_events_per_nc(o, 1000),
+            NRT_SUCCESS
         );
         {
             let s = handle::get::<InspectConfig>(o, "o")
@@ -62,7 +68,7 @@ fn config_allocate_set_get_free() {
             assert_eq!(s.capture_nc.get(&3), Some(&false));
             assert_eq!(s.capture_event_types.get("dma"), Some(&true));
         }
-        assert_eq!(nrt_inspect_config_set_defaults(o) as i32, 0);
+        assert_eq!(nrt_inspect_config_set_defaults(o), NRT_SUCCESS);
         assert_eq!(
             *handle::get::<InspectConfig>(o, "o")
                 .unwrap()
@@ -73,35 +79,35 @@ fn config_allocate_set_get_free() {
 
         let (mut l, mut n) = (null_mut(), 9usize);
         assert_eq!(
-            nrt_inspect_config_get_enabled_activity_types(o, &mut l, &mut n) as i32,
-            0
+            nrt_inspect_config_get_enabled_activity_types(o, &mut l, &mut n),
+            NRT_SUCCESS
         );
         assert!(!l.is_null());
         assert_eq!(n, 0);
         nrt_inspect_config_free_activity_types(l, n);
         assert_eq!(
-            nrt_inspect_config_get_all_activity_types(&mut l, &mut n) as i32,
-            0
+            nrt_inspect_config_get_all_activity_types(&mut l, &mut n),
+            NRT_SUCCESS
         );
         assert_eq!((n, l.read()), (0, null()));
         nrt_inspect_config_free_activity_types(l, n);
         nrt_inspect_config_free_activity_types(null_mut(), 0);
         assert_eq!(
-            nrt_inspect_config_get_all_activity_types(null_mut(), &mut n) as i32,
-            2
+            nrt_inspect_config_get_all_activity_types(null_mut(), &mut n),
+            NRT_INVALID
         );
         assert_eq!(
-            nrt_inspect_config_get_enabled_activity_types(null_mut(), &mut l, &mut n) as i32,
-            2
+            nrt_inspect_config_get_enabled_activity_types(null_mut(), &mut l, &mut n),
+            NRT_INVALID
         );
 
-        assert_eq!(nrt_inspect_config_free(o) as i32, 0);
+        assert_eq!(nrt_inspect_config_free(o), NRT_SUCCESS);
         assert_eq!(
-            nrt_inspect_config_set_session_id(o, 1) as i32,
-            3,
+            nrt_inspect_config_set_session_id(o, 1),
+            NRT_INVALID_HANDLE,
             "freed handle rejected"
         );
-        assert_eq!(nrt_inspect_config_free(null_mut()) as i32, 0);
-        assert_eq!(nrt_inspect_config_set_defaults(null_mut()) as i32, 2);
+        assert_eq!(nrt_inspect_config_free(null_mut()), NRT_SUCCESS);
+        assert_eq!(nrt_inspect_config_set_defaults(null_mut()), NRT_INVALID);
     }
 }

@@ -19,17 +19,17 @@ fn version_is_two() {
 fn get_image_check_order() {
     // SAFETY: NULL and valid out-pointers are both allowed inputs.
     unsafe {
-        assert_eq!(libncfw_get_image(12, null_mut()), 22);
-        assert_eq!(libncfw_get_image(36, null_mut()), 22);
+        assert_eq!(libncfw_get_image(12, null_mut()), NCFW_EINVAL);
+        assert_eq!(libncfw_get_image(36, null_mut()), NCFW_EINVAL);
         for bad in [0, 4, 6, 13, 36, u32::MAX] {
             let mut o = filled();
-            assert_eq!(libncfw_get_image(bad, &mut o), 2, "key {bad}");
+            assert_eq!(libncfw_get_image(bad, &mut o), NCFW_ENOENT, "key {bad}");
             assert_eq!(o.iram.ram_image as usize, 0x5A5A);
             assert_eq!(o.dram.ram_image_size, 0xA5A5);
         }
         for (key, dram) in [(5, 0x36C0), (12, 0x4E00), (20, 0x4E00), (28, 0x4E00)] {
             let mut o = filled();
-            assert_eq!(libncfw_get_image(key, &mut o), 0);
+            assert_eq!(libncfw_get_image(key, &mut o), NCFW_OK);
             assert_eq!(o.dram.ram_image_size, dram);
             assert!(o.iram.ram_image_size > 0 && o.iram.ram_image_size >> 32 == 0);
             let (iram, dram) = image_for(Arch::from_id(key).unwrap());
@@ -48,17 +48,23 @@ fn ctx_log_check_order() {
     let name = c"m".as_ptr();
     // SAFETY: the pointers are valid or NULL as each case intends; the buffer is 1 MiB.
     unsafe {
-        assert_eq!(libncfw_ctx_log(ctx.as_ptr().cast(), bp, name, 36), 22);
-        assert_eq!(libncfw_ctx_log(null(), null_mut(), null(), 0), 22);
+        assert_eq!(
+            libncfw_ctx_log(ctx.as_ptr().cast(), bp, name, 36),
+            NCFW_EINVAL
+        );
+        assert_eq!(libncfw_ctx_log(null(), null_mut(), null(), 0), NCFW_EINVAL);
         assert!(buf.iter().all(|&b| b == 0x55));
-        assert_eq!(libncfw_ctx_log(null(), bp, name, 12), 22);
+        assert_eq!(libncfw_ctx_log(null(), bp, name, 12), NCFW_EINVAL);
         assert_eq!(
             libncfw_ctx_log(ctx.as_ptr().cast(), null_mut(), name, 12),
-            22
+            NCFW_EINVAL
         );
-        assert_eq!(libncfw_ctx_log(ctx.as_ptr().cast(), bp, null(), 12), 22);
+        assert_eq!(
+            libncfw_ctx_log(ctx.as_ptr().cast(), bp, null(), 12),
+            NCFW_EINVAL
+        );
         assert!(buf.iter().all(|&b| b == 0x55));
-        assert_eq!(libncfw_ctx_log(ctx.as_ptr().cast(), bp, name, 12), 0);
+        assert_eq!(libncfw_ctx_log(ctx.as_ptr().cast(), bp, name, 12), NCFW_OK);
     }
     assert!(buf.starts_with(b"{\n  \"model_name\": \"m\",\n"));
     assert_eq!(buf[LOG_BUF_SIZE - 1], 0, "memset of the whole 1 MiB");
@@ -76,13 +82,13 @@ fn ctx_log_truncation_is_28_and_per_call() {
     unsafe {
         assert_eq!(
             libncfw_ctx_log(ctx.as_ptr().cast(), bp, long.as_ptr().cast(), 5),
-            28
+            NCFW_ENOSPC
         );
         assert_eq!(buf[LOG_BUF_SIZE - 1], 0);
         assert_eq!(buf[LOG_BUF_SIZE - 2], b'x');
         assert_eq!(
             libncfw_ctx_log(ctx.as_ptr().cast(), bp, c"ok".as_ptr(), 5),
-            0
+            NCFW_OK
         );
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::status::nrt_status::*;
 use std::ptr::null_mut;
 
 #[test]
@@ -39,9 +40,9 @@ fn device_queries() {
             -libc::EINVAL
         );
         let mut lnc = 0;
-        assert_eq!(nec_get_virtual_core_size(&mut lnc) as i32, 0);
+        assert_eq!(nec_get_virtual_core_size(&mut lnc), NRT_SUCCESS);
         assert_eq!(lnc, process::config().unwrap().lnc);
-        assert_eq!(nec_get_virtual_core_size(null_mut()) as i32, 2);
+        assert_eq!(nec_get_virtual_core_size(null_mut()), NRT_INVALID);
     }
     assert!(nec_is_mla_available(0, n - 1));
     assert!(!nec_is_mla_available(0, n));
@@ -67,67 +68,64 @@ fn port_map_and_pods() {
     // SAFETY: arrays and locals are valid for the given counts; NULLs are checked.
     unsafe {
         assert_eq!(
-            nec_build_port_and_rid_map(0, m.as_mut_ptr(), h.as_mut_ptr(), 2) as i32,
-            0
+            nec_build_port_and_rid_map(0, m.as_mut_ptr(), h.as_mut_ptr(), 2),
+            NRT_SUCCESS
         );
         assert_eq!(
-            nec_build_port_and_rid_map(0, null_mut(), null_mut(), 0) as i32,
-            0
+            nec_build_port_and_rid_map(0, null_mut(), null_mut(), 0),
+            NRT_SUCCESS
         );
         assert_eq!(
-            nec_build_port_and_rid_map(0, null_mut(), h.as_mut_ptr(), 1) as i32,
-            2
+            nec_build_port_and_rid_map(0, null_mut(), h.as_mut_ptr(), 1),
+            NRT_INVALID
         );
         assert_eq!(
-            nec_build_port_and_rid_map(0, m.as_mut_ptr(), h.as_mut_ptr(), -1) as i32,
-            2
+            nec_build_port_and_rid_map(0, m.as_mut_ptr(), h.as_mut_ptr(), -1),
+            NRT_INVALID
         );
         assert_eq!(
-            nec_build_port_and_rid_map(-1, m.as_mut_ptr(), h.as_mut_ptr(), 2) as i32,
-            2
+            nec_build_port_and_rid_map(-1, m.as_mut_ptr(), h.as_mut_ptr(), 2),
+            NRT_INVALID
         );
         assert_eq!(m, [0, 1], "input arrays are never written");
 
         use nec_pod_type_t::*;
         assert_eq!(
-            nec_pod_node_can_access_peer_node(NEC_POD_TYPE_NONE as u32, 0, 1, 3, 1, &mut can)
-                as i32,
-            0
+            nec_pod_node_can_access_peer_node(NEC_POD_TYPE_NONE as u32, 0, 1, 3, 1, &mut can),
+            NRT_SUCCESS
         );
         assert_eq!(can, 1, "same node");
         assert_eq!(
-            nec_pod_node_can_access_peer_node(NEC_POD_TYPE_NONE as u32, 0, 0, 0, 1, &mut can)
-                as i32,
-            0
+            nec_pod_node_can_access_peer_node(NEC_POD_TYPE_NONE as u32, 0, 0, 0, 1, &mut can),
+            NRT_SUCCESS
         );
         assert_eq!(can, 0);
         assert_eq!(
-            nec_pod_node_can_access_peer_node(NEC_POD_TYPE_P2P as u32, 2, 0, 2, 1, &mut can) as i32,
-            0
+            nec_pod_node_can_access_peer_node(NEC_POD_TYPE_P2P as u32, 2, 0, 2, 1, &mut can),
+            NRT_SUCCESS
         );
         assert_eq!(can, 1);
         assert_eq!(
-            nec_pod_node_can_access_peer_node(NEC_POD_TYPE_P2P as u32, 2, 0, 3, 1, &mut can) as i32,
-            0
+            nec_pod_node_can_access_peer_node(NEC_POD_TYPE_P2P as u32, 2, 0, 3, 1, &mut can),
+            NRT_SUCCESS
         );
         assert_eq!(can, 0);
         assert_eq!(
-            nec_pod_node_can_access_peer_node(NEC_POD_TYPE_SWITCH as u32, 2, 0, 3, 1, &mut can)
-                as i32,
-            0
+            nec_pod_node_can_access_peer_node(NEC_POD_TYPE_SWITCH as u32, 2, 0, 3, 1, &mut can),
+            NRT_SUCCESS
         );
         assert_eq!(can, 1);
         assert_eq!(
-            nec_pod_node_can_access_peer_node(3, 0, 0, 0, 1, &mut can) as i32,
-            2
+            nec_pod_node_can_access_peer_node(3, 0, 0, 0, 1, &mut can),
+            NRT_INVALID
         );
         assert_eq!(
-            nec_pod_node_can_access_peer_node(0, 0, 0, 0, 1, null_mut()) as i32,
-            2
+            nec_pod_node_can_access_peer_node(0, 0, 0, 0, 1, null_mut()),
+            NRT_INVALID
         );
         assert_eq!(
-            nec_pod_node_can_access_peer_node(0, 1 << 20, 0, 0, 1, &mut can) as i32,
-            2
+            nec_pod_node_can_access_peer_node(0, 1 << 20, 0, 0, 1, &mut can),
+            NRT_INVALID
         );
 
         let cfg = process::config().unwrap();

@@ -1,6 +1,7 @@
 use super::*;
 use crate::abi::handle::testing;
 use crate::abi::tensor::{nrt_tensor_allocate, nrt_tensor_free};
+use crate::status::nrt_status::*;
 use std::ptr::{null, null_mut};
 
 #[test]
@@ -9,22 +10,25 @@ fn guarded_and_out_params_untouched_on_failure() {
         // SAFETY: NULL arguments are never dereferenced by these entry points.
         unsafe {
             assert_eq!(
-                nrta_tensor_write(null_mut(), null(), 0, 0, 0, 0, null_mut(), null_mut()) as i32,
-                13
+                nrta_tensor_write(null_mut(), null(), 0, 0, 0, 0, null_mut(), null_mut()),
+                NRT_UNINITIALIZED
             );
-            assert_eq!(nrta_is_completed(1, null_mut()) as i32, 13);
-            assert_eq!(nrta_get_sequence(0, 0, 0, null_mut()) as i32, 13);
+            assert_eq!(nrta_is_completed(1, null_mut()), NRT_UNINITIALIZED);
+            assert_eq!(nrta_get_sequence(0, 0, 0, null_mut()), NRT_UNINITIALIZED);
         }
-        assert_eq!(nrta_event_register_xu_completion(0, 0, 0, -1) as i32, 13);
+        assert_eq!(
+            nrta_event_register_xu_completion(0, 0, 0, -1),
+            NRT_UNINITIALIZED
+        );
     });
     testing::init(|| {
         let mut seq: nrta_seq_t = 77;
-        // SAFETY: as above; `seq` is writable.
+        // SAFETY: NULL arguments are refused before any dereference; `seq` is a live, writable
+        // local.
         unsafe {
             assert_eq!(
-                crate::abi::collective_async::nrta_cc_schedule(null_mut(), 0, null_mut(), &mut seq)
-                    as i32,
-                2
+                crate::abi::collective_async::nrta_cc_schedule(null_mut(), 0, null_mut(), &mut seq),
+                NRT_INVALID
             );
         }
         assert_eq!(seq, 77, "no out-parameter written on failure");
@@ -58,27 +62,27 @@ fn completion_queries_and_eventfds_follow_spec_5_4_to_5_6() {
         unsafe {
             // Counter 0 before any completion, full XU id in the top bits (docs/contract/abi.md
             // §5.5).
-            assert_eq!(nrta_get_sequence(0, 2, 1, &mut seq) as i32, 0);
+            assert_eq!(nrta_get_sequence(0, 2, 1, &mut seq), NRT_SUCCESS);
             assert_eq!(seq, 0x0012_0000_0000_0000);
             // Bad XU type, queue (negative, beyond the type's range), NULL out: NRT_INVALID,
             // nothing written.
             seq = 77;
-            assert_eq!(nrta_get_sequence(0, 3, 0, &mut seq) as i32, 2);
-            assert_eq!(nrta_get_sequence(0, 1, -1, &mut seq) as i32, 2);
-            assert_eq!(nrta_get_sequence(0, 1, 1, &mut seq) as i32, 2);
-            assert_eq!(nrta_get_sequence(0, 0, 0, null_mut()) as i32, 2);
+            assert_eq!(nrta_get_sequence(0, 3, 0, &mut seq), NRT_INVALID);
+            assert_eq!(nrta_get_sequence(0, 1, -1, &mut seq), NRT_INVALID);
+            assert_eq!(nrta_get_sequence(0, 1, 1, &mut seq), NRT_INVALID);
+            assert_eq!(nrta_get_sequence(0, 0, 0, null_mut()), NRT_INVALID);
             assert_eq!(seq, 77);
-            assert_eq!(nrta_is_completed(1, null_mut()) as i32, 2);
-            assert_eq!(nrta_is_completed(3 << 48 | 1, &mut done) as i32, 2);
+            assert_eq!(nrta_is_completed(1, null_mut()), NRT_INVALID);
+            assert_eq!(nrta_is_completed(3 << 48 | 1, &mut done), NRT_INVALID);
             assert!(!done);
         }
         // SAFETY: plain syscall wrapper.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK) };
         assert!(fd >= 0);
-        assert_eq!(nrta_event_register_xu_completion(0, 0, 1, fd) as i32, 0);
-        assert_eq!(nrta_event_register_xu_completion(-1, 0, 1, fd) as i32, 2);
-        assert_eq!(nrta_event_register_xu_completion(0, 0, 2, fd) as i32, 2);
-        assert_eq!(nrta_event_register_seq_id_completion(1, -2) as i32, 2);
+        assert_eq!(nrta_event_register_xu_completion(0, 0, 1, fd), NRT_SUCCESS);
+        assert_eq!(nrta_event_register_xu_completion(-1, 0, 1, fd), NRT_INVALID);
+        assert_eq!(nrta_event_register_xu_completion(0, 0, 2, fd), NRT_INVALID);
+        assert_eq!(nrta_event_register_seq_id_completion(1, -2), NRT_INVALID);
         let mut status: i32 = -7;
         let job: xu::Job = Box::new(|| Err(crate::Error::new(crate::ErrorKind::Timeout, "late")));
         let s = xu::submit(0, XuType::TensorOp, 1, ExecRet(&mut status), job).unwrap();
@@ -91,19 +95,19 @@ fn completion_queries_and_eventfds_follow_spec_5_4_to_5_6() {
         assert!(eventfd_counter(fd).is_some_and(|v| v >= 1));
         // SAFETY: out-parameters are live locals.
         unsafe {
-            assert_eq!(nrta_is_completed(s, &mut done) as i32, 0);
+            assert_eq!(nrta_is_completed(s, &mut done), NRT_SUCCESS);
             assert!(done);
             // A counter this XU never handed out: NRT_INVALID, `done` untouched.
             done = false;
-            assert_eq!(nrta_is_completed(s + 1, &mut done) as i32, 2);
+            assert_eq!(nrta_is_completed(s + 1, &mut done), NRT_INVALID);
             assert!(!done);
-            assert_eq!(nrta_get_sequence(0, 0, 1, &mut seq) as i32, 0);
+            assert_eq!(nrta_get_sequence(0, 0, 1, &mut seq), NRT_SUCCESS);
             assert_eq!(seq, s);
         }
         // Already complete: signalled at registration; -1 deregisters.
-        assert_eq!(nrta_event_register_seq_id_completion(s, fd) as i32, 0);
+        assert_eq!(nrta_event_register_seq_id_completion(s, fd), NRT_SUCCESS);
         assert_eq!(eventfd_counter(fd), Some(1));
-        assert_eq!(nrta_event_register_xu_completion(0, 0, 1, -1) as i32, 0);
+        assert_eq!(nrta_event_register_xu_completion(0, 0, 1, -1), NRT_SUCCESS);
         // SAFETY: closes the descriptor created above.
         unsafe { libc::close(fd) };
     });
@@ -113,7 +117,7 @@ fn alloc(vnc: i32, size: usize) -> *mut nrt_tensor_t {
     let mut t = null_mut();
     // SAFETY: valid out-pointer, NUL-terminated name.
     let st = unsafe { nrt_tensor_allocate(0, vnc, size, c"t".as_ptr(), &mut t) };
-    assert_eq!(st as i32, 0);
+    assert_eq!(st, NRT_SUCCESS);
     t
 }
 
@@ -131,13 +135,13 @@ fn write_copy_read_in_queue_order() {
         // SAFETY: live tensors, buffers outlive the drain below.
         unsafe {
             assert_eq!(
-                nrta_tensor_write(a, data.as_ptr().cast(), 0, 16, 0, 1, r0, s0) as i32,
-                0
+                nrta_tensor_write(a, data.as_ptr().cast(), 0, 16, 0, 1, r0, s0),
+                NRT_SUCCESS
             );
-            assert_eq!(nrta_tensor_copy(a, 4, b, 0, 8, 0, 1, r1, s1) as i32, 0);
+            assert_eq!(nrta_tensor_copy(a, 4, b, 0, 8, 0, 1, r1, s1), NRT_SUCCESS);
             assert_eq!(
-                nrta_tensor_read(back.as_mut_ptr().cast(), b, 0, 8, 0, 1, r2, s2) as i32,
-                0
+                nrta_tensor_read(back.as_mut_ptr().cast(), b, 0, 8, 0, 1, r2, s2),
+                NRT_SUCCESS
             );
         }
         xu::drain_all();
@@ -157,26 +161,24 @@ fn write_copy_read_in_queue_order() {
         // SAFETY: every call below is rejected before anything is queued.
         unsafe {
             assert_eq!(
-                nrta_tensor_write(a, data.as_ptr().cast(), 8, 9, 0, 0, &mut ret, &mut seq) as i32,
-                2
+                nrta_tensor_write(a, data.as_ptr().cast(), 8, 9, 0, 0, &mut ret, &mut seq),
+                NRT_INVALID
             );
             assert_eq!(
-                nrta_tensor_write(a, std::ptr::null(), 0, 4, 0, 0, &mut ret, &mut seq) as i32,
-                2
+                nrta_tensor_write(a, std::ptr::null(), 0, 4, 0, 0, &mut ret, &mut seq),
+                NRT_INVALID
             );
             assert_eq!(
-                nrta_tensor_read(back.as_mut_ptr().cast(), a, 0, 4, 0, 2, &mut ret, &mut seq)
-                    as i32,
-                2
+                nrta_tensor_read(back.as_mut_ptr().cast(), a, 0, 4, 0, 2, &mut ret, &mut seq),
+                NRT_INVALID
             );
             assert_eq!(
-                nrta_tensor_read(back.as_mut_ptr().cast(), a, 0, 4, -1, 0, &mut ret, &mut seq)
-                    as i32,
-                2
+                nrta_tensor_read(back.as_mut_ptr().cast(), a, 0, 4, -1, 0, &mut ret, &mut seq),
+                NRT_INVALID
             );
             assert_eq!(
-                nrta_tensor_copy(a, 0, c, 0, 4, 0, 0, &mut ret, &mut seq) as i32,
-                2
+                nrta_tensor_copy(a, 0, c, 0, 4, 0, 0, &mut ret, &mut seq),
+                NRT_INVALID
             );
         }
         assert_eq!(seq, 99, "no sequence written on failure");
@@ -188,7 +190,7 @@ fn write_copy_read_in_queue_order() {
         let st = unsafe {
             nrta_tensor_read(back.as_mut_ptr().cast(), a, 0, 4, 0, 0, &mut ret, &mut seq)
         };
-        assert_eq!(st as i32, 3, "NRT_INVALID_HANDLE");
+        assert_eq!(st, NRT_INVALID_HANDLE, "NRT_INVALID_HANDLE");
         xu::shutdown();
     });
 }

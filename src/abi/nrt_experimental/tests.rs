@@ -1,20 +1,21 @@
 use super::*;
 use crate::abi::handle::testing;
+use crate::status::nrt_status::*;
 use std::ptr::{null, null_mut};
 
 #[test]
 fn trace_is_guarded_then_succeeds() {
     testing::uninit(|| {
-        assert_eq!(nrt_trace_start(true) as i32, 13);
+        assert_eq!(nrt_trace_start(true), NRT_UNINITIALIZED);
         // SAFETY: NULL is checked.
-        assert_eq!(unsafe { nrt_trace_stop(null()) } as i32, 13);
+        assert_eq!(unsafe { nrt_trace_stop(null()) }, NRT_UNINITIALIZED);
     });
     testing::init(|| {
-        assert_eq!(nrt_trace_start(false) as i32, 0);
+        assert_eq!(nrt_trace_start(false), NRT_SUCCESS);
         // SAFETY: a valid C string, and NULL which is checked.
         unsafe {
-            assert_eq!(nrt_trace_stop(null()) as i32, 2);
-            assert_eq!(nrt_trace_stop(c"/tmp/x.ntff".as_ptr()) as i32, 0);
+            assert_eq!(nrt_trace_stop(null()), NRT_INVALID);
+            assert_eq!(nrt_trace_stop(c"/tmp/x.ntff".as_ptr()), NRT_SUCCESS);
         }
     });
 }
@@ -53,28 +54,31 @@ fn pool_ucode_is_validated_and_copied() {
     testing::uninit(|| {
         // SAFETY: `info` points to live buffers of the stated sizes; NULL is checked.
         unsafe {
-            assert_eq!(nrt_set_pool_eng_ucode(null()) as i32, 2);
-            assert_eq!(nrt_set_pool_eng_ucode(&info) as i32, 0);
+            assert_eq!(nrt_set_pool_eng_ucode(null()), NRT_INVALID);
+            assert_eq!(nrt_set_pool_eng_ucode(&info), NRT_SUCCESS);
         }
         iram[0] = 42; // the library kept a copy
         let got = pool_eng_ucode().unwrap();
         assert_eq!((got.iram, got.dram), (vec![1, 2, 3], vec![9, 9]));
         info.iram.bin = null_mut();
-        // SAFETY: as above.
-        assert_eq!(unsafe { nrt_set_pool_eng_ucode(&info) } as i32, 2);
+        // SAFETY: `info` is a live local; the NULL IRAM `bin` is refused before any read, and
+        // `dram` is a live buffer of the stated size.
+        assert_eq!(unsafe { nrt_set_pool_eng_ucode(&info) }, NRT_INVALID);
         info.iram = nrt_ucode_img {
             bin: iram.as_mut_ptr(),
             size: 0,
         };
-        // SAFETY: as above.
-        assert_eq!(unsafe { nrt_set_pool_eng_ucode(&info) } as i32, 2);
+        // SAFETY: `info` is a live local; the empty IRAM image is refused before any read, and
+        // `dram` is a live buffer of the stated size.
+        assert_eq!(unsafe { nrt_set_pool_eng_ucode(&info) }, NRT_INVALID);
         info.iram.size = 1;
         info.dram = nrt_ucode_img {
             bin: null_mut(),
             size: 0,
         };
-        // SAFETY: as above; an empty DRAM image is allowed.
-        assert_eq!(unsafe { nrt_set_pool_eng_ucode(&info) } as i32, 0);
+        // SAFETY: `info` is a live local whose IRAM `bin` points to 1 live byte of `iram`; the
+        // DRAM image is empty, so its NULL `bin` is not read.
+        assert_eq!(unsafe { nrt_set_pool_eng_ucode(&info) }, NRT_SUCCESS);
         assert_eq!(pool_eng_ucode().unwrap().iram, vec![42]);
     });
 }

@@ -510,7 +510,8 @@ fn batches_are_checked_before_anything_moves() {
             num_ops: 1,
         }; 2];
         rb[1].ops = past.as_ptr();
-        // SAFETY: as above.
+        // SAFETY: `rb` holds 2 descriptors of the live tensor `a`, each pointing to one op whose
+        // buffer (`r1`, `r2`) has the op's size in writable bytes.
         unsafe {
             assert_eq!(
                 nrt_tensor_read_batch(rb.as_ptr(), 2, true),

@@ -84,7 +84,8 @@ fn tensor_sets() {
         // Members freed first (the developer-guide order): the set reports them, destroy is fine.
         free(a);
         free(b);
-        // SAFETY: as above; the stale members are only looked up in the handle table.
+        // SAFETY: `set` is live, `name` a C string, `got` a live local; the freed members are
+        // only looked up in the handle table, never dereferenced.
         unsafe {
             assert_eq!(
                 nrt_get_tensor_from_tensor_set(set, name.as_ptr(), &mut got),

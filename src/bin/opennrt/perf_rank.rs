@@ -214,7 +214,8 @@ struct Tensors {
 // SAFETY: tensor handles are process-wide runtime objects; the runtime locks each tensor, and
 // this program uses a rank's tensors from one thread at a time (phases are joined in between).
 unsafe impl Send for Tensors {}
-// SAFETY: as above; shared references only hand the pointer values to the runtime.
+// SAFETY: `&Tensors` only copies the handle values out to the runtime, which locks each tensor;
+// a rank's tensors are used from one thread at a time (phases are joined in between).
 unsafe impl Sync for Tensors {}
 
 impl Drop for Tensors {

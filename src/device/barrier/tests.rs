@@ -93,6 +93,7 @@ fn completes_and_balances() {
 /// the run is a CollectivesHang, and the report names the absent TOP_SP.
 #[test]
 fn missing_participant_hangs_and_is_named() {
+    // Checks the report text a user reads, on purpose.
     let small = [
         ("trn2.48xlarge", 64, vec![0u32, 1, 2, 3, 4]), // 2 chips, 20 TOP_SPs
         ("trn1.32xlarge:nodes=2", 64, vec![0, 32, 1, 33, 2]),
@@ -128,6 +129,7 @@ fn missing_participant_hangs_and_is_named() {
 /// remaining target, and everybody else waits for the release.
 #[test]
 fn hang_report_details() {
+    // Checks the report text a user reads, on purpose.
     let p = plan("trn2.48xlarge", 64, &[0, 1, 2, 3, 4]);
     let mut cfgs = device_cfgs(&p);
     cfgs.remove(5); // rank 1 TOP_SP 1 (device TOP_SP 5) never arrives
@@ -166,6 +168,7 @@ fn hang_report_details() {
 /// Corrupted bytes: a retargeted semaphore hangs; the rules of the module doc reject the rest.
 #[test]
 fn corrupted_configs() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let p = plan("trn2.48xlarge", 64, &[0, 1, 2, 3, 4]);
     let cfgs = device_cfgs(&p);
     let patch = |i: usize, f: &dyn Fn(&mut [u8; BARRIER_CONFIG_BYTES])| {
@@ -266,6 +269,7 @@ fn host_barrier_round_trip() {
 /// A missing leader: its non-leaders wait on its DONE forever and the host never completes it.
 #[test]
 fn host_barrier_missing_leader_hangs() {
+    // Checks the report text a user reads, on purpose.
     let (mut cfgs, leaders) = host_cfgs("trn1.32xlarge", 32, &[0, 1], false);
     let dropped = leaders.iter().rposition(|&l| l).unwrap();
     let (chip, sp, _) = cfgs.remove(dropped);

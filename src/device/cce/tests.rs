@@ -277,6 +277,7 @@ fn fma_is_fused_and_scales_every_source() {
 
 #[test]
 fn limits_and_bad_requests_are_rejected() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let src = vec![0u8; 8];
     let mut out = vec![0u8; 8];
     let many: Vec<&[u8]> = vec![&src[..]; 33];

@@ -367,6 +367,7 @@ fn ring_wrap_through_four_laps() {
 }
 
 fn abort_of(r: &mut Rig) -> DmaError {
+    // Checks the report text a user reads, on purpose.
     let e = r.run().unwrap_err();
     assert_eq!(r.run().unwrap_err(), e, "the pair stays aborted");
     assert_eq!(r.pair.aborted(), Some(&e));
@@ -379,6 +380,7 @@ fn abort_of(r: &mut Rig) -> DmaError {
 /// A descriptor from the previous lap (not rewritten) is stale.
 #[test]
 fn abort_on_stale_tag() {
+    // Checks the report text a user reads, on purpose.
     let mut r = Rig::new(1, 0, 32);
     for _ in 0..2 {
         r.submit(&[tx(DATA, 8, true, true)], &[rx(DATA + 64, 8, true, true)]);
@@ -399,6 +401,7 @@ fn abort_on_stale_tag() {
 
 #[test]
 fn abort_on_length_mismatch() {
+    // Checks the report text a user reads, on purpose.
     let mut r = Rig::new(1, 0, 32);
     r.submit(&[tx(DATA, 8, true, true)], &[rx(DATA + 64, 12, true, true)]);
     let e = abort_of(&mut r);
@@ -411,6 +414,7 @@ fn abort_on_length_mismatch() {
 
 #[test]
 fn abort_on_unmapped_address() {
+    // Checks the report text a user reads, on purpose.
     let mut r = Rig::new(1, 0, 32);
     let hole = DATA + DATA_BYTES + 0x1000;
     r.submit(&[tx(hole, 8, true, true)], &[rx(DATA, 8, true, true)]);
@@ -431,6 +435,7 @@ fn abort_on_unmapped_address() {
 /// Output dtype nibble 0 (INVALID) does not decode; INT32 (8) decodes but cannot be reduced.
 #[test]
 fn abort_on_bad_dtype_nibble() {
+    // Checks the report text a user reads, on purpose.
     for (nibble, why) in [(0u8, "not a dtype"), (8, "cannot be reduced")] {
         let mut r = Rig::new(1, 0, 32);
         let t = cce_packet(CceOp::Add, nibble, &[DATA, DATA + 64], 8);
@@ -444,6 +449,7 @@ fn abort_on_bad_dtype_nibble() {
 /// A CCE op the device does not implement (EXT) aborts.
 #[test]
 fn abort_on_unimplemented_cce_op() {
+    // Checks the report text a user reads, on purpose.
     let mut r = Rig::new(1, 0, 32);
     let mut t = cce_packet(CceOp::Add, Dtype::Bf16.as_u8(), &[DATA, DATA + 64], 8);
     for d in &mut t {
@@ -460,6 +466,7 @@ fn abort_on_unimplemented_cce_op() {
 /// Framing: a copy descriptor inside a CCE packet, a META in a copy packet, a missing FIRST.
 #[test]
 fn abort_on_bad_framing() {
+    // Checks the report text a user reads, on purpose.
     let cce = cce_packet(CceOp::Add, Dtype::Bf16.as_u8(), &[DATA, DATA + 64], 8);
     let cases: Vec<(Vec<Descriptor>, &str)> = vec![
         (
@@ -506,6 +513,7 @@ fn abort_on_bad_framing() {
 /// §3.2).
 #[test]
 fn abort_on_oversized_doorbell() {
+    // Checks the report text a user reads, on purpose.
     let mut r = Rig::new(1, 0, 32);
     r.post(Direction::S2M, 16);
     let e = r.pair.tail_inc(0, Direction::S2M, 17).unwrap_err();
@@ -560,4 +568,5 @@ fn dma_throughput() {
     );
 }
 
-mod cce_tests;
+mod cce_packets;
+mod e2e;

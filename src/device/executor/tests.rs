@@ -181,6 +181,7 @@ fn runs_copy_and_signal_to_completion() {
 
 #[test]
 fn hang_without_signaller() {
+    // Checks the report text a user reads, on purpose.
     let mut m = machine(&Spec {
         signal: 6,
         ..Default::default()
@@ -210,6 +211,7 @@ fn hang_without_signaller() {
 
 #[test]
 fn hang_names_unposted_signaller() {
+    // Checks the report text a user reads, on purpose.
     let mut m = machine(&Spec {
         release_signal: false,
         ..Default::default()
@@ -223,6 +225,7 @@ fn hang_names_unposted_signaller() {
 
 #[test]
 fn hang_before_trigger() {
+    // Checks the report text a user reads, on purpose.
     let mut m = machine(&Spec {
         trigger: false,
         ..Default::default()

@@ -1,6 +1,7 @@
 //! Tests of the TOP_SP sequencer: hand-built CTRL/SLOT images driven by a fake semaphore
 //! store, load-time rejections, and the real emitted images of a 2-rank ring all-reduce.
 
+use crate::error::ErrorKind;
 use std::collections::HashMap;
 
 use super::*;
@@ -330,6 +331,7 @@ fn reporter_waits_second_topsp() {
 /// continuation mark. Full-size (zero-padded) SPAD images load too.
 #[test]
 fn continuation_slots() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let mut recs: Vec<_> = (0..70)
         .map(|i| rec(1, (i % 3) as u16, 1, None, false))
         .collect();
@@ -350,19 +352,20 @@ fn continuation_slots() {
     assert_eq!(s.entry(0).unwrap().1.len(), 70);
     // Without the continuation mark, the END lies outside the entry's slot.
     let e = Sequencer::load(&ctrl[..8], &spad, cfg(0, 1, true)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
     assert!(e.message().contains("no END record"), "{e}");
 }
 
 fn load_err(ctrl: &[u8], spad: &[u8], c: SeqConfig) -> String {
-    Sequencer::load(ctrl, spad, c)
-        .unwrap_err()
-        .message()
-        .to_string()
+    let e = Sequencer::load(ctrl, spad, c).unwrap_err();
+    assert_eq!(e.kind(), crate::error::ErrorKind::Invalid, "{e}");
+    e.message().to_string()
 }
 
 /// Anything undecodable or inconsistent is refused at load, naming the slot/record and byte.
 #[test]
 fn load_rejects_malformed_tables() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let good = ccop(true, false, false, false);
     let spad = slot_spad(&[(0, vec![rec(1, 1, 1, None, true)])]);
     let c = || cfg(0, 1, true);

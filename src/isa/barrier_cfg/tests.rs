@@ -3,6 +3,7 @@
 //! literals, not through the layout constants the codec uses.
 
 use super::*;
+use crate::error::ErrorKind;
 
 /// A device view with a distinct value in every field.
 fn distinctive() -> DeviceBarrier {
@@ -119,7 +120,13 @@ fn round_trips_and_short_input() {
     let b = BarrierConfig::Device(d).encode();
     assert_eq!(BarrierConfig::decode(&b).unwrap().encode(), b);
     let e = BarrierConfig::decode(&b[..0x127]).unwrap_err();
-    assert!(e.message().contains("295 bytes, need 296"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    let f = e.fields();
+    assert_eq!(f.field.as_deref(), Some("neff_barrier_config"), "{e:?}");
+    assert_eq!(
+        (f.expected.as_deref(), f.actual.as_deref()),
+        (Some("296"), Some("295"))
+    );
     assert!(DeviceBarrier::decode(&b[..0x123]).is_err());
     assert!(HostBarrier::decode(&b[..15]).is_err());
     assert_eq!(DeviceBarrier::decode(&b[..0x124]).unwrap(), d);

@@ -1,4 +1,5 @@
 use super::*;
+use crate::error::ErrorKind;
 use proptest::prelude::*;
 
 fn ring_fields(channel_list: u32) -> CcOpFields {
@@ -79,7 +80,8 @@ fn channel_zero_needs_reporter() {
     let mut f = ring_fields(1);
     f.reporter = false;
     let e = pack_cc_op([0; 8], &f, 0).unwrap_err();
-    assert!(e.message().contains("reporter"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(e.fields().field.as_deref(), Some("reporter"), "{e:?}");
     assert!(pack_cc_op([0; 8], &f, 3).is_ok());
 }
 

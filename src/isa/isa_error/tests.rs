@@ -4,6 +4,7 @@ use crate::error::ErrorKind;
 /// The message format the brief and docs/design.md §4 ask for.
 #[test]
 fn display_names_opcode_field_offset_value_rule() {
+    // Checks the message a user reads, on purpose.
     let e = IsaError::new(
         0xC8,
         "update_mode",

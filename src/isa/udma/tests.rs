@@ -1,6 +1,7 @@
 //! Tests of the UDMA descriptor codec: golden words from the spec, round trips, robustness.
 
 use super::*;
+use crate::error::ErrorKind;
 use crate::isa::enums::Dtype;
 use proptest::prelude::*;
 
@@ -65,7 +66,13 @@ fn golden_len_ctrl() {
     };
     assert_eq!(c.encode(), 0x4200_0010);
     let e = LenCtrl::decode(0x0001_0010).unwrap_err();
-    assert!(e.message().contains("22:16"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(
+        e.fields().field.as_deref(),
+        Some("len_ctrl reserved"),
+        "{e:?}"
+    );
+    assert_eq!(e.fields().actual.as_deref(), Some("0x1"), "{e:?}");
 }
 
 /// docs/contract/device.md §1.1: the copy meta descriptor word 0 is `(idx << 24) | 0x04800000`.
@@ -131,12 +138,19 @@ fn decode_errors_name_field_and_bits() {
     let mut b = rx.encode();
     b[4] = 1;
     let e = Descriptor::decode(&b, Direction::S2M).unwrap_err();
-    assert!(e.message().contains("S2M W1"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(e.fields().field.as_deref(), Some("S2M W1"), "{e:?}");
     // A TX word with an unknown class.
     let mut b = rx.encode();
     b[4..8].copy_from_slice(&(3u32 << 23).to_le_bytes());
     let e = Descriptor::decode(&b, Direction::M2S).unwrap_err();
-    assert!(e.message().contains("25:23"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(
+        e.fields().field.as_deref(),
+        Some("meta_ctrl SDMA class"),
+        "{e:?}"
+    );
+    assert_eq!(e.fields().actual.as_deref(), Some("0x3"), "{e:?}");
 }
 
 /// docs/contract/device.md §1.3: the tag starts at 1 and goes +1 mod 4 at each wrap.

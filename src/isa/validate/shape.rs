@@ -4,8 +4,8 @@
 
 use super::{Location, ValidationContext, SB2SB_MAX_ELEMENTS};
 use crate::isa::enums::{Axis, CcDim, CollectiveType};
-use crate::isa::instr_collective::{Collective2, TriggerCollective};
-use crate::isa::instr_other::{Sb2sbCollective, SB2SB_RESERVED1};
+use crate::isa::instr::other::{Sb2sbCollective, SB2SB_RESERVED1};
+use crate::isa::instr::trigger::{Collective2, TriggerCollective};
 use crate::isa::isa_error::{rule, IsaError, IsaResult};
 use crate::isa::layout::{da_field, ExtField};
 use crate::isa::markers::opcode;

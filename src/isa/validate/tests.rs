@@ -5,8 +5,8 @@
 use super::*;
 use crate::isa::enums::{CcDim, Flag, InstrChaining};
 use crate::isa::instr::decode;
-use crate::isa::instr_collective::DmaConfigs;
-use crate::isa::instr_other::Sb2sbCollective;
+use crate::isa::instr::other::Sb2sbCollective;
+use crate::isa::instr::trigger::DmaConfigs;
 use crate::isa::markers::LncSizeFmt;
 use crate::isa::operand::Tensor2d;
 use crate::isa::operand::{Addr4, PseudoAddr8};
@@ -149,6 +149,7 @@ fn rule_5_dma_configs() {
 
 #[test]
 fn rule_6_reduce_op() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let mut w = c8();
     w.op = AluOp::Mult;
     let e = check(&w.encode(), &ctx()).unwrap_err();
@@ -299,6 +300,7 @@ fn rule_8_stream_channel_group() {
 
 #[test]
 fn rule_9_all_to_all_v() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let a2av = |bitmap: u8, n: u32| {
         c2(move |w| {
             w.trigger.ctype = CollectiveType::AllToAllV;
@@ -328,6 +330,7 @@ fn rule_9_all_to_all_v() {
 
 #[test]
 fn rule_10_dtype() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let mut b = c8().encode();
     b[13] = 16; // FP4 exists only on newer headers
     let e = decode(&b).unwrap_err();
@@ -411,6 +414,7 @@ fn rule_11_s3d3() {
 
 #[test]
 fn rule_12_supported_operation() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let b = c2(|w| {
         w.trigger.ctype = CollectiveType::PermuteReduce;
         w.trigger.src1 = var_tensor(3, 32);

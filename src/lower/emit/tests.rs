@@ -272,6 +272,7 @@ fn golden_tiny_program_rank1_routes_back_to_chip0() {
 
 #[test]
 fn decode_back_catches_corruption() {
+    // Checks the report text a user reads, on purpose.
     let (p, m) = tiny();
     let good = emit(&p, &m).unwrap();
     // Point the CCE source 1 data descriptor two bytes into the scratch.
@@ -412,6 +413,7 @@ fn copy_tiling_caps() {
 /// step with more descriptors than ring − 16 is released by several records.
 #[test]
 fn ring_wrap_tags_and_release_split() {
+    // Checks the report text a user reads, on purpose.
     let elems = 20 * 65536 / 2;
     let big = step(
         Primitive::DirectCopy,

@@ -1,4 +1,5 @@
 use super::*;
+use crate::error::ErrorKind;
 use crate::isa::enums::Dtype;
 use crate::lower::request::ReduceOp;
 
@@ -22,14 +23,17 @@ fn ring_all_reduce_lowers_and_emits() {
 /// All-to-all-v lowers from its resolved table, and only from it.
 #[test]
 fn all_to_all_v_needs_its_table() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     use crate::lower::request::A2avMeta;
     let cfg = LowerConfig::for_world(2).unwrap();
     let mut req = request(CollectiveOp::AllToAllV, 2, 3);
     let e = lower(&req, &cfg).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
     assert!(e.message().contains("without A2Av metadata"), "{e}");
     let meta = A2avMeta::from_bitmap(0x03, 4, 6, None).unwrap();
     req.a2av = Some(meta.clone());
     let e = lower(&req, &cfg).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
     assert!(
         e.message().contains("without a resolved counts table"),
         "{e}"
@@ -46,6 +50,7 @@ fn all_to_all_v_needs_its_table() {
     let mut t = req.a2av.unwrap().table.unwrap();
     t.send_displs.pop();
     let e = mesh_a2a::A2avLayout::from_table(&t, 2).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
     assert!(e.message().contains("send_displs is not 2 × 2"), "{e}");
 }
 

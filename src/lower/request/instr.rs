@@ -34,9 +34,9 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::isa::enums::{permute_chain_active, CollectiveType, Dtype, InstrChaining};
+use crate::isa::instr::other::SendRecv;
+use crate::isa::instr::trigger::Collective2;
 use crate::isa::instr::{Common, Instr};
-use crate::isa::instr_collective::Collective2;
-use crate::isa::instr_other::SendRecv;
 use crate::isa::operand::Tensor2d;
 use crate::isa::validate::{validate, Arch, Location, ValidationContext};
 

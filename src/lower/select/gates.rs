@@ -19,6 +19,9 @@
 //!   one rank per node: MESH_SWITCH. Trn1: FULL_MESH. (inf2, the only GROUPED_MESH user, is not
 //!   simulated.)
 
+#[cfg(test)]
+mod tests;
+
 use crate::error::{Error, Result};
 use crate::lower::program::Algorithm;
 use crate::lower::request::{CollectiveOp, CollectiveRequest};

@@ -38,10 +38,9 @@ fn sel(op: CollectiveOp, group: Vec<u32>, count: u64, t: &str, c: &SelectConfig)
 }
 
 fn err(op: CollectiveOp, group: Vec<u32>, count: u64, t: &str, c: &SelectConfig) -> String {
-    select(&req(op, group, count), &topo(t), c)
-        .unwrap_err()
-        .message()
-        .to_string()
+    let e = select(&req(op, group, count), &topo(t), c).unwrap_err();
+    assert_eq!(e.kind(), crate::error::ErrorKind::Invalid, "{e}");
+    e.message().to_string()
 }
 
 fn range(a: u32, b: u32) -> Vec<u32> {
@@ -143,6 +142,7 @@ fn inter_one_rank_per_node() {
 
 #[test]
 fn single_cycle_ring_is_refused_for_all_gather() {
+    // Checks the message a user reads, on purpose.
     let t = "trn1.32xlarge:nodes=8";
     let e = err(
         AllGather,
@@ -181,6 +181,7 @@ fn single_cycle_ring_is_refused_for_all_gather() {
 
 #[test]
 fn all_to_all_is_always_mesh() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     for (op, group, t) in [
         (AllToAll, range(0, 64), "trn2.48xlarge"),
         (AllToAllV, range(0, 3), "trn1.32xlarge"),
@@ -317,6 +318,7 @@ fn hier_legs_use_slice_sizes_and_never_kangaring_inter() {
 
 #[test]
 fn forcing() {
+    // Checks the report text a user reads, on purpose.
     let t = "trn1.32xlarge:nodes=2";
     // Ring keeps a hierarchical group flat.
     let s = sel(AllReduce, range(0, 64), LARGE, t, &forced(Ring));
@@ -380,6 +382,7 @@ fn forcing() {
 
 #[test]
 fn point_to_point_ops_and_barrier_use_the_ring_driver() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     for op in [
         Permute,
         PermuteImplicit,
@@ -434,6 +437,7 @@ fn shapes_that_fall_back_to_ring() {
 
 #[test]
 fn allowed_mask_and_errors() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let only_mesh = SelectConfig {
         allowed: 1 << Mesh as u16,
         ..auto()

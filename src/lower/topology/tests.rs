@@ -1,7 +1,15 @@
 use super::*;
+use crate::error::ErrorKind;
 
 fn it(name: &str) -> InstanceType {
     InstanceType::by_name(name).unwrap()
+}
+
+/// The message of an `NRT_INVALID` error (what the tests below check on purpose).
+fn invalid<T: std::fmt::Debug>(r: Result<T>) -> String {
+    let e = r.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    e.to_string()
 }
 
 #[test]
@@ -40,35 +48,36 @@ fn hbm_per_core_by_generation() {
 fn device_ranges() {
     let t = it("trn1.32xlarge");
     assert_eq!(t.device(15, "dev").unwrap(), 15);
-    let e = t.device(16, "neuron_dev").unwrap_err().to_string();
-    assert!(
-        e.contains("neuron_dev 16 is not a Neuron device of the instance (0..16)"),
-        "{e}"
-    );
+    let e = t.device(16, "neuron_dev").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    let f = e.fields();
+    assert_eq!(f.field.as_deref(), Some("neuron_dev"), "{e:?}");
+    assert_eq!(f.expected.as_deref(), Some("0..16"), "{e:?}");
+    assert_eq!(f.actual.as_deref(), Some("16"), "{e:?}");
     assert!(t.device(-1, "dev").is_err());
     assert!(
         t.device(i64::from(u32::MAX) + 16, "dev").is_err(),
         "no wrap to 15"
     );
     assert_eq!(t.device_id(3, "rid").unwrap(), 3);
-    let e = t.device_id(16, "remote_rid").unwrap_err().to_string();
-    assert!(
-        e.contains("remote_rid 16 is not a device of the instance"),
-        "{e}"
-    );
+    let e = t.device_id(16, "remote_rid").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(e.fields().field.as_deref(), Some("remote_rid"), "{e:?}");
+    assert_eq!(e.fields().actual.as_deref(), Some("16"), "{e:?}");
     assert_eq!(t.pci_bdf(1, "dev").unwrap(), (0, 0x11, 0, 0));
     assert!(t.pci_bdf(16, "dev").is_err());
 }
 
 #[test]
 fn device_ring() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let t = it("trn2.48xlarge");
     assert_eq!(t.ring_peer(15, 0).unwrap(), 0);
     assert_eq!(t.ring_peer(0, 1).unwrap(), 15);
     assert_eq!(t.ring_peer(4, 0).unwrap(), 5);
-    let e = t.ring_peer(0, 2).unwrap_err().to_string();
+    let e = invalid(t.ring_peer(0, 2));
     assert!(e.contains("port 2 is not connected"), "{e}");
-    let e = it("trn2.3xlarge").ring_peer(0, 0).unwrap_err().to_string();
+    let e = invalid(it("trn2.3xlarge").ring_peer(0, 0));
     assert!(
         e.contains("single-device instance has no peer devices"),
         "{e}"
@@ -77,18 +86,19 @@ fn device_ring() {
 
 #[test]
 fn ultraserver_pods() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let u = it("trn2u.48xlarge");
     assert_eq!(u.pod(), Some(ULTRASERVER_NODES));
     assert_eq!(u.pod_peer_node(0, 1, 2).unwrap(), 3);
     assert_eq!(u.pod_peer_node(15, 3, 1).unwrap(), 0);
     assert_eq!(u.pod_peer_node(0, 0, u32::MAX).unwrap(), 3, "no overflow");
     assert!(u.pod_peer_node(16, 0, 1).is_err());
-    let e = u.pod_peer_node(0, 4, 1).unwrap_err().to_string();
+    let e = invalid(u.pod_peer_node(0, 4, 1));
     assert!(e.contains("node 4 is not a node of the 4-node pod"), "{e}");
     assert!(u.pod_peer_node(0, -1, 1).is_err());
     let t = it("trn2.48xlarge");
     assert_eq!(t.pod(), None);
-    let e = t.pod_peer_node(0, 1, 2).unwrap_err().to_string();
+    let e = invalid(t.pod_peer_node(0, 1, 2));
     assert!(e.contains("trn2.48xlarge is not an UltraServer pod"), "{e}");
 }
 

@@ -1,5 +1,7 @@
 //! The verifier on hand-built programs: correct ones pass, each broken variant is caught with
-//! the right message.
+//! the right message. The order between entries has its own file, the child `entry_order`.
+
+mod entry_order;
 
 use super::testprog::*;
 use super::*;
@@ -90,6 +92,7 @@ fn permute_and_barrier_verify() {
 
 #[test]
 fn wrong_chunk_index_is_caught() {
+    // Checks the report text a user reads, on purpose.
     // Rank 0 (position 0 of 3) reduces chunk 1 at s = 2: use block 0's input instead.
     let mut p = ring_all_reduce(&[0, 1, 2], 96, 1, 32);
     let s = find(&mut p, 0, Primitive::RecvReduceSend, 0);
@@ -112,6 +115,7 @@ fn wrong_chunk_index_is_caught() {
 
 #[test]
 fn missing_contribution_is_caught() {
+    // Checks the report text a user reads, on purpose.
     let mut p = ring_all_reduce(&[0, 1, 2], 96, 1, 32);
     let s = find(&mut p, 0, Primitive::RecvReduceSend, 0);
     let (dst, len) = (s.transfers[0].dst(), s.transfers[0].len());
@@ -142,6 +146,7 @@ fn missing_contribution_is_caught() {
 
 #[test]
 fn duplicated_contribution_is_caught() {
+    // Checks the report text a user reads, on purpose.
     let mut p = ring_all_reduce(&[0, 1], 64, 1, 32);
     let s = find(&mut p, 1, Primitive::RecvReduceCopy, 0);
     if let Transfer::Reduce { srcs, .. } = &mut s.transfers[0] {
@@ -157,6 +162,7 @@ fn duplicated_contribution_is_caught() {
 
 #[test]
 fn missing_signal_deadlocks() {
+    // Checks the report text a user reads, on purpose.
     let mut p = ring_all_reduce(&[0, 1], 64, 1, 32);
     last_step(&mut p, 0, Primitive::DirectCopySend)
         .signals
@@ -183,6 +189,7 @@ fn missing_signal_deadlocks() {
 
 #[test]
 fn wait_cycle_names_the_pending_signallers() {
+    // Checks the report text a user reads, on purpose.
     let mut p = ring_all_reduce(&[0, 1], 64, 1, 32);
     for r in 0..2 {
         find(&mut p, r, Primitive::Send, 0).wait = Some(Wait {
@@ -206,6 +213,7 @@ fn wait_cycle_names_the_pending_signallers() {
 
 #[test]
 fn extra_signal_is_a_leftover() {
+    // Checks the report text a user reads, on purpose.
     let mut p = ring_all_reduce(&[0, 1], 64, 1, 32);
     last_step(&mut p, 0, Primitive::DirectRecv)
         .signals
@@ -246,6 +254,7 @@ fn extra_signal_is_a_leftover() {
 
 #[test]
 fn reduce_in_all_gather_is_refused() {
+    // Checks the report text a user reads, on purpose.
     let mut p = ring_all_gather(3, 8);
     let s = find(&mut p, 1, Primitive::DirectRecvSend, 0);
     let (src, dst, len) = match &s.transfers[0] {
@@ -280,6 +289,7 @@ fn reduce_in_all_gather_is_refused() {
 
 #[test]
 fn out_of_bounds_loc_is_refused() {
+    // Checks the report text a user reads, on purpose.
     let mut p = ring_all_gather(3, 8);
     if let Transfer::Copy { dst, .. } =
         &mut find(&mut p, 2, Primitive::DirectCopySend, 0).transfers[1]
@@ -307,6 +317,7 @@ fn out_of_bounds_loc_is_refused() {
 
 #[test]
 fn uninitialised_scratch_read_is_caught() {
+    // Checks the report text a user reads, on purpose.
     let mut p = ring_all_reduce(&[0, 1], 64, 1, 32);
     for rp in &mut p.ranks {
         rp.scratch_elems = 128;
@@ -325,6 +336,7 @@ fn uninitialised_scratch_read_is_caught() {
 
 #[test]
 fn waiting_on_another_ranks_semaphore_is_refused() {
+    // Checks the report text a user reads, on purpose.
     let mut p = ring_all_reduce(&[0, 1], 64, 1, 32);
     find(&mut p, 0, Primitive::RecvReduceCopy, 0).wait = Some(Wait {
         sem: sem(1, 8),

@@ -2,6 +2,7 @@
 //! [`sample`](crate::ncfw::sample), whose fields all have distinctive values.
 
 use super::*;
+use crate::error::ErrorKind;
 use crate::ncfw::ctx_builder::CcContextBuilder;
 use crate::ncfw::sample::{sample_addr, sample_context, SAMPLE_BASIC_BLOCKS};
 
@@ -355,8 +356,10 @@ fn truncation_keeps_the_prefix() {
 
 #[test]
 fn short_context_is_rejected() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let ctx = vec![0u8; Arch::V3.layout().min_size - 1];
     let e = ctx_log(&ctx, Arch::V3, b"m", &mut [0u8; 16]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
     assert!(e.message().contains("0x44e6"), "{e}");
     // A v2-sized context is enough for v2.
     assert!(ctx_log(

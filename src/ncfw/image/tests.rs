@@ -1,6 +1,7 @@
 //! Tests of the firmware image format (docs/contract/carrier.md §2.3 for the size contract).
 
 use super::*;
+use crate::error::ErrorKind;
 
 fn reseal(b: &mut [u8]) {
     let s = fnv1a(b);
@@ -65,23 +66,28 @@ fn sizes_follow_the_spec() {
     );
 }
 
+/// Which image and which header offset an error is about.
+fn at(e: &Error) -> (Option<&str>, Option<u64>) {
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    (e.fields().field.as_deref(), e.fields().step)
+}
+
 #[test]
 fn corrupt_magic_is_rejected() {
+    // Checks the message on purpose: a bad magic and a short image are both at offset 0.
     let (iram, dram) = image_for(Arch::V3);
     let mut i = iram.to_vec();
     i[0] ^= 0xFF;
     let e = FirmwareImage::parse(&i, dram).unwrap_err();
-    assert!(
-        e.message().contains("IRAM") && e.message().contains("magic"),
-        "{e}"
-    );
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(at(&e), (Some("IRAM"), Some(0)), "{e:?}");
+    assert!(e.message().contains("magic"), "{e}");
     let mut d = dram.to_vec();
     d[3] = b'X';
     let e = FirmwareImage::parse(iram, &d).unwrap_err();
-    assert!(
-        e.message().contains("DRAM") && e.message().contains("magic"),
-        "{e}"
-    );
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(at(&e), (Some("DRAM"), Some(0)), "{e:?}");
+    assert!(e.message().contains("magic"), "{e}");
 }
 
 #[test]
@@ -91,18 +97,22 @@ fn unsupported_version_is_rejected() {
     i[0x08] = 2;
     reseal(&mut i);
     let e = FirmwareImage::parse(&i, dram).unwrap_err();
-    assert!(e.message().contains("format version 2"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(at(&e), (Some("IRAM"), Some(0x08)), "{e:?}");
 }
 
 #[test]
 fn checksum_and_geometry_are_checked() {
+    // Checks the message on purpose where two checks share an offset (size or family; short).
     let (iram, dram) = image_for(Arch::V3);
     let mut i = iram.to_vec();
     i[0x100] ^= 1;
     let e = FirmwareImage::parse(&i, dram).unwrap_err();
-    assert!(e.message().contains("checksum"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(at(&e), (Some("IRAM"), Some(CHECKSUM_OFF as u64)), "{e:?}");
     // A v2 DRAM template does not serve a v3 IRAM.
     let e = FirmwareImage::parse(iram, image_for(Arch::V2).1).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
     assert!(
         e.message().contains("DRAM size") || e.message().contains("family"),
         "{e}"
@@ -112,14 +122,22 @@ fn checksum_and_geometry_are_checked() {
     i[HEADER_SIZE + 2] = 0x77;
     reseal(&mut i);
     let e = FirmwareImage::parse(&i, dram).unwrap_err();
-    assert!(e.message().contains("unknown handler"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(
+        at(&e),
+        (Some("IRAM"), Some((HEADER_SIZE + 2) as u64)),
+        "{e:?}"
+    );
     // Truncated image.
     let e = FirmwareImage::parse(&iram[..0x20], dram).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(at(&e), (Some("IRAM"), Some(0)), "{e:?}");
     assert!(e.message().contains("shorter"), "{e}");
     // Wrong arch id.
     let mut i = iram.to_vec();
     i[0x0C] = 36;
     reseal(&mut i);
     let e = FirmwareImage::parse(&i, dram).unwrap_err();
-    assert!(e.message().contains("unknown arch id 36"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(at(&e), (Some("IRAM"), Some(0x0C)), "{e:?}");
 }

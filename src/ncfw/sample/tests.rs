@@ -1,4 +1,5 @@
 use super::*;
+use crate::error::ErrorKind;
 use crate::isa::ccop::SpadCtrlEntry;
 use crate::ncfw::ctx_layout::*;
 
@@ -64,7 +65,13 @@ fn builder_rejects_bad_indices_and_widths() {
             ..Default::default()
         })
         .unwrap_err();
-    assert!(e.message().contains("tpb_id"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(
+        e.fields().field.as_deref(),
+        Some("dev_configs.tpb_id"),
+        "{e:?}"
+    );
+    assert_eq!(e.fields().actual.as_deref(), Some("16"), "{e:?}");
     // The packer's assertion: channel 0 needs the reporter bit.
     let mut f = SAMPLE_CC_OP;
     f.reporter = false;

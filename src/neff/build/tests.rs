@@ -3,6 +3,7 @@
 //! trigger decodes and validates; every refusal of `build` names what is wrong; `container`
 //! writes both packings, long names, and the overrides tests use to damage a NEFF.
 
+use crate::error::ErrorKind;
 use std::io::Read;
 
 use super::*;
@@ -333,6 +334,7 @@ fn op_names_parse() {
 
 #[test]
 fn bad_specs_are_refused_naming_the_problem() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let base = || BuildSpec::new(BuildOp::AllReduce, 4, 16, Dtype::Bf16);
     let cases: Vec<(BuildSpec, &str)> = vec![
         (BuildSpec { ranks: 0, ..base() }, "ranks 0"),
@@ -616,6 +618,7 @@ fn container_overrides_make_damaged_neffs() {
 
 #[test]
 fn hostile_names_are_written_as_given() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     // The payload reader must refuse these; the writer must be able to make them.
     for name in ["../etc/passwd", "/abs", "a//b"] {
         let file = container(&members(&[(name, b"x")]), &HeaderFields::default()).unwrap();
@@ -629,6 +632,8 @@ fn hostile_names_are_written_as_given() {
     .unwrap();
     let h = NeffHeader::parse(&file).unwrap();
     let e = Payload::read(&h, &file).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(e.fields().field.as_deref(), Some("dup"), "{e:?}");
     assert!(e.message().contains("twice"), "{e}");
 }
 
@@ -645,6 +650,7 @@ fn pax_record_length_counts_itself() {
 /// ops' 2^32-element operand bound.
 #[test]
 fn variable_size_ops_tables_and_bounds() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let a2av = BuildSpec::new(BuildOp::AllToAllV, 3, 4, Dtype::Fp32);
     assert_eq!(
         a2av.uniform_metadata().unwrap(),
@@ -662,6 +668,7 @@ fn variable_size_ops_tables_and_bounds() {
     );
     let big = BuildSpec::new(BuildOp::AllToAllV, 2, 1 << 31, Dtype::Uint8);
     let e = build(&big).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
     assert!(e.message().contains("2^32 - 1"), "{e}");
     let fits = BuildSpec::new(BuildOp::AllGatherV, 2, 1 << 31, Dtype::Uint8);
     assert!(build(&fits).is_err(), "its output is 2^32 elements");

@@ -83,7 +83,8 @@ fn exchange(mut a: Endpoint, mut b: Endpoint, n: usize) {
                             assert!(b[..len] == payload(i)[..], "message {i} intact");
                             seen[i] = true;
                             got += 1;
-                            // SAFETY: as above.
+                            // SAFETY: `b` is one of `bufs`, which outlive the endpoint's use of
+                            // them (drained below), and its receive has just completed.
                             let again = unsafe { ep.post_recv(b.as_mut_ptr(), b.len(), c.ctx) };
                             assert!(again.unwrap());
                         }
@@ -145,6 +146,7 @@ fn a_waker_ends_a_blocking_wait() {
 
 #[test]
 fn a_missing_library_is_a_network_proxy_error_naming_the_package() {
+    // Checks the message a user reads, on purpose.
     let e = load_from("libfabric-does-not-exist.so.9").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NetworkProxy);
     assert!(e.message().contains("libfabric-does-not-exist.so.9"), "{e}");

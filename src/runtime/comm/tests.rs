@@ -1,4 +1,5 @@
 use super::*;
+use crate::error::ErrorKind;
 
 #[test]
 fn root_comm_id_forms() {
@@ -36,7 +37,10 @@ fn join_rules() {
     join(Slot::HostCc, 0, 0, 4, 8, None).unwrap();
     join(Slot::HostCc, 0, 0, 4, 8, None).unwrap(); // idempotent
     let e = join(Slot::HostCc, 1, 1, 5, 8, None).unwrap_err();
-    assert!(e.message().contains("immutable"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(e.fields().field.as_deref(), Some("count"), "{e:?}");
+    assert_eq!(e.fields().expected.as_deref(), Some("4"), "{e:?}");
+    assert_eq!(e.fields().actual.as_deref(), Some("5"), "{e:?}");
     assert!(join(Slot::HostCc, 0, 1, 4, 8, None).is_err()); // other id, same core
     assert!(join(Slot::HostCc, 1, 0, 4, 8, None).is_err()); // id held by core 0
     assert!(join(Slot::HostCc, 8, 1, 4, 8, None).is_err()); // not our core

@@ -111,6 +111,7 @@ fn visible_cores_rules() {
 
 #[test]
 fn unknown_instance_is_a_clear_error() {
+    // Checks the message a user reads, on purpose.
     let e = cfg(&[("OPENNRT_INSTANCE_TYPE", "p5.48xlarge")]).unwrap_err();
     assert_eq!(e.fields().field.as_deref(), Some("OPENNRT_INSTANCE_TYPE"));
     assert_eq!(e.fields().actual.as_deref(), Some("p5.48xlarge"));
@@ -121,6 +122,7 @@ fn unknown_instance_is_a_clear_error() {
 /// Every variable with a value that does not parse fails, naming the variable.
 #[test]
 fn every_bad_value_is_an_error_naming_its_variable() {
+    // Checks the message a user reads, on purpose.
     for (var, bad) in [
         ("NEURON_RT_LOG_LEVEL", "LOUD"),
         ("NEURON_RT_EXEC_TIMEOUT", "soon"),

@@ -1,4 +1,5 @@
 use super::*;
+use crate::error::ErrorKind;
 
 fn threads<T: Send + 'static>(n: u32, f: impl Fn(u32) -> T + Send + Sync + 'static) -> Vec<T> {
     let f = Arc::new(f);
@@ -42,7 +43,11 @@ fn barrier_and_all_gather_across_threads() {
     });
     for e in errs {
         let e = e.unwrap_err();
-        assert!(e.message().contains("rank 2 passed 6"), "{e}");
+        assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+        let f = e.fields();
+        assert_eq!(f.field.as_deref(), Some("rank_input_size"), "{e:?}");
+        assert_eq!((f.rank, f.actual.as_deref()), (Some(2), Some("6")), "{e:?}");
+        assert_eq!(f.expected.as_deref(), Some("4"), "{e:?}");
     }
     comm::reset();
     reset();

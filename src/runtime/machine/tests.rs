@@ -164,6 +164,7 @@ fn corrupt(c: &mut Case, f: impl Fn(u64) -> u64) {
 
 #[test]
 fn corrupt_address_aborts() {
+    // Checks the report text a user reads, on purpose.
     let mut c = case(CollectiveOp::AllReduce, Dtype::Fp32, 2, 1001, true);
     corrupt(&mut c, |a| a + (1 << 35));
     let e = run(&c).unwrap_err();
@@ -181,6 +182,7 @@ fn corrupt_address_gives_wrong_result() {
 
 #[test]
 fn missing_rank_is_a_hang() {
+    // Checks the report text a user reads, on purpose.
     let mut c = case(CollectiveOp::AllReduce, Dtype::Fp32, 2, 1001, true);
     c.em.ranks[1].topsps.clear();
     let e = run(&c).unwrap_err();
@@ -200,6 +202,7 @@ fn missing_rank_is_a_hang() {
 
 #[test]
 fn untriggered_topsp_is_named_as_the_signaller() {
+    // Checks the report text a user reads, on purpose.
     let c = case(CollectiveOp::AllReduce, Dtype::Fp32, 2, 1001, true);
     let ins: Vec<Vec<u8>> = c.inputs.iter().map(|v| enc(c.dtype, v)).collect();
     let mut m = load(&c.prog, &c.em, &c.map, &ins).unwrap();
@@ -263,6 +266,7 @@ fn wrapped_ring_runs_lap_by_lap() {
 /// with the descriptor named.
 #[test]
 fn corrupt_descriptor_in_a_later_lap_aborts() {
+    // Checks the report text a user reads, on purpose.
     use crate::lower::emit::{emit_with, EmitOptions};
     let mut c = case(CollectiveOp::AllReduce, Dtype::Fp32, 2, 1 << 14, true);
     c.em = emit_with(&c.prog, &c.map, &EmitOptions { max_ring: 32 }).unwrap();
@@ -280,6 +284,7 @@ fn corrupt_descriptor_in_a_later_lap_aborts() {
 /// timeout the first pass is already late, and the error carries the state of that moment.
 #[test]
 fn exec_timeout_stops_the_run_with_a_report() {
+    // Checks the report text a user reads, on purpose.
     let c = case(CollectiveOp::AllReduce, Dtype::Fp32, 2, 1001, true);
     let ins: Vec<Vec<u8>> = c.inputs.iter().map(|v| enc(c.dtype, v)).collect();
     let mut m = load(&c.prog, &c.em, &c.map, &ins).unwrap();
@@ -328,6 +333,7 @@ fn entries_on_two_topsps_run_in_the_verified_order() {
 /// is left) refuses the same sequencer, naming the slot and algo_type (docs/contract/device.md §9.1).
 #[test]
 fn cc_op_entries_dispatch_through_the_firmware_image() {
+    // Checks the report text a user reads, on purpose.
     use crate::device::topsp::Sequencer;
     use crate::ncfw::{image_for, DispatchClass, FirmwareImage};
     let c = case(CollectiveOp::AllReduce, Dtype::Fp32, 2, 1001, true);

@@ -58,7 +58,7 @@
 //! has arrived, so that [`Pending::finish`] — meet, run, wait for the peers to finish — cannot
 //! wait for a rank that has not scheduled the collective yet. `nrta_cc_schedule` runs the
 //! first half on the caller's thread and the second there too when the meeting is complete
-//! within a short wait, else on the XU's worker (`runtime::collective_api`).
+//! within a short wait, else on the XU's worker (`runtime::collective::api`).
 //!
 //! **The job's topology.** Without `OPENNRT_TOPOLOGY`, a collective is prepared for the
 //! default shape (one node), since preparing must not wait for the other processes. The first

@@ -40,7 +40,8 @@ pub struct Shadow {
 // SAFETY: the mapping is owned by the value and unmapped only in Drop; concurrent access goes
 // through atomics (header, blocks) or is ordered by the run (data, written by one executor).
 unsafe impl Send for Shadow {}
-// SAFETY: as above.
+// SAFETY: `&Shadow` only reaches the mapping through atomics (header, blocks) or data ranges
+// the run orders between one writer and its readers; `written` and `lent` are themselves Sync.
 unsafe impl Sync for Shadow {}
 
 impl std::fmt::Debug for Shadow {

@@ -27,7 +27,8 @@ pub struct Segment {
 // SAFETY: the mapping is plain shared bytes; concurrent access follows the protocol of its
 // users (one writer at a time, handed over by messages), like device memory.
 unsafe impl Send for Segment {}
-// SAFETY: as above; `&Segment` only hands out raw copies through `read`/`write`.
+// SAFETY: `&Segment` only copies bytes in and out through `read`/`write` (no references into
+// the mapping escape), and its users' protocol keeps one writer per range at a time.
 unsafe impl Sync for Segment {}
 
 fn cname(name: &str) -> Result<CString> {

@@ -735,7 +735,8 @@ impl Worker {
                 Role::Recv => {
                     if i == 0 {
                         let tag = protocol::data_tag(TagKind::First, comm, s.seq, 0);
-                        // SAFETY: as above, for the receive's range.
+                        // SAFETY: `[ptr, + min(chunk, len))` lies in the tensor the slot keeps
+                        // alive until every chunk has completed.
                         unsafe {
                             self.ep.post_trecv(
                                 s.ptr as *mut u8,
@@ -752,7 +753,8 @@ impl Worker {
                         let at = (i as usize) * chunk;
                         let tag = protocol::data_tag(TagKind::Chunk, comm, s.seq, i);
                         let n = chunk.min(s.len - at);
-                        // SAFETY: as above, for the receive's range.
+                        // SAFETY: `at < len` (above) and `n ≤ len - at`, so `[ptr + at, + n)`
+                        // lies in the tensor the slot keeps alive until every chunk completed.
                         unsafe {
                             self.ep.post_trecv(
                                 (s.ptr + at) as *mut u8,

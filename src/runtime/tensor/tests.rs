@@ -32,6 +32,7 @@ fn allocate_is_zeroed_aligned_and_checked() {
 
 #[test]
 fn allocation_failure_is_an_error_not_an_abort() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     // 4 EiB cannot be mapped on any 64-bit host (47- or 56-bit address spaces).
     let e = Tensor::allocate(Placement::Device, Some(0), 1 << 62, "big").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Resource, "{e:?}");
@@ -214,7 +215,8 @@ fn memcpy_to_device_accepts_only_live_device_ranges() {
 
     let h = Tensor::allocate(Placement::Host, None, 64, "h").unwrap();
     let mut plain = [0u8; 8];
-    // SAFETY: as above.
+    // SAFETY: `data` has 8 readable bytes; both destinations are refused (a host tensor, plain
+    // memory) before anything is written.
     unsafe {
         assert!(
             memcpy_to_device(h.va(), data.as_ptr(), 8).is_err(),

@@ -288,6 +288,7 @@ fn reference_all_to_all_v_by_hand() {
 
 #[test]
 fn comparison_helpers() {
+    // Checks the message a user reads, on purpose.
     let rq = req(CollectiveOp::AllGather, Dtype::Bf16, None, 2, 2);
     let want = vec![bf16s(&[1.0, 2.0, 3.0, 4.0]); 2];
     let mut got = want.clone();

@@ -81,6 +81,7 @@ fn optional_and_multi_values() {
 /// them only.
 #[test]
 fn variable_size_ops_parse() {
+    // Checks the message a user reads, on purpose.
     assert_eq!(opts("-r 2 alltoallv").op, Op::AllToAllV);
     assert_eq!(opts("-r 2 allgv").op, Op::AllGatherV);
     let o = opts("-r 2 alltoallv --variable-size-op-metadata m.json");
@@ -93,6 +94,7 @@ fn variable_size_ops_parse() {
 
 #[test]
 fn bad_command_lines_say_why() {
+    // Checks the message a user reads, on purpose.
     assert!(refused("allr").contains("-r/--nworkers is required"));
     assert!(refused("-r 2").contains("no operation"));
     assert!(refused("-r 2 allr allg").contains("second operation"));
@@ -113,6 +115,7 @@ fn bad_command_lines_say_why() {
 /// Options OpenNRT cannot honour are refused with the reason.
 #[test]
 fn unsupported_options_are_refused() {
+    // Checks the message a user reads, on purpose.
     for (line, why) in [
         ("-r 2 allr -S", "scontrol show hostnames"),
         ("-r 2 allr --slurm-mode", "through Open MPI's mpirun only"),
@@ -129,6 +132,7 @@ fn unsupported_options_are_refused() {
 /// too); `-N` defaults to the number of hosts and must match it when given.
 #[test]
 fn hosts_parse_as_a_list() {
+    // Checks the message a user reads, on purpose.
     let o = opts("-r 4 -N 2 --hosts 10.0.0.1 10.0.0.2 allr -d fp32");
     assert_eq!(o.hosts, vec!["10.0.0.1", "10.0.0.2"]);
     assert_eq!((o.nnodes, o.ranks, o.dtype), (2, 4, Dtype::Fp32));
@@ -163,6 +167,7 @@ fn hosts_parse_as_a_list() {
 /// `-r` is the total: it must divide over the hosts.
 #[test]
 fn ranks_must_divide_over_the_nodes() {
+    // Checks the message a user reads, on purpose.
     for line in [
         "-r 3 -N 2 --hosts a b allr",
         "-r 1 --hosts a b allr",
@@ -180,6 +185,7 @@ fn ranks_must_divide_over_the_nodes() {
 /// A hosts file: one host a line, `#` comments, blank lines, Open MPI's `slots=N`.
 #[test]
 fn hosts_files_parse() {
+    // Checks the message a user reads, on purpose.
     let t = "# the cluster\nnode1 slots=2\n\n  node2   # the second\nnode3 max_slots=4 slots=8\n";
     let h = hosts_file_text(t, "f").unwrap();
     assert_eq!(

@@ -43,6 +43,7 @@ fn sizes_are_rounded_skipped_and_deduplicated() {
 /// variable-size table a size cannot hold.
 #[test]
 fn refusals_say_why() {
+    // Checks the message a user reads, on purpose.
     assert!(setup("-r 2 alltoallv").is_ok());
     let dir = std::env::temp_dir().join(format!("nccom_bench_test_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -109,6 +110,7 @@ fn a_good_size_becomes_a_row() {
 
 #[test]
 fn failures_and_wrong_results_fail_the_size() {
+    // Checks the message a user reads, on purpose.
     let s = setup("-r 2 allg -b 1kb -e 1kb -d fp32 --check").unwrap();
     assert_eq!(s.opts.check, Some(Mode::Random));
     let z = s.sizes[0];

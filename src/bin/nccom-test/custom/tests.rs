@@ -9,6 +9,7 @@ fn file(name: &str, body: &str) -> std::path::PathBuf {
 
 #[test]
 fn replica_groups_must_partition_the_ranks_evenly() {
+    // Checks the message a user reads, on purpose.
     let p = file("g.json", r#"{"replica_groups": [[[0, 2], [1, 3]]]}"#);
     assert_eq!(groups(&p, 4), Ok(vec![vec![0, 2], vec![1, 3]]));
     assert!(groups(&p, 5)
@@ -28,6 +29,7 @@ fn replica_groups_must_partition_the_ranks_evenly() {
 
 #[test]
 fn pairs_are_checked_and_default_to_the_ring() {
+    // Checks the message a user reads, on purpose.
     let p = file("p.json", r#"{"src_target_pairs": [[[0, 1], [1, 0]]]}"#);
     assert_eq!(pairs(&p, 2), Ok(vec![(0, 1), (1, 0)]));
     assert!(pairs(&p, 1).is_err());

@@ -5,6 +5,7 @@ use super::*;
 /// peer q sends rank r `r + 1` elements — packed in peer order.
 #[test]
 fn one_entry_for_every_rank_derives_the_receive_rows() {
+    // Checks the message a user reads, on purpose.
     let t = r#"{"metadata":[{"send_counts":[1,2,3],"send_displs":[0,1,3]}]}"#;
     let rows = parse(t, Op::AllToAllV, 3).unwrap();
     assert_eq!(rows.len(), 3);
@@ -21,6 +22,7 @@ fn one_entry_for_every_rank_derives_the_receive_rows() {
 /// is refused naming both.
 #[test]
 fn entries_per_rank_and_given_receive_rows() {
+    // Checks the message a user reads, on purpose.
     let t = r#"{"metadata":[
         {"send_counts":[0,2],"send_displs":[0,0],"recv_counts":[0,1],"recv_displs":[0,4]},
         {"send_counts":[1,1],"send_displs":[3,0],"recv_counts":[2,1],"recv_displs":[0,2]}]}"#;
@@ -38,6 +40,7 @@ fn entries_per_rank_and_given_receive_rows() {
 /// allgv: one send window per rank, sent to every peer.
 #[test]
 fn all_gather_v_sends_one_window_to_every_peer() {
+    // Checks the message a user reads, on purpose.
     let t = r#"{"metadata":[{"send_counts":[2],"send_displs":[1],"recv_counts":[2,2,2],"recv_displs":[4,0,2]}]}"#;
     let rows = parse(t, Op::AllGatherV, 3).unwrap();
     assert_eq!(
@@ -60,6 +63,7 @@ fn all_gather_v_sends_one_window_to_every_peer() {
 /// The refusals, each naming what was wrong.
 #[test]
 fn bad_files_are_refused_naming_the_problem() {
+    // Checks the message a user reads, on purpose.
     let cases: &[(&str, &str)] = &[
         ("{", "bad JSON"),
         (r#"{"meta":[]}"#, "bad JSON"),
@@ -115,6 +119,7 @@ fn uniform_tables() {
 /// the peer, before any size is looked at.
 #[test]
 fn load_refuses_size_independent_errors_naming_the_file() {
+    // Checks the message a user reads, on purpose.
     let dir = std::env::temp_dir().join(format!("nccom_metadata_test_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let cases = [

@@ -94,6 +94,7 @@ fn root_and_hosts_of_ranks() {
 /// the root. A mapping other than by slot, or another world size, is refused.
 #[test]
 fn each_process_picks_its_job() {
+    // Checks the message a user reads, on purpose.
     let h = Handoff {
         job: job(4),
         per_node: 2,

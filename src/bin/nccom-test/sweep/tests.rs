@@ -22,6 +22,7 @@ fn byte_steps_add_and_the_default_is_a_tenth() {
 
 #[test]
 fn bad_ranges_say_why() {
+    // Checks the message a user reads, on purpose.
     assert!(sizes(10, 5, Step::Bytes(1)).unwrap_err().contains("larger"));
     assert!(sizes(1, 5, Step::Bytes(0)).is_err());
     assert!(sizes(1, 5, Step::Factor(1)).is_err());

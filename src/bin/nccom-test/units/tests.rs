@@ -15,6 +15,7 @@ fn sizes_take_binary_units() {
 
 #[test]
 fn bad_sizes_say_why() {
+    // Checks the message a user reads, on purpose.
     for bad in ["", "kb", "12x", "1.2.3", "99999999999gb", "-1"] {
         assert!(parse_bytes(bad).is_err(), "{bad:?}");
     }

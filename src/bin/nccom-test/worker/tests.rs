@@ -2,6 +2,7 @@ use super::*;
 
 #[test]
 fn statuses_name_the_call() {
+    // Checks the message a user reads, on purpose.
     assert_eq!(ok(nrt_status::NRT_SUCCESS, "x"), Ok(()));
     let e = ok(nrt_status::NRT_FAILURE, "nrt_execute (iteration 1)").unwrap_err();
     assert!(

@@ -64,6 +64,7 @@ fn job(op: CollectiveOp, procs: u32, proc_index: u32) -> RankJob {
 /// so the oracle here is a plain f32 sum).
 #[test]
 fn each_process_checks_its_own_ranks_by_global_id() {
+    // Checks the message a user reads, on purpose.
     let count = 40;
     for op in [CollectiveOp::AllReduce, CollectiveOp::ReduceScatter] {
         let j = job(op, 2, 1);

@@ -89,6 +89,7 @@ fn fresh(
 
 #[test]
 fn a_kept_packet_is_replayed_only_while_the_ring_holds_its_bytes() {
+    // Checks the report text a user reads, on purpose.
     let (mut mem, pair) = rig();
     let first = run(&mut mem, &pair, 2, 1);
     assert_eq!(first.0, Ok((1, false)));
@@ -137,6 +138,7 @@ fn a_kept_packet_not_wholly_posted_stalls_as_without_replay() {
 
 #[test]
 fn a_kept_packet_is_not_replayed_on_another_lap() {
+    // Checks the report text a user reads, on purpose.
     // The packet pair at stream 0 is kept; the same bytes at stream RING (the same slots, the
     // next lap) carry the wrong RING_ID there: the engine must abort, as it does uncached.
     let (mut mem, pair) = rig();

@@ -123,6 +123,7 @@ fn permute_reduce_uses_permute_primitive() {
 /// Every rank waits for every other: drop any one rank and nobody finishes.
 #[test]
 fn barrier() {
+    // Checks the report text a user reads, on purpose.
     for n in [1, 2, 3, 4, 5, 8] {
         for order in [(0..n).collect::<Vec<_>>(), shuffled(n)] {
             let mut c = case(CollectiveOp::Barrier, n, 0);

@@ -1,4 +1,5 @@
 use super::*;
+use crate::error::ErrorKind;
 
 /// 3 ranks, input and output 9 elements each; rank r sends r+1 elements to every peer,
 /// packed from displacement 0.
@@ -24,6 +25,7 @@ fn meta(bitmap: u8) -> A2avMeta {
 /// row 3 derived.
 #[test]
 fn golden_bitmap_roles() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     use A2avRow::*;
     for (bm, rows) in [
         (0b0011, [Input, Input, Output, Derived]),
@@ -35,11 +37,13 @@ fn golden_bitmap_roles() {
     }
     for bm in [0, 1, 2, 0b1101, 0b1110] {
         let e = A2avMeta::from_bitmap(bm, 6, 9, None).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
         assert!(e
             .message()
             .contains("bits 0 (send counts) and 1 (send displacements) must both be set"));
     }
     let e = A2avMeta::from_bitmap(0x13, 6, 9, None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
     assert!(e.message().contains("bits 4-7 must be clear"));
 }
 
@@ -112,6 +116,7 @@ fn resolve_rejections() {
 /// The metadata tensor's bytes: row i at byte 4·rank_n·i, little-endian uint32 (docs/contract/isa.md §9 rule 9).
 #[test]
 fn metadata_round_trips_byte_exact() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let rows = [vec![1, 2], vec![0, 1], vec![3, 0x0102_0304], vec![0, 3]];
     let b = encode_metadata(2, &rows).unwrap();
     assert_eq!(b.len() as u64, metadata_bytes(2));
@@ -119,6 +124,7 @@ fn metadata_round_trips_byte_exact() {
     assert_eq!(&b[20..24], &[4, 3, 2, 1]);
     assert_eq!(decode_metadata(2, &b).unwrap(), rows.to_vec());
     let e = encode_metadata(2, &[vec![1], vec![0, 1], vec![0, 0], vec![0, 0]]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
     assert!(
         e.message().contains("send counts (row 0) has 1 entries"),
         "{e}"

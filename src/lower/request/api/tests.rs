@@ -23,7 +23,9 @@ fn api(c: &ApiComm, i: &[u64], o: &[u64], d: u32, op: u32, cc: u32) -> Result<Co
 }
 
 fn msg(r: Result<CollectiveRequest>) -> String {
-    r.unwrap_err().message().to_string()
+    let e = r.unwrap_err();
+    assert_eq!(e.kind(), crate::error::ErrorKind::Invalid, "{e}");
+    e.message().to_string()
 }
 
 /// docs/contract/abi.md §2.2: the three raw enums match the C twins in abi/types.rs.
@@ -83,6 +85,7 @@ fn golden_nrt_enum_tables() {
 
 #[test]
 fn enum_rejections_say_what_and_why() {
+    // Checks the message a user reads, on purpose.
     let c = comm(0);
     assert_eq!(
         msg(api(&c, &[8], &[8], BF16, 0, 3)),
@@ -171,6 +174,7 @@ fn comm_rejections() {
 /// forms.
 #[test]
 fn sizes_and_list_forms() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let c = comm(2);
     let r = api(&c, &[64], &[64], BF16, 2, AR).unwrap();
     let mut want = CollectiveRequest::new(

@@ -5,7 +5,7 @@ use super::testutil::*;
 use super::*;
 use crate::isa::enums::{AluOp, CcDim, Flag, UpdateMode, WaitMode};
 use crate::isa::instr::decode;
-use crate::isa::instr_collective::{DmaConfigs, TriggerAllReduce};
+use crate::isa::instr::trigger::{DmaConfigs, TriggerAllReduce};
 use crate::isa::operand::{Addr4, PseudoAddr8};
 use crate::lower::request::IoForm;
 
@@ -14,6 +14,7 @@ use crate::lower::request::IoForm;
 /// group 0, tensors 3 → 4, waiting sem10 > 0, incrementing sem22 on completion.
 #[test]
 fn golden_worked_example_1_4() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let mut b = [0u8; 64];
     b[..24].copy_from_slice(&[
         0xc8, 0x10, 0x00, 0x00, 0x04, 0x0a, 0x13, 0x16, 0x00, 0x00, 0x00, 0x00, 0x04, 0x0a, 0x00,
@@ -82,6 +83,7 @@ fn c7_equals_c8_all_reduce_group_0() {
 /// docs/contract/isa.md §4 scaling: RS input and A2A both × rank_n; AG output and A2A × rank_n.
 #[test]
 fn c8_counts_scale_with_rank_n() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let mut c = ctx();
     for (ct, op, inb, outb) in [
         (CollectiveType::ReduceScatter, AluOp::Add, 4 * 8 * 2, 8 * 2),
@@ -128,6 +130,7 @@ fn c8_counts_scale_with_rank_n() {
 
 #[test]
 fn in_place_and_overlap() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let mut w = c8(CollectiveType::AllReduce, AluOp::Add, Dtype::Fp32, 16);
     w.output_tensor_id = 3;
     assert!(lower(Instr::TriggerCollective(w)).unwrap().in_place);
@@ -170,6 +173,7 @@ fn in_place_and_overlap() {
 /// docs/contract/lowering.md §2.1: ctype → op for every ctype; explicit PERMUTE_REDUCE rejected.
 #[test]
 fn golden_ctype_table() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     use CollectiveType as C;
     let want = [
         (C::AllReduce, Some(CollectiveOp::AllReduce), 1),
@@ -224,6 +228,7 @@ fn golden_ctype_table() {
 /// docs/contract/lowering.md §2.11: ADD/MAX/MIN → CCE 0/2/3; the rest rejected with the reason.
 #[test]
 fn golden_alu_table() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     for alu in AluOp::ALL {
         let r = ReduceOp::from_alu(*alu);
         match alu {
@@ -264,6 +269,7 @@ fn golden_alu_table() {
 
 #[test]
 fn rejections_through_words() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let c = ctx();
     let w = |ct, op, d| Instr::TriggerCollective(c8(ct, op, d, 8));
     let m = err(w(CollectiveType::AllReduce, AluOp::Mult, Dtype::Bf16), &c);
@@ -327,6 +333,7 @@ fn rejections_through_words() {
 
 #[test]
 fn explicit_permute_pairs() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let w = Instr::TriggerCollective(c8(CollectiveType::Permute, AluOp::Bypass, Dtype::Bf16, 8));
     let m = err(w.clone(), &ctx());
     assert!(m.contains("explicit PERMUTE on group 0 needs the module's source-target pairs"));
@@ -346,6 +353,7 @@ fn explicit_permute_pairs() {
 /// 0xD9: element counts are num_elem[0]·num_elem[1] and must agree with the op.
 #[test]
 fn collective2_counts_and_fields() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let mut p = c2(
         CollectiveType::AllGather,
         AluOp::Bypass,
@@ -440,6 +448,7 @@ fn collective2_counts_and_fields() {
 
 #[test]
 fn collective2_operands_fit_their_variables() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let mut c = ctx();
     let info = |bytes| TensorInfo {
         bytes,
@@ -483,6 +492,7 @@ fn collective2_operands_fit_their_variables() {
 /// passes through.
 #[test]
 fn cc_dim_against_the_op() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let mut p = c2(
         CollectiveType::ReduceScatter,
         AluOp::Add,

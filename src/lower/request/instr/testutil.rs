@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use super::{InstrContext, TensorInfo};
 use crate::error::{ErrorKind, Result};
 use crate::isa::enums::{AluOp, CcDim, CollectiveType, Dtype, Flag, InstrChaining};
-use crate::isa::instr::{Common, Instr};
-use crate::isa::instr_collective::{
+use crate::isa::instr::trigger::{
     Collective2, Collective2Ext, DmaConfigs, TriggerCollective, TriggerCollective2,
 };
+use crate::isa::instr::{Common, Instr};
 use crate::isa::operand::{Addr4, PseudoAddr8, Tensor2d};
 use crate::lower::request::{CollectiveRequest, Placement};
 

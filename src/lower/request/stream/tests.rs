@@ -1,9 +1,10 @@
 //! Tests of the stream path: chains, state carried across words, A2Av and 0xCB words.
 
 use super::*;
+use crate::error::ErrorKind;
 use crate::isa::enums::{AluOp, CollectiveType, Dtype, Flag, UpdateMode, WaitMode};
+use crate::isa::instr::other::SendRecv;
 use crate::isa::instr::{Common, Events};
-use crate::isa::instr_other::SendRecv;
 use crate::isa::{decode_stream, encode};
 use crate::lower::request::instr::testutil::*;
 use crate::lower::request::instr::TensorInfo;
@@ -17,6 +18,7 @@ fn stream_of(words: &[Vec<u8>]) -> DecodedStream {
 /// record, waiting like the INITIAL word and updating like the FINAL one.
 #[test]
 fn chain_of_collective2_pairs() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let mut words = Vec::new();
     for (k, role) in [
         InstrChaining::Initial,
@@ -77,6 +79,7 @@ fn chain_of_collective2_pairs() {
     p.ext.unique_tensors = Flag::On;
     w2[4] = encode(&Instr::Collective2(p)).to_vec();
     let m = requests_from_stream(&stream_of(&w2), &ctx()).unwrap_err();
+    assert_eq!(m.kind(), ErrorKind::Invalid, "{m}");
     assert!(
         m.message().contains("members 0 and 2 both use Var(10)"),
         "{}",
@@ -90,6 +93,7 @@ fn chain_of_collective2_pairs() {
     p.ext.stream_id = 1;
     w3[2] = encode(&Instr::Collective2(p)).to_vec();
     let m = requests_from_stream(&stream_of(&w3), &ctx()).unwrap_err();
+    assert_eq!(m.kind(), ErrorKind::Invalid, "{m}");
     assert!(
         m.message()
             .starts_with("word at byte 0xc0: chain member 1 runs on stream 1 / group 1"),
@@ -122,6 +126,7 @@ fn stream_validation_carries_state() {
 /// validation.
 #[test]
 fn all_to_all_v_metadata_from_word() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let mut p = c2(
         CollectiveType::AllToAllV,
         AluOp::Bypass,
@@ -182,6 +187,7 @@ fn all_to_all_v_metadata_from_word() {
 
 #[test]
 fn send_recv_pairs() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let w = |is_send| {
         Instr::SendRecv(SendRecv {
             common: Common::default(),

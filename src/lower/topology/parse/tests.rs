@@ -1,4 +1,5 @@
 use super::*;
+use crate::error::ErrorKind;
 use crate::lower::topology::{DEFAULT_INSTANCE, INSTANCE_TYPES};
 use std::collections::HashMap;
 
@@ -62,6 +63,7 @@ fn instance_forms() {
 
 #[test]
 fn ultraserver_and_pod_members() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let t = Topology::parse("trn2-ultraserver", 1).unwrap();
     assert_eq!((t.nodes, t.lnc, t.fabric), (4, 2, Fabric::PodP2p));
     assert_eq!(t.name, "trn2-ultraserver:lnc=2");
@@ -72,6 +74,7 @@ fn ultraserver_and_pod_members() {
     let t = Topology::parse("trn2u.48xlarge", 100).unwrap();
     assert_eq!((t.nodes, t.fabric), (2, Fabric::PodP2p));
     let e = Topology::parse("trn2u.48xlarge:nodes=5", 1).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
     assert!(e.message().contains("pod"), "{e}");
 }
 
@@ -114,6 +117,7 @@ fn canonical_names_round_trip() {
 
 #[test]
 fn bad_values_list_the_forms() {
+    // Checks the message a user reads, on purpose.
     for (v, why) in [
         ("p5.48xlarge", "unknown topology"),
         ("", "unknown topology"),
@@ -136,6 +140,7 @@ fn bad_values_list_the_forms() {
         ("trn1.32xlarge:nodes=1", "does not fit"),
     ] {
         let e = Topology::parse(v, 40).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
         assert!(e.message().contains(why), "{v}: {e}");
         assert!(
             e.message().contains("custom:<nodes>x<devices>x<cores>"),

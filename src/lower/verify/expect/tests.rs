@@ -91,18 +91,22 @@ fn a2av_expectation_hand_checked() {
 
 #[test]
 fn a2av_bad_tables_are_invalid_requests() {
+    // Checks the message on purpose: it says which check fired; no field carries that.
     let mut q = a2av_request(false);
     let t = q.a2av.as_mut().unwrap().table.as_mut().unwrap();
     t.recv_displs[0] = vec![0, 0];
     let e = expected_output(&q, 0).unwrap_err();
+    assert!(matches!(e, VerifyError::InvalidRequest(_)), "{e:?}");
     assert!(e.to_string().contains("overlaps"), "{e}");
     let t = q.a2av.as_mut().unwrap().table.as_mut().unwrap();
     t.recv_displs[0] = vec![4, 3];
     let e = expected_output(&q, 0).unwrap_err();
+    assert!(matches!(e, VerifyError::InvalidRequest(_)), "{e:?}");
     assert!(e.to_string().contains("past its output of 5"), "{e}");
     let t = q.a2av.as_mut().unwrap().table.as_mut().unwrap();
     t.send_counts.pop();
     let e = expected_output(&q, 0).unwrap_err();
+    assert!(matches!(e, VerifyError::InvalidRequest(_)), "{e:?}");
     assert!(e.to_string().contains("not 2 × 2"), "{e}");
 }
 

@@ -67,6 +67,7 @@ fn a_different_signature_sends_everyone_to_the_root() {
 
 #[test]
 fn a_rank_that_never_arrives_is_named_after_the_timeout() {
+    // Checks the report text a user reads, on purpose.
     let b = board("late", 3);
     b.arrive(0, 2, 7, &seg(0)).unwrap();
     b.arrive(2, 2, 7, &seg(2)).unwrap();
@@ -84,6 +85,7 @@ fn a_rank_that_never_arrives_is_named_after_the_timeout() {
 
 #[test]
 fn a_rank_past_this_instance_and_a_dead_job_end_the_wait() {
+    // Checks the report text a user reads, on purpose.
     let b = board("moved", 2);
     b.arrive(0, 4, 7, &seg(0)).unwrap();
     b.arrive(1, 5, 7, &seg(1)).unwrap();

@@ -171,6 +171,7 @@ fn tampered(
 /// Another program on one rank is refused on every rank, naming both.
 #[test]
 fn a_program_mismatch_fails_every_rank() {
+    // Checks the report text a user reads, on purpose.
     let rs = reqs(CollectiveOp::AllReduce, Dtype::Fp32, 500, 2);
     let good = prepare(&rs[0], 2).unwrap();
     let bad = tampered(&rs[0], |e| e.ranks[1].topsps[0].slot_spad[0] ^= 1);
@@ -245,6 +246,7 @@ fn later_collectives_meet_on_the_board_and_a_mismatch_there_is_still_named() {
 /// done, and the waiting rank reports the job-wide hang with its stuck step.
 #[test]
 fn a_job_wide_hang_is_diagnosed_not_waited_out() {
+    // Checks the report text a user reads, on purpose.
     let rs = reqs(CollectiveOp::AllReduce, Dtype::Fp32, 1001, 2);
     let l = tampered(&rs[0], |e| e.ranks[1].topsps.clear());
     let inputs = verifiable::inputs(&rs[0]).unwrap();
@@ -271,6 +273,7 @@ fn a_job_wide_hang_is_diagnosed_not_waited_out() {
 /// A rank whose DMA aborts fails with the abort; its peer stops waiting at once and names it.
 #[test]
 fn a_failing_peer_is_named() {
+    // Checks the report text a user reads, on purpose.
     use crate::isa::udma::Descriptor;
     let rs = reqs(CollectiveOp::AllReduce, Dtype::Fp32, 1001, 2);
     let l = tampered(&rs[0], |e| {
@@ -305,6 +308,7 @@ fn a_failing_peer_is_named() {
 /// memory with the indices rank 1 published.
 #[test]
 fn the_hang_report_walks_the_other_executors_rings() {
+    // Checks the report text a user reads, on purpose.
     let rs = reqs(CollectiveOp::AllReduce, Dtype::Fp32, 1001, 2);
     let l = tampered(&rs[0], |e| {
         for t in &mut e.ranks[1].topsps {
@@ -342,7 +346,7 @@ fn run_into(
     inputs: &[Vec<u8>],
     outputs: &[crate::runtime::tensor::Tensor],
 ) {
-    use crate::runtime::collective_io::TensorIo;
+    use crate::runtime::collective::io::TensorIo;
     let instance = crate::runtime::collective::meetings().ticket(key, 0);
     let hs: Vec<_> = rs
         .iter()

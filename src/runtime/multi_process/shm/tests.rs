@@ -31,6 +31,7 @@ fn create_open_share_and_unlink() {
 /// stays behind.
 #[test]
 fn an_oversized_segment_is_an_error_not_a_crash() {
+    // Checks the message a user reads, on purpose.
     let name = format!("{}huge", prefix("1-test", std::process::id()));
     let e = Segment::create(&name, 1 << 50).unwrap_err();
     assert_eq!(e.kind(), crate::error::ErrorKind::Resource, "{e}");

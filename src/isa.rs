@@ -15,10 +15,10 @@
 //!   range (docs/contract/isa.md §6, §4; docs/contract/lowering.md §7 items 1–2), plus the
 //!   little-endian byte helpers.
 //! * [`instr`] — the common header + EVENTS, the [`Instr`] sum type, one-word [`decode`] and
-//!   [`encode`] (docs/contract/isa.md §1–§2).
-//! * [`instr_collective`] — 0xC7, 0xC8, 0xD9, the 0xDA collective2 ext and the 0xD9+0xDA pair
-//!   (docs/contract/isa.md §3–§6).
-//! * [`instr_other`] — 0xCB SEND_RECV, 0xDB CUR_PROCESSING_RANK_ID, 0xBF SB2SB_COLLECTIVE (§8).
+//!   [`encode`] (docs/contract/isa.md §1–§2), and the word structs in its two children:
+//!   * [`instr::trigger`] — the collective trigger words 0xC7, 0xC8, 0xD9, the 0xDA collective2
+//!     ext and the 0xD9+0xDA pair (docs/contract/isa.md §3–§6).
+//!   * [`instr::other`] — 0xCB SEND_RECV, 0xDB CUR_PROCESSING_RANK_ID, 0xBF SB2SB_COLLECTIVE (§8).
 //! * [`stream`] — [`decode_stream`]: the 0x40-stride walker with 0xD9/0xDA pairing and
 //!   INSTR_CHAINING chains.
 //! * [`validate`](mod@validate) — the twelve rules of docs/contract/isa.md §9, one function each,
@@ -35,8 +35,6 @@ pub mod ccop;
 pub mod enums;
 pub mod evtsem;
 pub mod instr;
-pub mod instr_collective;
-pub mod instr_other;
 pub mod isa_error;
 pub mod layout;
 pub mod markers;

@@ -1,8 +1,7 @@
 //! The spec's formulas, and the expected per-rank programs built from them (lowering.md §4.2,
 //! §4.3), re-implemented independently of `src/` for the golden lowering tests
-//! (`tests/golden_lowering.rs` includes this file as its `spec` module; built alone it runs only
-//! the self-checks below, which pin every formula against a worked constant the spec itself
-//! states).
+//! (`tests/golden_lowering.rs` includes this file as its `spec` module, and runs the self-checks
+//! below, which pin every formula against a worked constant the spec itself states).
 //!
 //! Nothing here calls into `opennrt`: every value is computed from the vendor spec
 //! (docs/contract/device.md, lowering.md, carrier.md; the seeds these pages name as sources) or, where the vendor spec leaves
@@ -397,9 +396,9 @@ pub fn seen(from: Place, to: Place, addr: u64) -> u64 {
 /// loop (block ≤ chunk 64) in two halves, as the expected per-rank streams.
 pub fn ring_all_reduce_model(group: &[u64], count: u64) -> Vec<RankStreams> {
     let n = group.len() as u64;
-    // compose/mod.rs `split_even` (n divides count here): block k = [k·b, (k+1)·b).
+    // compose.rs `split_even` (n divides count here): block k = [k·b, (k+1)·b).
     let b = count / n;
-    // compose/mod.rs `ChunkPlan::pieces`: one loop of min(chunk, b) = b elements, H0 = ceil(b/2).
+    // compose.rs `ChunkPlan::pieces`: one loop of min(chunk, b) = b elements, H0 = ceil(b/2).
     let halves = [(0, b.div_ceil(2)), (b.div_ceil(2), b / 2)];
     let bytes = count * ESZ; // input = output = count elements (all-reduce)
     let mut out = Vec::new();

@@ -12,9 +12,9 @@
 //! * [`resident`] — a prepared collective's machine kept loaded between runs.
 //! * [`comm`] — the global communicators (worlds) of this process.
 //! * [`rendezvous`] — where the ranks of one collective meet.
-//! * [`collective`] — host-driven collectives: prepare (lower, emit, cache) and run on the device.
-//! * [`collective_api`] — the `nrta_cc_prepare` / `nrta_cc_schedule` path behind the ABI.
-//! * [`collective_io`] — a rank's tensors as the data of a device collective.
+//! * [`collective`] — host-driven collectives: prepare (lower, emit, cache) and run on the device;
+//!   its children [`collective::api`], the `nrta_cc_prepare` / `nrta_cc_schedule` path behind
+//!   the ABI, and [`collective::io`], a rank's tensors as the data of a device collective.
 //! * [`host_collective`] — `nrt_barrier` and `nrt_all_gather`.
 //! * [`multi_process`] — one rank per process: the job's bootstrap, its shared memory and
 //!   wire protocol, and collectives run together on shared device segments.
@@ -25,8 +25,6 @@
 //! * [`fault_injection`] — faults the C multi-process tests ask for (`OPENNRT_TEST_KILL_IN_RUN`).
 
 pub mod collective;
-pub mod collective_api;
-pub mod collective_io;
 pub mod comm;
 pub mod config;
 pub mod fault_injection;

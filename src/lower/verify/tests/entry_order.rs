@@ -4,15 +4,16 @@
 //! except where the reporter's completion wait orders it; the leg join (`compose::leg_join`)
 //! supplies the rest.
 
-use super::testprog::*;
-use super::*;
 use crate::isa::slot::CHAIN_SEM;
 use crate::lower::program::{Sem, Wait};
+use crate::lower::verify::testprog::*;
+use crate::lower::verify::*;
 
 /// HIER-2CH's shape without a join: TOP_SP 1 starts entry 1 while TOP_SP 0 is still staging
 /// in entry 0, and reads the scratch before the peer's input is there.
 #[test]
 fn another_topsps_earlier_entry_is_not_waited_for() {
+    // Checks the report text a user reads, on purpose.
     let e = verify(&staged_all_gather(16, false)).unwrap_err();
     assert!(
         matches!(e, VerifyError::UninitRead { ref at, .. } if at.entry == 1 && at.channel == 1),

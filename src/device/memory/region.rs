@@ -1,10 +1,10 @@
-//! One mapped region of simulated memory and where its bytes live (split from `memory.rs`).
+//! One mapped region of simulated memory and where its bytes live.
 
 use std::fmt;
 use std::sync::Arc;
 
-use super::peers::WriteLog;
-use super::sema::ExternalBytes;
+use crate::device::peers::WriteLog;
+use crate::device::sema::ExternalBytes;
 
 #[derive(Debug)]
 pub(super) struct Region {
@@ -55,7 +55,8 @@ impl std::ops::DerefMut for Backing {
     fn deref_mut(&mut self) -> &mut [u8] {
         match self {
             Backing::Heap(v) => v,
-            // SAFETY: as above; `&mut self` makes this the only view through this machine.
+            // SAFETY: `ptr..ptr + len` lies in the live mapping `_keep` holds (checked by
+            // `Memory::map_external`); `&mut self` makes this the only view through this machine.
             Backing::External { ptr, len, .. } => unsafe {
                 std::slice::from_raw_parts_mut(*ptr, *len)
             },
@@ -66,7 +67,7 @@ impl std::ops::DerefMut for Backing {
 impl Drop for Region {
     fn drop(&mut self) {
         if let Backing::Heap(v) = &mut self.data {
-            super::buffer_pool::give(std::mem::take(v));
+            crate::device::buffer_pool::give(std::mem::take(v));
         }
     }
 }

@@ -55,8 +55,6 @@ pub mod cce;
 pub mod dma;
 pub mod executor;
 pub mod memory;
-mod memory_error;
-mod memory_region;
 pub mod peers;
 pub mod sema;
 pub mod settings;

@@ -4,7 +4,7 @@
 //! s2m; M2S tail += m2s}) and runs the queue pairs until nothing moves. The outputs must be the
 //! exact sums: the device accepts exactly what the emitter produces.
 
-use super::*;
+use crate::device::dma::*;
 use crate::device::sema::BlockId;
 use crate::isa::memmap::align_buf;
 use crate::isa::slot::{record_offset, SlotRecord, RECORD_BYTES, SLOT_RECORDS};

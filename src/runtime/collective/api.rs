@@ -35,8 +35,8 @@ use parking_lot::Mutex;
 use crate::error::{Error, Result};
 use crate::lower::request::api::ApiComm;
 use crate::lower::request::{nrt_cc_op, CollectiveRequest};
+use crate::runtime::collective::io::TensorIo;
 use crate::runtime::collective::{self, Arrival, Finish, Lowered, Wait};
-use crate::runtime::collective_io::TensorIo;
 use crate::runtime::comm::{self, Slot};
 use crate::runtime::rendezvous::GroupKey;
 use crate::runtime::sys_trace;
@@ -96,7 +96,7 @@ pub fn prepare(
     let mut in_sizes: Vec<u64> = inputs.iter().map(Tensor::size).collect();
     let mut out_sizes: Vec<u64> = outputs.iter().map(Tensor::size).collect();
     if same {
-        // NCCL's in-place layout (`runtime::collective_io`): the rank's block is the input of an
+        // NCCL's in-place layout (`runtime::collective::io`): the rank's block is the input of an
         // all-gather and the result of a reduce-scatter, so that side is one of rank_n equal
         // blocks.
         let n = u64::from(api.rank_n.max(1));

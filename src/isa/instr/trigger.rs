@@ -1,15 +1,15 @@
 //! The collective trigger words: 0xC7, 0xC8, 0xD9, the 0xDA collective2 ext, and the
 //! 0xD9 + 0xDA pair (docs/contract/isa.md §3–§6).
 
-use super::enums::{AluOp, CcDim, CollectiveType, Dtype, Flag, InstrChaining};
-use super::instr::{enum_at, Common, WORD};
-use super::isa_error::{rule, IsaError, IsaResult};
-use super::layout::{
+use super::{enum_at, Common, WORD};
+use crate::isa::enums::{AluOp, CcDim, CollectiveType, Dtype, Flag, InstrChaining};
+use crate::isa::isa_error::{rule, IsaError, IsaResult};
+use crate::isa::layout::{
     da_covers, da_field, rd_u16, rd_u32, rd_u64, read_le, write_le, ExtField, C8_RESERVED,
     DA_TAIL_START,
 };
-use super::markers::opcode;
-use super::operand::{Addr4, Tensor2d};
+use crate::isa::markers::opcode;
+use crate::isa::operand::{Addr4, Tensor2d};
 
 /// 0xC7 PSEUDO_TRIGGER_ALL_REDUCE (docs/contract/isa.md §3 **\[H\]**): the fixed all-reduce
 /// form, single replica group. It lowers like 0xC8 with ctype ALL_REDUCE and group 0.
@@ -217,7 +217,7 @@ impl DmaConfigs {
 
 /// 0xDA PSEUDO_EXTENSION in its collective2-ext role (docs/contract/isa.md §6). Bytes 0–31 are
 /// **\[H\]**; the knobs in bytes 32–63 are placed by the
-/// [`DA_EXT_FIELDS`](super::layout::DA_EXT_FIELDS) table.
+/// [`DA_EXT_FIELDS`](crate::isa::layout::DA_EXT_FIELDS) table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Collective2Ext {
     /// Byte 1.

@@ -51,6 +51,7 @@ fn cce_with_segmented_sources_and_destination() {
 /// the destination.
 #[test]
 fn abort_on_split_element_and_partial_overlap() {
+    // Checks the report text a user reads, on purpose.
     let mut r = Rig::new(1, 0, 32);
     let t = cce_packet(CceOp::Add, Dtype::Bf16.as_u8(), &[DATA, DATA + 64], 8);
     r.submit(

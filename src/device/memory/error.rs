@@ -1,6 +1,6 @@
-//! The error of a failed simulated-memory access or mapping (split from `memory.rs`; see its
-//! module doc: errors carry the address as issued, and the DMA engine reports them as an
-//! engine abort with the descriptor).
+//! The error of a failed simulated-memory access or mapping (see the parent's module doc:
+//! errors carry the address as issued, and the DMA engine reports them as an engine abort with
+//! the descriptor).
 
 use std::fmt;
 
@@ -66,7 +66,7 @@ pub enum MemError {
         /// Address of the later operand.
         addr: u64,
     },
-    /// A [`Memory::map`](super::memory::Memory::map) that is empty, leaves the on-chip space, overlaps a mapped region or
+    /// A [`Memory::map`](super::Memory::map) that is empty, leaves the on-chip space, overlaps a mapped region or
     /// an EVT_SEM block, or an unmap of nothing.
     BadMapping {
         /// Chip.

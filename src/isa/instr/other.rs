@@ -4,12 +4,12 @@
 //! Where a compiler-side page disagrees with the ISA header (0xCB), the ISA layout is used
 //! (docs/contract/isa.md §8, docs/contract/lowering.md §7 item 10).
 
-use super::enums::{Dtype, EncOpType};
-use super::instr::{enum_at, Common, WORD};
-use super::isa_error::{rule, IsaError, IsaResult};
-use super::layout::{rd_u16, rd_u32, rd_u64};
-use super::markers::{opcode, LncSizeFmt};
-use super::operand::Tensor3d;
+use super::{enum_at, Common, WORD};
+use crate::isa::enums::{Dtype, EncOpType};
+use crate::isa::isa_error::{rule, IsaError, IsaResult};
+use crate::isa::layout::{rd_u16, rd_u32, rd_u64};
+use crate::isa::markers::{opcode, LncSizeFmt};
+use crate::isa::operand::Tensor3d;
 
 /// 0xCB PSEUDO_SEND_RECV, ISA view (docs/contract/isa.md §8 **\[H\]**). The width of `tensor_id`
 /// is not stated; it is read as u32 (bytes 12–15), the only width that fits before `peer_id`@16
