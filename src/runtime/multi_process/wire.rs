@@ -548,5 +548,15 @@ pub fn proof(
     hmac_sha256(secret, &m)
 }
 
+/// The message in one body (the bytes after the 4-byte length [`recv`] reads): what the root
+/// makes of whatever a process that connects to its port sends.
+///
+/// # Errors
+/// A failure naming what is malformed.
+pub fn decode(body: &[u8]) -> Result<Msg> {
+    serde_json::from_slice(body)
+        .map_err(|e| Error::failure(format!("peer sent a malformed message: {e}")))
+}
+
 #[cfg(test)]
 mod tests;
