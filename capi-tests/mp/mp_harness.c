@@ -98,11 +98,12 @@ static void set_env(const char *name, const char *value) {
 /* Variables a rank must not inherit from whoever ran the test: a rank has them only when its
  * mp_proc's env sets them. The simulated instance and its logical-core size (each with the
  * vendor's older name, read when the first is unset) decide which cores exist and which NEFFs
- * load; the version override and the kill hook are fault switches of single tests. */
+ * load; the version override and the kill hook are fault switches of single tests; a job
+ * secret set on some ranks only would refuse the others. */
 static const char *const cleared_env[] = {
     "NEURON_RT_NUM_CORES",      "OPENNRT_INSTANCE_TYPE",       "NEURON_RT_FAKE_INSTANCE_TYPE",
     "NEURON_LOGICAL_NC_CONFIG", "NEURON_RT_VIRTUAL_CORE_SIZE", "OPENNRT_VERSION_OVERRIDE",
-    "OPENNRT_TEST_KILL_IN_RUN",
+    "OPENNRT_TEST_KILL_IN_RUN", "OPENNRT_JOB_SECRET",
 };
 
 static void child_main(mp_proc *procs, int n, int me, int ready_w, int go_r, pid_t parent) {

@@ -45,12 +45,36 @@ fn wire_seeds(dir: &Path) {
     };
     let msgs: Vec<(&str, Msg)> = vec![
         (
+            "challenge",
+            Msg::Challenge {
+                nonce: wire::hex(&[7u8; wire::NONCE_LEN]),
+            },
+        ),
+        (
             "hello",
             Msg::Hello {
                 magic: wire::MAGIC,
                 version: "0.1.0".into(),
                 pid: 4242,
                 host: "host-a".into(),
+                proof: None,
+            },
+        ),
+        (
+            "hello_proof",
+            Msg::Hello {
+                magic: wire::MAGIC,
+                version: "0.1.0".into(),
+                pid: 4242,
+                host: "host-a".into(),
+                proof: Some(wire::hex(&wire::proof(
+                    b"a job secret of 32 bytes, for fuzz",
+                    &[7u8; wire::NONCE_LEN],
+                    wire::MAGIC,
+                    "0.1.0",
+                    4242,
+                    "host-a",
+                ))),
             },
         ),
         (

@@ -40,6 +40,8 @@ fn contents(m: &Msg) {
 
 fuzz_target!(|bytes: &[u8]| {
     let _ = wire::decode(bytes).map(|m| contents(&m));
+    // The root's first read on a connection: a hello, bounded by MAX_HELLO.
+    let _ = wire::recv_bounded(&mut &bytes[..], wire::MAX_HELLO).map(|m| contents(&m));
     let mut r = bytes;
     while let Ok(Some(m)) = wire::recv(&mut r) {
         contents(&m);

@@ -66,6 +66,10 @@ pub struct Config {
     pub version: String,
     /// `OPENNRT_BOOTSTRAP_TIMEOUT`: how long a process keeps trying to reach the job's root.
     pub bootstrap_timeout: Duration,
+    /// `OPENNRT_JOB_SECRET`: the secret every process of the job proves it knows at the
+    /// bootstrap hello (`runtime::multi_process::wire::proof`); `None`: no proof, anyone who
+    /// can reach the root port can join.
+    pub job_secret: Option<JobSecret>,
     /// `OPENNRT_WAIT_SPIN_US` and `OPENNRT_WAIT_YIELD_US`: how a wait of the shared device
     /// spins, then yields, before it sleeps (`runtime::multi_process::segment::Waits`).
     pub waits: crate::runtime::multi_process::segment::Waits,
@@ -91,6 +95,42 @@ pub struct Config {
     /// `NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS` as read: accepted and ignored (implicit
     /// async mode was removed in runtime 2.34, docs/contract/abi.md §5.3); `nrt_init` warns.
     pub ignored_async_inflight: Option<String>,
+}
+
+/// A job's secret (`OPENNRT_JOB_SECRET`): the bytes of the value as set. Its `Debug` never
+/// prints them.
+#[derive(Clone, PartialEq, Eq)]
+pub struct JobSecret(Arc<[u8]>);
+
+impl JobSecret {
+    /// The secret's bytes (the HMAC key of the hello's proof).
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for JobSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "JobSecret(<{} bytes, hidden>)", self.0.len())
+    }
+}
+
+/// The job-secret variable and the fewest bytes its value may have.
+pub const JOB_SECRET_ENV: &str = "OPENNRT_JOB_SECRET";
+/// A shorter secret is refused: it could be guessed from one recorded hello.
+pub const JOB_SECRET_MIN_LEN: usize = 16;
+
+fn job_secret(get: &impl Fn(&str) -> Option<String>) -> Result<Option<JobSecret>> {
+    match get(JOB_SECRET_ENV) {
+        None => Ok(None),
+        Some(v) if v.len() < JOB_SECRET_MIN_LEN => Err(Error::invalid(format!(
+            "{JOB_SECRET_ENV}=<hidden, {} bytes>: a job secret must have at least \
+             {JOB_SECRET_MIN_LEN} bytes",
+            v.len()
+        ))
+        .with_field(JOB_SECRET_ENV)),
+        Some(v) => Ok(Some(JobSecret(v.into_bytes().into()))),
+    }
 }
 
 /// The variables of `nrt_async_sendrecv_*` (`runtime::sendrecv::Settings` is made of them).
@@ -284,6 +324,7 @@ impl Config {
                 number(&get, BOOTSTRAP_TIMEOUT_ENV, "a whole number of seconds")?
                     .unwrap_or(DEFAULT_BOOTSTRAP_TIMEOUT_S),
             ),
+            job_secret: job_secret(&get)?,
             waits: {
                 let d = crate::runtime::multi_process::segment::Waits::default();
                 let us = |var, default: Duration| -> Result<Duration> {

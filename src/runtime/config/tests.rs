@@ -173,6 +173,28 @@ fn every_bad_value_is_an_error_naming_its_variable() {
     }
 }
 
+/// The job secret's bad value (too short) is refused like the others, naming the variable,
+/// but neither its message nor its fields carry the value: the log must not leak a secret.
+#[test]
+fn a_short_job_secret_is_an_error_that_hides_it() {
+    let e = cfg(&[("OPENNRT_JOB_SECRET", "hunter2")]).expect_err("short secret");
+    assert_eq!(e.status_name(), "NRT_INVALID", "{e}");
+    assert_eq!(e.fields().field.as_deref(), Some("OPENNRT_JOB_SECRET"));
+    assert!(e.message().starts_with("OPENNRT_JOB_SECRET="), "{e}");
+    assert!(
+        !format!("{e:?}").contains("hunter2"),
+        "the secret leaks: {e:?}"
+    );
+    let ok = cfg(&[("OPENNRT_JOB_SECRET", "0123456789abcdef")]).unwrap();
+    let secret = ok.job_secret.clone().expect("a 16-byte secret is taken");
+    assert_eq!(secret.bytes(), b"0123456789abcdef");
+    assert!(
+        !format!("{ok:?}").contains("0123456789abcdef"),
+        "Debug leaks the secret"
+    );
+    assert_eq!(cfg(&[]).unwrap().job_secret, None);
+}
+
 /// Unset and empty are the same, for every variable of the table.
 #[test]
 fn an_empty_value_is_unset() {

@@ -5,8 +5,11 @@
 //! A world larger than the process's visible cores is multi-process. The process owning global id 0
 //! is the job's **root**: it binds `NEURON_RT_ROOT_COMM_ID` ("rank 0's process binds the root
 //! port", docs/contract/abi.md §5.11) and every other process connects to it, retrying until
-//! `OPENNRT_BOOTSTRAP_TIMEOUT` (seconds, default 30). The hello is checked (magic, OpenNRT
-//! version); each core's join is checked by the root against the world it knows (size, duplicate
+//! `OPENNRT_BOOTSTRAP_TIMEOUT` (seconds, default 30). The root greets every connection with a
+//! random nonce; the hello is checked (bounded length and deadline, magic, OpenNRT version, and
+//! with `OPENNRT_JOB_SECRET` a proof of the secret over the nonce: `wire`'s "Strangers"); a
+//! connection that fails it is refused and logged once at WARNING with its address, and the job
+//! goes on. Each core's join is checked by the root against the world it knows (size, duplicate
 //! global ids) and refused with a message naming both sides. A refusal that breaks the world (two
 //! processes claiming one id) fails every process: the root broadcasts it.
 //!
@@ -205,17 +208,47 @@ fn connect(host: &str, port: u16) -> Result<Arc<Member>> {
     }
     let mut s = stream.ok_or_else(|| Error::new(ErrorKind::Timeout, "root not listening"))?;
     s.set_nodelay(true).ok();
+    // The root speaks first (its challenge) and answers the hello at once: a listener that
+    // stays silent is not a job's root.
+    s.set_read_timeout(Some(wire::HELLO_DEADLINE)).ok();
+    let silent = |what: &str, e: Error| {
+        Error::failure(format!(
+            "the process listening on {host}:{port} (NEURON_RT_ROOT_COMM_ID) did not {what} \
+             within {} s, as a job's root does: {e}",
+            wire::HELLO_DEADLINE.as_secs()
+        ))
+    };
+    let nonce = match wire::recv(&mut s).map_err(|e| silent("send its challenge", e))? {
+        Some(Msg::Challenge { nonce }) => wire::unhex(&nonce)?,
+        Some(Msg::Reject { reason }) => return Err(Error::invalid(reason)),
+        other => {
+            return Err(Error::failure(format!(
+                "the root at {host}:{port} greeted this process with {other:?}, not a challenge"
+            )))
+        }
+    };
+    let (magic, version, pid, me) = (
+        wire::MAGIC,
+        version()?,
+        std::process::id(),
+        super::host::key().to_string(),
+    );
+    let proof = crate::runtime::process::config()?
+        .job_secret
+        .as_ref()
+        .map(|k| wire::hex(&wire::proof(k.bytes(), &nonce, magic, &version, pid, &me)));
     wire::send(
         &mut s,
         &Msg::Hello {
-            magic: wire::MAGIC,
-            version: version()?,
-            pid: std::process::id(),
-            host: super::host::key().to_string(),
+            magic,
+            version,
+            pid,
+            host: me,
+            proof,
         },
     )?;
     let (tag, root_host);
-    match wire::recv(&mut s)? {
+    match wire::recv(&mut s).map_err(|e| silent("answer the hello", e))? {
         Some(Msg::Welcome { tag: t, host: h }) => (tag, root_host) = (t, h),
         Some(Msg::Reject { reason }) => return Err(Error::invalid(reason)),
         other => {
@@ -224,6 +257,8 @@ fn connect(host: &str, port: u16) -> Result<Arc<Member>> {
             )))
         }
     }
+    s.set_read_timeout(None)
+        .map_err(|e| Error::failure(format!("socket: {e}")))?;
     let reader = s
         .try_clone()
         .map_err(|e| Error::failure(format!("socket: {e}")))?;

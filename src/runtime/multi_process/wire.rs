@@ -8,6 +8,15 @@
 //! is gone. The hello carries the vendor's sanity magic (`0x61796c69`, "ilya", §5.11) and
 //! OpenNRT's version, which must match.
 //!
+//! **Strangers.** The root port may listen on a routable interface, so the root treats every
+//! connection as a stranger until its hello is checked: the root speaks first, a
+//! [`Msg::Challenge`] with a fresh random nonce; the hello must then arrive within
+//! [`HELLO_DEADLINE`] and be at most [`MAX_HELLO`] bytes (every later message at most
+//! [`MAX_MESSAGE`]); a length over the bound is refused before anything is allocated. With a
+//! job secret (`OPENNRT_JOB_SECRET`), the hello carries [`proof`]: HMAC-SHA256 keyed by the
+//! secret over the nonce and the hello's fields, compared in constant time ([`ct_eq`]); the
+//! secret itself never crosses the wire.
+//!
 //! Collective data does not travel on the socket: device collectives run on each rank's
 //! device segment in shared memory (`runtime::multi_process::run`; the socket carries the "go" and
 //! "done" meetings and the segments' names), and a host all-gather stages its data in a named
@@ -60,8 +69,24 @@ pub struct TensorAt {
 /// The bootstrap sanity magic of the vendor's hello (docs/contract/abi.md §5.11).
 pub const MAGIC: u32 = 0x6179_6c69;
 
-/// Largest message body accepted.
-const MAX_BODY: u32 = 16 << 20;
+/// The bound on every message body (bytes, the 4-byte length prefix excluded): a longer length
+/// is refused before its body is read or allocated, and the connection is dropped. 16 MiB fits
+/// the largest message, an inline all-gather ([`INLINE_MAX`]).
+pub const MAX_MESSAGE: u32 = 16 << 20;
+
+/// The bound on the first message of a connection, the hello (bytes): a magic, a version, a
+/// pid, a host key and a proof fit in a few hundred, so a stranger cannot make the root
+/// allocate more than this before it proved anything.
+pub const MAX_HELLO: u32 = 4 << 10;
+
+/// How long a connection to the root may take to deliver its whole hello (from the moment it
+/// was accepted): past it the root drops the connection as a stranger. A real member sends its
+/// hello as soon as it reads the challenge, so a few seconds is generous even across hosts;
+/// the root serves every connection on its own thread, so a silent one never delays another.
+pub const HELLO_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The nonce of a [`Msg::Challenge`] (bytes).
+pub const NONCE_LEN: usize = 32;
 
 /// A request as it crosses processes: the fields every rank must agree on
 /// (`runtime::collective::agreed_fields`), which is what the root checks a meeting with. The
@@ -196,7 +221,13 @@ impl WireError {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "t")]
 pub enum Msg {
-    /// First message of a member process.
+    /// The root's first message on every connection: a fresh random nonce ([`NONCE_LEN`]
+    /// bytes, [`hex`]) that the hello's [`proof`] covers, so a proof cannot be replayed.
+    Challenge {
+        /// The nonce.
+        nonce: String,
+    },
+    /// First message of a member process (the answer to the challenge).
     Hello {
         /// [`MAGIC`].
         magic: u32,
@@ -208,6 +239,9 @@ pub enum Msg {
         /// only on its own host, and pids repeat across hosts.
         #[serde(default)]
         host: String,
+        /// [`proof`] of the job secret ([`hex`]), when the process has one.
+        #[serde(default)]
+        proof: Option<String>,
     },
     /// The root accepts the process.
     Welcome {
@@ -381,7 +415,7 @@ pub fn unhex(s: &str) -> Result<Vec<u8>> {
 
 /// The most bytes a host all-gather's output may carry inline ([`Msg::Arrive`]'s `inline`):
 /// its hex must fit one message.
-pub const INLINE_MAX: usize = (MAX_BODY as usize / 2) - (64 << 10);
+pub const INLINE_MAX: usize = (MAX_MESSAGE as usize / 2) - (64 << 10);
 
 /// Write one message.
 pub fn send(w: &mut impl Write, m: &Msg) -> Result<()> {
@@ -394,28 +428,124 @@ pub fn send(w: &mut impl Write, m: &Msg) -> Result<()> {
         .map_err(|e| Error::failure(format!("send to peer: {e}")))
 }
 
-/// Read one message; `Ok(None)` at end of stream (the peer is gone).
-pub fn recv(r: &mut impl Read) -> Result<Option<Msg>> {
-    let mut len = [0u8; 4];
-    match r.read_exact(&mut len) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(None),
-        Err(e) => return Err(Error::failure(format!("receive from peer: {e}"))),
+/// Why a frame could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// The stream ended before a whole message (the peer is gone, or said nothing).
+    Closed,
+    /// A read timed out (a socket read timeout: the peer stayed silent).
+    Silent,
+    /// The length prefix is over the bound (the length, the bound); nothing was allocated.
+    TooLong(u32, u32),
+    /// The body is not a message.
+    Garbage(String),
+    /// Another I/O error.
+    Io(String),
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::Closed => write!(f, "the connection ended before a whole message"),
+            Fault::Silent => write!(f, "silent past the deadline"),
+            Fault::TooLong(n, max) => {
+                write!(f, "a length prefix of {n} bytes, over the bound of {max}")
+            }
+            Fault::Garbage(e) => write!(f, "bytes that are not a message ({e})"),
+            Fault::Io(e) => write!(f, "{e}"),
+        }
     }
+}
+
+fn io_fault(e: std::io::Error) -> Fault {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::UnexpectedEof | K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => {
+            Fault::Closed
+        }
+        K::WouldBlock | K::TimedOut => Fault::Silent,
+        _ => Fault::Io(e.to_string()),
+    }
+}
+
+/// Read one message whose body is at most `max` bytes: the length is checked before the body
+/// is allocated.
+pub fn recv_bounded(r: &mut impl Read, max: u32) -> std::result::Result<Msg, Fault> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len).map_err(io_fault)?;
     let n = u32::from_le_bytes(len);
-    if n > MAX_BODY {
-        return Err(Error::failure(format!(
-            "peer sent a {n}-byte message (limit {MAX_BODY})"
-        )));
+    if n > max {
+        return Err(Fault::TooLong(n, max));
     }
     let mut body = vec![0u8; n as usize];
-    match r.read_exact(&mut body) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(Error::failure(format!("receive from peer: {e}"))),
+    r.read_exact(&mut body).map_err(io_fault)?;
+    serde_json::from_slice(&body).map_err(|e| Fault::Garbage(e.to_string()))
+}
+
+/// Read one message; `Ok(None)` at end of stream (the peer is gone).
+pub fn recv(r: &mut impl Read) -> Result<Option<Msg>> {
+    match recv_bounded(r, MAX_MESSAGE) {
+        Ok(m) => Ok(Some(m)),
+        Err(Fault::Closed) => Ok(None),
+        Err(Fault::TooLong(n, max)) => Err(Error::failure(format!(
+            "peer sent a {n}-byte message (limit {max})"
+        ))),
+        Err(Fault::Garbage(e)) => Err(Error::failure(format!(
+            "peer sent a malformed message: {e}"
+        ))),
+        Err(e @ (Fault::Silent | Fault::Io(_))) => {
+            Err(Error::failure(format!("receive from peer: {e}")))
+        }
     }
-    decode(&body).map(Some)
+}
+
+/// HMAC-SHA256 of `msg` under `key` (RFC 2104 over SHA-256, block 64 bytes).
+pub fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut k = [0u8; 64];
+    if key.len() > k.len() {
+        k[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        k[..key.len()].copy_from_slice(key);
+    }
+    let mut inner = Sha256::new();
+    inner.update(k.map(|b| b ^ 0x36));
+    inner.update(msg);
+    let mut outer = Sha256::new();
+    outer.update(k.map(|b| b ^ 0x5c));
+    outer.update(inner.finalize());
+    outer.finalize().into()
+}
+
+/// Whether `a == b`, in time that depends on their lengths only (not on where they differ).
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+/// What a member proves it knows the job secret with: HMAC-SHA256 keyed by `secret` over a
+/// domain label, the root's `nonce` and the hello's fields (each length-prefixed), so the
+/// proof is bound to this connection's challenge and to what the hello claims.
+pub fn proof(
+    secret: &[u8],
+    nonce: &[u8],
+    magic: u32,
+    version: &str,
+    pid: u32,
+    host: &str,
+) -> [u8; 32] {
+    let mut m = Vec::with_capacity(64 + version.len() + host.len());
+    m.extend_from_slice(b"opennrt-bootstrap-hello-v1\0");
+    for part in [nonce, version.as_bytes(), host.as_bytes()] {
+        m.extend((part.len() as u32).to_le_bytes());
+        m.extend_from_slice(part);
+    }
+    m.extend(magic.to_le_bytes());
+    m.extend(pid.to_le_bytes());
+    hmac_sha256(secret, &m)
 }
 
 /// The message in one body (the bytes after the 4-byte length [`recv`] reads): what the root

@@ -42,6 +42,8 @@ pub(super) struct Root {
     /// The job's tag (`shm::job_tag` of the bound address).
     tag: String,
     addr: SocketAddr,
+    /// `OPENNRT_JOB_SECRET`: every hello must prove it ([`wire::proof`]).
+    secret: Option<crate::runtime::config::JobSecret>,
     stopping: AtomicBool,
     next_conn: AtomicU64,
     procs: Mutex<HashMap<u64, Proc>>,
@@ -52,6 +54,32 @@ pub(super) struct Root {
     /// Arrivals still to be answered, and a signal when one is.
     in_flight: Mutex<usize>,
     answered: parking_lot::Condvar,
+}
+
+/// A fresh random nonce for a connection's challenge (the kernel's random source).
+fn nonce() -> std::io::Result<[u8; wire::NONCE_LEN]> {
+    use std::io::Read;
+    let mut n = [0u8; wire::NONCE_LEN];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut n)?;
+    Ok(n)
+}
+
+/// A socket read under a deadline: each read waits at most until `until`, so a peer that
+/// trickles bytes cannot stretch the hello past [`wire::HELLO_DEADLINE`].
+struct Deadline<'a> {
+    s: &'a TcpStream,
+    until: Instant,
+}
+
+impl std::io::Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.s.set_read_timeout(Some(left))?;
+        (&*self.s).read(buf)
+    }
 }
 
 fn kind_of(k: &str) -> Result<&'static str> {
@@ -86,9 +114,11 @@ impl Root {
                 "removed {stale} shared-memory object(s) an earlier job on {addr} left"
             );
         }
+        let secret = crate::runtime::process::config()?.job_secret.clone();
         let r = Arc::new(Root {
             tag,
             addr,
+            secret,
             stopping: AtomicBool::new(false),
             next_conn: AtomicU64::new(1),
             procs: Mutex::new(HashMap::new()),
@@ -189,44 +219,178 @@ impl Root {
         self.register(slot, gid, count, Owner::Local)
     }
 
-    fn serve(self: Arc<Self>, mut s: TcpStream) {
-        let conn = self.next_conn.fetch_add(1, Ordering::SeqCst);
-        let (pid, host) = match wire::recv(&mut s) {
-            Ok(Some(Msg::Hello {
+    /// Log a connection refused before it joined: once, at WARNING, naming its address and
+    /// why (the reason also goes back to the peer when it is still there to read it).
+    fn stranger(&self, s: &mut TcpStream, from: &str, why: &str, tell: bool) {
+        if self.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        crate::log_warn!(
+            "bootstrap",
+            "refused a connection from {from} to the job's root port: {why}"
+        );
+        if tell {
+            let _ = wire::send(
+                s,
+                &Msg::Reject {
+                    reason: format!("the job's root refused this process: {why}"),
+                },
+            );
+        }
+    }
+
+    /// Greet a new connection and read its hello (within [`wire::HELLO_DEADLINE`], at most
+    /// [`wire::MAX_HELLO`] bytes), then check it: magic, version, proof of the job secret.
+    /// `None`: the connection is refused (logged once; a real member of another version that
+    /// proved the secret, or any in a job without one, also fails the world, as a mismatch of
+    /// the job's own processes).
+    fn hello(&self, s: &mut TcpStream) -> Option<(u32, String)> {
+        let from = s
+            .peer_addr()
+            .map_or_else(|_| "an unknown address".to_string(), |a| a.to_string());
+        let nonce = match nonce() {
+            Ok(n) => n,
+            Err(e) => {
+                crate::log_error!("bootstrap", "no nonce for the connection from {from}: {e}");
+                return None;
+            }
+        };
+        if wire::send(
+            s,
+            &Msg::Challenge {
+                nonce: wire::hex(&nonce),
+            },
+        )
+        .is_err()
+        {
+            self.stranger(s, &from, "the connection ended before its hello", false);
+            return None;
+        }
+        let got = wire::recv_bounded(
+            &mut Deadline {
+                s,
+                until: Instant::now() + wire::HELLO_DEADLINE,
+            },
+            wire::MAX_HELLO,
+        );
+        let _ = s.set_read_timeout(None);
+        let (magic, v, pid, host, proof) = match got {
+            Ok(Msg::Hello {
                 magic,
-                version: v,
+                version,
                 pid,
                 host,
-            })) => {
-                // The root closing meanwhile: no version to compare, the peer is refused.
-                let ours = version().unwrap_or_default();
-                let why = if magic != wire::MAGIC {
-                    Some(format!(
-                        "a peer (pid {pid}) sent bootstrap magic {magic:#x}, not {:#x}",
-                        wire::MAGIC
-                    ))
-                } else if v != ours {
-                    Some(format!(
-                        "process {pid} runs OpenNRT {v}, the root (pid {}) runs OpenNRT {ours}: \
-                         every process of a job must run the same version",
-                        std::process::id()
-                    ))
-                } else {
-                    None
-                };
-                if let Some(reason) = why {
-                    let _ = wire::send(
-                        &mut s,
-                        &Msg::Reject {
-                            reason: reason.clone(),
-                        },
-                    );
-                    self.fail_world(Error::invalid(reason));
-                    return;
-                }
-                (pid, host)
+                proof,
+            }) => (magic, version, pid, host, proof),
+            Ok(other) => {
+                let kind = format!("{other:?}");
+                let kind = kind
+                    .split([' ', '{', '('])
+                    .next()
+                    .unwrap_or("?")
+                    .to_string();
+                let why = format!("its first message is a {kind}, not a hello");
+                self.stranger(s, &from, &why, true);
+                return None;
             }
-            _ => return, // not one of ours (or a wake-up connection)
+            Err(wire::Fault::Silent) => {
+                let why = format!(
+                    "silent past the hello deadline ({} s)",
+                    wire::HELLO_DEADLINE.as_secs()
+                );
+                self.stranger(s, &from, &why, false);
+                return None;
+            }
+            Err(f) => {
+                let why = match f {
+                    wire::Fault::Closed => "the connection ended before a whole hello".to_string(),
+                    wire::Fault::TooLong(n, max) => format!(
+                        "its hello's length prefix says {n} bytes, over the bound of {max} \
+                         (wire::MAX_HELLO)"
+                    ),
+                    wire::Fault::Garbage(e) => format!("bytes that are not a hello ({e})"),
+                    other => format!("reading its hello: {other}"),
+                };
+                self.stranger(s, &from, &why, false);
+                return None;
+            }
+        };
+        // The root closing meanwhile: no version to compare, the peer is refused.
+        let ours = version().unwrap_or_default();
+        let proof = proof.map(|p| wire::unhex(&p).unwrap_or_default());
+        let proven = match (&self.secret, &proof) {
+            (None, None) => Ok(false),
+            (Some(k), Some(p)) => {
+                let want = wire::proof(k.bytes(), &nonce, magic, &v, pid, &host);
+                if wire::ct_eq(&want, p) {
+                    Ok(true)
+                } else {
+                    Err(format!(
+                        "its hello's proof of the job secret is wrong (process {pid}: every \
+                         process of the job must have the same {})",
+                        crate::runtime::config::JOB_SECRET_ENV
+                    ))
+                }
+            }
+            (Some(_), None) => Err(format!(
+                "its hello has no proof of the job secret (process {pid}: the root has {} \
+                 set, and every process of the job must have the same)",
+                crate::runtime::config::JOB_SECRET_ENV
+            )),
+            (None, Some(_)) => Err(format!(
+                "its hello proves a job secret, but the root has none (process {pid}: set the \
+                 same {} on every process of the job, or on none)",
+                crate::runtime::config::JOB_SECRET_ENV
+            )),
+        };
+        let mismatch = if magic != wire::MAGIC {
+            Some(format!(
+                "bootstrap magic {magic:#x}, not {:#x} (not an OpenNRT process)",
+                wire::MAGIC
+            ))
+        } else if v != ours {
+            Some(format!(
+                "process {pid} runs OpenNRT {v}, the root (pid {}) runs OpenNRT {ours}: every \
+                 process of a job must run the same version",
+                std::process::id()
+            ))
+        } else {
+            None
+        };
+        match (mismatch, proven) {
+            (None, Ok(_)) => Some((pid, host)),
+            (Some(why), Err(unproven)) => {
+                self.stranger(s, &from, &format!("{why}; and {unproven}"), true);
+                None
+            }
+            (None, Err(why)) => {
+                self.stranger(s, &from, &why, true);
+                None
+            }
+            // No secret, or the secret proven: a process of this job that cannot be part of
+            // it (another version) fails the world, as before (a wrong magic is no OpenNRT
+            // process at all: only refused).
+            (Some(why), Ok(_)) if magic != wire::MAGIC => {
+                self.stranger(s, &from, &why, true);
+                None
+            }
+            (Some(why), Ok(_)) => {
+                let _ = wire::send(
+                    s,
+                    &Msg::Reject {
+                        reason: why.clone(),
+                    },
+                );
+                self.fail_world(Error::invalid(format!("{why} (connection from {from})")));
+                None
+            }
+        }
+    }
+
+    fn serve(self: Arc<Self>, mut s: TcpStream) {
+        let conn = self.next_conn.fetch_add(1, Ordering::SeqCst);
+        let Some((pid, host)) = self.hello(&mut s) else {
+            return;
         };
         let (Ok(writer), Ok(reader)) = (s.try_clone(), s.try_clone()) else {
             return;

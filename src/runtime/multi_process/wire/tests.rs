@@ -29,6 +29,10 @@ fn messages_round_trip_and_eof_is_none() {
             version: "x".into(),
             pid: 7,
             host: "boot-1/2".into(),
+            proof: Some(hex(&[1, 2, 3])),
+        },
+        Msg::Challenge {
+            nonce: hex(&[9; NONCE_LEN]),
         },
         Msg::Arrive {
             id: 1,
@@ -137,4 +141,97 @@ fn inline_data_round_trips_and_bad_hex_is_named() {
     assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
     assert!(e.message().contains("byte 0"), "{e}");
     assert!(unhex("AB").is_err(), "lowercase only");
+}
+
+/// RFC 4231 test cases 1, 2 and 6 (the last: a key longer than the block, hashed first).
+#[test]
+fn hmac_sha256_matches_rfc_4231() {
+    let cases: [(&[u8], &[u8], &str); 3] = [
+        (
+            &[0x0b; 20],
+            b"Hi There",
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7",
+        ),
+        (
+            b"Jefe",
+            b"what do ya want for nothing?",
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
+        ),
+        (
+            &[0xaa; 131],
+            b"Test Using Larger Than Block-Size Key - Hash Key First",
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54",
+        ),
+    ];
+    for (key, msg, want) in cases {
+        assert_eq!(hex(&hmac_sha256(key, msg)), want);
+    }
+}
+
+#[test]
+fn ct_eq_is_equality() {
+    assert!(ct_eq(b"", b""));
+    assert!(ct_eq(&[7; 32], &[7; 32]));
+    assert!(!ct_eq(&[7; 32], &[7; 31]), "lengths differ");
+    for i in 0..32 {
+        let mut b = [7u8; 32];
+        b[i] ^= 0x80;
+        assert!(!ct_eq(&[7; 32], &b), "differs at byte {i}");
+    }
+}
+
+/// The proof depends on the secret, the nonce and every field the hello claims.
+#[test]
+fn the_proof_binds_secret_nonce_and_hello() {
+    let k = b"0123456789abcdef";
+    let n = [5u8; NONCE_LEN];
+    let p = proof(k, &n, MAGIC, "1.0", 42, "h");
+    assert_eq!(p, proof(k, &n, MAGIC, "1.0", 42, "h"));
+    for other in [
+        proof(b"0123456789abcdeF", &n, MAGIC, "1.0", 42, "h"),
+        proof(k, &[6u8; NONCE_LEN], MAGIC, "1.0", 42, "h"),
+        proof(k, &n, MAGIC + 1, "1.0", 42, "h"),
+        proof(k, &n, MAGIC, "1.1", 42, "h"),
+        proof(k, &n, MAGIC, "1.0", 43, "h"),
+        proof(k, &n, MAGIC, "1.0", 42, "g"),
+        // The fields are length-prefixed: moving bytes between them changes the proof.
+        proof(k, &n, MAGIC, "1.0h", 42, ""),
+    ] {
+        assert_ne!(other, p);
+    }
+}
+
+/// A length over the bound is refused before anything is read or allocated (2^31 here, and
+/// the hello's own bound); a length within it reads the body.
+#[test]
+fn a_length_over_the_bound_is_refused_before_reading_the_body() {
+    let mut huge = (1u32 << 31).to_le_bytes().to_vec();
+    huge.extend([0u8; 16]);
+    assert_eq!(
+        recv_bounded(&mut huge.as_slice(), MAX_MESSAGE),
+        Err(Fault::TooLong(1 << 31, MAX_MESSAGE))
+    );
+    // The stranger: the magic's bytes, then a 2^60 length.
+    let mut magic_then_huge = MAGIC.to_le_bytes().to_vec();
+    magic_then_huge.extend((1u64 << 60).to_le_bytes());
+    assert_eq!(
+        recv_bounded(&mut magic_then_huge.as_slice(), MAX_HELLO),
+        Err(Fault::TooLong(MAGIC, MAX_HELLO))
+    );
+    let mut buf = Vec::new();
+    send(&mut buf, &Msg::Bye).unwrap();
+    assert_eq!(recv_bounded(&mut buf.as_slice(), MAX_HELLO), Ok(Msg::Bye));
+    let over = buf.len() as u32 - 5; // the body is one byte longer
+    assert_eq!(
+        recv_bounded(&mut buf.as_slice(), over),
+        Err(Fault::TooLong(over + 1, over))
+    );
+    assert_eq!(recv_bounded(&mut &buf[..3], MAX_HELLO), Err(Fault::Closed));
+    let mut junk = 4u32.to_le_bytes().to_vec();
+    junk.extend(b"\xff{]x");
+    assert!(matches!(
+        recv_bounded(&mut junk.as_slice(), MAX_HELLO),
+        Err(Fault::Garbage(_))
+    ));
+    const { assert!(MAX_HELLO < MAX_MESSAGE && (INLINE_MAX as u64) * 2 < MAX_MESSAGE as u64) };
 }
