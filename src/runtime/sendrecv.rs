@@ -19,9 +19,12 @@
 //! * A receive of `length` bytes takes any send of at most `length` bytes and reports the
 //!   size sent. A larger send fails the receive with `NRT_INVALID`; its remaining chunks would
 //!   meet the next receives, so the communicator is out of step and fails at both ends.
-//! * A peer that closes its service fails what its communicators still wait for at once; a
-//!   peer that dies or goes quiet does so after `OPENNRT_NET_PEER_TIMEOUT` (each connected
-//!   communicator pings its peer five times per period), with `NRT_TIMEOUT`. A transport error
+//! * A peer that closes its service fails what its communicators still wait for at once, except
+//!   a receiver's receives of transfers the sender started before it closed (the close says
+//!   how many): an eager send is done before its bytes arrive, so they complete as usual, or
+//!   fail after `OPENNRT_NET_PEER_TIMEOUT` if the bytes never come. A peer that dies or goes
+//!   quiet fails them after `OPENNRT_NET_PEER_TIMEOUT` (each connected communicator pings its
+//!   peer five times per period), with `NRT_TIMEOUT`. A transport error
 //!   fails the communicator with `NRT_FAILURE` and libfabric's reason. A communicator that
 //!   failed fails every later request at once.
 //! * A send is done once its tensor may be reused: below the provider's eager size (16 KiB for
@@ -446,7 +449,15 @@ impl Comm {
                 .with_field("comm"));
             }
             match &c.phase {
-                Phase::Connected { .. } => {}
+                Phase::Connected { .. } => {
+                    if let Some((started, _)) = c.peer_left {
+                        if !protocol::seq_before(c.next_seq, started) {
+                            return Err(c.peer_left_error(id).expect("matched"));
+                        }
+                        // The wait for the closed peer's bytes starts again (service::tick).
+                        c.peer_left = Some((started, Instant::now()));
+                    }
+                }
                 Phase::Failed(e) => return Err(e.clone()),
                 _ => {
                     return Err(Error::invalid(format!(

@@ -55,6 +55,14 @@ pub fn data_tag(kind: TagKind, comm: u16, seq: u32, low: u64) -> u64 {
         | (low & LOW_MASK)
 }
 
+/// Does transfer `a` come before transfer `b` of the same communicator? Sequence numbers wrap
+/// at 2^24 and at most 128 transfers are in flight, so `a` precedes `b` when `b` is less than
+/// half the range ahead of it.
+pub fn seq_before(a: u32, b: u32) -> bool {
+    let ahead = b.wrapping_sub(a) & SEQ_MASK;
+    ahead != 0 && ahead <= SEQ_MASK / 2
+}
+
 /// The tag of every control message.
 pub const CONTROL_TAG: u64 = 0;
 /// A control receive matches any tag of kind 0.
@@ -68,7 +76,7 @@ pub fn tag_low(tag: u64) -> u64 {
 }
 
 /// The first bytes of every control message: "ONSR" and the protocol version.
-pub const MAGIC: [u8; 5] = *b"ONSR\x01";
+pub const MAGIC: [u8; 5] = *b"ONSR\x02";
 /// Largest control message (a hello carries an endpoint address, at most 256 bytes).
 pub const CONTROL_MAX: usize = 512;
 
@@ -117,12 +125,16 @@ pub enum Control {
         /// The asking one.
         to: u16,
     },
-    /// Communicator `from` is going away (its service closes): `to` fails what it still waits for.
+    /// Communicator `from` is going away (its service closes). A sender's peer still takes the
+    /// transfers `from` started before it left (an eager send is done before the receiver has
+    /// posted, so its bytes may still be on their way); everything else of `to` fails.
     Bye {
         /// The closing communicator.
         from: u16,
         /// Its peer.
         to: u16,
+        /// How many transfers `from` started (its next sequence number, wrapping at 2^24).
+        started: u32,
     },
 }
 
@@ -166,9 +178,10 @@ impl Control {
                 b.push(5);
                 u16s(&mut b, &[*from, *to]);
             }
-            Control::Bye { from, to } => {
+            Control::Bye { from, to, started } => {
                 b.push(6);
                 u16s(&mut b, &[*from, *to]);
+                b.extend(started.to_le_bytes());
             }
         }
         b
@@ -228,6 +241,7 @@ impl Control {
             6 => Control::Bye {
                 from: u16_()?,
                 to: u16_()?,
+                started: u32::from_le_bytes(take(4)?.try_into().unwrap()),
             },
             k => return Err(bad(&format!("of unknown kind {k}"))),
         };

@@ -124,6 +124,9 @@ pub(super) struct CommState {
     pub in_flight: usize,
     pub last_heard: Instant,
     pub last_ping: Instant,
+    /// A receiver's peer closed its service after starting this many transfers, at this time:
+    /// receives of those still complete (their bytes may be on their way), later ones fail.
+    pub peer_left: Option<(u32, Instant)>,
 }
 
 impl CommState {
@@ -141,7 +144,17 @@ impl CommState {
             in_flight: 0,
             last_heard: now,
             last_ping: now,
+            peer_left: None,
         }
+    }
+
+    /// The error of a receive the closed peer never started, if the peer has closed.
+    pub fn peer_left_error(&self, id: u16) -> Option<Error> {
+        let (started, _) = self.peer_left?;
+        Some(Error::failure(format!(
+            "{}: the peer closed its send/recv service after {started} transfer(s)",
+            self.describe(id)
+        )))
     }
 
     /// "send communicator 3 (to lnc 1 at 10.0.0.2)", for messages.
@@ -513,24 +526,27 @@ impl Worker {
 
     /// Tell every connected peer that this side goes away, and give the messages a moment.
     fn say_bye(&mut self) {
-        let byes: Vec<(u16, u64, u16)> = {
+        let byes: Vec<(u16, u64, u16, u32)> = {
             let g = self.svc.inner.lock();
             g.comms
                 .iter()
                 .enumerate()
                 .filter_map(|(i, c)| match c.phase {
-                    Phase::Connected { peer, peer_comm } => Some((i as u16, peer, peer_comm)),
+                    Phase::Connected { peer, peer_comm } => {
+                        Some((i as u16, peer, peer_comm, c.next_seq))
+                    }
                     _ => None,
                 })
                 .collect()
         };
-        for (id, peer, peer_comm) in byes {
+        for (id, peer, peer_comm, started) in byes {
             let _ = self.send_control(
                 peer,
                 id,
                 &Control::Bye {
                     from: id,
                     to: peer_comm,
+                    started,
                 },
             );
         }
@@ -847,7 +863,7 @@ impl Worker {
         };
         let what = cs.describe(comm);
         let peer = match cs.phase {
-            Phase::Connected { peer, peer_comm } => Some((peer, peer_comm)),
+            Phase::Connected { peer, peer_comm } => Some((peer, peer_comm, cs.next_seq)),
             _ => None,
         };
         let s = &mut cs.slots[slot as usize];
@@ -910,13 +926,14 @@ impl Worker {
             ));
             fail_comm(&mut g, comm, e, Some(&mut *self.ep));
             drop(g);
-            if let Some((peer, peer_comm)) = peer {
+            if let Some((peer, peer_comm, started)) = peer {
                 self.send_control(
                     peer,
                     comm,
                     &Control::Bye {
                         from: comm,
                         to: peer_comm,
+                        started,
                     },
                 )?;
             }
@@ -1073,16 +1090,49 @@ impl Worker {
                     }
                 }
             }
-            Control::Bye { from, to } => {
+            Control::Bye { from, to, started } => {
                 let mut g = self.svc.inner.lock();
-                let hit = g.comms.get(to as usize).is_some_and(
-                    |c| matches!(c.phase, Phase::Connected { peer_comm, .. } if peer_comm == from),
-                );
-                if hit {
-                    let what = g.comms[to as usize].describe(to);
+                let Some(c) = g.comms.get_mut(to as usize) else {
+                    return Ok(());
+                };
+                if !matches!(c.phase, Phase::Connected { peer_comm, .. } if peer_comm == from) {
+                    return Ok(());
+                }
+                if c.role == Role::Send {
+                    let what = c.describe(to);
                     let e =
                         Error::failure(format!("{what}: the peer closed its send/recv service"));
                     fail_comm(&mut g, to, e, Some(&mut *self.ep));
+                } else if c.peer_left.is_none() {
+                    // The sender's eager transfers are done on its side before they arrive
+                    // here: receives of them stay; the ones it never started fail now.
+                    c.peer_left = Some((started, Instant::now()));
+                    let e = c.peer_left_error(to).expect("just set");
+                    let mut unmet = Vec::new();
+                    for (i, s) in c.slots.iter_mut().enumerate() {
+                        let waiting = matches!(s.state, SlotState::Stashed | SlotState::Posted);
+                        if waiting && !protocol::seq_before(s.seq, started) {
+                            s.state = SlotState::Error(e.clone());
+                            if s.outstanding == 0 {
+                                s.tensor = None;
+                            }
+                            unmet.push(i as u8);
+                        }
+                    }
+                    c.in_flight -= unmet.len();
+                    crate::log_info!(
+                        "sendrecv",
+                        "{}: the peer closed after {started} transfer(s); {} receive(s) still to take, {} failed",
+                        c.describe(to),
+                        c.in_flight,
+                        unmet.len()
+                    );
+                    if !unmet.is_empty() {
+                        self.ep.cancel_where(|ctx| {
+                            let (kind, comm, slot, _) = unpack(ctx);
+                            comm == to && unmet.contains(&slot) && matches!(kind, K_FIRST | K_CHUNK)
+                        });
+                    }
                 }
             }
         }
@@ -1118,6 +1168,29 @@ impl Worker {
                             ),
                         );
                         fail_comm(&mut g, id, e, Some(&mut *self.ep));
+                    }
+                    Phase::Connected { .. } if c.peer_left.is_some() => {
+                        // The peer is gone: no pings. A receive of what it started waits for
+                        // the bytes as long as a silent peer is given, counted from the receive
+                        // or the last bytes, whichever came later.
+                        let (started, at) = c.peer_left.expect("matched");
+                        if c.in_flight == 0 && !protocol::seq_before(c.next_seq, started) {
+                            let e = c.peer_left_error(id).expect("matched");
+                            fail_comm(&mut g, id, e, Some(&mut *self.ep));
+                        } else if c.in_flight > 0
+                            && now.duration_since(at.max(c.last_heard)) > peer_timeout
+                        {
+                            let e = Error::new(
+                                ErrorKind::Timeout,
+                                format!(
+                                    "{}: the peer closed its send/recv service after {started} transfer(s), and {} receive(s) of them got no bytes within {:.1?} (OPENNRT_NET_PEER_TIMEOUT)",
+                                    c.describe(id),
+                                    c.in_flight,
+                                    peer_timeout
+                                ),
+                            );
+                            fail_comm(&mut g, id, e, Some(&mut *self.ep));
+                        }
                     }
                     Phase::Connected { peer, peer_comm } => {
                         if now.duration_since(c.last_heard) > peer_timeout {
