@@ -325,6 +325,8 @@ struct RingInner {
     slots: Vec<Slot>,
     next_seq: u64,
     last_group: Option<Arc<[u32]>>,
+    /// Records in state scheduled (none: entering searches nothing).
+    scheduled: usize,
 }
 
 impl RingInner {
@@ -341,11 +343,17 @@ impl RingInner {
     }
 
     fn push(&mut self, s: Slot) {
+        self.scheduled += usize::from(s.state == State::Scheduled);
         if self.slots.len() < self.cap {
+            if self.slots.capacity() == 0 {
+                // The whole ring at once: no reallocation on the hot path later.
+                self.slots.reserve_exact(self.cap);
+            }
             self.slots.push(s);
         } else {
             let i = (s.seq % self.cap as u64) as usize;
-            self.slots[i] = s;
+            let old = std::mem::replace(&mut self.slots[i], s);
+            self.scheduled -= usize::from(old.state == State::Scheduled && old.seq != WITHDRAWN);
         }
     }
 
@@ -510,14 +518,17 @@ impl Ring {
     fn enter(&self, cap: usize, instance: u64, group: &[u32], w: impl FnOnce() -> What) -> u64 {
         {
             let mut g = self.0.lock();
-            let next = g.next_seq;
-            let from = next.saturating_sub(64.min(g.cap as u64));
-            for seq in (from..next).rev() {
-                let Some(s) = g.get_mut(seq) else { continue };
-                if s.state == State::Scheduled && s.instance == instance && *s.group == *group {
-                    s.state = State::Running;
-                    s.started_ns = Some(now_ns());
-                    return seq;
+            if g.scheduled > 0 {
+                let next = g.next_seq;
+                let from = next.saturating_sub(64.min(g.cap as u64));
+                for seq in (from..next).rev() {
+                    let Some(s) = g.get_mut(seq) else { continue };
+                    if s.state == State::Scheduled && s.instance == instance && *s.group == *group {
+                        s.state = State::Running;
+                        s.started_ns = Some(now_ns());
+                        g.scheduled -= 1;
+                        return seq;
+                    }
                 }
             }
         }
@@ -541,8 +552,11 @@ impl Ring {
 
     /// Forget record `seq`.
     fn withdraw(&self, seq: u64) {
-        if let Some(s) = self.0.lock().get_mut(seq) {
+        let mut g = self.0.lock();
+        if let Some(s) = g.get_mut(seq) {
+            let was = s.state == State::Scheduled;
             s.seq = WITHDRAWN;
+            g.scheduled -= usize::from(was);
         }
     }
 }
@@ -745,8 +759,21 @@ pub fn log_report(files: &[RankFile]) -> String {
         "flight recorder: the last collectives of the {} rank(s) of this process",
         files.len()
     );
-    let a = analyse(files);
-    for l in a.lines() {
+    // In a job of several processes the other ranks' records are in their own processes: only
+    // what this process's ranks show, without a verdict.
+    let lines = match crate::runtime::multi_process::bootstrap::job_tag() {
+        None => analyse(files).lines(),
+        Some(_) => {
+            let a = analyse::analyse_partial(files);
+            let mut l: Vec<String> = a.findings.iter().take(1).map(Finding::line).collect();
+            l.push(format!(
+                "the other ranks of the job are in their own processes' logs and files \
+                 ({DIR_ENV}); `opennrt flight-recorder <dir>` lines them all up"
+            ));
+            l
+        }
+    };
+    for l in lines {
         s.push_str("\n  ");
         s.push_str(&l);
     }

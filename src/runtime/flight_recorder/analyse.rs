@@ -252,15 +252,19 @@ pub fn describe_record(f: &RankFile, r: &Record) -> String {
         s.push_str(&format!(" ({e})"));
     }
     s.push_str(&format!(", scheduled {}", wall(f.wall_ns(r.scheduled_ns))));
-    if let Some(t) = r.started_ns {
+    if let Some(t) = r.started_ns.filter(|t| *t != r.scheduled_ns) {
         s.push_str(&format!(
             ", entered +{:.3} ms",
             t.saturating_sub(r.scheduled_ns) as f64 / 1e6
         ));
     }
     if let (Some(t0), Some(t1)) = (r.started_ns, r.ended_ns) {
+        let how = match r.state {
+            State::Failed => "failed after",
+            _ => "ran",
+        };
         s.push_str(&format!(
-            ", ran {:.3} ms",
+            ", {how} {:.3} ms",
             t1.saturating_sub(t0) as f64 / 1e6
         ));
     }
@@ -269,6 +273,16 @@ pub fn describe_record(f: &RankFile, r: &Record) -> String {
 
 /// Line up `files` (module doc).
 pub fn analyse(files: &[RankFile]) -> Analysis {
+    analyse_with(files, true)
+}
+
+/// [`analyse`] of some of a job's ranks (one process's): a rank without a file is unknown,
+/// not missing (its record is in its own process).
+pub fn analyse_partial(files: &[RankFile]) -> Analysis {
+    analyse_with(files, false)
+}
+
+fn analyse_with(files: &[RankFile], complete: bool) -> Analysis {
     let mut notes = Vec::new();
     // The file of each global id: the last written when there are several.
     let mut by_gid: HashMap<u32, &RankFile> = HashMap::new();
@@ -342,6 +356,7 @@ pub fn analyse(files: &[RankFile]) -> Analysis {
                             ),
                         }
                     }
+                    (None, None) if !complete => continue,
                     (None, None) => Standing::NoFile,
                     (None, Some(f)) => {
                         let o = oldest.get(&(g, kind.as_str(), group.as_slice()));
