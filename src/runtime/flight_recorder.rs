@@ -16,7 +16,7 @@
 //!   (`flight-<job>-rank<gid>.json`, [`file_name`]). `nrt_close` writes the files again
 //!   ([`on_close`]), so a rank that never failed (the one that never came) has its file too.
 //!   In a job spanning processes without the variable, the log says once where to set it.
-//! * Reading. [`read_dir`] reads the files, and [`analyse`] lines the ranks up by group and
+//! * Reading. [`read_dir`] reads the files, and [`analyse()`] lines the ranks up by group and
 //!   instance and names the first collective some rank never entered or never finished
 //!   (`opennrt flight-recorder DIR`).
 //!
