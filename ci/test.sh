@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite (the README's test command). Fails on the first error.
 #   format and lints → release build of both libraries → Rust tests (unit, property, headers)
-#   → ABI identity checks → C tests against the built libraries → Python ctypes tests → the swap
+#   → fuzz targets (nightly, 30 s each) → ABI identity checks → C tests against the built
+#   libraries → Python ctypes tests → the swap
 #   → one rank per process → several hosts (network namespaces; installs its Debian packages).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -63,6 +64,9 @@ shim/links.sh target/release
 
 step "cargo test --release (unit, property, golden, headers; the release profile is shared with the full matrix below)"
 cargo test --release --workspace
+
+step "fuzz: every parser's target (fuzz/README.md) built with nightly and run 30 s on its corpus, two at a time"
+bash ci/fuzz.sh
 
 step "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p opennrt

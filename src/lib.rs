@@ -49,6 +49,7 @@ pub mod error;
 pub mod isa;
 pub mod launch;
 pub mod lower;
+pub mod nccom_files;
 pub mod ncfw;
 pub mod neff;
 pub mod net;

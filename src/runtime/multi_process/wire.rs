@@ -415,8 +415,16 @@ pub fn recv(r: &mut impl Read) -> Result<Option<Msg>> {
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
         Err(e) => return Err(Error::failure(format!("receive from peer: {e}"))),
     }
-    serde_json::from_slice(&body)
-        .map(Some)
+    decode(&body).map(Some)
+}
+
+/// The message in one body (the bytes after the 4-byte length [`recv`] reads): what the root
+/// makes of whatever a process that connects to its port sends.
+///
+/// # Errors
+/// A failure naming what is malformed.
+pub fn decode(body: &[u8]) -> Result<Msg> {
+    serde_json::from_slice(body)
         .map_err(|e| Error::failure(format!("peer sent a malformed message: {e}")))
 }
 

@@ -1,4 +1,5 @@
 use super::*;
+use opennrt::nccom_files::{check_groups, check_pairs};
 
 fn file(name: &str, body: &str) -> std::path::PathBuf {
     let p = std::env::temp_dir().join(format!("nccom_test_custom_{}_{name}", std::process::id()));
