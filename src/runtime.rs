@@ -29,6 +29,7 @@ pub mod comm;
 pub mod config;
 pub mod fault_injection;
 pub mod firmware;
+pub mod flight_recorder;
 pub mod host_collective;
 pub mod log;
 pub mod machine;

@@ -13,6 +13,7 @@ const SUBCOMMANDS: &[&[&str]] = &[
     &["lower"],
     &["verify"],
     &["ctx-log"],
+    &["flight-recorder"],
     &["neff", "build"],
     &["neff", "info"],
 ];

@@ -63,6 +63,8 @@ pub struct Lowered {
     /// (or loads one) and gives it back only if it succeeded. Several at once only when
     /// several groups run this collective concurrently.
     resident: Mutex<Vec<Resident>>,
+    /// The program's algorithms as the flight recorder names them, made on first use.
+    algorithm: once_cell::sync::OnceCell<Arc<str>>,
 }
 
 impl Lowered {
@@ -76,7 +78,15 @@ impl Lowered {
             forced: None,
             shared: once_cell::sync::OnceCell::new(),
             resident: Mutex::new(Vec::new()),
+            algorithm: once_cell::sync::OnceCell::new(),
         }
+    }
+
+    /// The program's algorithms, `+`-joined (`ring`, `hier+ring`): the flight recorder's
+    /// `algorithm` (`runtime::flight_recorder::algorithm_label`).
+    pub fn algorithm_label(&self) -> &Arc<str> {
+        self.algorithm
+            .get_or_init(|| crate::runtime::flight_recorder::algorithm_label(self).into())
     }
 
     /// A loaded machine of this collective: a resident one left by an earlier run, or a new one.
@@ -381,13 +391,49 @@ pub trait Finish: Send {
 /// the runtime's own collectives (the `nrt_barrier` all-reduce, the NEFF sequence check and
 /// all-to-all-v table exchanges of `runtime::model::signature`) call [`run`]. So a switch that
 /// acts on user collectives only (such as the vendor's `NEURON_RT_DBG_CC_NOP`) goes here.
+///
+/// Every rank's arrival and result go into its flight record (`runtime::flight_recorder`).
 pub fn run_user(key: &GroupKey, instance: u64, arrival: Arrival, wait: Wait) -> Result<()> {
+    use crate::runtime::flight_recorder as fr;
+    let token = fr::enter(key, instance, &arrival.req, &arrival.lowered);
     match wait {
-        Wait::Block => run(key, instance, arrival),
+        Wait::Block => {
+            let r = run(key, instance, arrival);
+            fr::finish(token, &r);
+            r
+        }
         Wait::NoWait(finish) => {
+            let finish: Box<dyn Finish> = match token {
+                Some(token) => Box::new(Recorded {
+                    inner: finish,
+                    token,
+                }),
+                None => finish,
+            };
             start(key, instance, arrival, finish);
             Ok(())
         }
+    }
+}
+
+/// A [`Finish`] that records the rank's result in its flight record first.
+struct Recorded {
+    inner: Box<dyn Finish>,
+    token: crate::runtime::flight_recorder::Token,
+}
+
+impl Finish for Recorded {
+    fn done(self: Box<Self>, result: Result<()>) {
+        crate::runtime::flight_recorder::finish(Some(self.token), &result);
+        self.inner.done(result);
+    }
+    fn defer(self: Box<Self>, rest: Box<dyn FnOnce() -> Result<()> + Send>) {
+        let token = self.token;
+        self.inner.defer(Box::new(move || {
+            let r = rest();
+            crate::runtime::flight_recorder::finish(Some(token), &r);
+            r
+        }));
     }
 }
 

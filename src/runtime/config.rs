@@ -92,6 +92,12 @@ pub struct Config {
     pub device: DeviceSettings,
     /// The async send/recv variables (`runtime::sendrecv`).
     pub sendrecv: SendRecvConfig,
+    /// `OPENNRT_FLIGHT_RECORDER_ENTRIES`: collectives each rank keeps in its flight record
+    /// (`runtime::flight_recorder`); `0` turns the recorder off.
+    pub flight_recorder_entries: usize,
+    /// `OPENNRT_FLIGHT_RECORDER_DIR`: where a timeout, a hang or `nrt_close` writes one
+    /// flight-record file per rank.
+    pub flight_recorder_dir: Option<std::path::PathBuf>,
     /// `NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS` as read: accepted and ignored (implicit
     /// async mode was removed in runtime 2.34, docs/contract/abi.md §5.3); `nrt_init` warns.
     pub ignored_async_inflight: Option<String>,
@@ -373,6 +379,22 @@ impl Config {
                     .map(|mb| mb.saturating_mul(1 << 20)),
                 hang_dump_dir: get(HANG_DUMP_ENV).map(std::path::PathBuf::from),
             },
+            flight_recorder_entries: {
+                use crate::runtime::flight_recorder as fr;
+                let what = "a whole number of collectives (0 = off)";
+                match number::<usize>(&get, fr::ENTRIES_ENV, what)? {
+                    Some(n) if n > fr::MAX_ENTRIES => {
+                        return Err(Error::bad_variable(
+                            fr::ENTRIES_ENV,
+                            &n.to_string(),
+                            format_args!("at most {} collectives", fr::MAX_ENTRIES),
+                        ))
+                    }
+                    n => n.unwrap_or(fr::DEFAULT_ENTRIES),
+                }
+            },
+            flight_recorder_dir: get(crate::runtime::flight_recorder::DIR_ENV)
+                .map(std::path::PathBuf::from),
             ignored_async_inflight: get(ASYNC_INFLIGHT_ENV),
             sendrecv: sendrecv_config(&get)?,
         })

@@ -56,6 +56,10 @@ pub fn init_with(
         crate::device::settings::apply(&config.device);
         crate::runtime::multi_process::segment::set_waits(config.waits);
         crate::runtime::fault_injection::arm(&config);
+        crate::runtime::flight_recorder::configure(
+            config.flight_recorder_entries,
+            config.flight_recorder_dir.clone(),
+        );
         crate::device::settings::set_carrier(Some(carrier.clone()));
         crate::log_info!(
             "nrt_init",
@@ -86,7 +90,8 @@ pub fn init_with(
 /// The teardown order, inside the teardown window (calls racing with it get `NRT_CLOSED`):
 /// pending collectives fail with `NRT_CLOSED` before the execution units drain; send/recv
 /// services still running stop (with a warning); the units stop;
-/// the job's bootstrap link closes; the prepared collectives, host collectives and worlds are
+/// the flight recorder writes its files (`OPENNRT_FLIGHT_RECORDER_DIR`); the job's bootstrap
+/// link closes; the prepared collectives, host collectives and worlds are
 /// forgotten; then `abi_teardown` releases what the ABI layer keeps per initialised runtime
 /// (its handles, which queued requests no longer reference); last the runtime itself goes.
 pub fn close(abi_teardown: impl FnOnce()) {
@@ -96,6 +101,8 @@ pub fn close(abi_teardown: impl FnOnce()) {
         crate::runtime::sendrecv::shutdown_all();
         crate::runtime::xu::drain_all();
         crate::runtime::xu::shutdown();
+        // Every rank's flight record, while the job's tag (the file names) is still known.
+        crate::runtime::flight_recorder::on_close();
         crate::runtime::multi_process::bootstrap::shutdown();
         crate::runtime::collective::reset();
         crate::runtime::host_collective::reset();

@@ -8,10 +8,13 @@
 //!   `opennrt neff info` — show what a NEFF holds as the loader reads it (docs/neff.md §1);
 //! * `opennrt perf` — a collective on N simulated ranks, nccl-tests style; with `--procs P`
 //!   through the C API in one process and in P processes (hidden helper: `opennrt perf-rank`);
+//! * `opennrt flight-recorder DIR` — line up the ranks' flight-recorder files and name the
+//!   first collective some rank never entered or never finished (docs/hangs.md);
 //! * `opennrt version`.
 
 mod args;
 mod ctx_log_cmd;
+mod flight_recorder_cmd;
 mod lower_cmd;
 mod neff_cmd;
 mod perf_cmd;
@@ -29,6 +32,8 @@ commands:
   verify     verify the lowering over a matrix of cases: opennrt verify [--quick] (--help for more)
   neff       write or inspect a NEFF: opennrt neff build --op <op> --ranks R --count N --dtype T -o FILE;
              opennrt neff info FILE [--json] (opennrt neff --help for more)
+  flight-recorder
+             name the rank that never entered a collective: opennrt flight-recorder DIR (--help for more)
   ctx-log    dump a CC context: opennrt ctx-log --arch <5|12|20|28> [--ctx FILE] [--model NAME] (--help for more)
   version    print the OpenNRT version";
 
@@ -50,6 +55,7 @@ fn main() {
             0
         }
         Some("ctx-log") => ctx_log_cmd::ctx_log_cmd(rest),
+        Some("flight-recorder") => flight_recorder_cmd::flight_recorder_cmd(rest),
         Some("lower") => lower_cmd::lower_cmd(rest),
         Some("verify") => lower_cmd::verify_cmd(rest),
         Some("perf") => perf_cmd::perf_cmd(rest),

@@ -162,6 +162,8 @@ pub fn schedule(
         }
     }
     let ticket = collective::meetings().ticket(&key, rank);
+    // Queued: the flight record shows it scheduled until the worker enters it.
+    let flight = crate::runtime::flight_recorder::scheduled(&key, ticket, &p.req, &p.lowered);
     // The payload moves into the job through this slot; a failed submit hands it back.
     let payload = Arc::new(Mutex::new(Some(p)));
     let job_payload = payload.clone();
@@ -183,6 +185,7 @@ pub fn schedule(
         Ok(seq) => Ok(seq),
         Err(e) => {
             collective::meetings().untake(&key, rank, ticket);
+            crate::runtime::flight_recorder::withdraw(flight);
             let p = payload.lock().take().expect("the job never ran");
             Err((e, Box::new(p)))
         }

@@ -53,6 +53,8 @@ pub const VARIABLES: &[Variable] = &[
     v("OPENNRT_VERSION_OVERRIDE", "this build's version", "the version a process announces at the bootstrap (tests of the version check)"),
     v("OPENNRT_SHARED_DEVICE", "0", "`1`: run every multi-rank device collective on shared device segments, one executor per rank, even without a job (tests)"),
     v("OPENNRT_TEST_KILL_IN_RUN", "unset", "fault injection for tests: the process holding this global id SIGKILLs itself inside its first `nrta_cc_*` collective on the shared device, once every peer's executor is stepping"),
+    v("OPENNRT_FLIGHT_RECORDER_ENTRIES", "2000", "collectives each rank keeps in its flight record (last N; `0` = off): printed into the log on a timeout or hang, written with `OPENNRT_FLIGHT_RECORDER_DIR`"),
+    v("OPENNRT_FLIGHT_RECORDER_DIR", "unset", "directory where a timeout, a hang and `nrt_close` write one flight-record file per rank (`flight-<job>-rank<gid>.json`); `opennrt flight-recorder DIR` reads them and names the rank that never entered a collective"),
     v("NEURON_RT_VALIDATE_HASH", "0", "`1`: `nrt_load` checks the NEFF header's payload hash (MD5 for package 2, SHA-256 for package 1) and refuses a mismatch with `NRT_INVALID`"),
     v("OPENNRT_TOPOLOGY", "derived from the world size", "`trn1.32xlarge`, `trn2.48xlarge:lnc=1`, `trn2-ultraserver`, `custom:2x16x8:lnc=2:gen=v3`, … (grammar in `src/lower/topology.rs`); `job`: in a job spanning hosts, the hosts are the nodes for every collective (unset, only for collectives of the whole world)"),
     v("OPENNRT_CC_ALGO", "auto", "force an algorithm like `NCCL_ALGO` (an illegal force is an error, never a silent fallback)"),
