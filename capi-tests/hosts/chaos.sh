@@ -73,6 +73,9 @@ finish() {
   exit "$rc"
 }
 
+cc -std=c11 -Wall -Wextra -Werror -I"$root/include" -o "$work/host_ag" "$here/host_ag.c" \
+  -L"$lib" -lnrt -Wl,-rpath,"$lib"
+
 max_hosts=3
 hosts_up "$max_hosts"
 trap finish EXIT
@@ -158,6 +161,7 @@ undo() {
 # ---- one round
 ops=(all_reduce all_gather reduce_scatter)
 sizes=(256 1024 4096 16384 65536 262144)   # fp32 elements per rank: 1 KiB … 1 MiB
+ag_sizes=(1 1000 65536)                     # host_ag: bytes per rank
 port=34000 passed=0 failed=0 collectives=0
 declare -A tally=()
 failures=()
@@ -176,11 +180,16 @@ round() {
   rnd 2; hosts=$((2 + R))
   rnd 2; per=$((1 + R))
   n=$((hosts * per))
-  rnd 3; op="${ops[$R]}"
+  # The workload: opennrt perf-rank (device collectives; between hosts through the network
+  # proxy), or host_ag (nrt_barrier and nrt_all_gather of host memory from C; between hosts
+  # through the bootstrap's messages to the root).
+  rnd 4; op="${ops[$R]:-host_all_gather}"
   rnd 3; iters=$((1 + R))
-  local nsizes
+  local nsizes ag_rounds ag_bytes
   rnd 5; nsizes=$((4 + R))
   for ((c = 0; c < nsizes; c++)); do rnd "${#sizes[@]}"; counts+=("${sizes[$R]}"); done
+  rnd 1000; ag_rounds=$((200 + R))
+  rnd 3; ag_bytes="${ag_sizes[$R]}"
   rnd "${#kinds[@]}"; kind="${kinds[$R]}"
   rnd "$hosts"; victim="$R"
   local delay_ms
@@ -202,15 +211,20 @@ round() {
   local cs
   cs="$(IFS=,; echo "${counts[*]}")"
   local name="round $r: ${hosts}x${per} $op counts $cs x$iters, $kind"
+  [ "$op" != host_all_gather ] || name="round $r: ${hosts}x${per} host_ag: $ag_rounds nrt_all_gather of $ag_bytes B, $kind"
   d="$work/round$r"; mkdir -p "$d"
   port=$((port + 1)); rootid="$(host_addr 0):$port"
   fifo="$d/stdin0"; mkfifo "$fifo"
   exec {hold}<>"$fifo"   # process 0's stdin, closed once the others are done (src/launch.rs)
   for ((p = 0; p < n; p++)); do
     h=$((p / per)); echo "$h" > "$d/host$p"
-    argv=("$lib/opennrt" perf-rank --op "$op" --ranks "$n" --procs "$n" --proc "$p" --dtype fp32
-      --redop add --counts "$cs" --iters "$iters" --check 1)
-    [ "$p" = 0 ] && argv+=(--wait-stdin)
+    if [ "$op" = host_all_gather ]; then
+      argv=("$work/host_ag" "$p" "$n" "$ag_rounds" "$ag_bytes")
+    else
+      argv=("$lib/opennrt" perf-rank --op "$op" --ranks "$n" --procs "$n" --proc "$p" --dtype fp32
+        --redop add --counts "$cs" --iters "$iters" --check 1)
+      [ "$p" = 0 ] && argv+=(--wait-stdin)
+    fi
     (
       rc=0
       NEURON_RT_LOG_LEVEL=INFO NEURON_RT_VISIBLE_CORES="$p" NEURON_RT_ROOT_COMM_ID="$rootid" \
@@ -247,17 +261,22 @@ round() {
   for ((p = 0; p < n; p++)); do
     rc="$(cat "$d/rc$p")"
     el=$(awk -v a="$(cat "$d/end$p")" -v b="$t_fault" 'BEGIN { printf "%.2f", a - b }')
-    line="$(grep -h "opennrt perf-rank (process $p)" "$d/err$p" | tail -1 || true)"
+    line="$(grep -hE "^(opennrt perf-rank \(process $p\)|host_ag: gid $p:)" "$d/err$p" | tail -1 || true)"
     case "$rc" in
       0)
+        if [ "$op" = host_all_gather ]; then
+          grep -q "$ag_rounds rounds of $ag_bytes bytes per rank exact" "$d/out$p" \
+            || { ok=0; why="process $p exited 0 with no report of $ag_rounds exact rounds"; }
+        fi
         for c in "${counts[@]}"; do
+          [ "$op" != host_all_gather ] || break
           grep -qE "\"count\":$c,.*\"wrong\":0[,}]" "$d/out$p" \
             || { ok=0; why="process $p exited 0 with no exact report for count $c"; }
         done ;;
-      1) ok=0; why="process $p got wrong elements: $(grep -h '"wrong":[1-9]' "$d/out$p" | head -1)" ;;
+      1) ok=0; why="process $p got wrong data: $(grep -h '"wrong":[1-9]' "$d/out$p" | head -1)$line" ;;
       3)
         any_fail=1
-        if ! [[ "$line" =~ (\(|status\ )(1206|1200|5)\)?$ ]]; then
+        if ! [[ "$line" =~ (\(|status\ |-\>\ )(1206|1200|5)\)?$ ]]; then
           ok=0; why="process $p failed with a status the contract does not allow here: $line"
         fi ;;
       124 | 137) ok=0; why="process $p hung: killed by its ${per_proc_timeout} s timeout" ;;
@@ -270,7 +289,8 @@ round() {
     if awk -v e="$el" -v b="$bound" 'BEGIN { exit !(e > b) }'; then
       ok=0; why="process $p ended $el s after the fault, more than $bound s"
     fi
-    echo "      process $p (host $(cat "$d/host$p")): exit $rc, ${el} s after the fault${line:+: ${line#opennrt perf-rank }}" >> "$d/summary"
+    line="${line#opennrt perf-rank }"
+    echo "      process $p (host $(cat "$d/host$p")): exit $rc, ${el} s after the fault${line:+: ${line#host_ag: }}" >> "$d/summary"
   done
   # Which faults may fail a job: a cable cut for good must (unless the job was already over),
   # loss and throttling may (a peer silent past the peer timeout is lost); nothing and a short
@@ -297,7 +317,11 @@ round() {
   outcome=$([ "$any_fail" = 1 ] && echo "failed as allowed" || echo "succeeded")
   [ "$late" = 0 ] || [ "$kind" = none ] || outcome="$outcome (it was over before the fault)"
   if [ "$ok" = 1 ]; then
-    collectives=$((collectives + nsizes * iters * n))
+    if [ "$op" = host_all_gather ]; then
+      collectives=$((collectives + (ag_rounds + 2) * n))
+    else
+      collectives=$((collectives + nsizes * iters * n))
+    fi
     echo "ok   $name ($FAULT_DESC, ${delay_ms} ms after the proxies were up): job $outcome"
     [ "$any_fail" = 0 ] || cat "$d/summary"
     passed=$((passed + 1))
