@@ -49,8 +49,8 @@ if git -C "$root" grep -nE '\.\./shared|/work/shared' -- ':!ci/test.sh' >&2; the
   exit 1
 fi
 
-step "packages: libfabric (the multi-host transport and its bindings test), libclang (bindgen), iproute2, Open MPI and time (the multi-host tests)"
-need_debs libfabric1 libfabric-dev libfabric-bin iproute2 openmpi-bin libclang-dev time
+step "packages: libfabric (the multi-host transport and its bindings test), libclang (bindgen), iproute2, Open MPI, time and nftables (the multi-host tests)"
+need_debs libfabric1 libfabric-dev libfabric-bin iproute2 openmpi-bin libclang-dev time nftables
 
 step "cargo fmt --check"
 cargo fmt --all --check
@@ -125,6 +125,11 @@ step "several hosts on one machine: network namespaces, one /dev/shm each"
 # Ranks on different hosts reach each other through the network proxy over libfabric
 # (docs/design.md §2 item 12); each case checks every element (capi-tests/hosts/README.md).
 bash capi-tests/hosts/run.sh target/release
+
+step "network chaos across hosts: cut links, flaps, packet loss, throttling (a fresh seed)"
+# Rounds of 2-3 host jobs with every result checked, one fault per round in a random host
+# (capi-tests/hosts/README.md, "Network chaos"); the log prints the seed to replay a failure.
+bash capi-tests/hosts/chaos.sh target/release
 
 step "the scale run across hosts: 4 hosts x 4 ranks, 16 MiB all-reduce, peak RSS per host"
 # The issue's 4 x 8 shape needs about 20 GiB on this kind of machine (README, "Measured across
