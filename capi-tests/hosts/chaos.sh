@@ -60,16 +60,23 @@ for f in opennrt libncfw.so; do
   [ -e "$lib/$f" ] || { echo "chaos: $lib/$f is missing (cargo build --release --workspace)" >&2; exit 1; }
 done
 
-# shellcheck disable=SC2010 # the names are ours: opennrt-<…>, no odd characters
-shm_before="$(ls /dev/shm | grep '^opennrt-' | sort || true)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/opennrt-chaos.XXXXXX")"
+# The EXIT trap: remove every namespace (also on failure), then check none is left. Every
+# process of the run lives in a host's mount namespace, whose /dev/shm is checked after each
+# round and is private (checked below). The root namespace's /dev/shm is not compared before
+# and after, unlike run.sh: on a shared machine, tests of other checkouts write there meanwhile.
 finish() {
-  local rc=$? leaked=0
+  local rc=$? leaked=0 left
   trap - EXIT INT TERM
-  hosts_down_checked chaos "$shm_before" || leaked=1
+  hosts_down || leaked=1
+  left="$(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${HOSTS_PREFIX}" || true)"
+  if [ -n "$left" ]; then
+    echo "chaos: FAILED: namespaces left behind: $left" >&2
+    leaked=1
+  fi
   rm -rf "$work"
   if [ "$leaked" = 1 ] && [ "$rc" = 0 ]; then rc=1; fi
-  if [ "$rc" = 0 ]; then echo "chaos: cleanup checked: no namespace of ours, nothing new in /dev/shm"; fi
+  if [ "$rc" = 0 ]; then echo "chaos: cleanup checked: no namespace of ours is left"; fi
   exit "$rc"
 }
 
@@ -81,6 +88,14 @@ hosts_up "$max_hosts"
 trap finish EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# Each host's /dev/shm is its own: a name made on host 0 is seen neither on host 1 nor here.
+host_exec 0 sh -c 'echo probe > /dev/shm/onrt-chaos-probe'
+if host_exec 1 test -e /dev/shm/onrt-chaos-probe || [ -e /dev/shm/onrt-chaos-probe ]; then
+  echo "chaos: FAILED: a file in host 0's /dev/shm is visible on host 1 or in the root namespace" >&2
+  exit 1
+fi
+host_exec 0 rm -f /dev/shm/onrt-chaos-probe
 
 # ---- which fault kinds this machine can inject (probed inside host 0, then undone)
 loss_why=""
