@@ -13,7 +13,8 @@
 //!   passing different sizes fail on every rank naming both sizes.
 //!
 //! Both wait for the other ranks at most `NEURON_RT_EXEC_TIMEOUT` and then fail with
-//! `NRT_TIMEOUT` naming the ranks that never came.
+//! `NRT_TIMEOUT` naming the ranks that never came, or with `NRT_NETWORK_PROXY_FAILURE` when
+//! the job spans hosts and the network proxy has lost a peer process meanwhile.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::isa::enums::Dtype;
 use crate::lower::request::{CollectiveOp, CollectiveRequest, ReduceOp};
 use crate::runtime::collective::{self, Arrival, VecIo};
@@ -201,7 +202,8 @@ pub fn gather_here(
     input: Vec<u8>,
 ) -> Result<Arc<Vec<u8>>> {
     let deadline = crate::runtime::process::config()?.exec_timeout();
-    GATHERS.meet(key, instance, rank, input, deadline, |parts| {
+    let lost = || crate::runtime::multi_process::proxy::running().and_then(|p| p.any_lost());
+    let met = GATHERS.meet(key, instance, rank, input, deadline, |parts| {
         if let Some(r) = parts.iter().position(|p| p.len() != parts[0].len()) {
             let e = Error::invalid(format!(
                 "nrt_all_gather #{instance}: rank 0 passed rank_input_size {}, rank {r} passed {}",
@@ -217,7 +219,29 @@ pub fn gather_here(
         }
         let joined = Arc::new(parts.concat());
         parts.iter().map(|_| Ok(joined.clone())).collect()
-    })
+    });
+    met.map_err(|e| network_cause(e, lost))
+}
+
+/// A host all-gather whose ranks never all arrived, in the process that holds its meeting
+/// (the job's root), may have waited on a rank behind a cut cable. When the network proxy
+/// has lost a peer process (`lost`: why, or `None`), the network is the cause: the timeout
+/// becomes `NRT_NETWORK_PROXY_FAILURE` naming the silent host, as the ranks on the far side
+/// of the cut report it, and as a device collective's meeting does
+/// (`runtime::multi_process::run`). Found by capi-tests/hosts/chaos.sh: with host 1's cable
+/// cut, host 1's rank failed with 1206 and the root with `NRT_TIMEOUT` ("rank 1 never
+/// arrived"), which hides the cause.
+fn network_cause(e: Error, lost: impl FnOnce() -> Option<String>) -> Error {
+    if e.kind() != ErrorKind::Timeout {
+        return e;
+    }
+    match lost() {
+        Some(why) => Error::new(
+            ErrorKind::NetworkProxy,
+            format!("{}; a process on another host: {why}", e.message()),
+        ),
+        None => e,
+    }
 }
 
 /// Fail pending and later host all-gathers with `NRT_CLOSED` (`nrt_close`).

@@ -52,3 +52,20 @@ fn barrier_and_all_gather_across_threads() {
     comm::reset();
     reset();
 }
+
+#[test]
+fn a_timed_out_all_gather_with_a_lost_peer_is_a_network_failure() {
+    let timeout = || Error::new(ErrorKind::Timeout, "rank 1 (global id 1) never arrived");
+    let lost = || Some("no word from its host (10.231.0.2:1) for 3.0 s".to_string());
+    let e = network_cause(timeout(), lost);
+    assert_eq!(e.kind(), ErrorKind::NetworkProxy);
+    assert!(e.message().contains("never arrived"), "{e}");
+    assert!(e.message().contains("10.231.0.2"), "{e}");
+    // No lost peer: still the timeout. Another failure: unchanged, lost peer or not.
+    assert_eq!(network_cause(timeout(), || None).kind(), ErrorKind::Timeout);
+    let closed = Error::new(
+        ErrorKind::Closed,
+        "nrt_close while nrt_all_gather was pending",
+    );
+    assert_eq!(network_cause(closed, lost).kind(), ErrorKind::Closed);
+}
