@@ -14,11 +14,12 @@
 #             `numgen random`, probed at run time; SKIPPED when nft or nf_tables is missing)
 #   throttle  the host's egress is throttled through a token bucket (tc tbf: a low rate, a
 #             small queue that drops what overflows) for a while
-# Every process must end within its bound with exit 0 (every element checked and exact) or
-# exit 3 naming one of the statuses the contract allows for a lost peer (1206, 1200, 5); a
-# wrong element (exit 1) or a process killed by its timeout is a failure. After every round,
-# every host's /dev/shm must hold no opennrt-* name. The namespaces go at the end, on failure
-# too (the EXIT trap).
+# Every process must end with exit 0 (every element checked and exact), or with exit 3 naming
+# one of the statuses the contract allows for a lost peer (1206, 1200, 5) within
+# NEURON_RT_EXEC_TIMEOUT + 5 s + the fault's length of the fault (NRT_FAILURE "left the job"
+# too, when another process failed with 1206: README); a wrong element (exit 1) or a process
+# killed by its timeout (a hang) is a failure. After every round, every host's /dev/shm must
+# hold no opennrt-* name. The namespaces go at the end, on failure too (the EXIT trap).
 #
 # Environment:
 #   OPENNRT_CHAOS_SEED=N      replay a run (printed at the start; default: a fresh one)
