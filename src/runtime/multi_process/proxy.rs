@@ -21,7 +21,7 @@
 //! | `SEM` | target segment id, EVT_SEM block offset, index and change, run, go signature, sender's segment id | — |
 //! | `STATE` | sender's segment id and bytes, run, state | the sender's segment name, NUL, why it failed |
 //! | `PING` | — | — (the sender is alive: sent on a new link and every [`HEARTBEAT`] of silence) |
-//! | `BYE` | — | — (the sender's proxy stops: `nrt_close`; it is not lost, only gone) |
+//! | `BYE` | arg: 1 when the sender lost a peer before it stopped, else 0 | — (the sender's proxy stops: `nrt_close`; it is not lost, only gone) |
 //!
 //! The sender's executor hands a semaphore change with the ranges written before it
 //! (`shadow::RemoteSem`); the proxy sends the data, then the change. The receiver copies the
@@ -270,6 +270,12 @@ pub struct Proxy {
     alive: Mutex<HashMap<u64, Instant>>,
     /// Peer processes that said goodbye.
     closed: Mutex<std::collections::HashSet<u64>>,
+    /// Peer processes whose goodbye said they had lost a peer before they left ([`BYE`]'s arg).
+    closed_lost: Mutex<std::collections::HashSet<u64>>,
+    /// Whether this process found a peer lost ([`Proxy::lost`]): its goodbye says so, so a
+    /// rank that waits on one of its ranks in a later collective reports the network as the
+    /// cause, not a plain departure (found by capi-tests/hosts/chaos.sh: 15 % packet loss).
+    lost_seen: AtomicBool,
     /// The endpoint address of every peer process this one linked to.
     linked: Mutex<HashMap<u64, Vec<u8>>>,
     /// How long a linked peer process may stay silent before it is lost (module doc).
@@ -329,6 +335,8 @@ pub fn start(bind: Option<std::net::IpAddr>, lost_after: Duration) -> Result<Arc
         failed: Mutex::new(None),
         alive: Mutex::new(HashMap::new()),
         closed: Mutex::new(std::collections::HashSet::new()),
+        closed_lost: Mutex::new(std::collections::HashSet::new()),
+        lost_seen: AtomicBool::new(false),
         linked: Mutex::new(HashMap::new()),
         lost_after,
         stop: AtomicBool::new(false),
@@ -487,6 +495,7 @@ impl Proxy {
         }
         let quiet = self.silent_for(addr)?;
         (quiet > self.lost_after).then(|| {
+            self.lost_seen.store(true, SeqCst);
             format!(
                 "no word from its host ({}) for {:.1} s, though every process's network proxy \
                  speaks at least every {:.1} s: the network between the hosts is down, or that \
@@ -501,6 +510,10 @@ impl Proxy {
     /// Whether the peer process at endpoint `addr` said goodbye (`nrt_close`).
     pub fn has_left(&self, addr: &[u8]) -> bool {
         self.closed.lock().contains(&peer_id(addr))
+    }
+    /// Whether the peer process at endpoint `addr` said goodbye after it had lost a peer.
+    pub fn left_after_loss(&self, addr: &[u8]) -> bool {
+        self.closed_lost.lock().contains(&peer_id(addr))
     }
     /// Why some linked peer process counts as lost (silent past the proxy's limit, without a
     /// goodbye), for a failure that cannot tell which rank it waited for (a go meeting whose
@@ -558,8 +571,9 @@ impl Proxy {
                 if !said_bye {
                     said_bye = true;
                     let to: Vec<Vec<u8>> = addrs.values().cloned().collect();
+                    let lost = self.lost_seen.load(SeqCst);
                     for a in to {
-                        self.post(&a, vec![ping(BYE)]);
+                        self.post(&a, vec![bye(lost)]);
                     }
                 }
                 // A peer that is lost or said goodbye will not take what is left for it.
@@ -802,7 +816,11 @@ impl Proxy {
         match h.kind {
             PING => return,
             BYE => {
-                self.closed.lock().insert(Head::link_seq(msg).0);
+                let from = Head::link_seq(msg).0;
+                if h.arg == 1 {
+                    self.closed_lost.lock().insert(from);
+                }
+                self.closed.lock().insert(from);
                 return;
             }
             _ => {}
@@ -939,6 +957,20 @@ fn ping(kind: u32) -> Frame {
     Frame::new(&head, &[])
 }
 
+/// A [`BYE`]: `lost` says the sender had lost a peer before it stopped.
+fn bye(lost: bool) -> Frame {
+    let head = Head {
+        kind: BYE,
+        seg: 0,
+        off: 0,
+        arg: u64::from(lost),
+        run: 0,
+        sig: 0,
+        src: 0,
+    };
+    Frame::new(&head, &[])
+}
+
 /// Wake the rank of `seg` (and bump its host's epoch): what a local peer's write does.
 fn wake(seg: &Segment, epoch: Option<&Arc<Segment>>) {
     if let Some(e) = epoch {
@@ -1056,6 +1088,9 @@ impl Signal for Link {
     fn left(&self) -> bool {
         self.proxy.has_left(&self.to)
     }
+    fn left_after_loss(&self) -> bool {
+        self.proxy.left_after_loss(&self.to)
+    }
 }
 
 #[cfg(test)]
@@ -1075,6 +1110,18 @@ mod tests {
         v6[23] = 1;
         assert_eq!(describe(&v6), "[::1]:7");
         assert_eq!(describe(&[0xab, 0xcd]), "abcd");
+    }
+
+    #[test]
+    fn a_goodbye_says_whether_its_sender_had_lost_a_peer() {
+        for lost in [false, true] {
+            let f = bye(lost);
+            let h = Head::decode(&f.bytes).expect("a header");
+            assert_eq!((h.kind, h.arg), (BYE, u64::from(lost)));
+            assert!(is_beat(&f.bytes), "a goodbye is a beat, never held back");
+        }
+        // A goodbye of an older sender (arg 0) reads as a plain departure.
+        assert_eq!(Head::decode(&ping(BYE).bytes).map(|h| h.arg), Some(0));
     }
 
     #[test]

@@ -911,17 +911,30 @@ impl Peers for SegPeers {
             return Err(e);
         }
         // A rank on another host whose process left (`nrt_close`) sends nothing more; its
-        // "done" would have come before its goodbye, on the same link.
+        // "done" would have come before its goodbye, on the same link. When that process had
+        // lost a peer first, the network is the cause (its failed collective's kind does not
+        // reach a rank already in the next one), so the kind is the network's, as there.
         if let Some(q) = (0..self.segs.len()).find(|&q| {
             q != self.me
                 && !self.finished(q)
                 && matches!(&self.segs[q], PeerSeg::Remote(_, link) if link.left())
         }) {
-            return Err(Error::failure(format!(
-                "{} left the job (nrt_close) before it finished this collective",
-                self.who(q)
-            ))
-            .with_rank(q as u32));
+            let after_loss =
+                matches!(&self.segs[q], PeerSeg::Remote(_, link) if link.left_after_loss());
+            let e = match after_loss {
+                true => Error::new(
+                    ErrorKind::NetworkProxy,
+                    format!(
+                        "{} left the job (nrt_close) before it finished this collective, after                          its process had lost a peer on another host (no word within                          OPENNRT_NET_PEER_TIMEOUT)",
+                        self.who(q)
+                    ),
+                ),
+                false => Error::failure(format!(
+                    "{} left the job (nrt_close) before it finished this collective",
+                    self.who(q)
+                )),
+            };
+            return Err(e.with_rank(q as u32));
         }
         for q in (0..self.segs.len()).filter(|&q| q != self.me) {
             let h = self.hdr(q);

@@ -166,6 +166,10 @@ pub trait Signal: Send + Sync + std::fmt::Debug {
     fn lost(&self) -> Option<String>;
     /// Whether the remote rank's process said goodbye (`nrt_close`): it sends nothing more.
     fn left(&self) -> bool;
+    /// Whether its goodbye said it had lost a peer first (the network, or a stopped process).
+    fn left_after_loss(&self) -> bool {
+        false
+    }
 }
 
 /// The [`SemNotify`] of one EVT_SEM block of a shadow (module doc, "Semaphores").
