@@ -306,9 +306,9 @@ round() {
         elif [ "$net_fail" = 1 ] && [[ "$line" =~ (\(|-\>\ )1\)?$ ]] \
             && grep -q "left the job (nrt_close) before it finished this collective" "$d/err$p"; then
           # The cascade of a network failure: a process whose collective failed with 1206
-          # leaves, and a peer already in its next collective fails with NRT_FAILURE naming
-          # the leaver, not the network (the cause's kind travels with a failed collective,
-          # not with a goodbye: README, "Network chaos").
+          # because of another process's loss leaves, and a peer already in its next
+          # collective fails with NRT_FAILURE naming the leaver (its goodbye carries a loss
+          # only when it lost a peer itself: README, "Network chaos").
           cascade=1
         else
           ok=0; why="process $p failed with a status the contract does not allow here: $line"
