@@ -3,7 +3,7 @@
 #   format and lints → release build of both libraries → Rust tests (unit, property, headers)
 #   → fuzz targets (nightly, 20 s each) → ABI identity checks → C tests against the built
 #   libraries → Python ctypes tests → the swap
-#   → one rank per process → several hosts (network namespaces; installs its Debian packages).
+#   → one rank per process → chaos (random kills, stops, delays) → several hosts (network namespaces; installs its Debian packages).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -120,6 +120,11 @@ bash capi-tests/swap/run.sh target/release
 
 step "one rank per process: forked C driver (R = 2, 3, 4, 8, mixed mode, two jobs, two groups, kills, errors)"
 bash capi-tests/mp/run.sh target/release
+
+step "chaos: one-rank-per-process jobs whose ranks are killed, stopped and delayed at random (seed printed; docs/hangs.md §4)"
+# 60 rounds of 2-4 ranks, about 450 collectives, four rounds at once; OPENNRT_CHAOS_SEED replays
+# a printed seed, OPENNRT_CHAOS_ROUNDS sets the count.
+bash capi-tests/mp/run.sh target/release chaos
 
 step "several hosts on one machine: network namespaces, one /dev/shm each"
 # Ranks on different hosts reach each other through the network proxy over libfabric
