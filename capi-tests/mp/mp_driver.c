@@ -1,6 +1,7 @@
 /* Multi-process collectives, through the public headers only.
  *
- *   mp_driver [collectives] [mixed] [two-jobs] [groups] [tensors] [kill] [errors]   (no argument: all)
+ *   mp_driver [collectives] [mixed] [two-jobs] [groups] [tensors] [kill] [errors] [chaos]
+ *   (no argument: all but chaos, which ci/test.sh runs as a step of its own)
  *
  * The launcher is the forked plain-C driver of docs/contract/abi.md §8 (sample-spectral-dns): the
  * parent forks one process per rank BEFORE nrt_init; each child sets
@@ -24,6 +25,8 @@
  * groups: mp_groups.c (two groups scheduled before either is waited on).
  * tensors: mp_tensors.c (device tensors in shared memory, results written in place, freed clean).
  * kill, errors: mp_faults.c.
+ * chaos: mp_chaos.c (rounds of jobs whose ranks are killed, stopped and delayed at random;
+ *   OPENNRT_CHAOS_SEED and OPENNRT_CHAOS_ROUNDS replay and size it).
  *
  * After every job: every process ended as planned (the parent waits with a deadline and
  * SIGKILLs what is left), and /dev/shm holds nothing named opennrt-<port>-*. Ports come from
@@ -172,25 +175,27 @@ int main(int argc, char **argv) {
   static const struct {
     const char *name;
     void (*run)(void);
-  } groups[] = {{"collectives", test_collectives},
-                {"mixed", test_mixed},
-                {"two-jobs", test_two_jobs},
-                {"groups", mp_test_groups},
-                {"tensors", mp_test_tensors},
-                {"kill", mp_test_kill},
-                {"errors", mp_test_errors}};
+    int in_all; /* run when no group is named (chaos is a CI step of its own: ci/test.sh) */
+  } groups[] = {{"collectives", test_collectives, 1},
+                {"mixed", test_mixed, 1},
+                {"two-jobs", test_two_jobs, 1},
+                {"groups", mp_test_groups, 1},
+                {"tensors", mp_test_tensors, 1},
+                {"kill", mp_test_kill, 1},
+                {"errors", mp_test_errors, 1},
+                {"chaos", mp_test_chaos, 0}};
   const int ngroups = (int)(sizeof groups / sizeof groups[0]);
   setvbuf(stdout, NULL, _IOLBF, 0);
   for (int a = 1; a < argc; a++) {
     int known = 0;
     for (int g = 0; g < ngroups; g++) known |= strcmp(argv[a], groups[g].name) == 0;
     if (!known) {
-      fprintf(stderr, "usage: %s [collectives] [mixed] [two-jobs] [groups] [tensors] [kill] [errors]\n", argv[0]);
+      fprintf(stderr, "usage: %s [collectives] [mixed] [two-jobs] [groups] [tensors] [kill] [errors] [chaos]\n", argv[0]);
       return 2;
     }
   }
   for (int g = 0; g < ngroups; g++) {
-    int wanted = argc == 1;
+    int wanted = argc == 1 && groups[g].in_all;
     for (int a = 1; a < argc; a++) wanted |= strcmp(argv[a], groups[g].name) == 0;
     if (wanted) groups[g].run();
   }

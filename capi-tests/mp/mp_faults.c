@@ -21,7 +21,10 @@
  *   first all-reduce succeeded everywhere, instead of scheduling the second: the survivors
  *   then meet on the group's go board in shared memory, not at the root, and their second
  *   all-reduce must still fail with 1200 within the timeout, naming rank 2. And a live rank that never
- *   arrives: NRT_TIMEOUT (5) after NEURON_RT_EXEC_TIMEOUT (2 s for that job).
+ *   arrives: NRT_TIMEOUT (5) after NEURON_RT_EXEC_TIMEOUT (2 s for that job). And a rank that
+ *   leaves with nrt_close while its peer waits in a collective on the go board (the root, then
+ *   rank 1): the peer's collective fails with 1200 (NRT_TIMEOUT too when rank 1 leaves), never
+ *   NRT_FAILURE (leave_body).
  * errors, all at once on their own ports and cores (each must end on every rank, none hang):
  *   - duplicate global id (world 3: ranks 0 and 1 join and wait in an all-reduce, then a third
  *     process claims global id 1): the offender's nrt_cc_global_comm_init and the others'
@@ -143,6 +146,53 @@ static void kill_body(const mp_proc *p) {
     }
     mp_cc_free(&c);
   }
+  nrt_close();
+  mp_say("%s: nrt_close returned", p->name);
+}
+
+/* A participant that leaves with nrt_close while its peer waits for it in a collective (spec
+ * §5.8: a missing participant surfaces as NRT_TIMEOUT or an NRT_EXEC_HW_ERR_COLLECTIVES-class
+ * error; README "Faults"). World 2; NEURON_RT_EXEC_TIMEOUT=4 for these jobs. Both ranks run a
+ * first all-reduce (exact), so the second meets on the group's go board. p->arg 0: the waiter,
+ * which schedules the second all-reduce and says ready; 1: the leaver, which calls nrt_close
+ * once the waiter is pending. The waiter's all-reduce must fail with 1200 or NRT_TIMEOUT, never
+ * NRT_FAILURE (the chaos group found a root that timed out and closed failing its peer with
+ * NRT_FAILURE); when the root leaves, 1200 at once. */
+static void leave_body(const mp_proc *p) {
+  mp_rank r = {0, (uint32_t)p->gid, (uint32_t)p->world, p->name};
+  mp_cc c;
+  NRT_STATUS st;
+  if (!init_or_fail(p)) return;
+  st = nrt_cc_global_comm_init(0, r.gid, r.world);
+  mp_check(st == NRT_SUCCESS, "%s: nrt_cc_global_comm_init -> NRT_SUCCESS (got %d)", p->name, st);
+  if (!mp_cc_run_checked(&r, NRT_CC_ALLREDUCE, NRT_DTYPE_FLOAT32, COUNT, 0, 0)) {
+    mp_ready();
+    nrt_close();
+    return;
+  }
+  if (p->arg == 1) {
+    mp_wait_go();
+    mp_say("%s: the other rank waits in its second all-reduce; calling nrt_close instead", p->name);
+    nrt_close();
+    mp_say("%s: nrt_close returned", p->name);
+    return;
+  }
+  st = mp_cc_start(&c, &r, NRT_CC_ALLREDUCE, NRT_DTYPE_FLOAT32, COUNT, 1, 0);
+  mp_ready();
+  if (mp_check(st == NRT_SUCCESS, "%s: second all-reduce prepared and scheduled (status %d)", p->name, st)) {
+    mp_cc_wait(&c, 0, 4 + 10);
+    mp_say("%s: second all-reduce ended %.2f s after scheduling, exec_ret %d (NEURON_RT_EXEC_TIMEOUT=4)", p->name,
+           c.elapsed, c.exec_ret);
+    if (p->gid == 1)
+      mp_check(c.exec_ret == NRT_EXEC_HW_ERR_COLLECTIVES,
+               "%s: the root left with nrt_close -> *exec_ret NRT_EXEC_HW_ERR_COLLECTIVES (1200) (got %d)", p->name,
+               c.exec_ret);
+    else
+      mp_check(c.exec_ret == NRT_EXEC_HW_ERR_COLLECTIVES || c.exec_ret == NRT_TIMEOUT,
+               "%s: rank 1 left with nrt_close -> *exec_ret 1200 or NRT_TIMEOUT (5) (got %d)", p->name, c.exec_ret);
+    mp_check(c.elapsed < 4 + 3, "%s: ... within NEURON_RT_EXEC_TIMEOUT + 3 s (%.2f s)", p->name, c.elapsed);
+  }
+  mp_cc_free(&c);
   nrt_close();
   mp_say("%s: nrt_close returned", p->name);
 }
@@ -289,10 +339,10 @@ void mp_test_kill(void) {
                {2, 3, "rank 2 dies before nrt_all_gather"},
                {1, 4, "rank 1 dies inside the run"},
                {2, 5, "rank 2 dies after a first all-reduce (the others meet on the go board)"}};
-  mp_proc procs[23];
-  int n = 0, port[8], first_straggler, first_in_run = 0;
+  mp_proc procs[MP_MAX_PROCS];
+  int n = 0, port[10], first_straggler, first_leave, first_in_run = 0;
   char root[64], name[48];
-  for (int v = 0; v < 8; v++) port[v] = mp_free_port();
+  for (int v = 0; v < 10; v++) port[v] = mp_free_port();
   for (int v = 0; v < 7; v++) {
     mp_root_id(root, sizeof root, v % 3, port[v]);
     if (runs[v].mode == 4) first_in_run = n;
@@ -310,11 +360,23 @@ void mp_test_kill(void) {
   add(procs, &n, "straggler: rank 0", root, straggler_body, 0, 2, 0)->env[0] = "NEURON_RT_EXEC_TIMEOUT=2";
   add(procs, &n, "straggler: rank 1", root, straggler_body, 1, 2, 1)->env[0] = "NEURON_RT_EXEC_TIMEOUT=2";
   procs[first_straggler].go_after = 1u << (first_straggler + 1);
+  /* a participant leaves with nrt_close: the root (port 8), then rank 1 (port 9) */
+  first_leave = n;
+  for (int v = 0; v < 2; v++) {
+    mp_root_id(root, sizeof root, v, port[8 + v]);
+    for (int g = 0; g < 2; g++) {
+      int leaver = g == (v == 0 ? 0 : 1);
+      snprintf(name, sizeof name, "leave-%s: rank %d%s", v == 0 ? "root" : "rank1", g, leaver ? " (leaves)" : "");
+      add(procs, &n, name, root, leave_body, g, 2, leaver)->env[0] = "NEURON_RT_EXEC_TIMEOUT=4";
+    }
+    procs[first_leave + 2 * v + (v == 0 ? 0 : 1)].go_after = 1u << (first_leave + 2 * v + (v == 0 ? 1 : 0));
+  }
   mp_say("\n== kill, seven R=3 jobs at once (ports %d-%d): SIGKILL of rank 1 instead of scheduling an all-reduce; of "
          "rank 0, the root; of rank 2 right after it scheduled; of rank 1 while the others wait in nrt_barrier; of "
          "rank 2 while they wait in nrt_all_gather; of rank 1 inside the run; of rank 2 after a first all-reduce. "
-         "And a live rank 0 that never arrives (port %d)",
-         port[0], port[6], port[7]);
+         "And a live rank 0 that never arrives (port %d); the root, then rank 1, leaving with nrt_close while the other "
+         "waits (ports %d, %d)",
+         port[0], port[6], port[7], port[8], port[9]);
   mp_run(procs, n, 2 * MP_EXEC_TIMEOUT_S + 20);
   mp_check_ends(procs, n);
   for (int i = 0; i < first_straggler; i++)
@@ -324,6 +386,8 @@ void mp_test_kill(void) {
   check_error_line(&procs[first_straggler + 1], 0, 1, NULL, "names the rank that never arrived");
   for (int v = 0; v < 7; v++) mp_check_shm_clean(port[v], runs[v].what);
   mp_check_shm_clean(port[7], "straggler");
+  mp_check_shm_clean(port[8], "the root leaves");
+  mp_check_shm_clean(port[9], "rank 1 leaves");
   mp_cleanup_logs(procs, n);
 }
 

@@ -59,6 +59,13 @@ void mp_say(const char *fmt, ...) {
   pthread_mutex_unlock(&check_lock);
 }
 
+int mp_failed_count(void) {
+  pthread_mutex_lock(&check_lock);
+  int n = check_failed;
+  pthread_mutex_unlock(&check_lock);
+  return n;
+}
+
 int mp_summary(const char *suite) {
   if (log_dir[0]) rmdir(log_dir);
   return check_summary(suite);
@@ -206,7 +213,9 @@ static void print_lines(const char *path, const char *prefix) {
   fclose(f);
 }
 
-int mp_run(mp_proc *procs, int n, int deadline_s) {
+int mp_run(mp_proc *procs, int n, int deadline_s) { return mp_run_ticking(procs, n, deadline_s, NULL, NULL); }
+
+int mp_run_ticking(mp_proc *procs, int n, int deadline_s, mp_tick tick, void *arg) {
   double t0 = mp_now(), end = t0 + deadline_s, cond_since[MP_MAX_PROCS];
   int i, left = n, ok = 1;
   /* A go byte for a child that already ended must be an EPIPE, not the harness's death. */
@@ -215,6 +224,7 @@ int mp_run(mp_proc *procs, int n, int deadline_s) {
     procs[i].pid = 0;
     procs[i].started = procs[i].ready = procs[i].go_sent = procs[i].exited = procs[i].timed_out = 0;
     procs[i].wstatus = 0;
+    procs[i].ready_at = procs[i].ended_at = 0;
     procs[i].ready_fd = procs[i].go_fd = -1;
     cond_since[i] = -1;
   }
@@ -248,13 +258,15 @@ int mp_run(mp_proc *procs, int n, int deadline_s) {
       mp_proc *p = &procs[idx[k]];
       char b;
       if (!(pf[k].revents & (POLLIN | POLLHUP))) continue;
-      if (read(p->ready_fd, &b, 1) == 1) p->ready = 1;
+      if (read(p->ready_fd, &b, 1) == 1) p->ready = 1, p->ready_at = p->ready_at ? p->ready_at : mp_now();
       else close(p->ready_fd), p->ready_fd = -1;
     }
     for (i = 0; i < n; i++) {
       mp_proc *p = &procs[i];
-      if (p->started && !p->exited && waitpid(p->pid, &p->wstatus, WNOHANG) == p->pid) p->exited = 1, left--;
+      if (p->started && !p->exited && waitpid(p->pid, &p->wstatus, WNOHANG) == p->pid)
+        p->exited = 1, p->ended_at = mp_now(), left--;
     }
+    if (tick) tick(procs, n, arg);
   }
   for (i = 0; i < n; i++) {
     mp_proc *p = &procs[i];
@@ -262,6 +274,7 @@ int mp_run(mp_proc *procs, int n, int deadline_s) {
       kill(p->pid, SIGKILL);
       waitpid(p->pid, &p->wstatus, 0);
       p->exited = p->timed_out = 1;
+      p->ended_at = mp_now();
     }
     if (p->ready_fd >= 0) close(p->ready_fd);
     if (p->go_fd >= 0) close(p->go_fd);

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define MP_MAX_PROCS 24
+#define MP_MAX_PROCS 32 /* start_after / go_after are bit masks of an unsigned */
 #define MP_MAX_ENV 4
 
 /* NEURON_RT_EXEC_TIMEOUT given to every rank (seconds). */
@@ -49,6 +49,7 @@ typedef struct mp_proc {
 
   pid_t pid;
   int started, ready, go_sent, exited, wstatus, timed_out;
+  double ready_at, ended_at;    /* mp_now() when its ready byte was read / it was reaped */
   int ready_fd, go_fd;          /* parent's ends of the two pipes (-1 when closed) */
   char out_path[96], err_path[96];
 } mp_proc;
@@ -59,6 +60,8 @@ int mp_check_at(const char *file, int line, int ok, const char *fmt, ...) __attr
 #define mp_check(ok, ...) mp_check_at(__FILE__, __LINE__, (ok), __VA_ARGS__)
 /* Print a line (flushed; a child's goes to its log, which the parent prints). */
 void mp_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* How many checks failed so far in this process (a caller's count before and after a step). */
+int mp_failed_count(void);
 /* The closing summary line; 0 iff no check failed. */
 int mp_summary(const char *suite);
 
@@ -91,6 +94,12 @@ void mp_root_id(char *buf, size_t n, int form, int port);
  * Prints each child's stdout log, prefixed with its name. Returns 1 if every proc ended as
  * expected (exit 0 or expect_signal), else 0. Does not check anything itself. */
 int mp_run(mp_proc *procs, int n, int deadline_s);
+/* mp_run that calls tick(procs, n, arg) once per turn of its loop (about every 10 ms), after
+ * it read the ready bytes and reaped the ended children: the chaos group (mp_chaos.c) stops,
+ * continues and kills ranks from there on a schedule. A stopped child is not ended (the loop
+ * reaps with WNOHANG only, never WUNTRACED). */
+typedef void (*mp_tick)(mp_proc *procs, int n, void *arg);
+int mp_run_ticking(mp_proc *procs, int n, int deadline_s, mp_tick tick, void *arg);
 /* mp_check that each proc ended as expected (one check per proc). */
 void mp_check_ends(mp_proc *procs, int n);
 /* 1 if proc p's stderr log contains `needle` (case-insensitive). */

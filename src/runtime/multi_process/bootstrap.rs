@@ -327,7 +327,13 @@ impl Member {
                 }
                 Ok(None) | Err(_) => {
                     if self.root_left.load(Ordering::SeqCst) {
-                        let e = Error::failure(
+                        // What waits for the root now can never complete: a participant that
+                        // left, which the contract surfaces as NRT_TIMEOUT or a 1200-class
+                        // error (docs/contract/abi.md §5.8), never NRT_FAILURE. The chaos test
+                        // saw a survivor's pending collective fail with NRT_FAILURE when the
+                        // root timed out on a stopped rank first and closed.
+                        let e = Error::new(
+                            ErrorKind::CollectivesHang,
                             "the job's root process (global id 0) left the job (nrt_close)",
                         );
                         crate::log_info!("bootstrap", "{e}");

@@ -23,6 +23,11 @@
 //! **Faults.** The wait gives up on a dead process ([`crate::runtime::multi_process::bootstrap::job_error`]),
 //! on `nrt_close` ([`abort`]), after `NEURON_RT_EXEC_TIMEOUT` naming the ranks that never
 //! arrived, and when a slot is already past this instance (a rank that gave up and moved on).
+//! A rank that moved on gave up because the collective cannot complete (most often a dead
+//! process it heard of first), so this rank fails it the same way: with the job's error if it
+//! has one by now, else as a hung collective (`NRT_EXEC_HW_ERR_COLLECTIVES`). The contract
+//! allows a missing participant only that or `NRT_TIMEOUT` (docs/contract/abi.md §5.8), never
+//! a plain `NRT_FAILURE` (the chaos test, capi-tests/mp/mp_chaos.c, caught it).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
@@ -235,12 +240,17 @@ impl Board {
             }
             let gone = (0..self.n).find(|&q| at[q] > want);
             let verdict = if let Some(q) = gone {
-                Some(Err(Error::failure(format!(
-                    "collective #{instance} of {key}: rank {q} (global id {}) has moved on to \
-                     collective #{} (it gave up on this one)",
-                    key.group[q],
-                    at[q] - 1
-                ))))
+                Some(Err(job_error().unwrap_or_else(|| {
+                    Error::new(
+                        ErrorKind::CollectivesHang,
+                        format!(
+                            "collective #{instance} of {key}: rank {q} (global id {}) has moved \
+                             on to collective #{} (it gave up on this one)",
+                            key.group[q],
+                            at[q] - 1
+                        ),
+                    )
+                })))
             } else if let Some(m) = met {
                 Some(Ok(m))
             } else if let Some(e) = job_error().or_else(super::bootstrap::root_left) {

@@ -534,10 +534,13 @@ impl Root {
             shm::unlink_pid(shm::NO_JOB, pid);
         }
         for (slot, gid) in gids {
+            // A rank that left with nrt_close is as lost to the collectives waiting for it as a
+            // dead one: both are a missing participant (1200-class, docs/contract/abi.md §5.8).
             let e = if said_bye {
-                Error::failure(format!(
-                    "global id {gid} left the job ({place} called nrt_close)"
-                ))
+                Error::new(
+                    ErrorKind::CollectivesHang,
+                    format!("global id {gid} left the job ({place} called nrt_close)"),
+                )
             } else {
                 Error::new(
                     ErrorKind::CollectivesHang,

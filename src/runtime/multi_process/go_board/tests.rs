@@ -95,6 +95,24 @@ fn a_rank_past_this_instance_and_a_dead_job_end_the_wait() {
             .contains("rank 1 (global id 1) has moved on to collective #5"),
         "{e}"
     );
+    // A peer that gave up leaves a collective that cannot complete: a hung collective
+    // (1200), which the contract allows a missing participant, never NRT_FAILURE.
+    assert_eq!(e.kind(), ErrorKind::CollectivesHang, "{e}");
+    // When the job knows why (a dead process), that is the reason given: the one the peer
+    // that moved on gave up for, with its status.
+    let m = board("moved-dead", 3);
+    m.arrive(0, 4, 7, &seg(0)).unwrap();
+    m.arrive(1, 5, 7, &seg(1)).unwrap();
+    let e = m
+        .wait(&key(3), 4, None, || {
+            Some(Error::new(
+                ErrorKind::CollectivesHang,
+                "global id 2 is gone: its process died",
+            ))
+        })
+        .unwrap_err();
+    assert!(e.message().contains("global id 2 is gone"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::CollectivesHang, "{e}");
     let c = board("dead", 2);
     c.arrive(0, 0, 7, &seg(0)).unwrap();
     let e = c
