@@ -241,14 +241,28 @@ def neff_rank_main(rank: int, world: int, root: str, neff_path: str, results) ->
         raise SystemExit(1)
 
 
-def test_all_reduce_neff_one_rank_per_process(all_reduce_neff):
+def test_all_reduce_neff_one_rank_per_process(all_reduce_neff, tmp_path, monkeypatch):
     world, port = 2, free_port()
     root = f"127.0.0.1:{port}"
+    # The flight recorder's NEFF path too (docs/hangs.md): every nrt_close writes its rank file.
+    fr_dir = tmp_path / "flight"
+    monkeypatch.setenv("OPENNRT_FLIGHT_RECORDER_DIR", str(fr_dir))
     reports = run_clean_job(world, root, port, neff_rank_main, (str(all_reduce_neff),), JOB_TIMEOUT_S)
     for r in range(world):
         got = reports[r]
         assert got["vnc"] == 0, f"rank {r}: nrt_get_model_info vnc {got['vnc']} (its one core)"
         check_rank(r, got, world)
+    files = sorted(fr_dir.iterdir())
+    assert [f.name.rsplit("-", 1)[1] for f in files] == [f"rank{r}.json" for r in range(world)], files
+    for r, f in enumerate(files):
+        header, *records = [json.loads(line) for line in f.read_text().splitlines()]
+        assert (header["gid"], header["recorded"], header["reason"]) == (r, RUNS, "nrt_close"), header
+        assert [(x["kind"], x["op"], x["dtype"], x["count"], x["group"], x["rank"], x["state"])
+                for x in records] == [("neff", "all_reduce", "fp32", COUNT, [0, 1], r, "done")] * RUNS
+        assert [x["instance"] for x in records] == list(range(RUNS)), records
+    out = subprocess.run([str(opennrt_cli()), "flight-recorder", str(fr_dir)], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, f"exit {out.returncode}\n{out.stdout}\n{out.stderr}"
 
 
 THREADS = """
