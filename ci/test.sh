@@ -82,11 +82,14 @@ fuzz_pids+=("$!")
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "cargo build --release (libnrt.so.1, libncfw.so, opennrt)"
-cargo build --release --workspace
+# One build for the libraries, the CLIs and every test binary of the next step: in one cargo
+# run the dev-dependencies (bindgen, cbindgen, proptest) and the unit-test build of the crate
+# compile beside the library instead of after it, on the core a single crate leaves idle.
+step "cargo build --release (libnrt.so.1, libncfw.so, opennrt, and the test binaries that cargo test runs next)"
+cargo build --release --workspace --lib --bins --tests --examples
 shim/links.sh target/release
 
-step "cargo test --release (unit, property, golden, headers; the release profile is shared with the full matrix below)"
+step "cargo test --release (unit, property, golden, headers; built above; the release profile is shared with the full matrix below)"
 cargo test --release --workspace
 
 step "cargo doc (warnings are errors)"
