@@ -65,8 +65,11 @@ mkdir -p target
 fuzz_build_log=target/ci-fuzz-build.log
 fuzz_run_log=target/ci-fuzz-run.log
 fuzz_pids=()
-# A failing step ends the suite; the background fuzz jobs (each its own process group) end with it.
+# A failing step ends the suite, and so does a signal; the background fuzz jobs (each its own
+# process group) end with it.
 trap 'for p in "${fuzz_pids[@]}"; do kill -- -"$p" 2>/dev/null || true; done' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 # fuzz_wait PID LOG WHAT: waits for a background fuzz job and fails the suite with its log.
 fuzz_wait() {
   if ! wait "$1"; then
