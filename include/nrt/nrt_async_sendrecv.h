@@ -72,7 +72,9 @@ NRT_STATUS nrt_async_sendrecv_init(int lnc);
 /**
  * Stop the send/recv service of `lnc`; fails with communicators still connecting or requests
  * in flight (and then the next `init` of `lnc` fails until a close succeeds). Its
- * communicators and requests are gone afterwards.
+ * communicators and requests are gone afterwards: their handles are freed here, so no other
+ * thread may be inside a call with one of them meanwhile (as with any handle a call frees;
+ * after the close, calls with them fail with `NRT_INVALID_HANDLE`).
  *
  * # Returns
  * `NRT_SUCCESS`; `NRT_INVALID` for a bad core; `NRT_FAILURE` otherwise.
