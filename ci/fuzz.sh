@@ -6,39 +6,54 @@
 # sanitizer), so cargo-fuzz itself is not needed and a local `cargo fuzz` shares the build.
 #   OPENNRT_FUZZ_SECONDS  seconds per target (default 30)
 #   OPENNRT_FUZZ_JOBS     targets at once (default 2)
+# `bash ci/fuzz.sh build` only builds, `bash ci/fuzz.sh run` only runs what the last build made
+# (ci/test.sh builds while the compile-bound steps leave a core idle, and runs the targets beside
+# the steps that mostly wait); no argument does both.
 set -euo pipefail
+phase="${1:-all}"
+case "$phase" in
+  all | build | run) ;;
+  *) echo "ci/fuzz.sh: unknown phase '$phase' (build, run, or none for both)" >&2; exit 2 ;;
+esac
 root="$(cd "$(dirname "$0")/.." && pwd)"
 fuzz="$root/fuzz"
 secs="${OPENNRT_FUZZ_SECONDS:-30}"
 jobs="${OPENNRT_FUZZ_JOBS:-2}"
 start=$SECONDS
 
-if ! cargo +nightly --version >/dev/null 2>&1; then
-  echo "ci/fuzz.sh: installing the nightly toolchain"
-  rustup toolchain install nightly --profile minimal
-fi
-cargo +nightly --version
-triple="$(rustc +nightly -vV | sed -n 's/^host: //p')"
+if [ "$phase" != run ]; then
+  if ! cargo +nightly --version >/dev/null 2>&1; then
+    echo "ci/fuzz.sh: installing the nightly toolchain"
+    rustup toolchain install nightly --profile minimal
+  fi
+  cargo +nightly --version
+  triple="$(rustc +nightly -vV | sed -n 's/^host: //p')"
 
-# cargo-fuzz 0.13's RUSTFLAGS for `build -a -s none` on Linux (src/project.rs there).
-export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
--Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
--Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing \
--Cllvm-args=-simplifycfg-branch-fold-threshold=0 -Cllvm-args=-sanitizer-coverage-stack-depth \
--Cdebug-assertions -Ccodegen-units=1"
-cargo +nightly build --manifest-path "$fuzz/Cargo.toml" --target "$triple" --release \
-  --config 'profile.release.debug="line-tables-only"' --bins --locked || {
-  echo "ci/fuzz.sh: the build failed; if cargo says fuzz/Cargo.lock needs an update (a dependency" \
-    "of the root crate changed), run 'cd fuzz && cargo +nightly update -p opennrt' and commit it" >&2
-  exit 1
-}
-unset RUSTFLAGS
+  # cargo-fuzz 0.13's RUSTFLAGS for `build -a -s none` on Linux (src/project.rs there).
+  export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+  -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+  -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing \
+  -Cllvm-args=-simplifycfg-branch-fold-threshold=0 -Cllvm-args=-sanitizer-coverage-stack-depth \
+  -Cdebug-assertions -Ccodegen-units=1"
+  cargo +nightly build --manifest-path "$fuzz/Cargo.toml" --target "$triple" --release \
+    --config 'profile.release.debug="line-tables-only"' --bins --locked || {
+    echo "ci/fuzz.sh: the build failed; if cargo says fuzz/Cargo.lock needs an update (a dependency" \
+      "of the root crate changed), run 'cd fuzz && cargo +nightly update -p opennrt' and commit it" >&2
+    exit 1
+  }
+  unset RUSTFLAGS
+  echo "ci/fuzz.sh: built in $((SECONDS - start)) s"
+fi
+[ "$phase" != build ] || exit 0
+triple="$(rustc +nightly -vV | sed -n 's/^host: //p')"
 bin="$fuzz/target/$triple/release"
-echo "ci/fuzz.sh: built in $((SECONDS - start)) s"
 
 targets=()
 while IFS= read -r t; do targets+=("$t"); done < <(sed -n 's/^name = "\(.*\)"$/\1/p' "$fuzz/Cargo.toml" | grep -v '^opennrt')
 [ "${#targets[@]}" -gt 0 ] || { echo "ci/fuzz.sh: no fuzz targets in fuzz/Cargo.toml" >&2; exit 1; }
+for t in "${targets[@]}"; do
+  [ -x "$bin/$t" ] || { echo "ci/fuzz.sh: $bin/$t is missing; run 'bash ci/fuzz.sh build' first" >&2; exit 1; }
+done
 
 # Runs write new inputs into a scratch copy of the corpus, never into fuzz/corpus.
 work="$(mktemp -d)"

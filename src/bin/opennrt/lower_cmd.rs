@@ -1,6 +1,8 @@
 //! `opennrt lower` and `opennrt verify` (issue item 9).
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
 use opennrt::isa::ccop::{SpadCtrlEntry, SPAD_SLOT_CONTINUE_MARK};
@@ -445,8 +447,9 @@ any case failed.",
     notes: "",
 };
 
-/// `opennrt verify`: lower, verify, emit and decode back every case of the matrix; one line per
-/// case and a closing `N passed, N failed` line. Exit 1 if any case failed.
+/// `opennrt verify`: lower, verify, emit and decode back every case of the matrix, on one thread
+/// per core; one line per case, in the matrix's order, and a closing `N passed, N failed` line.
+/// Exit 1 if any case failed.
 ///
 /// The matrix is [`cases::matrix`] (shared with the device matrix, `tests/device_matrix.rs`):
 /// op × algorithm × ranks × count × (in place or not, where it applies) × topology; all-to-all-v
@@ -481,21 +484,45 @@ pub fn verify_cmd(a: &[String]) -> i32 {
     let t_all = Instant::now();
     let matrix = cases::matrix(ranks, counts);
     let mut progress = Progress::new("verify", matrix.len() as u64);
-    for (i, case) in matrix.iter().enumerate() {
-        let name = case.name(false);
-        progress.update(i as u64, &name);
-        match run_case(case) {
-            Case::Pass(ms) => {
-                passed += 1;
-                println!("ok   {name} ({ms:.1} ms)");
-            }
-            Case::Illegal => refused += 1,
-            Case::Fail(why) => {
-                failed += 1;
-                println!("FAIL {name}: {why}");
+    // The cases are independent (each lowers with its own config), so they run on one thread per
+    // core, each taking the next case; the lines are printed in the matrix's order all the same.
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = mpsc::channel::<(usize, Case)>();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            let (tx, next, matrix) = (tx.clone(), &next, &matrix);
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(case) = matrix.get(i) else { break };
+                if tx.send((i, run_case(case))).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut done: BTreeMap<usize, Case> = BTreeMap::new();
+        let mut printed = 0;
+        for (i, result) in rx {
+            done.insert(i, result);
+            while let Some(result) = done.remove(&printed) {
+                let name = matrix[printed].name(false);
+                progress.update(printed as u64, &name);
+                printed += 1;
+                match result {
+                    Case::Pass(ms) => {
+                        passed += 1;
+                        println!("ok   {name} ({ms:.1} ms)");
+                    }
+                    Case::Illegal => refused += 1,
+                    Case::Fail(why) => {
+                        failed += 1;
+                        println!("FAIL {name}: {why}");
+                    }
+                }
             }
         }
-    }
+    });
     progress.finish();
     println!(
         "({refused} forced combinations were refused by the selector as illegal for their request or topology; {:.1} s in all)",
