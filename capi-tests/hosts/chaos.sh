@@ -16,8 +16,8 @@
 #             small queue that drops what overflows) for a while
 # Every process must end with exit 0 (every element checked and exact), or with exit 3 naming
 # one of the statuses the contract allows for a lost peer (1206, 1200, 5) within
-# NEURON_RT_EXEC_TIMEOUT + 5 s + the fault's length of the fault (NRT_FAILURE "left the job"
-# too, when another process failed with 1206: README); a wrong element (exit 1) or a process
+# NEURON_RT_EXEC_TIMEOUT + 5 s + the fault's length of the fault; a wrong element (exit 1), any
+# other status (NRT_FAILURE included: a peer that left is a missing participant) or a process
 # killed by its timeout (a hang) is a failure. After every round, every host's /dev/shm must
 # hold no opennrt-* name. The namespaces go at the end, on failure too (the EXIT trap).
 #
@@ -275,14 +275,7 @@ round() {
   undo "$kind" "$victim"
 
   # ---- judge
-  local ok=1 why="" rc el line bound any_fail=0 net_fail=0 cascade=0
-  # Whether some process failed because of the network (1206): a peer that then leaves the
-  # job (nrt_close) fails the others' collective with NRT_FAILURE ("left the job"), below.
-  for ((p = 0; p < n; p++)); do
-    if [ "$(cat "$d/rc$p")" = 3 ] && grep -qE "^(opennrt perf-rank \(process $p\)|host_ag: gid $p:).*(1206\)?|status 1206)$" "$d/err$p"; then
-      net_fail=1
-    fi
-  done
+  local ok=1 why="" rc el line bound any_fail=0
   for ((p = 0; p < n; p++)); do
     rc="$(cat "$d/rc$p")"
     el=$(awk -v a="$(cat "$d/end$p")" -v b="$t_fault" 'BEGIN { printf "%.2f", a - b }')
@@ -303,13 +296,6 @@ round() {
         any_fail=1
         if [[ "$line" =~ (\(|status\ |-\>\ )(1206|1200|5)\)?$ ]]; then
           :
-        elif [ "$net_fail" = 1 ] && [[ "$line" =~ (\(|-\>\ )1\)?$ ]] \
-            && grep -q "left the job (nrt_close) before it finished this collective" "$d/err$p"; then
-          # The cascade of a network failure: a process whose collective failed with 1206
-          # because of another process's loss leaves, and a peer already in its next
-          # collective fails with NRT_FAILURE naming the leaver (its goodbye carries a loss
-          # only when it lost a peer itself: README, "Network chaos").
-          cascade=1
         else
           ok=0; why="process $p failed with a status the contract does not allow here: $line"
         fi ;;
@@ -350,7 +336,6 @@ round() {
     if awk -v e="$(cat "$d/end$p")" -v f="$t_fault" 'BEGIN { exit !(e > f) }'; then late=0; fi
   done
   outcome=$([ "$any_fail" = 1 ] && echo "failed as allowed" || echo "succeeded")
-  [ "$cascade" = 0 ] || outcome="$outcome (a process that lost the network left, a peer failed with NRT_FAILURE)"
   [ "$late" = 0 ] || [ "$kind" = none ] || outcome="$outcome (it was over before the fault)"
   if [ "$ok" = 1 ]; then
     if [ "$op" = host_all_gather ]; then

@@ -911,9 +911,11 @@ impl Peers for SegPeers {
             return Err(e);
         }
         // A rank on another host whose process left (`nrt_close`) sends nothing more; its
-        // "done" would have come before its goodbye, on the same link. When that process had
-        // lost a peer first, the network is the cause (its failed collective's kind does not
-        // reach a rank already in the next one), so the kind is the network's, as there.
+        // "done" would have come before its goodbye, on the same link. It is a missing
+        // participant, as a dead one is (1200, docs/contract/abi.md §5.8; the bootstrap says
+        // the same of a process that left). When that process had lost a peer first, the
+        // network is the cause (its failed collective's kind does not reach a rank already in
+        // the next one), so the kind is the network's, as there.
         if let Some(q) = (0..self.segs.len()).find(|&q| {
             q != self.me
                 && !self.finished(q)
@@ -925,14 +927,19 @@ impl Peers for SegPeers {
                 true => Error::new(
                     ErrorKind::NetworkProxy,
                     format!(
-                        "{} left the job (nrt_close) before it finished this collective, after                          its process had lost a peer on another host (no word within                          OPENNRT_NET_PEER_TIMEOUT)",
+                        "{} left the job (nrt_close) before it finished this collective, after \
+                         its process had lost a peer on another host (no word within \
+                         OPENNRT_NET_PEER_TIMEOUT)",
                         self.who(q)
                     ),
                 ),
-                false => Error::failure(format!(
-                    "{} left the job (nrt_close) before it finished this collective",
-                    self.who(q)
-                )),
+                false => Error::new(
+                    ErrorKind::CollectivesHang,
+                    format!(
+                        "{} left the job (nrt_close) before it finished this collective",
+                        self.who(q)
+                    ),
+                ),
             };
             return Err(e.with_rank(q as u32));
         }
