@@ -561,6 +561,13 @@ impl Ring {
     }
 }
 
+/// The ring size in force and the rank's global id, when the recorder is on.
+fn recording(key: &GroupKey, req: &CollectiveRequest) -> Option<(usize, u32)> {
+    let cap = CAPACITY.load(Ordering::Relaxed);
+    let gid = *key.group.get(req.rank as usize).filter(|_| cap > 0)?;
+    Some((cap, gid))
+}
+
 /// Record that the rank queued collective `instance` of `key` (`nrta_cc_schedule`).
 pub fn scheduled(
     key: &GroupKey,
@@ -568,8 +575,7 @@ pub fn scheduled(
     req: &CollectiveRequest,
     lowered: &Lowered,
 ) -> Option<Token> {
-    let cap = CAPACITY.load(Ordering::Relaxed);
-    let gid = *key.group.get(req.rank as usize).filter(|_| cap > 0)?;
+    let (cap, gid) = recording(key, req)?;
     let w = What::of(key, req, lowered);
     let seq = ring(gid).open(cap, instance, &key.group, w, State::Scheduled);
     Some(Token { gid, seq })
@@ -583,8 +589,7 @@ pub fn enter(
     req: &CollectiveRequest,
     lowered: &Lowered,
 ) -> Option<Token> {
-    let cap = CAPACITY.load(Ordering::Relaxed);
-    let gid = *key.group.get(req.rank as usize).filter(|_| cap > 0)?;
+    let (cap, gid) = recording(key, req)?;
     let seq = ring(gid).enter(cap, instance, &key.group, || What::of(key, req, lowered));
     Some(Token { gid, seq })
 }
