@@ -452,7 +452,7 @@ impl Comm {
                 Phase::Connected { .. } => {
                     if let Some((started, _)) = c.peer_left {
                         if !protocol::seq_before(c.next_seq, started) {
-                            return Err(c.peer_left_error(id).expect("matched"));
+                            return Err(c.peer_left_error(id, started));
                         }
                         // The wait for the closed peer's bytes starts again (service::tick).
                         c.peer_left = Some((started, Instant::now()));

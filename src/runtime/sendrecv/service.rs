@@ -148,13 +148,12 @@ impl CommState {
         }
     }
 
-    /// The error of a receive the closed peer never started, if the peer has closed.
-    pub fn peer_left_error(&self, id: u16) -> Option<Error> {
-        let (started, _) = self.peer_left?;
-        Some(Error::failure(format!(
+    /// The error of a receive the peer, closed after `started` transfers, never started.
+    pub fn peer_left_error(&self, id: u16, started: u32) -> Error {
+        Error::failure(format!(
             "{}: the peer closed its send/recv service after {started} transfer(s)",
             self.describe(id)
-        )))
+        ))
     }
 
     /// "send communicator 3 (to lnc 1 at 10.0.0.2)", for messages.
@@ -1107,7 +1106,7 @@ impl Worker {
                     // The sender's eager transfers are done on its side before they arrive
                     // here: receives of them stay; the ones it never started fail now.
                     c.peer_left = Some((started, Instant::now()));
-                    let e = c.peer_left_error(to).expect("just set");
+                    let e = c.peer_left_error(to, started);
                     let mut unmet = Vec::new();
                     for (i, s) in c.slots.iter_mut().enumerate() {
                         let waiting = matches!(s.state, SlotState::Stashed | SlotState::Posted);
@@ -1175,7 +1174,7 @@ impl Worker {
                         // or the last bytes, whichever came later.
                         let (started, at) = c.peer_left.expect("matched");
                         if c.in_flight == 0 && !protocol::seq_before(c.next_seq, started) {
-                            let e = c.peer_left_error(id).expect("matched");
+                            let e = c.peer_left_error(id, started);
                             fail_comm(&mut g, id, e, Some(&mut *self.ep));
                         } else if c.in_flight > 0
                             && now.duration_since(at.max(c.last_heard)) > peer_timeout
